@@ -1,0 +1,179 @@
+package shotd
+
+import "time"
+
+// Formats.
+const (
+	FormatPNG  = "png"
+	FormatJPEG = "jpeg"
+	FormatWebP = "webp"
+	FormatPDF  = "pdf"
+	FormatMP4  = "mp4"
+	FormatWebM = "webm"
+	FormatGIF  = "gif"
+)
+
+// ContentTypes maps each format to the Content-Type of its file.
+var ContentTypes = map[string]string{
+	FormatPNG:  "image/png",
+	FormatJPEG: "image/jpeg",
+	FormatWebP: "image/webp",
+	FormatPDF:  "application/pdf",
+	FormatMP4:  "video/mp4",
+	FormatWebM: "video/webm",
+	FormatGIF:  "image/gif",
+}
+
+// IsVideo reports whether format records a video.
+func IsVideo(format string) bool {
+	return format == FormatMP4 || format == FormatWebM || format == FormatGIF
+}
+
+// Wait conditions of wait_until.
+const (
+	WaitLoad             = "load"
+	WaitDOMContentLoaded = "domcontentloaded"
+	WaitNetworkIdle      = "networkidle"
+	WaitCommit           = "commit"
+)
+
+// Header is one parsed entry of the headers option.
+type Header struct {
+	Name  string
+	Value string
+}
+
+// Cookie is one parsed entry of the cookies option ("name=value; Domain=example.com").
+type Cookie struct {
+	Name     string
+	Value    string
+	Domain   string
+	Path     string
+	Secure   bool
+	HTTPOnly bool
+}
+
+// Options is one validated render request. It is built once, by ParseOptions, and never changed
+// afterwards: actors and cdpclient read it from several goroutines.
+type Options struct {
+	// Source: exactly one is set.
+	URL      string
+	HTML     string
+	Markdown string
+
+	// Output.
+	Format         string
+	ImageQuality   int
+	ImageWidth     int // 0: keep
+	ImageHeight    int // 0: keep
+	OmitBackground bool
+	ResponseType   string
+
+	// Viewport. ViewportWidth, ViewportHeight, DeviceScaleFactor and ViewportMobile already
+	// include the device preset and landscape rotation; UserAgent includes the preset's.
+	ViewportWidth     int
+	ViewportHeight    int
+	DeviceScaleFactor float64
+	ViewportDevice    string
+	ViewportMobile    bool
+	ViewportLandscape bool
+	HasTouch          bool // from a mobile or tablet device preset
+
+	// Area.
+	FullPage          bool
+	FullPageScroll    bool
+	FullPageMaxHeight int
+	Selector          string
+	HasClip           bool
+	ClipX, ClipY      int
+	ClipWidth         int
+	ClipHeight        int
+
+	// Waiting.
+	WaitUntil       string
+	Delay           time.Duration
+	Timeout         time.Duration
+	WaitForSelector string
+
+	// Page behaviour.
+	DarkMode      bool
+	ReducedMotion bool
+	MediaType     string
+	HideSelectors []string
+	Styles        string
+	Scripts       string
+	Click         string
+	UserAgent     string
+	Headers       []Header
+	Cookies       []Cookie
+	Authorization string
+	TimeZone      string
+
+	// Blocking.
+	BlockAds           bool
+	BlockTrackers      bool
+	BlockCookieBanners bool
+	BlockChats         bool
+	BlockResources     []string
+	BlockRequests      []string
+
+	// PDF. Margins are kept as validated CSS lengths ("" = none).
+	PDFPaperFormat     string
+	PDFLandscape       bool
+	PDFPrintBackground bool
+	PDFMargin          string
+	PDFMarginTop       string
+	PDFMarginRight     string
+	PDFMarginBottom    string
+	PDFMarginLeft      string
+	PDFFitOnePage      bool
+
+	// Video.
+	VideoDuration     time.Duration // 0: follows the page height
+	VideoMaxDuration  time.Duration
+	VideoFPS          int
+	VideoScroll       bool
+	VideoScrollBack   bool
+	VideoScrollEasing string
+
+	// Cache.
+	Cache    bool
+	CacheTTL time.Duration
+	CacheKey string
+
+	// Background and webhook.
+	Async       bool
+	WebhookURL  string
+	WebhookSign bool
+
+	// Authentication parameters, validated here, used by httpd.
+	AccessKey  string
+	Signature  string
+	Expires    int64
+	HasExpires bool
+
+	// Given lists the option names that the request set explicitly, in table order. The cache
+	// key and bulk defaults use it.
+	Given []string
+}
+
+// ContentType is the Content-Type of the rendered file.
+func (o *Options) ContentType() string { return ContentTypes[o.Format] }
+
+// Features lists the plan features the options need beyond a plain image render.
+func (o *Options) Features() []string {
+	var fs []string
+	switch {
+	case o.Format == FormatPDF:
+		fs = append(fs, FeaturePDF)
+	case IsVideo(o.Format):
+		fs = append(fs, FeatureVideo)
+	}
+	if o.Async {
+		fs = append(fs, FeatureAsync)
+	}
+	if o.Cache {
+		fs = append(fs, FeatureCache)
+	}
+	return fs
+}
