@@ -1,0 +1,236 @@
+package actors
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+)
+
+// Browser is one running Chrome process. cdpclient.Process implements it.
+type Browser interface {
+	PID() int
+	Exited() <-chan struct{}
+	Disconnected() <-chan struct{}
+	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
+	Close(ctx context.Context) error
+}
+
+// Launcher starts one Chrome process.
+type Launcher func(ctx context.Context) (Browser, error)
+
+// browserActor owns one Chrome process: it alone starts, restarts, recycles and stops it.
+type browserActor struct {
+	id           int
+	launch       Launcher
+	recycleAfter int
+	log          zerolog.Logger
+
+	gen      int     // generation of the current (or launching) process
+	browser  Browser // nil while launching or down
+	draining bool    // recycling: no new renders, close when inflight reaches 0
+	inflight int
+	renders  int
+	failures int // consecutive failed or short-lived launches, for backoff
+	upSince  time.Time
+	closing  chan struct{} // closed once the process of the current gen was closed
+
+	// launches hands launched processes from their goroutine to the actor. A process that
+	// finishes launching after the actor stopped is closed by the goroutine itself, so that a
+	// stop never leaves a Chrome behind, whatever the order of the messages.
+	launches sync.WaitGroup
+	mu       sync.Mutex
+	stopped  bool
+	adopting map[int]Browser // launched, not yet taken over by the actor; by generation
+}
+
+func (b *browserActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		b.startLaunch(ctx)
+	case *launchChrome:
+		if b.browser == nil && b.closing == nil {
+			b.startLaunch(ctx)
+		}
+	case *chromeStarted:
+		b.started(ctx, m)
+	case *chromeLaunchFailed:
+		if m.gen != b.gen {
+			return
+		}
+		b.failures++
+		d := backoff(b.failures)
+		b.log.Error().Err(m.err).Int("chrome_gen", m.gen).Dur("retry_in", d).Msg("chrome launch failed")
+		b.relaunchAfter(ctx, d)
+	case *Render:
+		b.render(ctx, m)
+	case *renderDone:
+		b.inflight--
+		ctx.Send(ctx.Parent(), &RenderFinished{ID: b.id})
+		if b.draining && b.inflight == 0 && m.gen == b.gen {
+			b.closeCurrent(ctx, "recycled")
+		}
+	case *ChromeExited:
+		if m.Gen != b.gen || b.browser == nil {
+			return // the second signal of the same death, or an old process
+		}
+		b.log.Warn().Int("chrome_gen", m.Gen).Int("pid", b.browser.PID()).Str("reason", m.Reason).Msg("chrome died")
+		if time.Since(b.upSince) < 30*time.Second {
+			b.failures++
+		} else {
+			b.failures = 0
+		}
+		b.closeCurrent(ctx, m.Reason)
+	case *chromeClosed:
+		if m.gen != b.gen {
+			return
+		}
+		b.closing = nil
+		b.relaunchAfter(ctx, backoff(b.failures))
+	case *ListBrowsers:
+		info := BrowserInfo{ID: b.id, Gen: b.gen, Up: b.browser != nil && !b.draining, Inflight: b.inflight, Renders: b.renders}
+		if b.browser != nil {
+			info.PID = b.browser.PID()
+		}
+		ctx.Respond(&info)
+	case *actor.Stopping, *actor.Restarting:
+		b.stopNow()
+	}
+}
+
+// startLaunch launches a process of a new generation in a goroutine.
+func (b *browserActor) startLaunch(ctx actor.Context) {
+	b.gen++
+	gen, self, root := b.gen, ctx.Self(), ctx.ActorSystem().Root
+	b.launches.Add(1)
+	go func() {
+		defer b.launches.Done()
+		lctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		defer cancel()
+		br, err := b.launch(lctx)
+		if err != nil {
+			root.Send(self, &chromeLaunchFailed{gen: gen, err: err})
+			return
+		}
+		b.mu.Lock()
+		if b.stopped {
+			b.mu.Unlock()
+			_ = br.Close(lctx)
+			return
+		}
+		if b.adopting == nil {
+			b.adopting = map[int]Browser{}
+		}
+		b.adopting[gen] = br
+		b.mu.Unlock()
+		root.Send(self, &chromeStarted{gen: gen, browser: br})
+	}()
+}
+
+func (b *browserActor) started(ctx actor.Context, m *chromeStarted) {
+	b.mu.Lock()
+	delete(b.adopting, m.gen)
+	b.mu.Unlock()
+	if m.gen != b.gen || b.browser != nil {
+		// A launch that finished after we moved on: close it, it is ours alone.
+		go m.browser.Close(context.Background())
+		return
+	}
+	b.browser, b.draining, b.renders, b.upSince = m.browser, false, 0, time.Now()
+	b.log.Info().Int("chrome_gen", m.gen).Int("pid", m.browser.PID()).Msg("chrome up")
+	gen, self, root, br := m.gen, ctx.Self(), ctx.ActorSystem().Root, m.browser
+	go func() {
+		reason := "process exited"
+		select {
+		case <-br.Exited():
+		case <-br.Disconnected():
+			reason = "cdp connection closed"
+		}
+		root.Send(self, &ChromeExited{Gen: gen, Reason: reason})
+	}()
+	ctx.Send(ctx.Parent(), &BrowserUp{ID: b.id, Gen: m.gen, PID: m.browser.PID()})
+}
+
+// render runs one render in a goroutine; the reply goes straight to the requester.
+func (b *browserActor) render(ctx actor.Context, m *Render) {
+	sender := ctx.Sender()
+	if b.browser == nil || b.draining {
+		ctx.Send(ctx.Parent(), &RenderFinished{ID: b.id})
+		ctx.Send(sender, &RenderResult{Err: shotd.Errorf(shotd.CodeRendererUnavailable, "the browser is restarting")})
+		return
+	}
+	b.inflight++
+	b.renders++
+	if b.recycleAfter > 0 && b.renders >= b.recycleAfter && !b.draining {
+		b.draining = true
+		ctx.Send(ctx.Parent(), &BrowserDown{ID: b.id, Reason: "recycling"})
+	}
+	gen, self, root, br := b.gen, ctx.Self(), ctx.ActorSystem().Root, b.browser
+	go func() {
+		out, err := br.Render(m.Ctx, m.Options)
+		root.Send(sender, &RenderResult{Output: out, Err: err})
+		root.Send(self, &renderDone{gen: gen})
+	}()
+}
+
+// closeCurrent takes the current process down in a goroutine; chromeClosed follows.
+func (b *browserActor) closeCurrent(ctx actor.Context, reason string) {
+	br := b.browser
+	if br == nil {
+		return
+	}
+	b.browser = nil
+	b.draining = false
+	ctx.Send(ctx.Parent(), &BrowserDown{ID: b.id, Reason: reason})
+	gen, self, root := b.gen, ctx.Self(), ctx.ActorSystem().Root
+	done := make(chan struct{})
+	b.closing = done
+	go func() {
+		defer close(done)
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := br.Close(cctx); err != nil {
+			b.log.Warn().Err(err).Int("chrome_gen", gen).Msg("chrome close")
+		}
+		root.Send(self, &chromeClosed{gen: gen})
+	}()
+}
+
+func (b *browserActor) relaunchAfter(ctx actor.Context, d time.Duration) {
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	time.AfterFunc(d, func() { root.Send(self, &launchChrome{}) })
+}
+
+// stopNow closes the process synchronously: the actor is stopping and must not leave Chrome behind.
+func (b *browserActor) stopNow() {
+	b.gen++
+	b.mu.Lock()
+	b.stopped = true
+	orphans := b.adopting
+	b.adopting = nil
+	b.mu.Unlock()
+	for _, br := range orphans {
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		_ = br.Close(cctx)
+		cancel()
+	}
+	b.launches.Wait() // a launch still running closes its process itself
+	if b.browser != nil {
+		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		if err := b.browser.Close(cctx); err != nil && !errors.Is(err, context.Canceled) {
+			b.log.Warn().Err(err).Msg("chrome close on stop")
+		}
+		cancel()
+		b.browser = nil
+	}
+	if b.closing != nil {
+		select {
+		case <-b.closing:
+		case <-time.After(20 * time.Second):
+		}
+	}
+}

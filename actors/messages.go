@@ -1,0 +1,94 @@
+package actors
+
+import (
+	"context"
+	"time"
+
+	"github.com/shotd/shotd"
+)
+
+// Render asks the supervisor for one render. The reply is a *RenderResult.
+type Render struct {
+	Ctx     context.Context
+	Options *shotd.Options
+}
+
+// RenderResult answers a Render.
+type RenderResult struct {
+	Output *shotd.Output
+	Err    error
+}
+
+// ListBrowsers asks the supervisor for the state of its browsers; the reply is a *BrowsersResult.
+type ListBrowsers struct{}
+
+// BrowsersResult answers ListBrowsers.
+type BrowsersResult struct {
+	Browsers []BrowserInfo
+}
+
+// BrowserInfo describes one browser actor as the supervisor sees it.
+type BrowserInfo struct {
+	ID       int
+	PID      int
+	Gen      int
+	Up       bool
+	Inflight int
+	Renders  int // renders served by the current process
+}
+
+// Messages from a browser actor to the supervisor.
+type (
+	// BrowserUp says the browser accepts renders (a new process, generation Gen, is running).
+	BrowserUp struct {
+		ID, Gen, PID int
+	}
+	// BrowserDown says the browser takes no more renders until the next BrowserUp.
+	BrowserDown struct {
+		ID     int
+		Reason string
+	}
+	// RenderFinished says a render slot of the browser is free again.
+	RenderFinished struct {
+		ID int
+	}
+)
+
+// Messages a browser actor sends itself from its goroutines.
+type (
+	chromeStarted struct {
+		gen     int
+		browser Browser
+	}
+	chromeLaunchFailed struct {
+		gen int
+		err error
+	}
+	// ChromeExited merges the two crash signals, process exit and CDP disconnect, into one
+	// message that carries the process generation so that the second signal is dropped.
+	ChromeExited struct {
+		Gen    int
+		Reason string
+	}
+	chromeClosed struct {
+		gen int
+	}
+	launchChrome struct{}
+	renderDone   struct {
+		gen int
+	}
+)
+
+// waiterExpired tells the supervisor that a queued render waited too long for a slot.
+type waiterExpired struct {
+	id uint64
+}
+
+// backoff returns the delay before relaunch attempt n (0-based): 250 ms doubling to 10 s.
+func backoff(n int) time.Duration {
+	d := 250 * time.Millisecond
+	for i := 0; i < n && d < 10*time.Second; i++ {
+		d *= 2
+	}
+	return min(d, 10*time.Second)
+}

@@ -1,0 +1,162 @@
+package actors
+
+import (
+	"sync/atomic"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+)
+
+// supervisor owns the browser actors and their render slots. It hands each render to the up
+// browser with the fewest renders in flight, and queues a render for at most slotWait when every
+// slot is taken.
+type supervisor struct {
+	cfg   PoolConfig
+	ready *atomic.Int32
+	log   zerolog.Logger
+
+	browsers   []*slotState
+	waiters    []*waiter
+	nextWaiter uint64
+}
+
+type slotState struct {
+	pid      *actor.PID
+	up       bool
+	inflight int
+	chrome   int // OS pid of the current process
+	gen      int
+}
+
+type waiter struct {
+	id     uint64
+	msg    *Render
+	sender *actor.PID
+}
+
+func (s *supervisor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		for i := 0; i < s.cfg.Size; i++ {
+			b := &browserActor{id: i, launch: s.cfg.Launch, recycleAfter: s.cfg.RecycleAfter,
+				log: s.log.With().Int("browser", i).Logger()}
+			props := actor.PropsFromProducer(func() actor.Actor {
+				// A restart calls the producer again: hand out a fresh actor with the same identity.
+				return &browserActor{id: b.id, launch: b.launch, recycleAfter: b.recycleAfter, log: b.log}
+			})
+			pid, err := ctx.SpawnNamed(props, "browser-"+itoa(i))
+			if err != nil {
+				s.log.Error().Err(err).Msg("spawn browser actor")
+				continue
+			}
+			s.browsers = append(s.browsers, &slotState{pid: pid})
+		}
+	case *Render:
+		s.dispatch(ctx, &waiter{msg: m, sender: ctx.Sender()}, true)
+	case *BrowserUp:
+		if b := s.browser(m.ID); b != nil {
+			b.up, b.chrome, b.gen = true, m.PID, m.Gen
+		}
+		s.publishReady()
+		s.drainWaiters(ctx)
+	case *BrowserDown:
+		if b := s.browser(m.ID); b != nil {
+			b.up = false
+		}
+		s.publishReady()
+	case *RenderFinished:
+		if b := s.browser(m.ID); b != nil && b.inflight > 0 {
+			b.inflight--
+		}
+		s.drainWaiters(ctx)
+	case *waiterExpired:
+		for i, w := range s.waiters {
+			if w.id == m.id {
+				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
+				ctx.Send(w.sender, &RenderResult{Err: s.noSlotError()})
+				break
+			}
+		}
+	case *ListBrowsers:
+		res := &BrowsersResult{}
+		for i, b := range s.browsers {
+			res.Browsers = append(res.Browsers, BrowserInfo{ID: i, PID: b.chrome, Gen: b.gen, Up: b.up, Inflight: b.inflight})
+		}
+		ctx.Respond(res)
+	}
+}
+
+// dispatch sends w to a free slot, or queues it when queueing is allowed.
+func (s *supervisor) dispatch(ctx actor.Context, w *waiter, queue bool) bool {
+	var best *slotState
+	for _, b := range s.browsers {
+		if b.up && b.inflight < s.cfg.SlotsPerBrowser && (best == nil || b.inflight < best.inflight) {
+			best = b
+		}
+	}
+	if best != nil {
+		best.inflight++
+		ctx.RequestWithCustomSender(best.pid, w.msg, w.sender)
+		return true
+	}
+	if !queue {
+		return false
+	}
+	if s.ready.Load() == 0 {
+		ctx.Send(w.sender, &RenderResult{Err: shotd.Errorf(shotd.CodeRendererUnavailable, "no browser is up; retry after a short pause")})
+		return false
+	}
+	s.nextWaiter++
+	w.id = s.nextWaiter
+	s.waiters = append(s.waiters, w)
+	wait := s.cfg.SlotWait
+	if dl, ok := w.msg.Ctx.Deadline(); ok && time.Until(dl) < wait {
+		wait = max(time.Until(dl), 0)
+	}
+	self, root, id := ctx.Self(), ctx.ActorSystem().Root, w.id
+	time.AfterFunc(wait, func() { root.Send(self, &waiterExpired{id: id}) })
+	return false
+}
+
+// drainWaiters hands queued renders to free slots, oldest first.
+func (s *supervisor) drainWaiters(ctx actor.Context) {
+	for len(s.waiters) > 0 {
+		if !s.dispatch(ctx, s.waiters[0], false) {
+			return
+		}
+		s.waiters = s.waiters[1:]
+	}
+}
+
+func (s *supervisor) noSlotError() error {
+	if s.ready.Load() == 0 {
+		return shotd.Errorf(shotd.CodeRendererUnavailable, "no browser is up; retry after a short pause")
+	}
+	return shotd.Errorf(shotd.CodeRendererBusy, "all render slots are busy; retry after a short pause")
+}
+
+func (s *supervisor) browser(id int) *slotState {
+	if id < 0 || id >= len(s.browsers) {
+		return nil
+	}
+	return s.browsers[id]
+}
+
+func (s *supervisor) publishReady() {
+	n := int32(0)
+	for _, b := range s.browsers {
+		if b.up {
+			n++
+		}
+	}
+	s.ready.Store(n)
+}
+
+func itoa(i int) string {
+	if i < 10 {
+		return string(rune('0' + i))
+	}
+	return itoa(i/10) + string(rune('0'+i%10))
+}

@@ -1,0 +1,219 @@
+package config
+
+import (
+	_ "embed"
+	"net/netip"
+	"slices"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+)
+
+// Example is the annotated configuration file with every key at its default. It parses to
+// Default() (a test keeps them equal), so it can be printed as a starting point for operators.
+//
+//go:embed example.toml
+var Example []byte
+
+// DefaultPlan is the name of the plan that always exists; the account created at first start
+// has it.
+const DefaultPlan = "default"
+
+// Config is the whole configuration. Build it with Default or Load; after Validate it is read-only.
+type Config struct {
+	Listen      string `toml:"listen"`       // public API, host:port
+	AdminListen string `toml:"admin_listen"` // admin API, dashboard, /metrics
+	// AdminToken is the Bearer token of the admin API; empty: generated at first start and stored
+	// in the data directory (not by this package).
+	AdminToken string `toml:"admin_token"`
+	DataDir    string `toml:"data_dir"`
+	// PublicURL is the base of links in answers, without a trailing slash.
+	PublicURL              string `toml:"public_url"`
+	ShutdownTimeoutSeconds int    `toml:"shutdown_timeout_seconds"`
+
+	Browser  Browser  `toml:"browser"`
+	Network  Network  `toml:"network"`
+	Storage  Storage  `toml:"storage"`
+	Limits   Limits   `toml:"limits"`
+	Webhooks Webhooks `toml:"webhooks"`
+	Log      Log      `toml:"log"`
+
+	// Plans by name; each Plan's Name equals its key. Decoded through filePlan, hence "-".
+	Plans map[string]shotd.Plan `toml:"-"`
+}
+
+// Browser is the [browser] table: the Chrome pool.
+type Browser struct {
+	Path                       string `toml:"path"` // empty: chromium, chromium-browser or google-chrome on PATH
+	PoolSize                   int    `toml:"pool_size"`
+	RendersPerProcess          int    `toml:"renders_per_process"`
+	RecycleAfter               int    `toml:"recycle_after"`
+	StartTimeoutSeconds        int    `toml:"start_timeout_seconds"`
+	Prewarm                    int    `toml:"prewarm"`
+	SlotWaitMs                 int    `toml:"slot_wait_ms"`
+	RenderDeadlineGraceSeconds int    `toml:"render_deadline_grace_seconds"`
+}
+
+// Network is the [network] table: exceptions to the private-address guard.
+type Network struct {
+	AllowPrivate []string `toml:"allow_private"` // IP addresses or CIDRs
+}
+
+// Storage is the [storage] table.
+type Storage struct {
+	FileTTLSeconds int `toml:"file_ttl_seconds"`
+}
+
+// Limits is the [limits] table.
+type Limits struct {
+	MaxSourceBytes int `toml:"max_source_bytes"`
+	MaxOutputBytes int `toml:"max_output_bytes"`
+	BulkMaxItems   int `toml:"bulk_max_items"`
+}
+
+// Webhooks is the [webhooks] table.
+type Webhooks struct {
+	RetryDelaysSeconds []int `toml:"retry_delays_seconds"` // delay before attempt 2, 3, ...
+	TimeoutSeconds     int   `toml:"timeout_seconds"`
+}
+
+// Log is the [log] table.
+type Log struct {
+	Level  string `toml:"level"`
+	Format string `toml:"format"` // LogConsole or LogJSON
+}
+
+// Log formats.
+const (
+	LogConsole = "console"
+	LogJSON    = "json"
+)
+
+// Default returns the embedded defaults of operator contract section 2 plus the added keys.
+// Every call returns a fresh copy that the caller may change.
+func Default() *Config {
+	return &Config{
+		Listen:                 "127.0.0.1:8080",
+		AdminListen:            "127.0.0.1:8081",
+		AdminToken:             "",
+		DataDir:                "./data",
+		PublicURL:              "http://127.0.0.1:8080",
+		ShutdownTimeoutSeconds: 30,
+		Browser: Browser{
+			Path:                       "",
+			PoolSize:                   2,
+			RendersPerProcess:          4,
+			RecycleAfter:               200,
+			StartTimeoutSeconds:        20,
+			Prewarm:                    2,
+			SlotWaitMs:                 2000,
+			RenderDeadlineGraceSeconds: 10,
+		},
+		Network:  Network{AllowPrivate: []string{}},
+		Storage:  Storage{FileTTLSeconds: 86400},
+		Limits:   Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50},
+		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
+		Log:      Log{Level: "info", Format: LogConsole},
+		Plans:    map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
+	}
+}
+
+// contractPlan is plans.default of the contract under another name: the base of every plan
+// table, so a table only lists what differs.
+func contractPlan(name string) shotd.Plan {
+	return shotd.Plan{
+		Name:                    name,
+		MonthlyQuota:            1000,
+		RequestsPerMinute:       60,
+		StatusRequestsPerMinute: 600,
+		Concurrency:             4,
+		QueueLimit:              100,
+		FailuresPerMinute:       30,
+		Features:                slices.Clone(shotd.AllFeatures),
+	}
+}
+
+// ShutdownTimeout is shutdown_timeout_seconds.
+func (c *Config) ShutdownTimeout() time.Duration { return seconds(c.ShutdownTimeoutSeconds) }
+
+// Plan returns the plan called name.
+func (c *Config) Plan(name string) (shotd.Plan, bool) {
+	p, ok := c.Plans[name]
+	return p, ok
+}
+
+// StartTimeout is start_timeout_seconds.
+func (b Browser) StartTimeout() time.Duration { return seconds(b.StartTimeoutSeconds) }
+
+// SlotWait is slot_wait_ms.
+func (b Browser) SlotWait() time.Duration { return time.Duration(b.SlotWaitMs) * time.Millisecond }
+
+// RenderDeadlineGrace is render_deadline_grace_seconds.
+func (b Browser) RenderDeadlineGrace() time.Duration {
+	return seconds(b.RenderDeadlineGraceSeconds)
+}
+
+// AllowPrivatePrefixes returns allow_private as prefixes; a single address becomes a /32 or /128
+// (IPv4-mapped IPv6 addresses are unmapped). Entries that do not parse are skipped: Validate
+// refuses them, so after Validate every entry is here.
+func (n Network) AllowPrivatePrefixes() []netip.Prefix {
+	out := make([]netip.Prefix, 0, len(n.AllowPrivate))
+	for _, s := range n.AllowPrivate {
+		if p, err := parsePrefix(s); err == nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// FileTTL is file_ttl_seconds.
+func (s Storage) FileTTL() time.Duration { return seconds(s.FileTTLSeconds) }
+
+// RetryDelays is retry_delays_seconds: the delay before attempt 2, 3, ...; after the last one
+// the delivery fails.
+func (w Webhooks) RetryDelays() []time.Duration {
+	out := make([]time.Duration, len(w.RetryDelaysSeconds))
+	for i, s := range w.RetryDelaysSeconds {
+		out[i] = seconds(s)
+	}
+	return out
+}
+
+// Timeout is timeout_seconds: the limit of one delivery attempt.
+func (w Webhooks) Timeout() time.Duration { return seconds(w.TimeoutSeconds) }
+
+// ZerologLevel is level as a zerolog level (info when it does not parse; Validate refuses that).
+func (l Log) ZerologLevel() zerolog.Level {
+	if lv, ok := logLevels[l.Level]; ok {
+		return lv
+	}
+	return zerolog.InfoLevel
+}
+
+var logLevels = map[string]zerolog.Level{
+	"trace": zerolog.TraceLevel,
+	"debug": zerolog.DebugLevel,
+	"info":  zerolog.InfoLevel,
+	"warn":  zerolog.WarnLevel,
+	"error": zerolog.ErrorLevel,
+}
+
+func seconds(n int) time.Duration { return time.Duration(n) * time.Second }
+
+// parsePrefix reads an address or a CIDR. Zones are refused: a prefix cannot carry one.
+func parsePrefix(s string) (netip.Prefix, error) {
+	if p, err := netip.ParsePrefix(s); err == nil {
+		return p.Masked(), nil
+	}
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if a.Zone() != "" {
+		return netip.Prefix{}, errZone
+	}
+	a = a.Unmap()
+	return netip.PrefixFrom(a, a.BitLen()), nil
+}

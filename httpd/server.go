@@ -1,0 +1,187 @@
+package httpd
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/valyala/fasthttp"
+)
+
+// Renderer renders validated options. The actors package implements it.
+type Renderer interface {
+	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
+	// Ready reports whether at least one browser can render.
+	Ready() bool
+}
+
+// KeyLookup finds an access key and its account. It returns store.ErrNotFound for an unknown key.
+type KeyLookup interface {
+	Lookup(accessKey string) (shotd.Key, shotd.Account, error)
+}
+
+// Settings are the parts of the configuration the public API needs.
+type Settings struct {
+	PublicURL      string // base of links; no trailing slash
+	MaxSourceBytes int
+	MaxBodyBytes   int // request body limit; larger bodies get 413 content_too_large
+	// RenderGrace is added to an option's timeout to bound the whole request.
+	RenderGrace time.Duration
+}
+
+// Server is the public API listener.
+type Server struct {
+	set      Settings
+	keys     KeyLookup
+	plans    map[string]shotd.Plan
+	renderer Renderer
+	log      zerolog.Logger
+	now      func() time.Time
+	srv      *fasthttp.Server
+}
+
+// New builds the public API server.
+func New(set Settings, keys KeyLookup, plans map[string]shotd.Plan, r Renderer, log zerolog.Logger) *Server {
+	if set.MaxBodyBytes <= 0 {
+		// Room for the four source fields at their limit plus the other options.
+		set.MaxBodyBytes = 4*set.MaxSourceBytes + 1<<20
+	}
+	if set.RenderGrace <= 0 {
+		set.RenderGrace = 10 * time.Second
+	}
+	s := &Server{set: set, keys: keys, plans: plans, renderer: r, log: log, now: time.Now}
+	s.srv = &fasthttp.Server{
+		Handler:               s.Handler(),
+		Name:                  "shotd",
+		MaxRequestBodySize:    set.MaxBodyBytes,
+		ReadTimeout:           60 * time.Second,
+		WriteTimeout:          120 * time.Second,
+		IdleTimeout:           120 * time.Second,
+		NoDefaultServerHeader: false,
+		NoDefaultDate:         false,
+		ErrorHandler:          s.parseError,
+		Logger:                fasthttpLogger{log},
+	}
+	return s
+}
+
+// Handler returns the request handler with its middleware.
+func (s *Server) Handler() fasthttp.RequestHandler {
+	r := router.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleOPTIONS = false
+	r.HandleMethodNotAllowed = true
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		// The router lists OPTIONS too, which no endpoint accepts.
+		allow := strings.ReplaceAll(string(ctx.Response.Header.Peek("Allow")), ", OPTIONS", "")
+		allow = strings.TrimPrefix(allow, "OPTIONS, ")
+		ctx.Response.Header.Set("Allow", allow)
+		s.fail(ctx, shotd.Errorf(shotd.CodeMethodNotAllowed, "%s is not accepted here; use %s", ctx.Method(), allow))
+	}
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		s.fail(ctx, shotd.Errorf(shotd.CodeNotFound, "%s is not an API endpoint", ctx.Path()))
+	}
+
+	for _, path := range []string{"/api/v1/screenshot", "/api/v1/take"} {
+		r.GET(path, s.screenshot)
+		r.POST(path, s.screenshot)
+	}
+	r.GET("/api/v1/usage", s.usage)
+	r.GET("/api/v1/jobs/{id}", s.job)
+	r.GET("/api/v1/batches/{id}", s.batch)
+	r.GET("/api/v1/files/{id}", s.file)
+	r.POST("/api/v1/bulk", s.bulk)
+
+	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
+	r.GET("/readyz", s.readyz)
+	r.GET("/docs/errors", serveErrorDocs)
+	r.GET("/docs/options", serveOptionDocs)
+	return s.wrap(r.Handler)
+}
+
+// wrap adds the reference id, the request log line and panic recovery to every request.
+func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		start := time.Now()
+		ref := newRef()
+		ctx.Response.Header.Set("X-Reference-Id", ref)
+		log := s.log.With().Str("ref", ref).Logger()
+		ctx.SetUserValue(logKey, &log)
+		defer func() {
+			if p := recover(); p != nil {
+				log.Error().Interface("panic", p).Bytes("path", ctx.Path()).Msg("handler panicked")
+				s.fail(ctx, shotd.Wrap(shotd.CodeInternalError, fmt.Errorf("panic: %v", p), "internal error"))
+			}
+			ev := log.Info()
+			if ctx.Response.StatusCode() >= 500 {
+				ev = log.Warn()
+			}
+			ev.Bytes("method", ctx.Method()).Bytes("path", ctx.Path()).Int("status", ctx.Response.StatusCode()).
+				Dur("took", time.Since(start)).Msg("request")
+		}()
+		next(ctx)
+	}
+}
+
+const logKey = "shotd.log"
+
+// logOf returns the request's logger, carrying its ref.
+func logOf(ctx *fasthttp.RequestCtx) *zerolog.Logger {
+	if l, ok := ctx.UserValue(logKey).(*zerolog.Logger); ok {
+		return l
+	}
+	l := zerolog.Nop()
+	return &l
+}
+
+// fail answers err with the error shape.
+func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
+	writeError(ctx, s.set.PublicURL, err)
+}
+
+// parseError answers requests fasthttp could not read, such as a body over the limit, in the
+// error shape instead of a reset connection.
+func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
+	ctx.Response.Header.Set("X-Reference-Id", newRef())
+	if strings.Contains(err.Error(), "body size exceeds") || err == fasthttp.ErrBodyTooLarge {
+		writeError(ctx, s.set.PublicURL, shotd.Errorf(shotd.CodeContentTooLarge, "the request body is larger than %d bytes", s.set.MaxBodyBytes))
+		return
+	}
+	writeError(ctx, s.set.PublicURL, shotd.Errorf(shotd.CodeInvalidRequest, "the request could not be read"))
+}
+
+func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	if s.renderer != nil && s.renderer.Ready() {
+		writeJSON(ctx, 200, map[string]string{"status": "ready"})
+		return
+	}
+	writeJSON(ctx, 503, map[string]string{"status": "starting"})
+}
+
+// Serve answers requests on ln until Shutdown.
+func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+
+// Shutdown stops accepting and waits for open requests, up to ctx.
+func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }
+
+// newRef returns a request reference id: 16 random hex digits.
+func newRef() string {
+	var b [8]byte
+	v := rand.Uint64()
+	for i := range b {
+		b[i] = byte(v >> (8 * i))
+	}
+	return hex.EncodeToString(b[:])
+}
+
+type fasthttpLogger struct{ l zerolog.Logger }
+
+func (f fasthttpLogger) Printf(format string, args ...any) { f.l.Debug().Msgf(format, args...) }

@@ -1,0 +1,344 @@
+package shotd
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+func q(kv ...string) Params {
+	var ps Params
+	for i := 0; i < len(kv); i += 2 {
+		ps = append(ps, Param{Name: kv[i], Values: []string{kv[i+1]}})
+	}
+	return ps
+}
+
+func mustParse(t *testing.T, ps Params) *Options {
+	t.Helper()
+	o, err := ParseOptions(ps, Limits{})
+	if err != nil {
+		t.Fatalf("ParseOptions(%v): %v", ps, err)
+	}
+	return o
+}
+
+func wantCode(t *testing.T, err error, code Code, field string) *Error {
+	t.Helper()
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("want %s error, got %v", code, err)
+	}
+	if e.Code != code {
+		t.Fatalf("want code %s, got %s (%s)", code, e.Code, e.Message)
+	}
+	if field != "" {
+		found := false
+		for _, f := range e.Fields {
+			found = found || f.Field == field
+		}
+		if !found {
+			t.Fatalf("want a field error on %q, got %+v", field, e.Fields)
+		}
+	}
+	return e
+}
+
+// validValue returns a value of spec s that passes its own rules.
+func validValue(s *OptionSpec) string {
+	switch {
+	case s.Enum != nil:
+		return s.Enum[len(s.Enum)-1]
+	case s.HasMin:
+		return fmtNum(s.Min)
+	}
+	switch s.Kind {
+	case KindBool:
+		return "true"
+	case KindInt, KindNumber:
+		return "5"
+	}
+	switch s.Name {
+	case "url", "webhook_url":
+		return "https://example.com/"
+	case "headers":
+		return "X-Test: 1"
+	case "cookies":
+		return "a=b; Domain=example.com"
+	case "time_zone":
+		return "Europe/Paris"
+	case "pdf_margin", "pdf_margin_top", "pdf_margin_right", "pdf_margin_bottom", "pdf_margin_left":
+		return "10mm"
+	}
+	return "div.main"
+}
+
+// base gives a request a source unless the option under test is a source itself.
+func base(name string) Params {
+	switch name {
+	case "url", "html", "markdown":
+		return nil
+	case "clip_x", "clip_y", "clip_width", "clip_height":
+		return q("url", "https://example.com/", "clip_width", "10", "clip_height", "10")
+	case "webhook_url":
+		return q("url", "https://example.com/", "async", "true")
+	}
+	return q("url", "https://example.com/")
+}
+
+func without(ps Params, name string) Params {
+	var out Params
+	for _, p := range ps {
+		if p.Name != name {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// TestOptionTableBounds checks every option of the table at and beyond its bounds and enum.
+func TestOptionTableBounds(t *testing.T) {
+	type tc struct {
+		name  string
+		opt   string
+		value string
+		ok    bool
+	}
+	var cases []tc
+	for _, s := range OptionTable {
+		cases = append(cases, tc{s.Name + " valid", s.Name, validValue(s), true})
+		if s.HasMin {
+			cases = append(cases, tc{s.Name + " at min", s.Name, fmtNum(s.Min), true})
+			below := s.Min - 1
+			if s.Kind == KindNumber {
+				below = s.Min - 0.01
+			}
+			cases = append(cases, tc{s.Name + " below min", s.Name, fmtNum(below), false})
+		}
+		if s.HasMax {
+			cases = append(cases, tc{s.Name + " at max", s.Name, fmtNum(s.Max), true})
+			above := s.Max + 1
+			if s.Kind == KindNumber {
+				above = s.Max + 0.01
+			}
+			cases = append(cases, tc{s.Name + " above max", s.Name, fmtNum(above), false})
+		}
+		for _, e := range s.Enum {
+			cases = append(cases, tc{s.Name + "=" + e, s.Name, e, true})
+		}
+		if s.Enum != nil {
+			cases = append(cases, tc{s.Name + " bad enum", s.Name, "nope_value", false})
+		}
+		switch s.Kind {
+		case KindBool:
+			cases = append(cases, tc{s.Name + " not bool", s.Name, "yes please", false})
+		case KindInt:
+			cases = append(cases, tc{s.Name + " fraction", s.Name, "1.5", false}, tc{s.Name + " text", s.Name, "ten", false})
+		case KindNumber:
+			cases = append(cases, tc{s.Name + " text", s.Name, "ten", false}, tc{s.Name + " NaN", s.Name, "NaN", false})
+		}
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ps := append(without(base(c.opt), c.opt), Param{Name: c.opt, Values: []string{c.value}})
+			if c.opt == "selector" || c.opt == "clip_width" {
+				ps = without(ps, map[string]string{"selector": "clip_width", "clip_width": "selector"}[c.opt])
+			}
+			_, err := ParseOptions(ps, Limits{})
+			if c.ok && err != nil {
+				t.Fatalf("%s=%q refused: %v", c.opt, c.value, err)
+			}
+			if !c.ok {
+				wantCode(t, err, CodeInvalidOptions, c.opt)
+			}
+		})
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	o := mustParse(t, q("url", "https://example.com/"))
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"format", o.Format, "png"},
+		{"image_quality", o.ImageQuality, 80},
+		{"viewport_width", o.ViewportWidth, 1280},
+		{"viewport_height", o.ViewportHeight, 1024},
+		{"device_scale_factor", o.DeviceScaleFactor, 1.0},
+		{"full_page_scroll", o.FullPageScroll, true},
+		{"full_page_max_height", o.FullPageMaxHeight, 20000},
+		{"wait_until", o.WaitUntil, "load"},
+		{"timeout", o.Timeout, 30 * time.Second},
+		{"delay", o.Delay, time.Duration(0)},
+		{"media_type", o.MediaType, "screen"},
+		{"pdf_paper_format", o.PDFPaperFormat, "a4"},
+		{"pdf_print_background", o.PDFPrintBackground, true},
+		{"video_max_duration", o.VideoMaxDuration, 30 * time.Second},
+		{"video_fps", o.VideoFPS, 24},
+		{"video_scroll", o.VideoScroll, true},
+		{"video_scroll_easing", o.VideoScrollEasing, "ease_in_out"},
+		{"cache_ttl", o.CacheTTL, 14400 * time.Second},
+		{"webhook_sign", o.WebhookSign, true},
+		{"response_type", o.ResponseType, "by_format"},
+	}
+	for _, c := range checks {
+		t.Run(c.name, func(t *testing.T) {
+			if c.got != c.want {
+				t.Fatalf("default %s = %v, want %v", c.name, c.got, c.want)
+			}
+		})
+	}
+}
+
+func TestCrossRules(t *testing.T) {
+	cases := []struct {
+		name  string
+		ps    Params
+		code  Code
+		field string
+	}{
+		{"no source", q("format", "png"), CodeInvalidOptions, "url"},
+		{"url and html", q("url", "https://a.example/", "html", "<p>x</p>"), CodeInvalidOptions, "html"},
+		{"html and markdown", q("html", "<p>x</p>", "markdown", "# x"), CodeInvalidOptions, "markdown"},
+		{"url without scheme", q("url", "example.com"), CodeInvalidOptions, "url"},
+		{"ftp url", q("url", "ftp://example.com/"), CodeInvalidOptions, "url"},
+		{"javascript url", q("url", "javascript:alert(1)"), CodeInvalidOptions, "url"},
+		{"url without host", q("url", "http:///path"), CodeInvalidURL, "url"},
+		{"url with credentials", q("url", "http://u:p@example.com/"), CodeInvalidURL, "url"},
+		{"url bad port", q("url", "http://example.com:99999/"), CodeInvalidURL, "url"},
+		{"selector with clip_width", q("url", "https://a.example/", "selector", "#x", "clip_width", "10", "clip_height", "10"), CodeInvalidOptions, "selector"},
+		{"clip without size", q("url", "https://a.example/", "clip_x", "10"), CodeInvalidOptions, "clip_width"},
+		{"unknown option", q("url", "https://a.example/", "fromat", "png"), CodeInvalidOptions, "fromat"},
+		{"empty html", q("html", ""), CodeInvalidOptions, "html"},
+		{"bad header", q("url", "https://a.example/", "headers", "no colon"), CodeInvalidOptions, "headers"},
+		{"forbidden header", q("url", "https://a.example/", "headers", "Host: evil"), CodeInvalidOptions, "headers"},
+		{"bad cookie", q("url", "https://a.example/", "cookies", "novalue"), CodeInvalidOptions, "cookies"},
+		{"cookie without domain for html", q("html", "<p>x</p>", "cookies", "a=b"), CodeInvalidOptions, "cookies"},
+		{"bad time zone", q("url", "https://a.example/", "time_zone", "Mars/Olympus"), CodeInvalidOptions, "time_zone"},
+		{"bad margin unit", q("url", "https://a.example/", "pdf_margin", "10em"), CodeInvalidOptions, "pdf_margin"},
+		{"bad device", q("url", "https://a.example/", "viewport_device", "nokia_3310"), CodeInvalidOptions, "viewport_device"},
+		{"webhook ftp", q("url", "https://a.example/", "webhook_url", "ftp://x/"), CodeInvalidOptions, "webhook_url"},
+		{"expires millis", q("url", "https://a.example/", "expires", "1763774400000"), CodeInvalidOptions, "expires"},
+		{"expires fraction", q("url", "https://a.example/", "expires", "1763774400.5"), CodeInvalidOptions, "expires"},
+		{"block_resources bad item", q("url", "https://a.example/", "block_resources", "image,bogus"), CodeInvalidOptions, "block_resources"},
+		{"repeated scalar", Params{{Name: "url", Values: []string{"https://a.example/", "https://b.example/"}}}, CodeInvalidOptions, "url"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseOptions(c.ps, Limits{})
+			wantCode(t, err, c.code, c.field)
+		})
+	}
+}
+
+func TestUnknownOptionSuggestsClosest(t *testing.T) {
+	_, err := ParseOptions(q("url", "https://a.example/", "viewport_widht", "800"), Limits{})
+	e := wantCode(t, err, CodeInvalidOptions, "viewport_widht")
+	if !strings.Contains(e.Fields[0].Message, `"viewport_width"`) {
+		t.Fatalf("message %q does not suggest viewport_width", e.Fields[0].Message)
+	}
+}
+
+func TestSourceTooLarge(t *testing.T) {
+	_, err := ParseOptions(q("html", strings.Repeat("x", 101)), Limits{MaxSourceBytes: 100})
+	wantCode(t, err, CodeContentTooLarge, "html")
+	if _, err := ParseOptions(q("html", strings.Repeat("x", 100)), Limits{MaxSourceBytes: 100}); err != nil {
+		t.Fatalf("html at the limit refused: %v", err)
+	}
+}
+
+func TestArrays(t *testing.T) {
+	cases := []struct {
+		name string
+		ps   Params
+		want []string
+	}{
+		{"comma in query", q("url", "https://a.example/", "hide_selectors", ".a,.b , #c"), []string{".a", ".b", "#c"}},
+		{"json array keeps commas", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"a, b", "c"}, Array: true}}, []string{"a, b", "c"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := mustParse(t, c.ps)
+			if fmt.Sprint(o.HideSelectors) != fmt.Sprint(c.want) {
+				t.Fatalf("hide_selectors = %q, want %q", o.HideSelectors, c.want)
+			}
+		})
+	}
+	o := mustParse(t, Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "headers", Values: []string{"X-A: 1", "X-B: two, three"}}})
+	if len(o.Headers) != 2 || o.Headers[1] != (Header{"X-B", "two, three"}) {
+		t.Fatalf("headers = %+v", o.Headers)
+	}
+	o = mustParse(t, q("url", "https://a.example/x", "cookies", "sid=abc; Path=/x; Secure"))
+	if c := o.Cookies[0]; c.Domain != "a.example" || c.Path != "/x" || !c.Secure || c.Value != "abc" {
+		t.Fatalf("cookie = %+v", c)
+	}
+}
+
+func TestDevicePresetAndOverrides(t *testing.T) {
+	d, _ := LookupDevice("iphone_15_pro")
+	o := mustParse(t, q("url", "https://a.example/", "viewport_device", "iphone_15_pro"))
+	if o.ViewportWidth != d.Width || o.ViewportHeight != d.Height || o.DeviceScaleFactor != d.ScaleFactor ||
+		!o.ViewportMobile || !o.HasTouch || o.UserAgent != d.UserAgent {
+		t.Fatalf("preset not applied: %+v", o)
+	}
+	o = mustParse(t, q("url", "https://a.example/", "viewport_device", "iphone_15_pro", "viewport_landscape", "true"))
+	if o.ViewportWidth != d.Height || o.ViewportHeight != d.Width {
+		t.Fatalf("landscape not applied: %dx%d", o.ViewportWidth, o.ViewportHeight)
+	}
+	o = mustParse(t, q("url", "https://a.example/", "viewport_device", "iphone_15_pro", "viewport_width", "500", "user_agent", "mine"))
+	if o.ViewportWidth != 500 || o.UserAgent != "mine" {
+		t.Fatalf("explicit options must win over the preset: %+v", o)
+	}
+	o = mustParse(t, q("url", "https://a.example/", "format", "mp4"))
+	if o.ViewportHeight != 720 {
+		t.Fatalf("video viewport height = %d, want 720", o.ViewportHeight)
+	}
+	o = mustParse(t, q("url", "https://a.example/", "format", "gif", "video_fps", "30"))
+	if o.VideoFPS != 15 {
+		t.Fatalf("gif fps = %d, want 15", o.VideoFPS)
+	}
+}
+
+func TestParamsFromJSON(t *testing.T) {
+	cases := []struct {
+		name    string
+		body    string
+		wantErr bool
+	}{
+		{"object", `{"url":"https://a.example/","full_page":true,"delay":1.5,"hide_selectors":["a","b"]}`, false},
+		{"not object", `["url"]`, true},
+		{"invalid", `{"url":`, true},
+		{"two objects", `{} {}`, true},
+		{"null", `null`, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			ps, err := ParamsFromJSON([]byte(c.body))
+			if c.wantErr {
+				wantCode(t, err, CodeInvalidRequest, "")
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			o := mustParse(t, ps)
+			if !o.FullPage || o.Delay != 1500*time.Millisecond || len(o.HideSelectors) != 2 {
+				t.Fatalf("options from JSON: %+v", o)
+			}
+		})
+	}
+	ps, _ := ParamsFromJSON([]byte(`{"url":"https://a.example/","full_page":{"x":1},"headers":[1]}`))
+	_, err := ParseOptions(ps, Limits{})
+	e := wantCode(t, err, CodeInvalidOptions, "full_page")
+	if len(e.Fields) != 2 {
+		t.Fatalf("want errors on full_page and headers, got %+v", e.Fields)
+	}
+	b, _ := json.Marshal(e.Fields)
+	if !strings.Contains(string(b), "headers") {
+		t.Fatalf("no headers error: %s", b)
+	}
+}

@@ -1,0 +1,579 @@
+package shotd
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net/url"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+	_ "time/tzdata" // time_zone is validated against the embedded IANA database, not the host's.
+)
+
+// Param is one raw option as it arrived: a query parameter with all its values in order, or one
+// member of a JSON body with its value as text. It is also what signatures are computed over.
+type Param struct {
+	Name   string
+	Values []string
+	// Array is true when the value was a JSON array; its items are never split on commas.
+	Array bool
+	// Invalid holds a type problem found while reading JSON (an object, a nested array).
+	Invalid string
+}
+
+// Params is an ordered list of raw options.
+type Params []Param
+
+// Get returns the first value of name.
+func (ps Params) Get(name string) (string, bool) {
+	for _, p := range ps {
+		if p.Name == name && len(p.Values) > 0 {
+			return p.Values[0], true
+		}
+	}
+	return "", false
+}
+
+// Has reports whether name was sent.
+func (ps Params) Has(name string) bool {
+	for _, p := range ps {
+		if p.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// ParamsFromJSON reads a JSON object of options. Values keep their JSON text for numbers and
+// booleans (operator contract 5.1); strings are unquoted; arrays become one value per item.
+// Invalid JSON, or JSON that is not an object, is an invalid_request error.
+func ParamsFromJSON(body []byte) (Params, error) {
+	var raw map[string]json.RawMessage
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(&raw); err != nil || raw == nil {
+		return nil, Errorf(CodeInvalidRequest, "the body must be a JSON object of options")
+	}
+	if dec.More() {
+		return nil, Errorf(CodeInvalidRequest, "the body must hold exactly one JSON object")
+	}
+	return paramsFromRaw(raw), nil
+}
+
+// ParamsFromRaw converts already split JSON members (bulk items, defaults) into Params.
+func paramsFromRaw(raw map[string]json.RawMessage) Params {
+	names := make([]string, 0, len(raw))
+	for k := range raw {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	ps := make(Params, 0, len(raw))
+	for _, name := range names {
+		v := bytes.TrimSpace(raw[name])
+		p := Param{Name: name}
+		switch {
+		case len(v) == 0 || string(v) == "null":
+			continue // null means "not given"
+		case v[0] == '[':
+			p.Array = true
+			var items []json.RawMessage
+			if err := json.Unmarshal(v, &items); err != nil {
+				p.Invalid = "must be an array of strings"
+				break
+			}
+			for _, it := range items {
+				s, ok := jsonScalar(it)
+				if !ok || (len(it) > 0 && it[0] != '"') {
+					p.Invalid = "must be an array of strings"
+					break
+				}
+				p.Values = append(p.Values, s)
+			}
+		default:
+			s, ok := jsonScalar(v)
+			if !ok {
+				p.Invalid = "must be a string, number or boolean"
+				break
+			}
+			p.Values = []string{s}
+		}
+		ps = append(ps, p)
+	}
+	return ps
+}
+
+// jsonScalar returns the text of a JSON string, number or boolean.
+func jsonScalar(v json.RawMessage) (string, bool) {
+	v = bytes.TrimSpace(v)
+	if len(v) == 0 {
+		return "", false
+	}
+	switch v[0] {
+	case '"':
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			return "", false
+		}
+		return s, true
+	case 't', 'f':
+		if string(v) == "true" || string(v) == "false" {
+			return string(v), true
+		}
+	case '{', '[', 'n':
+		return "", false
+	default:
+		var n json.Number
+		if json.Unmarshal(v, &n) == nil {
+			return n.String(), true
+		}
+	}
+	return "", false
+}
+
+// Limits bounds what ParseOptions accepts beyond the option table.
+type Limits struct {
+	MaxSourceBytes int // html, markdown, styles, scripts each; 0 = unlimited
+}
+
+// ParseOptions validates raw options against the option table and returns the immutable Options.
+// Every problem is collected: the error is an invalid_options *Error whose Fields name each one,
+// content_too_large for an oversized source, or invalid_url for an http(s) URL that is malformed.
+func ParseOptions(ps Params, lim Limits) (*Options, error) {
+	o := &Options{}
+	var errs []FieldError
+	fail := func(field, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+
+	// Defaults first, through the same typed path as sent values.
+	for _, s := range OptionTable {
+		if s.Default != "" {
+			v, msg := convert(s, []string{s.Default}, false)
+			if msg != "" {
+				panic("shotd: bad default for " + s.Name + ": " + msg)
+			}
+			s.apply(o, v)
+		}
+	}
+
+	given := map[string]bool{}
+	for _, p := range ps {
+		s, ok := optionsByName[p.Name]
+		if !ok {
+			fail(p.Name, "unknown option %q; did you mean %q?", p.Name, ClosestOption(p.Name))
+			continue
+		}
+		if given[p.Name] {
+			fail(p.Name, "given more than once")
+			continue
+		}
+		given[p.Name] = true
+		if p.Invalid != "" {
+			fail(p.Name, "%s", p.Invalid)
+			continue
+		}
+		v, msg := convert(s, p.Values, p.Array)
+		if msg != "" {
+			fail(p.Name, "%s", msg)
+			continue
+		}
+		s.apply(o, v)
+	}
+	for _, s := range OptionTable {
+		if given[s.Name] {
+			o.Given = append(o.Given, s.Name)
+		}
+	}
+
+	if tooLarge := checkSourceSizes(o, lim); tooLarge != nil {
+		return nil, tooLarge
+	}
+
+	badURL := crossCheck(o, given, fail)
+	applyViewport(o, given)
+
+	if len(errs) > 0 {
+		return nil, &Error{Code: CodeInvalidOptions, Message: summarize(errs), Fields: errs}
+	}
+	if badURL != "" {
+		return nil, &Error{Code: CodeInvalidURL, Message: badURL,
+			Fields: []FieldError{{Field: "url", Message: badURL}}}
+	}
+	return o, nil
+}
+
+func summarize(errs []FieldError) string {
+	if len(errs) == 1 {
+		return fmt.Sprintf("invalid option %s: %s", errs[0].Field, errs[0].Message)
+	}
+	return fmt.Sprintf("%d invalid options; see errors", len(errs))
+}
+
+// convert turns raw values into the spec's Go type, or returns a message saying what is wrong.
+func convert(s *OptionSpec, values []string, array bool) (any, string) {
+	if s.Kind == KindList {
+		var items []string
+		for _, v := range values {
+			if s.Array == ArrayComma && !array {
+				for _, it := range strings.Split(v, ",") {
+					if it = strings.TrimSpace(it); it != "" {
+						items = append(items, it)
+					}
+				}
+			} else {
+				items = append(items, v)
+			}
+		}
+		for _, it := range items {
+			if s.Enum != nil && !slices.Contains(s.Enum, it) {
+				return nil, fmt.Sprintf("%q is not one of %s", it, strings.Join(s.Enum, ", "))
+			}
+			if s.check != nil {
+				if msg := s.check(it); msg != "" {
+					return nil, msg
+				}
+			}
+		}
+		if len(items) > 100 {
+			return nil, "at most 100 items"
+		}
+		return items, ""
+	}
+	if array || len(values) != 1 {
+		return nil, fmt.Sprintf("must be a single %s", s.Kind)
+	}
+	v := values[0]
+	switch s.Kind {
+	case KindBool:
+		switch strings.ToLower(v) {
+		case "true", "1":
+			return true, ""
+		case "false", "0":
+			return false, ""
+		}
+		return nil, fmt.Sprintf("must be true or false, got %q", clip(v))
+	case KindInt:
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			// A JSON number like 5.0 or 1e3 that is whole is accepted; 5.5 is not.
+			f, ferr := strconv.ParseFloat(v, 64)
+			if ferr != nil || f != math.Trunc(f) || math.IsInf(f, 0) || math.Abs(f) > 1<<53 {
+				return nil, fmt.Sprintf("must be a whole number, got %q", clip(v))
+			}
+			n = int64(f)
+		}
+		if msg := bounds(s, float64(n)); msg != "" {
+			return nil, msg
+		}
+		return int(n), ""
+	case KindNumber:
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsNaN(f) || math.IsInf(f, 0) {
+			return nil, fmt.Sprintf("must be a number, got %q", clip(v))
+		}
+		if msg := bounds(s, f); msg != "" {
+			return nil, msg
+		}
+		return f, ""
+	default:
+		if s.Enum != nil && !slices.Contains(s.Enum, v) {
+			if s.Name == "viewport_device" {
+				return nil, fmt.Sprintf("unknown device %q; see the viewport_device list", clip(v))
+			}
+			return nil, fmt.Sprintf("must be one of %s, got %q", strings.Join(s.Enum, ", "), clip(v))
+		}
+		if s.check != nil {
+			if msg := s.check(v); msg != "" {
+				return nil, msg
+			}
+		}
+		return v, ""
+	}
+}
+
+func bounds(s *OptionSpec, f float64) string {
+	switch {
+	case s.HasMin && s.HasMax && (f < s.Min || f > s.Max):
+		return fmt.Sprintf("must be between %s and %s, got %s", fmtNum(s.Min), fmtNum(s.Max), fmtNum(f))
+	case s.HasMin && f < s.Min:
+		return fmt.Sprintf("must be at least %s, got %s", fmtNum(s.Min), fmtNum(f))
+	case s.HasMax && f > s.Max:
+		return fmt.Sprintf("must be at most %s, got %s", fmtNum(s.Max), fmtNum(f))
+	}
+	return ""
+}
+
+func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
+
+// clip shortens a value quoted back in a message.
+func clip(v string) string {
+	if len(v) > 64 {
+		return v[:64] + "…"
+	}
+	return v
+}
+
+func checkSourceSizes(o *Options, lim Limits) *Error {
+	if lim.MaxSourceBytes <= 0 {
+		return nil
+	}
+	for _, f := range []struct{ name, v string }{{"html", o.HTML}, {"markdown", o.Markdown}, {"styles", o.Styles}, {"scripts", o.Scripts}} {
+		if len(f.v) > lim.MaxSourceBytes {
+			return &Error{Code: CodeContentTooLarge,
+				Message: fmt.Sprintf("%s is %d bytes; the limit is %d", f.name, len(f.v), lim.MaxSourceBytes),
+				Fields:  []FieldError{{Field: f.name, Message: fmt.Sprintf("larger than %d bytes", lim.MaxSourceBytes)}}}
+		}
+	}
+	return nil
+}
+
+// crossCheck validates rules between options. It returns a message when url has an http(s)
+// scheme but is not a valid full address (invalid_url); scheme problems are option errors.
+func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...any)) string {
+	sources := 0
+	for _, n := range []string{"url", "html", "markdown"} {
+		if given[n] {
+			sources++
+		}
+	}
+	switch {
+	case sources == 0:
+		fail("url", "one of url, html or markdown is required")
+	case sources > 1:
+		for _, n := range []string{"html", "markdown"} {
+			if given[n] && (given["url"] || n == "markdown" && given["html"]) {
+				fail(n, "only one of url, html or markdown may be given")
+			}
+		}
+	}
+	if given["html"] && o.HTML == "" {
+		fail("html", "must not be empty")
+	}
+	if given["markdown"] && o.Markdown == "" {
+		fail("markdown", "must not be empty")
+	}
+	badURL := ""
+	if given["url"] {
+		msg, schemeOK := checkHTTPURL(o.URL)
+		switch {
+		case msg != "" && !schemeOK:
+			fail("url", "%s", msg)
+		case msg != "":
+			badURL = msg
+		}
+	}
+	if given["webhook_url"] {
+		if msg, _ := checkHTTPURL(o.WebhookURL); msg != "" {
+			fail("webhook_url", "%s", msg)
+		}
+	}
+	if given["selector"] && given["clip_width"] {
+		fail("selector", "conflicts with clip_width: capture either an element or an area")
+	}
+	if given["clip_x"] || given["clip_y"] || given["clip_width"] || given["clip_height"] {
+		o.HasClip = true
+		for _, n := range []string{"clip_width", "clip_height"} {
+			if !given[n] && !(n == "clip_width" && given["selector"]) {
+				fail(n, "is required when an area is clipped")
+			}
+		}
+	}
+	for i, c := range o.Cookies {
+		if c.Domain != "" {
+			continue
+		}
+		// A cookie without Domain belongs to the host of url, as a browser would scope it.
+		if u, err := url.Parse(o.URL); err == nil && u.Hostname() != "" {
+			o.Cookies[i].Domain = u.Hostname()
+		} else {
+			fail("cookies", "cookie %q needs a Domain when the source is not a url", c.Name)
+		}
+	}
+	if o.Format == FormatGIF && o.VideoFPS > 15 {
+		o.VideoFPS = 15 // a gif plays at most 15 frames per second (api-v1 4.2)
+	}
+	return badURL
+}
+
+// checkHTTPURL checks a full http or https address. schemeOK tells whether the scheme was right,
+// so that a malformed http(s) address can be told from a wrong or missing scheme.
+func checkHTTPURL(raw string) (msg string, schemeOK bool) {
+	if strings.TrimSpace(raw) != raw || raw == "" {
+		return "must be a full http:// or https:// address without surrounding spaces", false
+	}
+	i := strings.Index(raw, "://")
+	if i <= 0 {
+		return "must start with http:// or https://", false
+	}
+	scheme := strings.ToLower(raw[:i])
+	if scheme != "http" && scheme != "https" {
+		return fmt.Sprintf("scheme %q is not allowed; use http or https", scheme), false
+	}
+	u, err := url.Parse(raw)
+	if err != nil {
+		return "is not a valid address", true
+	}
+	if u.Host == "" || u.Hostname() == "" {
+		return "has no host", true
+	}
+	if u.User != nil {
+		return "must not carry user:password credentials; use the authorization option", true
+	}
+	if strings.ContainsAny(u.Hostname(), " <>\"{}|\\^`") {
+		return "has an invalid host", true
+	}
+	if p := u.Port(); p != "" {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "has an invalid port", true
+		}
+	}
+	return "", true
+}
+
+// applyViewport folds the device preset, landscape and video defaults into the viewport fields.
+// Explicit viewport options win over the preset's values.
+func applyViewport(o *Options, given map[string]bool) {
+	if d, ok := LookupDevice(o.ViewportDevice); ok && o.ViewportDevice != "" {
+		if !given["viewport_width"] {
+			o.ViewportWidth = d.Width
+		}
+		if !given["viewport_height"] {
+			o.ViewportHeight = d.Height
+		}
+		if !given["device_scale_factor"] {
+			o.DeviceScaleFactor = d.ScaleFactor
+		}
+		if !given["viewport_mobile"] {
+			o.ViewportMobile = d.Mobile
+		}
+		o.HasTouch = d.Touch
+		if !given["user_agent"] && d.UserAgent != "" {
+			o.UserAgent = d.UserAgent
+		}
+	} else if IsVideo(o.Format) && !given["viewport_height"] {
+		o.ViewportHeight = 720
+	}
+	if o.ViewportLandscape && o.ViewportHeight > o.ViewportWidth {
+		o.ViewportWidth, o.ViewportHeight = o.ViewportHeight, o.ViewportWidth
+	}
+}
+
+var (
+	headerName = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+	lengthRe   = regexp.MustCompile(`^(0|[0-9]+(\.[0-9]+)?(px|in|cm|mm))$`)
+)
+
+func checkSelector(v string) string {
+	switch {
+	case strings.TrimSpace(v) == "":
+		return "must be a non-empty CSS selector"
+	case len(v) > 1024:
+		return "selector is longer than 1024 characters"
+	}
+	return ""
+}
+
+func checkHeaderValue(v string) string {
+	if strings.ContainsAny(v, "\r\n\x00") {
+		return "must not contain line breaks or NUL"
+	}
+	return ""
+}
+
+func checkHeader(v string) string {
+	name, value, ok := strings.Cut(v, ":")
+	name = strings.TrimSpace(name)
+	if !ok || !headerName.MatchString(name) {
+		return fmt.Sprintf("%q must be `Name: value`", clip(v))
+	}
+	switch strings.ToLower(name) {
+	case "host", "content-length", "connection", "transfer-encoding", "upgrade", "te", "trailer", "proxy-authorization":
+		return fmt.Sprintf("header %s cannot be set", name)
+	}
+	return checkHeaderValue(value)
+}
+
+func parseHeaders(vs []string) []Header {
+	hs := make([]Header, 0, len(vs))
+	for _, v := range vs {
+		name, value, _ := strings.Cut(v, ":")
+		hs = append(hs, Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
+	}
+	return hs
+}
+
+func checkCookie(v string) string {
+	if msg := checkHeaderValue(v); msg != "" {
+		return msg
+	}
+	first, _, _ := strings.Cut(v, ";")
+	name, _, ok := strings.Cut(first, "=")
+	name = strings.TrimSpace(name)
+	if !ok || name == "" || !headerName.MatchString(name) {
+		return fmt.Sprintf("%q must be `name=value; Domain=<domain>`", clip(v))
+	}
+	return ""
+}
+
+func parseCookies(vs []string) []Cookie {
+	cs := make([]Cookie, 0, len(vs))
+	for _, v := range vs {
+		parts := strings.Split(v, ";")
+		name, value, _ := strings.Cut(parts[0], "=")
+		c := Cookie{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
+		for _, attr := range parts[1:] {
+			k, val, _ := strings.Cut(attr, "=")
+			switch strings.ToLower(strings.TrimSpace(k)) {
+			case "domain":
+				c.Domain = strings.TrimSpace(val)
+			case "path":
+				c.Path = strings.TrimSpace(val)
+			case "secure":
+				c.Secure = true
+			case "httponly":
+				c.HTTPOnly = true
+			}
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+func checkTimeZone(v string) string {
+	if v == "" || v == "Local" || strings.HasPrefix(v, "/") || strings.Contains(v, "..") {
+		return fmt.Sprintf("%q is not an IANA time zone name", clip(v))
+	}
+	if _, err := time.LoadLocation(v); err != nil {
+		return fmt.Sprintf("%q is not an IANA time zone name", clip(v))
+	}
+	return ""
+}
+
+func checkLength(v string) string {
+	if !lengthRe.MatchString(strings.TrimSpace(v)) {
+		return fmt.Sprintf("%q must be a length with a unit: px, in, cm or mm (for example 10mm)", clip(v))
+	}
+	return ""
+}
+
+// ParseOption validates one option on its own, as ParseOptions would, and returns its typed value
+// (string, int, float64, bool or []string). httpd uses it for the authentication parameters of the
+// status endpoints.
+func ParseOption(p Param) (any, *FieldError) {
+	s, ok := optionsByName[p.Name]
+	if !ok {
+		return nil, &FieldError{Field: p.Name, Message: fmt.Sprintf("unknown option %q; did you mean %q?", p.Name, ClosestOption(p.Name))}
+	}
+	if p.Invalid != "" {
+		return nil, &FieldError{Field: p.Name, Message: p.Invalid}
+	}
+	v, msg := convert(s, p.Values, p.Array)
+	if msg != "" {
+		return nil, &FieldError{Field: p.Name, Message: msg}
+	}
+	return v, nil
+}
