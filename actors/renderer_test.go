@@ -1,0 +1,296 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/cdpclient"
+)
+
+// launcher starts real Chromium processes and remembers every pid it started.
+type launcher struct {
+	path string
+	mu   sync.Mutex
+	pids []int
+	fail bool
+}
+
+func (l *launcher) launch(ctx context.Context) (actors.Browser, error) {
+	if l.fail {
+		return nil, errors.New("launch refused by test")
+	}
+	p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: l.path, Prewarm: 1})
+	if err != nil {
+		return nil, err
+	}
+	l.mu.Lock()
+	l.pids = append(l.pids, p.PID())
+	l.mu.Unlock()
+	return p, nil
+}
+
+// noneLeft fails the test if any Chrome this launcher started is still a process (zombie or not).
+func (l *launcher) noneLeft(t *testing.T) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, pid := range l.pids {
+		deadline := time.Now().Add(5 * time.Second)
+		for {
+			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+			if os.IsNotExist(err) {
+				break
+			}
+			if time.Now().After(deadline) {
+				st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+				t.Fatalf("chrome pid %d still exists: %s", pid, st)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+func chromeDirs(t *testing.T) map[string]bool {
+	t.Helper()
+	m := map[string]bool{}
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "*"))
+	for _, d := range matches {
+		if strings.Contains(filepath.Base(d), "chrom") || strings.Contains(filepath.Base(d), "shotd") {
+			m[d] = true
+		}
+	}
+	return m
+}
+
+func newPool(t *testing.T, l *launcher, size, slots, recycle int, wait time.Duration) (*actors.Renderer, func()) {
+	t.Helper()
+	sys := actors.NewSystem(zerolog.Nop())
+	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: size, SlotsPerBrowser: slots, RecycleAfter: recycle,
+		SlotWait: wait, Launch: l.launch, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		sys.Shutdown()
+	}
+}
+
+func waitReady(t *testing.T, r *actors.Renderer) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !r.Ready() {
+		if time.Now().After(deadline) {
+			t.Fatal("pool not ready")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func opts(t *testing.T, kv ...string) *shotd.Options {
+	t.Helper()
+	var ps shotd.Params
+	for i := 0; i < len(kv); i += 2 {
+		ps = append(ps, shotd.Param{Name: kv[i], Values: []string{kv[i+1]}})
+	}
+	o, err := shotd.ParseOptions(ps, shotd.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+func fixture(t *testing.T) (*httptest.Server, chan struct{}) {
+	hit := make(chan struct{}, 16)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/hang" {
+			hit <- struct{}{}
+			select {
+			case <-r.Context().Done():
+			case <-time.After(20 * time.Second):
+			}
+			return
+		}
+		fmt.Fprint(w, "<html><body><h1>ok</h1></body></html>")
+	}))
+	t.Cleanup(srv.Close)
+	return srv, hit
+}
+
+func render(r *actors.Renderer, o *shotd.Options) (*shotd.Output, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+5*time.Second)
+	defer cancel()
+	return r.Render(ctx, o)
+}
+
+func TestPoolRendersAndCloses(t *testing.T) {
+	before := chromeDirs(t)
+	l := &launcher{path: mustBrowser(t)}
+	r, closePool := newPool(t, l, 2, 2, 0, time.Second)
+	waitReady(t, r)
+	srv, _ := fixture(t)
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := 0; i < 6; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			out, err := render(r, opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240"))
+			if err == nil && (out == nil || len(out.Data) == 0) {
+				err = errors.New("empty output")
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatalf("render: %v", err)
+		}
+	}
+	closePool()
+	l.noneLeft(t)
+	for d := range chromeDirs(t) {
+		if !before[d] {
+			t.Fatalf("temp dir left behind: %s", d)
+		}
+	}
+}
+
+// TestChromeKilledMidRender kills the whole Chrome process group with SIGKILL while a render is
+// in flight: the render answers a retryable error, the pool comes back, and nothing is left.
+func TestChromeKilledMidRender(t *testing.T) {
+	before := chromeDirs(t)
+	l := &launcher{path: mustBrowser(t)}
+	r, closePool := newPool(t, l, 1, 2, 0, 5*time.Second)
+	waitReady(t, r)
+	srv, hit := fixture(t)
+
+	res := make(chan error, 1)
+	go func() {
+		_, err := render(r, opts(t, "url", srv.URL+"/hang", "timeout", "30"))
+		res <- err
+	}()
+	select {
+	case <-hit:
+	case <-time.After(20 * time.Second):
+		t.Fatal("render never reached the page")
+	}
+	bs, err := r.Browsers(time.Second)
+	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
+		t.Fatalf("browsers: %+v %v", bs, err)
+	}
+	oldPID := bs[0].PID
+	if err := syscall.Kill(-oldPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-res:
+		code := shotd.CodeOf(err)
+		if err == nil || !shotd.Info(code).Retryable {
+			t.Fatalf("render after kill: %v (code %s), want a retryable error", err, code)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("render did not answer after the kill")
+	}
+
+	// The pool recovers with a new process.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bs, _ = r.Browsers(time.Second)
+		if len(bs) == 1 && bs[0].Up && bs[0].PID != oldPID && bs[0].PID != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool did not recover: %+v", bs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+		t.Fatalf("render after recovery: %v", err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", oldPID)); !os.IsNotExist(err) {
+		t.Fatalf("killed chrome %d was not reaped", oldPID)
+	}
+	closePool()
+	l.noneLeft(t)
+	for d := range chromeDirs(t) {
+		if !before[d] {
+			t.Fatalf("temp dir left behind: %s", d)
+		}
+	}
+}
+
+func TestRendererBusyAndUnavailable(t *testing.T) {
+	t.Run("busy", func(t *testing.T) {
+		l := &launcher{path: mustBrowser(t)}
+		r, closePool := newPool(t, l, 1, 1, 0, 300*time.Millisecond)
+		defer func() { closePool(); l.noneLeft(t) }()
+		waitReady(t, r)
+		srv, hit := fixture(t)
+		go render(r, opts(t, "url", srv.URL+"/hang", "timeout", "5"))
+		<-hit
+		_, err := render(r, opts(t, "url", srv.URL))
+		if shotd.CodeOf(err) != shotd.CodeRendererBusy {
+			t.Fatalf("got %v, want renderer_busy", err)
+		}
+	})
+	t.Run("unavailable", func(t *testing.T) {
+		l := &launcher{path: mustBrowser(t), fail: true}
+		r, closePool := newPool(t, l, 1, 1, 0, 300*time.Millisecond)
+		defer closePool()
+		_, err := render(r, opts(t, "url", "http://127.0.0.1:1/"))
+		if shotd.CodeOf(err) != shotd.CodeRendererUnavailable {
+			t.Fatalf("got %v, want renderer_unavailable", err)
+		}
+		if r.Ready() {
+			t.Fatal("ready without a browser")
+		}
+	})
+}
+
+func TestRecycleAfterN(t *testing.T) {
+	l := &launcher{path: mustBrowser(t)}
+	r, closePool := newPool(t, l, 1, 1, 2, 10*time.Second)
+	defer func() { closePool(); l.noneLeft(t) }()
+	waitReady(t, r)
+	srv, _ := fixture(t)
+	for i := 0; i < 5; i++ {
+		if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+	}
+	l.mu.Lock()
+	n := len(l.pids)
+	l.mu.Unlock()
+	if n < 3 {
+		t.Fatalf("%d processes launched for 5 renders with recycle_after=2, want at least 3", n)
+	}
+}
+
+func mustBrowser(t *testing.T) string {
+	t.Helper()
+	p, err := cdpclient.FindBrowser("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

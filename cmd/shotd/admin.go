@@ -1,0 +1,223 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/shotd/shotd/config"
+)
+
+const adminUsage = `usage: shotd admin [--config FILE] [--addr HOST:PORT] [--token TOKEN] <command>
+
+commands:
+  account create --email E [--plan P] [--verified]
+  account get ID                         (includes usage)
+  account update ID [--plan P] [--verified=true|false] [--bonus N]
+  key create ACCOUNT_ID [--name N] [--require-signature]   (shows the secret once)
+  key list ACCOUNT_ID
+  key update ACCESS_KEY [--name N] [--require-signature=true|false]
+  key revoke ACCESS_KEY
+The address and token come from the config file (admin_listen, admin_token, or the token that
+serve generated in data_dir/admin_token), or from the flags.
+`
+
+// admin is a client of the admin API (operator contract 4).
+func (m *Main) admin(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	cfgPath := fs.String("config", "", "TOML configuration file")
+	addr := fs.String("addr", "", "admin API address (default: admin_listen)")
+	token := fs.String("token", "", "admin token (default: admin_token or data_dir/admin_token)")
+	fs.Usage = func() { fmt.Fprint(m.Stderr, adminUsage) }
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*cfgPath, m.Env)
+	if err != nil {
+		return err
+	}
+	if *addr == "" {
+		*addr = cfg.AdminListen
+	}
+	if *token == "" {
+		*token = cfg.AdminToken
+	}
+	if *token == "" {
+		b, err := os.ReadFile(filepath.Join(cfg.DataDir, "admin_token"))
+		if err != nil {
+			return fmt.Errorf("no admin token: set admin_token, pass --token, or run serve once to generate %s", filepath.Join(cfg.DataDir, "admin_token"))
+		}
+		*token = strings.TrimSpace(string(b))
+	}
+	c := &adminClient{base: "http://" + *addr, token: *token, out: m.Stdout}
+	rest := fs.Args()
+	if len(rest) < 2 {
+		fmt.Fprint(m.Stderr, adminUsage)
+		return errors.New("admin: missing command")
+	}
+	return c.run(ctx, rest[0], rest[1], rest[2:])
+}
+
+type adminClient struct {
+	base, token string
+	out         io.Writer
+}
+
+func (c *adminClient) run(ctx context.Context, noun, verb string, args []string) error {
+	fs := flag.NewFlagSet(noun+" "+verb, flag.ContinueOnError)
+	email := fs.String("email", "", "account email")
+	plan := fs.String("plan", "", "plan name")
+	verified := fs.String("verified", "", "email verified (true or false)")
+	bonus := fs.String("bonus", "", "bonus screenshots")
+	name := fs.String("name", "", "key name")
+	reqSig := fs.String("require-signature", "", "require signed requests (true or false)")
+	// Allow the positional id before the flags: "key revoke AK" and "account update ID --plan p".
+	var pos []string
+	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		pos, args = append(pos, args[0]), args[1:]
+	}
+	// Bare boolean flags (--verified, --require-signature) mean true.
+	for i, a := range args {
+		if a == "--verified" || a == "-verified" {
+			args[i] = "--verified=true"
+		}
+		if a == "--require-signature" || a == "-require-signature" {
+			args[i] = "--require-signature=true"
+		}
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	pos = append(pos, fs.Args()...)
+	id := ""
+	if len(pos) > 0 {
+		id = url.PathEscape(pos[0])
+	}
+	body := map[string]any{}
+	setBool := func(key, v string) error {
+		if v == "" {
+			return nil
+		}
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("--%s: %v", key, err)
+		}
+		body[key] = b
+		return nil
+	}
+	need := func() error {
+		if id == "" {
+			return fmt.Errorf("%s %s needs an id", noun, verb)
+		}
+		return nil
+	}
+	switch noun + " " + verb {
+	case "account create":
+		body["email"], body["plan"] = *email, *plan
+		if *plan == "" {
+			body["plan"] = "default"
+		}
+		body["email_verified"] = *verified == "true"
+		return c.do(ctx, http.MethodPost, "/admin/v1/accounts", body)
+	case "account get":
+		if err := need(); err != nil {
+			return err
+		}
+		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+id, nil)
+	case "account update":
+		if err := need(); err != nil {
+			return err
+		}
+		if *plan != "" {
+			body["plan"] = *plan
+		}
+		if err := setBool("email_verified", *verified); err != nil {
+			return err
+		}
+		if *bonus != "" {
+			n, err := strconv.Atoi(*bonus)
+			if err != nil {
+				return fmt.Errorf("--bonus: %v", err)
+			}
+			body["bonus_screenshots"] = n
+		}
+		return c.do(ctx, http.MethodPatch, "/admin/v1/accounts/"+id, body)
+	case "key create":
+		if err := need(); err != nil {
+			return err
+		}
+		body["name"] = *name
+		body["require_signature"] = *reqSig == "true"
+		return c.do(ctx, http.MethodPost, "/admin/v1/accounts/"+id+"/keys", body)
+	case "key list":
+		if err := need(); err != nil {
+			return err
+		}
+		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+id+"/keys", nil)
+	case "key update":
+		if err := need(); err != nil {
+			return err
+		}
+		if *name != "" {
+			body["name"] = *name
+		}
+		if err := setBool("require_signature", *reqSig); err != nil {
+			return err
+		}
+		return c.do(ctx, http.MethodPatch, "/admin/v1/keys/"+id, body)
+	case "key revoke":
+		if err := need(); err != nil {
+			return err
+		}
+		return c.do(ctx, http.MethodDelete, "/admin/v1/keys/"+id, nil)
+	}
+	return fmt.Errorf("admin: unknown command %q", noun+" "+verb)
+}
+
+// do sends one admin request and prints the JSON answer; a non-2xx answer is an error.
+func (c *adminClient) do(ctx context.Context, method, path string, body map[string]any) error {
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+c.token)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("admin API at %s: %w", c.base, err)
+	}
+	defer resp.Body.Close()
+	out, _ := io.ReadAll(resp.Body)
+	if len(out) > 0 {
+		var pretty bytes.Buffer
+		if json.Indent(&pretty, out, "", "  ") == nil {
+			out = append(pretty.Bytes(), '\n')
+		}
+		c.out.Write(out)
+	}
+	if resp.StatusCode >= 300 {
+		return fmt.Errorf("admin API answered %s", resp.Status)
+	}
+	return nil
+}

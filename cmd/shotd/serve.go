@@ -1,0 +1,182 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/store"
+)
+
+func (m *Main) serve(ctx context.Context, args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(m.Stderr)
+	cfgPath := fs.String("config", "", "TOML configuration file (default: embedded defaults)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*cfgPath, m.Env)
+	if err != nil {
+		return err
+	}
+	log := newLogger(m.Stderr, cfg.Log)
+
+	st, err := store.Open(cfg.DataDir, log)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := st.Close(cctx); err != nil {
+			log.Error().Err(err).Msg("close store")
+		}
+	}()
+	if err := bootstrap(st, cfg, m.Stdout); err != nil {
+		return err
+	}
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+
+	sys := actors.NewSystem(log)
+	defer sys.Shutdown()
+	browserPath, err := cdpclient.FindBrowser(cfg.Browser.Path)
+	if err != nil {
+		return fmt.Errorf("browser.path: %w", err)
+	}
+	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
+		Log: log.With().Str("component", "chrome").Logger()}
+	renderer, err := actors.StartRenderer(sys, actors.PoolConfig{
+		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
+		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(),
+		Launch: func(ctx context.Context) (actors.Browser, error) {
+			p, err := cdpclient.Launch(ctx, ccfg)
+			if err != nil {
+				return nil, err // never a typed nil inside the interface
+			}
+			return p, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+
+	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
+		RenderGrace: cfg.Browser.RenderDeadlineGrace()}, st.KeyCache(), cfg.Plans, renderer, log)
+	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, nil, reg, log.With().Str("component", "admin").Logger())
+
+	pubLn, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	admLn, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		pubLn.Close()
+		return fmt.Errorf("admin_listen: %w", err)
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- public.Serve(pubLn) }()
+	go func() { errc <- admin.Serve(admLn) }()
+	log.Info().Str("listen", pubLn.Addr().String()).Str("admin_listen", admLn.Addr().String()).
+		Str("data_dir", cfg.DataDir).Int("pool_size", cfg.Browser.PoolSize).Msg("shotd serving")
+
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		log.Error().Err(err).Msg("listener failed")
+	}
+
+	// Stop accepting, let in-flight renders finish up to the deadline, then stop every Chrome.
+	log.Info().Msg("shutting down")
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout())
+	defer cancel()
+	if err := public.Shutdown(sctx); err != nil {
+		log.Warn().Err(err).Msg("public listener shutdown")
+	}
+	if err := admin.Shutdown(sctx); err != nil {
+		log.Warn().Err(err).Msg("admin listener shutdown")
+	}
+	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer ccancel()
+	if err := renderer.Close(cctx); err != nil {
+		log.Error().Err(err).Msg("stop browsers")
+	}
+	log.Info().Msg("stopped")
+	return err
+}
+
+// bootstrap prepares an empty data directory: the admin token and, on first start, the default
+// account with one key, printed once.
+func bootstrap(st *store.Store, cfg *config.Config, out io.Writer) error {
+	if cfg.AdminToken == "" {
+		tok, err := adminToken(cfg.DataDir)
+		if err != nil {
+			return err
+		}
+		cfg.AdminToken = tok
+	}
+	n, err := st.CountAccounts()
+	if err != nil || n > 0 {
+		return err
+	}
+	acc, err := st.CreateAccountWithID("default", "", "default", true)
+	if err != nil {
+		return fmt.Errorf("create default account: %w", err)
+	}
+	key, err := st.CreateKey(acc.ID, "default", false)
+	if err != nil {
+		return fmt.Errorf("create default key: %w", err)
+	}
+	fmt.Fprintf(out, `
+First start: created account "default" (plan default) with one key. Keep the secret key; it is not shown again.
+  access key: %s
+  secret key: %s
+  admin token: stored in %s
+Try: curl -o shot.png "%s/api/v1/screenshot?access_key=%s&url=https://example.com"
+
+`, key.AccessKey, key.SecretKey, filepath.Join(cfg.DataDir, "admin_token"), cfg.PublicURL, key.AccessKey)
+	return nil
+}
+
+// adminToken reads the generated admin token from data_dir, creating it at first start.
+func adminToken(dataDir string) (string, error) {
+	path := filepath.Join(dataDir, "admin_token")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+		return strings.TrimSpace(string(b)), nil
+	} else if !errors.Is(err, os.ErrNotExist) && err != nil {
+		return "", err
+	}
+	var b [32]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	tok := hex.EncodeToString(b[:])
+	if err := os.WriteFile(path, []byte(tok+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("write admin token: %w", err)
+	}
+	return tok, nil
+}
+
+func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
+	if lc.Format == config.LogJSON {
+		return zerolog.New(w).Level(lc.ZerologLevel()).With().Timestamp().Logger()
+	}
+	return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}).Level(lc.ZerologLevel()).With().Timestamp().Logger()
+}

@@ -1,0 +1,277 @@
+package httpd
+
+import (
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"net"
+	"strings"
+	"time"
+
+	"github.com/fasthttp/router"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/store"
+	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttpadaptor"
+)
+
+// UsageReporter gives the usage record of an account (operator contract 5.5); nil answers none.
+type UsageReporter interface {
+	Usage(ctx context.Context, account shotd.Account) (any, error)
+}
+
+// Admin is the admin API listener: accounts, keys and /metrics behind a Bearer token.
+type Admin struct {
+	token     string
+	publicURL string
+	store     *store.Store
+	plans     map[string]shotd.Plan
+	usage     UsageReporter
+	log       zerolog.Logger
+	srv       *fasthttp.Server
+}
+
+// NewAdmin builds the admin API. gatherer is the Prometheus registry served at /metrics.
+func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.Plan, usage UsageReporter, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
+	a := &Admin{token: token, publicURL: publicURL, store: st, plans: plans, usage: usage, log: log}
+	r := router.New()
+	r.RedirectTrailingSlash, r.RedirectFixedPath, r.HandleOPTIONS = false, false, false
+	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
+		allow := strings.ReplaceAll(string(ctx.Response.Header.Peek("Allow")), ", OPTIONS", "")
+		ctx.Response.Header.Set("Allow", strings.TrimPrefix(allow, "OPTIONS, "))
+		a.fail(ctx, shotd.Errorf(shotd.CodeMethodNotAllowed, "method not accepted; use %s", allow))
+	}
+	r.NotFound = func(ctx *fasthttp.RequestCtx) {
+		a.fail(ctx, shotd.Errorf(shotd.CodeNotFound, "%s is not an admin endpoint", ctx.Path()))
+	}
+	r.POST("/admin/v1/accounts", a.auth(a.createAccount))
+	r.GET("/admin/v1/accounts/{id}", a.auth(a.getAccount))
+	r.PATCH("/admin/v1/accounts/{id}", a.auth(a.patchAccount))
+	r.POST("/admin/v1/accounts/{id}/keys", a.auth(a.createKey))
+	r.GET("/admin/v1/accounts/{id}/keys", a.auth(a.listKeys))
+	r.PATCH("/admin/v1/keys/{access_key}", a.auth(a.patchKey))
+	r.DELETE("/admin/v1/keys/{access_key}", a.auth(a.revokeKey))
+	if gatherer != nil {
+		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
+	}
+	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
+	s := &Server{log: log, set: Settings{PublicURL: publicURL}}
+	a.srv = &fasthttp.Server{Handler: s.wrap(r.Handler), Name: "shotd-admin", MaxRequestBodySize: 1 << 20,
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, Logger: fasthttpLogger{log}}
+	return a
+}
+
+// Handler returns the admin request handler.
+func (a *Admin) Handler() fasthttp.RequestHandler { return a.srv.Handler }
+
+// Serve answers admin requests on ln until Shutdown.
+func (a *Admin) Serve(ln net.Listener) error { return a.srv.Serve(ln) }
+
+// Shutdown stops the admin listener.
+func (a *Admin) Shutdown(ctx context.Context) error { return a.srv.ShutdownWithContext(ctx) }
+
+func (a *Admin) fail(ctx *fasthttp.RequestCtx, err error) { writeError(ctx, a.publicURL, err) }
+
+func (a *Admin) auth(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		h := string(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
+		tok, ok := strings.CutPrefix(h, "Bearer ")
+		if !ok || a.token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(a.token)) != 1 {
+			a.fail(ctx, shotd.Errorf(shotd.CodeUnauthorized, "send the admin token as Authorization: Bearer <admin_token>"))
+			return
+		}
+		next(ctx)
+	}
+}
+
+// decode reads a JSON object body into v, refusing unknown fields.
+func decode(ctx *fasthttp.RequestCtx, v any) error {
+	dec := json.NewDecoder(strings.NewReader(string(ctx.PostBody())))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return shotd.Errorf(shotd.CodeInvalidRequest, "the body must be a JSON object with known fields: %v", err)
+	}
+	return nil
+}
+
+func (a *Admin) storeErr(err error, what string) error {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return shotd.Errorf(shotd.CodeNotFound, "no such %s", what)
+	default:
+		var e *shotd.Error
+		if errors.As(err, &e) {
+			return e
+		}
+		return shotd.Wrap(shotd.CodeInternalError, err, "the store failed")
+	}
+}
+
+func (a *Admin) checkPlan(plan string) error {
+	if _, ok := a.plans[plan]; !ok {
+		return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "unknown plan " + plan,
+			Fields: []shotd.FieldError{{Field: "plan", Message: "not a configured plan"}}}
+	}
+	return nil
+}
+
+func (a *Admin) createAccount(ctx *fasthttp.RequestCtx) {
+	var in struct {
+		Email         string `json:"email"`
+		Plan          string `json:"plan"`
+		EmailVerified bool   `json:"email_verified"`
+	}
+	if err := decode(ctx, &in); err != nil {
+		a.fail(ctx, err)
+		return
+	}
+	if in.Plan == "" {
+		in.Plan = "default"
+	}
+	if err := a.checkPlan(in.Plan); err != nil {
+		a.fail(ctx, err)
+		return
+	}
+	acc, err := a.store.CreateAccount(in.Email, in.Plan, in.EmailVerified)
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	writeJSON(ctx, 201, acc)
+}
+
+func (a *Admin) getAccount(ctx *fasthttp.RequestCtx) {
+	acc, err := a.store.Account(ctx.UserValue("id").(string))
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	out := map[string]any{"id": acc.ID, "email": acc.Email, "plan": acc.Plan, "email_verified": acc.EmailVerified,
+		"bonus_screenshots": acc.BonusScreenshots, "created_at": acc.CreatedAt}
+	if a.usage != nil {
+		u, err := a.usage.Usage(ctx, acc)
+		if err != nil {
+			a.fail(ctx, err)
+			return
+		}
+		out["usage"] = u
+	}
+	writeJSON(ctx, 200, out)
+}
+
+func (a *Admin) patchAccount(ctx *fasthttp.RequestCtx) {
+	var in struct {
+		Plan             *string `json:"plan"`
+		EmailVerified    *bool   `json:"email_verified"`
+		BonusScreenshots *int    `json:"bonus_screenshots"`
+	}
+	if err := decode(ctx, &in); err != nil {
+		a.fail(ctx, err)
+		return
+	}
+	if in.Plan != nil {
+		if err := a.checkPlan(*in.Plan); err != nil {
+			a.fail(ctx, err)
+			return
+		}
+	}
+	if in.BonusScreenshots != nil && *in.BonusScreenshots < 0 {
+		a.fail(ctx, &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "bonus_screenshots must be at least 0",
+			Fields: []shotd.FieldError{{Field: "bonus_screenshots", Message: "must be at least 0"}}})
+		return
+	}
+	acc, err := a.store.UpdateAccount(ctx.UserValue("id").(string), func(acc *shotd.Account) error {
+		if in.Plan != nil {
+			acc.Plan = *in.Plan
+		}
+		if in.EmailVerified != nil {
+			acc.EmailVerified = *in.EmailVerified
+		}
+		if in.BonusScreenshots != nil {
+			acc.BonusScreenshots = *in.BonusScreenshots
+		}
+		return nil
+	})
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	writeJSON(ctx, 200, acc)
+}
+
+func (a *Admin) createKey(ctx *fasthttp.RequestCtx) {
+	var in struct {
+		Name             string `json:"name"`
+		RequireSignature bool   `json:"require_signature"`
+	}
+	if err := decode(ctx, &in); err != nil {
+		a.fail(ctx, err)
+		return
+	}
+	id := ctx.UserValue("id").(string)
+	if _, err := a.store.Account(id); err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	k, err := a.store.CreateKey(id, in.Name, in.RequireSignature)
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	writeJSON(ctx, 201, k)
+}
+
+func (a *Admin) listKeys(ctx *fasthttp.RequestCtx) {
+	id := ctx.UserValue("id").(string)
+	if _, err := a.store.Account(id); err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	keys, err := a.store.Keys(id)
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	if keys == nil {
+		keys = []shotd.Key{}
+	}
+	writeJSON(ctx, 200, map[string]any{"keys": keys})
+}
+
+func (a *Admin) patchKey(ctx *fasthttp.RequestCtx) {
+	var in struct {
+		Name             *string `json:"name"`
+		RequireSignature *bool   `json:"require_signature"`
+	}
+	if err := decode(ctx, &in); err != nil {
+		a.fail(ctx, err)
+		return
+	}
+	k, err := a.store.UpdateKey(ctx.UserValue("access_key").(string), func(k *shotd.Key) error {
+		if in.Name != nil {
+			k.Name = *in.Name
+		}
+		if in.RequireSignature != nil {
+			k.RequireSignature = *in.RequireSignature
+		}
+		return nil
+	})
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, "key"))
+		return
+	}
+	k.SecretKey = ""
+	writeJSON(ctx, 200, k)
+}
+
+func (a *Admin) revokeKey(ctx *fasthttp.RequestCtx) {
+	if err := a.store.RevokeKey(ctx.UserValue("access_key").(string)); err != nil {
+		a.fail(ctx, a.storeErr(err, "key"))
+		return
+	}
+	ctx.SetStatusCode(204)
+}

@@ -1,0 +1,139 @@
+package httpd_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/store"
+)
+
+// env is one real service for the package: a Chrome pool, a bbolt store and the public API on
+// loopback. Each test uses fresh accounts and keys.
+var env struct {
+	base     string
+	admin    string
+	adminTok string
+	st       *store.Store
+	renderer *actors.Renderer
+	pages    *httptest.Server
+	plans    map[string]shotd.Plan
+}
+
+const adminToken = "test-admin-token"
+
+func TestMain(m *testing.M) {
+	code, err := run(m)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "httpd tests:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+func run(m *testing.M) (int, error) {
+	log := zerolog.New(zerolog.NewTestWriter(nil)).Level(zerolog.Disabled)
+	if os.Getenv("SHOTD_TEST_LOG") != "" {
+		log = zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr}).Level(zerolog.DebugLevel)
+	}
+	dir, err := os.MkdirTemp("", "shotd-httpd-test-")
+	if err != nil {
+		return 1, err
+	}
+	defer os.RemoveAll(dir)
+	st, err := store.Open(dir, log)
+	if err != nil {
+		return 1, err
+	}
+	defer st.Close(context.Background())
+	env.st = st
+
+	cfg := config.Default()
+	env.plans = map[string]shotd.Plan{}
+	for k, v := range cfg.Plans {
+		env.plans[k] = v
+	}
+	env.plans["basic"] = shotd.Plan{Name: "basic", MonthlyQuota: 10, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
+		Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 30, Features: []string{}}
+
+	path, err := cdpclient.FindBrowser("")
+	if err != nil {
+		return 1, err
+	}
+	sys := actors.NewSystem(log)
+	defer sys.Shutdown()
+	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: 1, SlotsPerBrowser: 4, SlotWait: 2 * time.Second, Log: log,
+		Launch: func(ctx context.Context) (actors.Browser, error) {
+			p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: path, Prewarm: 2, Log: log})
+			if err != nil {
+				return nil, err
+			}
+			return p, nil
+		}})
+	if err != nil {
+		return 1, err
+	}
+	env.renderer = r
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		r.Close(ctx)
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for !r.Ready() {
+		if time.Now().After(deadline) {
+			return 1, fmt.Errorf("browser pool not ready")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10}, st.KeyCache(), env.plans, r, log)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 1, err
+	}
+	go srv.Serve(ln)
+	defer srv.Shutdown(context.Background())
+	env.base = "http://" + ln.Addr().String()
+
+	adm := httpd.NewAdmin(adminToken, "http://shotd.test", st, env.plans, nil, nil, log)
+	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 1, err
+	}
+	go adm.Serve(aln)
+	defer adm.Shutdown(context.Background())
+	env.admin = "http://" + aln.Addr().String()
+
+	env.pages = httptest.NewServer(http.HandlerFunc(pages))
+	defer env.pages.Close()
+	return m.Run(), nil
+}
+
+// pages serves the fixture pages, all on loopback.
+func pages(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/slow":
+		select {
+		case <-time.After(5 * time.Second):
+		case <-r.Context().Done():
+		}
+		fmt.Fprint(w, "<html><body>slow</body></html>")
+	case "/ua":
+		fmt.Fprintf(w, "<html><body>%s</body></html>", r.UserAgent())
+	default:
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, `<html><head><title>fixture</title></head><body style="background:#3366cc"><h1>Hello</h1></body></html>`)
+	}
+}
