@@ -342,3 +342,30 @@ func TestParamsFromJSON(t *testing.T) {
 		t.Fatalf("no headers error: %s", b)
 	}
 }
+
+func TestCacheKey(t *testing.T) {
+	base := mustParse(t, q("url", "https://a.example/", "cache", "true"))
+	cases := []struct {
+		name    string
+		ps      Params
+		account string
+		same    bool
+	}{
+		{"identical", q("url", "https://a.example/", "cache", "true"), "a", true},
+		{"default given explicitly", q("url", "https://a.example/", "cache", "true", "format", "png"), "a", true},
+		{"auth and delivery fields left out", q("url", "https://a.example/", "cache", "true", "access_key", "x", "response_type", "json", "cache_ttl", "600", "async", "true", "webhook_url", "https://h.example/"), "a", true},
+		{"other account", q("url", "https://a.example/", "cache", "true"), "b", false},
+		{"other url", q("url", "https://b.example/", "cache", "true"), "a", false},
+		{"other format", q("url", "https://a.example/", "cache", "true", "format", "jpeg"), "a", false},
+		{"cache_key changes it", q("url", "https://a.example/", "cache", "true", "cache_key", "v2"), "a", false},
+		{"full_page changes it", q("url", "https://a.example/", "cache", "true", "full_page", "true"), "a", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := mustParse(t, c.ps).ResponseCacheKey(c.account) == base.ResponseCacheKey("a")
+			if got != c.same {
+				t.Fatalf("same key = %v, want %v", got, c.same)
+			}
+		})
+	}
+}

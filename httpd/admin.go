@@ -24,6 +24,17 @@ type UsageReporter interface {
 	Usage(ctx context.Context, account shotd.Account) (any, error)
 }
 
+// GateUsage reports usage through the account actors.
+type GateUsage struct {
+	Gate  Gate
+	Plans map[string]shotd.Plan
+}
+
+// Usage returns the account's usage record.
+func (g GateUsage) Usage(_ context.Context, acc shotd.Account) (any, error) {
+	return g.Gate.Usage(acc, g.Plans[acc.Plan])
+}
+
 // Admin is the admin API listener: accounts, keys and /metrics behind a Bearer token.
 type Admin struct {
 	token     string

@@ -3,9 +3,13 @@ package httpd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"strconv"
+	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -27,7 +31,48 @@ func requestParams(ctx *fasthttp.RequestCtx) (shotd.Params, error) {
 	return append(ps, body...), nil
 }
 
-// screenshot serves GET and POST of /api/v1/screenshot and /api/v1/take.
+// RenderResult is the JSON render result of operator contract 5.4.
+type RenderResult struct {
+	FileID      string    `json:"file_id"`
+	URL         string    `json:"url"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	Format      string    `json:"format"`
+	ContentType string    `json:"content_type"`
+	SizeBytes   int64     `json:"size_bytes"`
+	RenderMs    int64     `json:"render_ms"`
+	Cache       string    `json:"cache"`
+	Width       int       `json:"width,omitempty"`
+	Height      int       `json:"height,omitempty"`
+}
+
+// ResultOf describes a stored file as a render result.
+func ResultOf(publicURL string, rec store.FileRecord, cache string) RenderResult {
+	return RenderResult{FileID: rec.FileID, URL: publicURL + "/api/v1/files/" + rec.FileID, ExpiresAt: rec.ExpiresAt.UTC(),
+		Format: rec.Format, ContentType: rec.ContentType, SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache,
+		Width: rec.Width, Height: rec.Height}
+}
+
+// setLimitHeaders writes the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers of api-v1 2.4.
+func setLimitHeaders(ctx *fasthttp.RequestCtx, l actors.LimitsSnapshot, withQuota bool) {
+	if l.RateLimit == 0 {
+		return // the limits service did not answer: there is nothing true to say
+	}
+	h := &ctx.Response.Header
+	h.Set("X-RateLimit-Limit", strconv.Itoa(l.RateLimit))
+	h.Set("X-RateLimit-Remaining", strconv.Itoa(l.RateRemaining))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(l.RateReset.Unix(), 10))
+	if !withQuota {
+		return
+	}
+	h.Set("X-Quota-Limit", strconv.Itoa(l.QuotaLimit))
+	h.Set("X-Quota-Remaining", strconv.Itoa(l.QuotaRemaining))
+	h.Set("X-Quota-Reset", l.QuotaReset.UTC().Format(time.RFC3339))
+	h.Set("X-Concurrency-Limit", strconv.Itoa(l.ConcurrencyLimit))
+	h.Set("X-Concurrency-Remaining", strconv.Itoa(l.ConcurrencyRemaining))
+}
+
+// screenshot serves GET and POST of /api/v1/screenshot and /api/v1/take. Precedence of refusals:
+// authentication, validation, plan features, rate, failures, queue, quota, concurrency.
 func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	ps, err := requestParams(ctx)
 	if err != nil {
@@ -47,9 +92,41 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	for _, f := range o.Features() {
-		if !who.plan.HasFeature(f) {
-			s.fail(ctx, shotd.Errorf(shotd.CodeFeatureNotAvailable, "the %s plan does not include %s", who.plan.Name, f))
+	if o.Async {
+		s.acceptJob(ctx, who, o)
+		return
+	}
+	adm, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitRender, Features: o.Features()})
+	if err != nil {
+		setLimitHeaders(ctx, limits, true)
+		s.fail(ctx, err)
+		return
+	}
+	outcome := actors.Released
+	settled := false
+	settle := func() {
+		if settled {
+			return
+		}
+		settled = true
+		l, err := s.gate.Settle(who.account.ID, adm.Ticket, outcome)
+		if err != nil {
+			log.Error().Err(err).Msg("settle")
+			l = limits
+		}
+		setLimitHeaders(ctx, l, true)
+	}
+	defer settle() // a panic or an early return still frees the slot and the reservation
+
+	var cacheKey string
+	if o.Cache {
+		cacheKey = o.ResponseCacheKey(who.account.ID)
+		if rec, ok, err := s.files.CacheGet(cacheKey); err != nil {
+			log.Warn().Err(err).Msg("cache lookup")
+		} else if ok {
+			outcome = actors.CacheHit
+			settle()
+			s.serveStored(ctx, o, rec, "HIT")
 			return
 		}
 	}
@@ -57,28 +134,86 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	rctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Delay+s.set.RenderGrace)
 	defer cancel()
 	out, err := s.renderer.Render(rctx, o)
+	if err == nil && s.set.MaxOutputBytes > 0 && len(out.Data) > s.set.MaxOutputBytes {
+		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, len(out.Data), s.set.MaxOutputBytes)
+	}
 	if err != nil {
+		outcome = actors.OutcomeOf(err)
+		settle()
 		s.fail(ctx, err)
 		return
 	}
+
+	var rec store.FileRecord
+	if o.Cache || o.ResponseType == "json" {
+		ttl := s.set.FileTTL
+		if rec, err = s.files.PutFile(who.account.ID, out, ttl); err != nil {
+			outcome = actors.Released
+			settle()
+			s.fail(ctx, shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored"))
+			return
+		}
+		if o.Cache {
+			if err := s.files.CachePut(cacheKey, rec, o.CacheTTL); err != nil {
+				log.Warn().Err(err).Msg("cache store")
+			}
+		}
+	}
+	outcome = actors.Succeeded
+	settle()
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
+	if o.ResponseType == "json" {
+		writeJSON(ctx, fasthttp.StatusOK, ResultOf(s.set.PublicURL, rec, "MISS"))
+		return
+	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(out.ContentType)
 	ctx.SetBody(out.Data)
 }
 
-// statusAuth authenticates a status endpoint request (usage, jobs, batches, files).
+// serveStored answers a stored file: the bytes, or the JSON result with response_type=json.
+func (s *Server) serveStored(ctx *fasthttp.RequestCtx, o *shotd.Options, rec store.FileRecord, cache string) {
+	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
+	ctx.Response.Header.Set("X-Cache", cache)
+	if o != nil && o.ResponseType == "json" {
+		writeJSON(ctx, fasthttp.StatusOK, ResultOf(s.set.PublicURL, rec, cache))
+		return
+	}
+	s.streamFile(ctx, rec)
+}
+
+// streamFile sends a stored file with its Content-Type.
+func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
+	f, err := s.files.OpenFile(rec)
+	if err != nil {
+		s.fail(ctx, shotd.Wrap(shotd.CodeFileNotFound, err, "the file is gone"))
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType(rec.ContentType)
+	ctx.SetBodyStream(f, int(rec.SizeBytes)) // fasthttp closes f once sent
+}
+
+// statusAuth authenticates and admits a status endpoint request (usage, jobs, batches, files),
+// which has its own, larger rate allowance.
 func (s *Server) statusAuth(ctx *fasthttp.RequestCtx) (*principal, bool) {
 	ps := queryParams(ctx.QueryArgs())
 	who, err := s.authenticate(ctx, ps)
 	if err == nil {
 		err = statusParams(ps)
 	}
+	if err == nil {
+		var limits actors.LimitsSnapshot
+		_, limits, err = s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitStatus})
+		setLimitHeaders(ctx, limits, false)
+	}
 	if err != nil {
 		s.fail(ctx, err)
 		return nil, false
 	}
+	log := logOf(ctx).With().Str("account", who.account.ID).Logger()
+	ctx.SetUserValue(logKey, &log)
 	return who, true
 }
 
@@ -87,16 +222,30 @@ func (s *Server) usage(ctx *fasthttp.RequestCtx) {
 	if !ok {
 		return
 	}
-	p := who.plan
-	writeJSON(ctx, 200, map[string]any{
-		"quota": map[string]any{"limit": p.MonthlyQuota, "used": 0, "remaining": p.MonthlyQuota + who.account.BonusScreenshots,
-			"bonus": who.account.BonusScreenshots},
-		"requests_per_minute":        p.RequestsPerMinute,
-		"status_requests_per_minute": p.StatusRequestsPerMinute,
-		"concurrency":                p.Concurrency,
-		"queue_limit":                p.QueueLimit,
-		"failures_per_minute":        p.FailuresPerMinute,
-	})
+	u, err := s.gate.Usage(who.account, who.plan)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, u)
+}
+
+func (s *Server) file(ctx *fasthttp.RequestCtx) {
+	who, ok := s.statusAuth(ctx)
+	if !ok {
+		return
+	}
+	id, _ := ctx.UserValue("id").(string)
+	rec, err := s.files.File(who.account.ID, id)
+	if errors.Is(err, store.ErrNotFound) {
+		s.fail(ctx, shotd.Errorf(shotd.CodeFileNotFound, "no file %q for this account; it may have expired", id))
+		return
+	}
+	if err != nil {
+		s.fail(ctx, shotd.Wrap(shotd.CodeInternalError, err, "the file could not be read"))
+		return
+	}
+	s.streamFile(ctx, rec)
 }
 
 func (s *Server) job(ctx *fasthttp.RequestCtx) {
@@ -113,19 +262,15 @@ func (s *Server) batch(ctx *fasthttp.RequestCtx) {
 	s.fail(ctx, shotd.Errorf(shotd.CodeJobNotFound, "no batch %q for this account", ctx.UserValue("id")))
 }
 
-func (s *Server) file(ctx *fasthttp.RequestCtx) {
-	if _, ok := s.statusAuth(ctx); !ok {
-		return
-	}
-	s.fail(ctx, shotd.Errorf(shotd.CodeFileNotFound, "no file %q for this account", ctx.UserValue("id")))
-}
-
 func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
-	ps := queryParams(ctx.QueryArgs())
-	who, err := s.authenticate(ctx, ps)
+	who, err := s.authenticate(ctx, queryParams(ctx.QueryArgs()))
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	s.fail(ctx, shotd.Errorf(shotd.CodeFeatureNotAvailable, "the %s plan does not include bulk on this server yet", who.plan.Name))
+	s.fail(ctx, shotd.Errorf(shotd.CodeFeatureNotAvailable, "bulk is not available on this server yet (plan %s)", who.plan.Name))
+}
+
+func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options) {
+	s.fail(ctx, shotd.Errorf(shotd.CodeFeatureNotAvailable, "async is not available on this server yet (plan %s)", who.plan.Name))
 }

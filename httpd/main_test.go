@@ -27,6 +27,7 @@ var env struct {
 	adminTok string
 	st       *store.Store
 	renderer *actors.Renderer
+	accounts *actors.Accounts
 	pages    *httptest.Server
 	plans    map[string]shotd.Plan
 }
@@ -98,7 +99,13 @@ func run(m *testing.M) (int, error) {
 		time.Sleep(50 * time.Millisecond)
 	}
 
-	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10}, st.KeyCache(), env.plans, r, log)
+	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log})
+	if err != nil {
+		return 1, err
+	}
+	env.accounts = accounts
+	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 4 << 20, FileTTL: time.Hour},
+		httpd.Deps{Keys: st.KeyCache(), Plans: env.plans, Renderer: r, Gate: accounts, Files: st, Log: log})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 1, err
@@ -107,7 +114,7 @@ func run(m *testing.M) (int, error) {
 	defer srv.Shutdown(context.Background())
 	env.base = "http://" + ln.Addr().String()
 
-	adm := httpd.NewAdmin(adminToken, "http://shotd.test", st, env.plans, nil, nil, log)
+	adm := httpd.NewAdmin(adminToken, "http://shotd.test", st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, nil, log)
 	aln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 1, err

@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/fasthttp/router"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -27,13 +30,41 @@ type KeyLookup interface {
 	Lookup(accessKey string) (shotd.Key, shotd.Account, error)
 }
 
+// Gate is the account admission: the account actors implement it.
+type Gate interface {
+	Admit(m *actors.Admit) (*actors.AdmitResult, actors.LimitsSnapshot, error)
+	Settle(accountID string, ticket uint64, o actors.Outcome) (actors.LimitsSnapshot, error)
+	Usage(acc shotd.Account, plan shotd.Plan) (*actors.UsageResult, error)
+}
+
+// Files keeps rendered files and the response cache: store.Store implements it.
+type Files interface {
+	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (store.FileRecord, error)
+	File(accountID, fileID string) (store.FileRecord, error)
+	OpenFile(rec store.FileRecord) (*os.File, error)
+	CacheGet(key string) (store.FileRecord, bool, error)
+	CachePut(key string, rec store.FileRecord, ttl time.Duration) error
+}
+
 // Settings are the parts of the configuration the public API needs.
 type Settings struct {
 	PublicURL      string // base of links; no trailing slash
 	MaxSourceBytes int
+	MaxOutputBytes int // a rendered file larger than this is 413 content_too_large; 0 = unlimited
 	MaxBodyBytes   int // request body limit; larger bodies get 413 content_too_large
+	FileTTL        time.Duration
 	// RenderGrace is added to an option's timeout to bound the whole request.
 	RenderGrace time.Duration
+}
+
+// Deps are the parts the public API talks to.
+type Deps struct {
+	Keys     KeyLookup
+	Plans    map[string]shotd.Plan
+	Renderer Renderer
+	Gate     Gate
+	Files    Files
+	Log      zerolog.Logger
 }
 
 // Server is the public API listener.
@@ -42,13 +73,15 @@ type Server struct {
 	keys     KeyLookup
 	plans    map[string]shotd.Plan
 	renderer Renderer
+	gate     Gate
+	files    Files
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
 }
 
 // New builds the public API server.
-func New(set Settings, keys KeyLookup, plans map[string]shotd.Plan, r Renderer, log zerolog.Logger) *Server {
+func New(set Settings, d Deps) *Server {
 	if set.MaxBodyBytes <= 0 {
 		// Room for the four source fields at their limit plus the other options.
 		set.MaxBodyBytes = 4*set.MaxSourceBytes + 1<<20
@@ -56,18 +89,19 @@ func New(set Settings, keys KeyLookup, plans map[string]shotd.Plan, r Renderer, 
 	if set.RenderGrace <= 0 {
 		set.RenderGrace = 10 * time.Second
 	}
-	s := &Server{set: set, keys: keys, plans: plans, renderer: r, log: log, now: time.Now}
+	if set.FileTTL <= 0 {
+		set.FileTTL = 24 * time.Hour
+	}
+	s := &Server{set: set, keys: d.Keys, plans: d.Plans, renderer: d.Renderer, gate: d.Gate, files: d.Files, log: d.Log, now: time.Now}
 	s.srv = &fasthttp.Server{
-		Handler:               s.Handler(),
-		Name:                  "shotd",
-		MaxRequestBodySize:    set.MaxBodyBytes,
-		ReadTimeout:           60 * time.Second,
-		WriteTimeout:          120 * time.Second,
-		IdleTimeout:           120 * time.Second,
-		NoDefaultServerHeader: false,
-		NoDefaultDate:         false,
-		ErrorHandler:          s.parseError,
-		Logger:                fasthttpLogger{log},
+		Handler:            s.Handler(),
+		Name:               "shotd",
+		MaxRequestBodySize: set.MaxBodyBytes,
+		ReadTimeout:        60 * time.Second,
+		WriteTimeout:       120 * time.Second,
+		IdleTimeout:        120 * time.Second,
+		ErrorHandler:       s.parseError,
+		Logger:             fasthttpLogger{d.Log},
 	}
 	return s
 }

@@ -46,7 +46,7 @@ var (
 	bucketKeys        = []byte("keys")         // access key -> shotd.Key with secret
 	bucketAccountKeys = []byte("account_keys") // account id + "/" + access key -> empty
 
-	buckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketAccountKeys}
+	buckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketAccountKeys, bucketFiles, bucketCache, bucketUsage}
 )
 
 // Store is the database. Its methods are safe for concurrent use.
@@ -54,6 +54,9 @@ type Store struct {
 	db    *bbolt.DB
 	log   zerolog.Logger
 	cache *KeyCache
+
+	filesDir string  // dataDir/files: rendered files, one per file id
+	sw       sweeper // removes expired files and cache entries
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -65,6 +68,10 @@ type Store struct {
 func Open(dataDir string, log zerolog.Logger) (*Store, error) {
 	if err := os.MkdirAll(dataDir, 0o700); err != nil {
 		return nil, fmt.Errorf("store: create data dir: %w", err)
+	}
+	filesDir := filepath.Join(dataDir, FilesDir)
+	if err := os.MkdirAll(filesDir, 0o700); err != nil {
+		return nil, fmt.Errorf("store: create files dir: %w", err)
 	}
 	path := filepath.Join(dataDir, FileName)
 	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: openTimeout})
@@ -86,18 +93,21 @@ func Open(dataDir string, log zerolog.Logger) (*Store, error) {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
-	s := &Store{db: db, log: log, closed: make(chan struct{})}
+	s := &Store{db: db, log: log, closed: make(chan struct{}), filesDir: filesDir}
 	s.cache = newKeyCache(s)
+	s.startSweeper(sweepInterval)
 	log.Info().Str("path", path).Msg("store opened")
 	return s, nil
 }
 
-// Close closes the database. bbolt waits for open transactions; when ctx ends first Close
-// returns ctx's error and the database closes in the background as soon as they finish (a
-// later Close waits for that again).
+// Close stops the sweeper and closes the database. bbolt waits for open transactions; when ctx
+// ends first Close returns ctx's error and the database closes in the background as soon as
+// they finish (a later Close waits for that again).
 func (s *Store) Close(ctx context.Context) error {
 	s.closeOnce.Do(func() {
+		s.stopSweeper()
 		go func() {
+			<-s.sw.done // a sweep in progress finishes first
 			s.closeErr = s.db.Close()
 			close(s.closed)
 		}()

@@ -78,9 +78,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 
+	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log.With().Str("component", "accounts").Logger()})
+	if err != nil {
+		return err
+	}
+
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
-		RenderGrace: cfg.Browser.RenderDeadlineGrace()}, st.KeyCache(), cfg.Plans, renderer, log)
-	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, nil, reg, log.With().Str("component", "admin").Logger())
+		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace()},
+		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Log: log})
+	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.GateUsage{Gate: accounts, Plans: cfg.Plans}, reg,
+		log.With().Str("component", "admin").Logger())
 
 	pubLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -1,0 +1,364 @@
+package actors
+
+import (
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/store"
+)
+
+// UsageStore keeps the billed usage of each period. store.Store implements it.
+type UsageStore interface {
+	Usage(acc shotd.Account, now time.Time) (store.Usage, error)
+	RecordUsage(acc shotd.Account, now time.Time, d store.UsageDelta, quota int) (store.Usage, shotd.Account, error)
+}
+
+// accountActor is the only place that decides admission for its account: rate, failures, quota
+// reservations, concurrency slots and queue places. It keeps the counts in memory and writes
+// billed usage to the store from goroutines, so its mailbox never waits on a disk write.
+type accountActor struct {
+	acc   shotd.Account
+	plan  shotd.Plan
+	store UsageStore
+	now   func() time.Time
+	log   zerolog.Logger
+	idle  time.Duration
+
+	loadErr       error
+	periodStart   time.Time
+	periodEnd     time.Time
+	used          int // billed to the plan quota this period
+	bonus         int // bonus balance as this actor sees it
+	succeeded     int
+	failed        int
+	cacheHits     int
+	pendingWrites int
+	writes        sync.WaitGroup
+
+	reserved    int // quota reservations outstanding
+	inflight    int // slots held by sync renders and running jobs
+	jobsWaiting int // queued jobs, holding a queue place
+	jobsRunning int
+	rate        window
+	statusRate  window
+	failures    window
+	tickets     map[uint64]bool // admitted sync renders not yet settled
+	nextTicket  uint64
+	slotWaiters []slotWaiter
+}
+
+type slotWaiter struct {
+	jobID  string
+	sender *actor.PID
+}
+
+func (a *accountActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.load()
+		if a.idle > 0 {
+			ctx.SetReceiveTimeout(a.idle)
+		}
+	case *actor.ReceiveTimeout:
+		if a.reserved == 0 && a.inflight == 0 && a.jobsWaiting == 0 && a.jobsRunning == 0 && a.pendingWrites == 0 {
+			ctx.Send(ctx.Parent(), &accountIdle{id: a.acc.ID})
+		}
+	case *actor.Stopping:
+		a.writes.Wait() // a billed success is never lost by passivation or shutdown
+	case *Admit:
+		a.refresh(m.Account, m.Plan)
+		a.admit(ctx, m)
+	case *Settle:
+		a.rollPeriod()
+		if !a.tickets[m.Ticket] {
+			ctx.Respond(&SettleResult{Limits: a.snapshot(false)}) // settled twice: nothing more to do
+			return
+		}
+		delete(a.tickets, m.Ticket)
+		a.inflight--
+		a.reserved--
+		a.settle(ctx, m.Outcome)
+		a.grantSlots(ctx)
+		ctx.Respond(&SettleResult{Limits: a.snapshot(false)})
+	case *GetUsage:
+		a.refresh(m.Account, m.Plan)
+		ctx.Respond(a.usage())
+	case *AcquireJobSlot:
+		a.refresh(m.Account, m.Plan)
+		a.slotWaiters = append(a.slotWaiters, slotWaiter{jobID: m.JobID, sender: ctx.Sender()})
+		a.grantSlots(ctx)
+	case *SettleJob:
+		a.rollPeriod()
+		if m.Started {
+			a.inflight--
+			a.jobsRunning--
+		} else {
+			a.jobsWaiting--
+			for i, w := range a.slotWaiters {
+				if w.jobID == m.JobID {
+					a.slotWaiters = append(a.slotWaiters[:i], a.slotWaiters[i+1:]...)
+					break
+				}
+			}
+		}
+		a.reserved--
+		a.settle(ctx, m.Outcome)
+		a.grantSlots(ctx)
+		if ctx.Sender() != nil {
+			ctx.Respond(&SettleResult{Limits: a.snapshot(false)})
+		}
+	case *RestoreJobs:
+		a.refresh(m.Account, m.Plan)
+		a.jobsWaiting += m.Count
+		a.reserved += m.Count
+		if ctx.Sender() != nil {
+			ctx.Respond(&SettleResult{Limits: a.snapshot(false)})
+		}
+	case *usagePersisted:
+		a.pendingWrites--
+		if m.err != nil {
+			a.log.Error().Err(m.err).Str("account", a.acc.ID).Msg("usage write failed")
+		}
+	}
+}
+
+// load reads this period's usage. A failure makes every admission answer service_unavailable
+// rather than let requests through uncounted.
+func (a *accountActor) load() {
+	now := a.now()
+	u, err := a.store.Usage(a.acc, now)
+	if err != nil {
+		a.loadErr = err
+		return
+	}
+	a.periodStart, a.periodEnd = u.PeriodStart, u.PeriodEnd
+	a.used, a.succeeded, a.failed, a.cacheHits = u.Used, u.Succeeded, u.Failed, u.CacheHits
+	a.bonus = a.acc.BonusScreenshots
+	a.tickets = map[uint64]bool{}
+}
+
+// refresh takes the current account and plan records. The bonus balance is taken over only when
+// no usage write is pending, because a pending write may still lower the stored balance.
+func (a *accountActor) refresh(acc shotd.Account, plan shotd.Plan) {
+	if acc.ID == a.acc.ID {
+		if a.pendingWrites == 0 {
+			a.bonus = acc.BonusScreenshots
+		}
+		a.acc = acc
+	}
+	if plan.Name != "" {
+		a.plan = plan
+	}
+	a.rollPeriod()
+}
+
+// rollPeriod starts a new billing period when the current one has ended.
+func (a *accountActor) rollPeriod() {
+	now := a.now()
+	if a.loadErr != nil || now.Before(a.periodEnd) {
+		return
+	}
+	a.periodStart, a.periodEnd = store.BillingPeriod(a.acc.CreatedAt, now)
+	a.used, a.succeeded, a.failed, a.cacheHits = 0, 0, 0, 0
+}
+
+// capacity is how many more successes the account may have this period.
+func (a *accountActor) capacity() int {
+	return max(a.plan.MonthlyQuota-a.used, 0) + max(a.bonus, 0)
+}
+
+// admit applies the documented precedence: features, rate, failures, queue, quota, concurrency.
+func (a *accountActor) admit(ctx actor.Context, m *Admit) {
+	if a.loadErr != nil {
+		ctx.Respond(&Denied{Err: shotd.Wrap(shotd.CodeServiceUnavailable, a.loadErr, "the limits of the account could not be read")})
+		return
+	}
+	now := a.now()
+	deny := func(err *shotd.Error) { ctx.Respond(&Denied{Err: err, Limits: a.snapshot(m.Kind == AdmitStatus)}) }
+	for _, f := range m.Features {
+		if !a.plan.HasFeature(f) {
+			deny(shotd.Errorf(shotd.CodeFeatureNotAvailable, "the %s plan does not include %s", a.plan.Name, f))
+			return
+		}
+	}
+	if m.Kind == AdmitStatus {
+		if a.statusRate.count(now) >= a.plan.StatusRequestsPerMinute {
+			deny(rateLimited(a.statusRate.retryAfter(now)))
+			return
+		}
+		a.statusRate.add(now)
+		ctx.Respond(&AdmitResult{Limits: a.snapshot(true)})
+		return
+	}
+	if a.rate.count(now) >= a.plan.RequestsPerMinute {
+		deny(rateLimited(a.rate.retryAfter(now)))
+		return
+	}
+	if a.failures.count(now) >= a.plan.FailuresPerMinute {
+		e := shotd.Errorf(shotd.CodeFailureLimit, "more than %d renders failed in the last minute", a.plan.FailuresPerMinute)
+		e.RetryAfter = a.failures.retryAfter(now)
+		deny(e)
+		return
+	}
+	n := 1
+	if m.Kind == AdmitJobs {
+		n = max(m.Jobs, 1)
+		if a.jobsWaiting+a.jobsRunning+n > a.plan.QueueLimit {
+			e := shotd.Errorf(shotd.CodeQueueLimit, "%d jobs are waiting or rendering; the queue limit is %d", a.jobsWaiting+a.jobsRunning, a.plan.QueueLimit)
+			e.RetryAfter = 5
+			deny(e) // nothing counted: not the rate, not the quota
+			return
+		}
+	}
+	a.rate.add(now)
+	if a.reserved+n > a.capacity() {
+		deny(shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up until %s", a.plan.MonthlyQuota, a.periodEnd.Format(time.RFC3339)))
+		return
+	}
+	if m.Kind == AdmitJobs {
+		a.reserved += n
+		a.jobsWaiting += n
+		ctx.Respond(&AdmitResult{Limits: a.snapshot(false)})
+		return
+	}
+	if a.inflight >= a.plan.Concurrency {
+		e := shotd.Errorf(shotd.CodeConcurrencyLimit, "%d renders are running; the plan allows %d at once", a.inflight, a.plan.Concurrency)
+		e.RetryAfter = 1
+		deny(e)
+		return
+	}
+	a.reserved++
+	a.inflight++
+	a.nextTicket++
+	a.tickets[a.nextTicket] = true
+	ctx.Respond(&AdmitResult{Ticket: a.nextTicket, Limits: a.snapshot(false)})
+}
+
+func rateLimited(retryAfter int) *shotd.Error {
+	e := shotd.Errorf(shotd.CodeRateLimited, "too many requests in the last minute")
+	e.RetryAfter = retryAfter
+	return e
+}
+
+// settle bills or counts the outcome; the reservation was already released by the caller.
+func (a *accountActor) settle(ctx actor.Context, o Outcome) {
+	var d store.UsageDelta
+	switch o {
+	case Succeeded:
+		d.Succeeded = 1
+		a.succeeded++
+		if a.used < a.plan.MonthlyQuota {
+			a.used++
+		} else if a.bonus > 0 {
+			a.bonus--
+		}
+	case Failed:
+		d.Failed = 1
+		a.failed++
+		a.failures.add(a.now())
+	case CacheHit:
+		d.CacheHits = 1
+		a.cacheHits++
+	case Released:
+		return
+	}
+	a.pendingWrites++
+	a.writes.Add(1)
+	acc, now, quota, self, root := a.acc, a.now(), a.plan.MonthlyQuota, ctx.Self(), ctx.ActorSystem().Root
+	go func() {
+		defer a.writes.Done()
+		_, _, err := a.store.RecordUsage(acc, now, d, quota)
+		root.Send(self, &usagePersisted{err: err})
+	}()
+}
+
+// grantSlots hands free concurrency slots to waiting jobs, oldest first.
+func (a *accountActor) grantSlots(ctx actor.Context) {
+	for len(a.slotWaiters) > 0 && a.inflight < a.plan.Concurrency {
+		w := a.slotWaiters[0]
+		a.slotWaiters = a.slotWaiters[1:]
+		a.inflight++
+		a.jobsWaiting--
+		a.jobsRunning++
+		ctx.Send(w.sender, &JobSlotGranted{JobID: w.jobID})
+	}
+}
+
+func (a *accountActor) snapshot(status bool) LimitsSnapshot {
+	now := a.now()
+	s := LimitsSnapshot{
+		QuotaLimit:           a.plan.MonthlyQuota,
+		QuotaRemaining:       max(a.capacity()-a.reserved, 0),
+		QuotaReset:           a.periodEnd,
+		RateLimit:            a.plan.RequestsPerMinute,
+		RateRemaining:        max(a.plan.RequestsPerMinute-a.rate.count(now), 0),
+		RateReset:            a.rate.resetAt(now),
+		ConcurrencyLimit:     a.plan.Concurrency,
+		ConcurrencyRemaining: max(a.plan.Concurrency-a.inflight, 0),
+	}
+	if status {
+		s.RateLimit = a.plan.StatusRequestsPerMinute
+		s.RateRemaining = max(a.plan.StatusRequestsPerMinute-a.statusRate.count(now), 0)
+		s.RateReset = a.statusRate.resetAt(now)
+	}
+	return s
+}
+
+func (a *accountActor) usage() *UsageResult {
+	u := &UsageResult{}
+	u.Quota.Limit = a.plan.MonthlyQuota
+	u.Quota.Used = a.used
+	u.Quota.Bonus = max(a.bonus, 0)
+	u.Quota.Remaining = max(a.capacity()-a.reserved, 0)
+	u.Quota.Reset = a.periodEnd
+	u.RequestsPerMinute = a.plan.RequestsPerMinute
+	u.StatusRequestsPerMinute = a.plan.StatusRequestsPerMinute
+	u.Concurrency = a.plan.Concurrency
+	u.QueueLimit = a.plan.QueueLimit
+	u.FailuresPerMinute = a.plan.FailuresPerMinute
+	u.Renders.Succeeded, u.Renders.Failed, u.Renders.CacheHits = a.succeeded, a.failed, a.cacheHits
+	u.Jobs.Waiting, u.Jobs.Running = a.jobsWaiting, a.jobsRunning
+	return u
+}
+
+// window is a sliding one-minute window of event times.
+type window struct {
+	times []time.Time
+}
+
+const windowSpan = time.Minute
+
+func (w *window) prune(now time.Time) {
+	i := 0
+	for i < len(w.times) && now.Sub(w.times[i]) >= windowSpan {
+		i++
+	}
+	if i > 0 {
+		w.times = append(w.times[:0], w.times[i:]...)
+	}
+}
+
+func (w *window) count(now time.Time) int {
+	w.prune(now)
+	return len(w.times)
+}
+
+func (w *window) add(now time.Time) { w.times = append(w.times, now) }
+
+// resetAt is when the oldest event leaves the window (now when the window is empty).
+func (w *window) resetAt(now time.Time) time.Time {
+	w.prune(now)
+	if len(w.times) == 0 {
+		return now
+	}
+	return w.times[0].Add(windowSpan)
+}
+
+// retryAfter is the whole seconds until one more event fits.
+func (w *window) retryAfter(now time.Time) int {
+	d := w.resetAt(now).Sub(now)
+	return max(int((d+time.Second-1)/time.Second), 1)
+}

@@ -1,0 +1,225 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/shotd/shotd"
+)
+
+// FilesDir is the directory inside the data directory that holds rendered files, one per
+// file id.
+const FilesDir = "files"
+
+// FileIDPrefix starts every file id.
+const FileIDPrefix = "f_"
+
+// fileIDBytes: 128 random bits. The id alone names a file in a URL; ownership is checked too,
+// but the id must not be guessable either.
+const fileIDBytes = 16
+
+// tempPrefix names files being written. The sweeper removes old ones, which a crash between
+// create and rename leaves behind; they can never be mistaken for a file id.
+const tempPrefix = "tmp-"
+
+var bucketFiles = []byte("files") // file id -> FileRecord
+
+// FileRecord describes a stored rendered file: what the render result of operator contract 5.4
+// is made of.
+type FileRecord struct {
+	FileID      string    `json:"file_id"`
+	AccountID   string    `json:"account_id"`
+	Format      string    `json:"format"`
+	ContentType string    `json:"content_type"`
+	SizeBytes   int64     `json:"size_bytes"`
+	Width       int       `json:"width,omitempty"`
+	Height      int       `json:"height,omitempty"`
+	RenderMs    int64     `json:"render_ms"`
+	CreatedAt   time.Time `json:"created_at"`
+	ExpiresAt   time.Time `json:"expires_at"`
+}
+
+// expired reports whether the record is gone at t: a record expires at ExpiresAt exactly.
+func (r FileRecord) expired(t time.Time) bool { return !t.Before(r.ExpiresAt) }
+
+// PutFile stores out for the account and returns its record, expiring ttl from now. The data is
+// written to a temporary file, synced and renamed to the new id before the record is committed,
+// so a committed record always has its file; on any failure nothing is left behind.
+func (s *Store) PutFile(accountID string, out *shotd.Output, ttl time.Duration) (FileRecord, error) {
+	switch {
+	case accountID == "":
+		return FileRecord{}, errors.New("store: put file: account id must not be empty")
+	case out == nil:
+		return FileRecord{}, errors.New("store: put file: no output")
+	case out.ContentType == "":
+		return FileRecord{}, errors.New("store: put file: content type must not be empty")
+	case ttl <= 0:
+		return FileRecord{}, fmt.Errorf("store: put file: ttl %v must be positive", ttl)
+	}
+	created := now()
+	rec := FileRecord{
+		FileID:      FileIDPrefix + randomToken(fileIDBytes),
+		AccountID:   accountID,
+		Format:      out.Format,
+		ContentType: out.ContentType,
+		SizeBytes:   int64(len(out.Data)),
+		Width:       out.Width,
+		Height:      out.Height,
+		RenderMs:    out.RenderMs,
+		CreatedAt:   created,
+		ExpiresAt:   created.Add(ttl),
+	}
+	path := s.filePath(rec.FileID)
+	if err := s.writeFile(path, out.Data); err != nil {
+		return FileRecord{}, err
+	}
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketFiles)
+		if b.Get([]byte(rec.FileID)) != nil { // 128 random bits: never, but never overwrite
+			return fmt.Errorf("store: file %s exists: %w", rec.FileID, ErrConflict)
+		}
+		return putJSON(b, rec.FileID, rec)
+	})
+	if err != nil {
+		_ = os.Remove(path)
+		return FileRecord{}, fmt.Errorf("store: put file: %w", err)
+	}
+	return rec, nil
+}
+
+// writeFile writes data to path through a synced temporary file and a rename, then syncs the
+// directory so that the rename is durable before the record that points to it is committed.
+func (s *Store) writeFile(path string, data []byte) (err error) {
+	f, err := os.CreateTemp(s.filesDir, tempPrefix+"*")
+	if err != nil {
+		return fmt.Errorf("store: put file: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+			err = fmt.Errorf("store: put file: %w", err)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	if err = syncDir(s.filesDir); err != nil {
+		_ = os.Remove(path)
+		return err
+	}
+	return nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	err = d.Sync()
+	if cerr := d.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// File returns the record of fileID when accountID owns it and it has not expired. Otherwise it
+// returns an error wrapping ErrNotFound, the same for an unknown, expired or foreign file, so
+// that a caller cannot learn that someone else's id exists.
+func (s *Store) File(accountID, fileID string) (FileRecord, error) {
+	notFound := fmt.Errorf("store: file %s: %w", fileID, ErrNotFound)
+	if !plausibleFileID(fileID) {
+		return FileRecord{}, notFound
+	}
+	var rec FileRecord
+	var ok bool
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		ok, err = getJSON(tx.Bucket(bucketFiles), fileID, &rec)
+		return err
+	})
+	if err != nil {
+		return FileRecord{}, err
+	}
+	if !ok || rec.AccountID != accountID || rec.expired(time.Now()) {
+		return FileRecord{}, notFound
+	}
+	return rec, nil
+}
+
+// OpenFile opens the stored data of rec for reading; the caller closes it. A file the sweeper
+// removed in the meantime gives an error wrapping ErrNotFound. Once open, the data stays
+// readable to the end even if the sweeper removes the file.
+func (s *Store) OpenFile(rec FileRecord) (*os.File, error) {
+	if !plausibleFileID(rec.FileID) {
+		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, ErrNotFound)
+	}
+	f, err := os.Open(s.filePath(rec.FileID))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open file %s: %w", rec.FileID, err)
+	}
+	return f, nil
+}
+
+// ExtendFile moves the expiry of fileID to expiresAt when that is later; it never shortens. It
+// returns an error wrapping ErrNotFound when there is no such record.
+func (s *Store) ExtendFile(fileID string, expiresAt time.Time) error {
+	return s.db.Update(func(tx *bbolt.Tx) error {
+		_, err := extendFile(tx, fileID, expiresAt)
+		return err
+	})
+}
+
+// extendFile is ExtendFile inside tx; it returns the record as it is after the change.
+func extendFile(tx *bbolt.Tx, fileID string, expiresAt time.Time) (FileRecord, error) {
+	b := tx.Bucket(bucketFiles)
+	var rec FileRecord
+	ok, err := getJSON(b, fileID, &rec)
+	if err != nil {
+		return FileRecord{}, err
+	}
+	if !ok {
+		return FileRecord{}, fmt.Errorf("store: file %s: %w", fileID, ErrNotFound)
+	}
+	if !expiresAt.After(rec.ExpiresAt) {
+		return rec, nil
+	}
+	rec.ExpiresAt = expiresAt.UTC().Round(0)
+	return rec, putJSON(b, fileID, rec)
+}
+
+func (s *Store) filePath(fileID string) string { return filepath.Join(s.filesDir, fileID) }
+
+// plausibleFileID accepts what PutFile makes, give or take the length: the prefix and url-safe
+// characters only, so that an id from a URL can never name a path outside the files directory.
+func plausibleFileID(id string) bool {
+	if len(id) < len(FileIDPrefix)+16 || len(id) > 64 || id[:len(FileIDPrefix)] != FileIDPrefix {
+		return false
+	}
+	for i := len(FileIDPrefix); i < len(id); i++ {
+		b := id[i]
+		if !(b >= 'a' && b <= 'z' || b >= 'A' && b <= 'Z' || b >= '0' && b <= '9' || b == '_' || b == '-') {
+			return false
+		}
+	}
+	return true
+}
