@@ -1,0 +1,25 @@
+// Package egress owns the guard that keeps every outbound connection of the service away from
+// private, local and internal addresses: the page Chrome loads with its redirects, subresources
+// and websockets, and the webhook deliveries.
+//
+// It has four layers, each usable alone:
+//
+//   - Policy classifies one address. It is a pure function over a fixed table of the IANA
+//     special-purpose blocks, looks inside the IPv6 forms that embed an IPv4 address (mapped,
+//     NAT64, 6to4, Teredo), lets network.allow_private through and lets an explicit deny list win
+//     over that. It never does DNS.
+//   - ParseHostLiteral recognises every spelling of an IP address that a browser accepts in a URL
+//     host (2130706433, 0x7f.1, 0177.0.0.1, 127.1, [::1], fe80::1%25eth0, full-width digits ...),
+//     following the WHATWG URL host parser, so that a literal is never mistaken for a name.
+//   - Guard resolves a name once, refuses the name if any of its addresses is refused, and dials
+//     only the addresses it checked, so DNS rebinding has no window between check and connect.
+//     Guard.DialContext fits http.Transport.DialContext for webhooks; Guard.CheckURL is the
+//     pre-check of a render's url.
+//   - Proxy is the HTTP forward proxy (absolute-form requests and CONNECT tunnels) that Chrome is
+//     launched behind, so that every connection a page makes is dialled by the Guard. Refusals
+//     answer 403 with the X-Shotd-Refused header.
+//
+// Errors are *shotd.Error values: host_not_allowed for a refusal (the cause, a *RefusedError, says
+// which address and why and is for the log only), invalid_options for a url that is not http or
+// https, navigation_failed for a name that does not resolve.
+package egress

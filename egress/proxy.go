@@ -1,0 +1,440 @@
+package egress
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/netip"
+	"path"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+)
+
+// RefusedHeader is set on every answer of the proxy that refuses a destination, with the value
+// "host_not_allowed". Chrome shows a refused plain-http main document as an ordinary 403 page;
+// this header is how the renderer tells that apart from a site's own 403.
+const RefusedHeader = "X-Shotd-Refused"
+
+// DefaultDenyHosts are the hosts Chrome contacts on its own (updates, component and safe-browsing
+// downloads, sign-in, push, field trials). The proxy refuses them by name, before any DNS. They are
+// precise on purpose: refusing all of *.google.com, *.googleapis.com or *.gstatic.com would also
+// break screenshots of google.com and of every page that uses Google Fonts or hosted libraries.
+// Patterns: "*.example.com" matches example.com and every name below it; otherwise each label is
+// matched with path.Match, so "clients*.google.com" matches clients2.google.com.
+var DefaultDenyHosts = []string{
+	"clients*.google.com",           // update checks, crash upload, extension downloads
+	"android.clients.google.com",    // push and device registration
+	"accounts.google.com",           // sign-in
+	"oauth2.googleapis.com",         // sign-in tokens
+	"update.googleapis.com",         // component updater
+	"clientservices.googleapis.com", // field-trial seed
+	"content-autofill.googleapis.com",
+	"*-pa.googleapis.com", // Chrome's private APIs: optimization guide, sync, leak check
+	"safebrowsing.googleapis.com",
+	"safebrowsing.google.com",
+	"sb-ssl.google.com",
+	"mtalk.google.com", // push messaging
+	"dl.google.com",    // downloads
+	"tools.google.com",
+	"*.gvt1.com", // component and update payloads
+	"*.gvt2.com",
+}
+
+// Proxy is the HTTP forward proxy that Chrome is launched behind (--proxy-server and
+// --proxy-bypass-list="<-loopback>", so that even loopback goes through it). It forwards
+// absolute-form http requests, streaming bodies both ways without caching, and opens CONNECT
+// tunnels for https, ws and wss. Every connection it makes is dialled by the Guard.
+type Proxy struct {
+	guard     *Guard
+	log       zerolog.Logger
+	denyHosts []string
+	refused   atomic.Uint64
+
+	transport *http.Transport
+	forward   *httputil.ReverseProxy
+
+	mu      sync.Mutex
+	started bool
+	closed  bool
+	ln      net.Listener
+	self    netip.AddrPort
+	srv     *http.Server
+	ctx     context.Context
+	cancel  context.CancelFunc
+	tunnels map[net.Conn]struct{}
+	// active counts the serve loop and every handler, tunnels included. Add happens under mu and
+	// only while !closed, so that Close can Wait safely.
+	active sync.WaitGroup
+}
+
+// NewProxy returns a proxy that dials through g and logs refusals and failures at debug level
+// on log. It refuses DefaultDenyHosts until SetDenyHosts says otherwise. Call Start to listen.
+func NewProxy(g *Guard, logger zerolog.Logger) *Proxy {
+	deny, err := compileDenyHosts(DefaultDenyHosts)
+	if err != nil {
+		panic(err) // DefaultDenyHosts is a constant table; a bad entry is a programming error
+	}
+	p := &Proxy{
+		guard:     g,
+		log:       logger,
+		denyHosts: deny,
+		tunnels:   make(map[net.Conn]struct{}),
+	}
+	p.transport = &http.Transport{
+		Proxy:       nil, // never chain to a proxy from the environment
+		DialContext: p.dial,
+		// The browser asked for its own encodings; decompressing here would change the answer.
+		DisableCompression:  true,
+		MaxIdleConns:        64,
+		MaxIdleConnsPerHost: 8,
+		IdleConnTimeout:     60 * time.Second,
+	}
+	p.forward = &httputil.ReverseProxy{
+		Rewrite: func(pr *httputil.ProxyRequest) {
+			// Forward proxying: the absolute URL already names the destination, and the Host
+			// follows it. Rewrite (not Director) also drops any X-Forwarded-* the page sent, and
+			// the proxy adds none, so the site learns nothing about the service.
+			pr.Out.Host = ""
+		},
+		Transport:     p.transport,
+		FlushInterval: -1, // stream: a page waiting on a long poll or event stream gets each chunk
+		ErrorLog:      log.New(debugWriter{p.log}, "", 0),
+		ErrorHandler:  p.forwardError,
+	}
+	return p
+}
+
+// SetDenyHosts replaces the list of host-name patterns refused before any DNS (see
+// DefaultDenyHosts for the syntax). Call it before Start. It fails on a malformed pattern.
+func (p *Proxy) SetDenyHosts(patterns []string) error {
+	out, err := compileDenyHosts(patterns)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started {
+		return errors.New("egress: SetDenyHosts after Start")
+	}
+	p.denyHosts = out
+	return nil
+}
+
+// Start listens on addr, which must be a loopback address ("127.0.0.1:0" picks a free port): the
+// proxy is for the service's own Chrome processes and must not be an open proxy on a network.
+// It serves until Close.
+func (p *Proxy) Start(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("egress: proxy address %q: %w", addr, err)
+	}
+	if a, err := netip.ParseAddr(host); err != nil || !a.IsLoopback() {
+		return fmt.Errorf("egress: proxy address %q: must be a loopback address", addr)
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.started || p.closed {
+		return errors.New("egress: proxy already started")
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("egress: proxy listen: %w", err)
+	}
+	p.started = true
+	p.ln = ln
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		p.self = ap
+	}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.srv = &http.Server{
+		Handler:           http.HandlerFunc(p.serve),
+		ReadHeaderTimeout: 30 * time.Second,
+		IdleTimeout:       90 * time.Second,
+		ErrorLog:          log.New(debugWriter{p.log}, "", 0),
+		BaseContext:       func(net.Listener) context.Context { return p.ctx },
+	}
+	p.active.Add(1)
+	go func() {
+		defer p.active.Done()
+		if err := p.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			p.log.Error().Err(err).Msg("egress proxy stopped serving")
+		}
+	}()
+	p.log.Debug().Str("addr", ln.Addr().String()).Msg("egress proxy listening")
+	return nil
+}
+
+// Addr returns the address the proxy listens on ("127.0.0.1:port"), or "" before Start.
+func (p *Proxy) Addr() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ln == nil {
+		return ""
+	}
+	return p.ln.Addr().String()
+}
+
+// Refused returns how many destinations the proxy has refused since it was made.
+func (p *Proxy) Refused() uint64 { return p.refused.Load() }
+
+// Close stops listening, cancels forwarded requests, closes open tunnels and waits for every
+// goroutine of the proxy to end, or for ctx. It is safe to call more than once.
+func (p *Proxy) Close(ctx context.Context) error {
+	p.mu.Lock()
+	if p.closed || !p.started {
+		p.closed = true
+		p.mu.Unlock()
+		return nil
+	}
+	p.closed = true
+	p.mu.Unlock()
+
+	p.cancel() // ends forwarded requests and upgraded connections
+	err := p.srv.Shutdown(ctx)
+	if err != nil {
+		_ = p.srv.Close()
+	}
+	p.mu.Lock()
+	for c := range p.tunnels {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+
+	done := make(chan struct{})
+	go func() { p.active.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	p.transport.CloseIdleConnections()
+	if err != nil {
+		return fmt.Errorf("egress: proxy close: %w", err)
+	}
+	return nil
+}
+
+// enter counts a handler in; it fails once Close has begun.
+func (p *Proxy) enter() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	p.active.Add(1)
+	return true
+}
+
+// serve answers one proxy request.
+func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
+	if !p.enter() {
+		http.Error(w, "proxy is closing", http.StatusServiceUnavailable)
+		return
+	}
+	defer p.active.Done()
+	if r.Method == http.MethodConnect {
+		p.serveConnect(w, r)
+		return
+	}
+	if r.URL.Scheme != "http" || r.URL.Host == "" {
+		// Only absolute-form http requests are proxied; https comes as CONNECT.
+		http.Error(w, "not a forward proxy request", http.StatusBadRequest)
+		return
+	}
+	if host := r.URL.Hostname(); p.deniedName(host) {
+		p.refuse(w, r, r.URL.Host, refused(&RefusedError{Host: host, Reason: "denied host name"}))
+		return
+	}
+	p.forward.ServeHTTP(w, r)
+}
+
+// forwardError answers a plain request whose forwarding failed: 403 for a refusal, else 502.
+func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) {
+	if IsRefused(err) {
+		p.refuse(w, r, r.URL.Host, err)
+		return
+	}
+	p.log.Debug().Str("method", r.Method).Str("host", r.URL.Host).Err(err).Msg("egress forward failed")
+	http.Error(w, "bad gateway", http.StatusBadGateway)
+}
+
+// refuse answers 403 with RefusedHeader and counts the refusal.
+func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, target string, err error) {
+	p.refused.Add(1)
+	ev := p.log.Debug().Str("method", r.Method).Str("target", target)
+	var e *shotd.Error
+	if errors.As(err, &e) && e.Cause != nil {
+		ev = ev.Str("reason", e.Cause.Error())
+	}
+	ev.Msg("egress refused")
+	h := w.Header()
+	h.Set(RefusedHeader, string(shotd.CodeHostNotAllowed))
+	h.Set("Cache-Control", "no-store")
+	http.Error(w, "host not allowed", http.StatusForbidden)
+}
+
+// compileDenyHosts normalises patterns (lower case, no trailing dot) into a fresh slice and
+// rejects malformed ones.
+func compileDenyHosts(patterns []string) ([]string, error) {
+	out := make([]string, 0, len(patterns))
+	for _, pat := range patterns {
+		pat = strings.TrimSuffix(strings.ToLower(strings.TrimSpace(pat)), ".")
+		if pat == "" {
+			continue
+		}
+		for _, label := range strings.Split(pat, ".") {
+			if _, err := path.Match(label, ""); err != nil {
+				return nil, fmt.Errorf("egress: deny host pattern %q: %w", pat, err)
+			}
+		}
+		out = append(out, pat)
+	}
+	return out, nil
+}
+
+// deniedName reports whether host is a name on the deny list. Literals are never on it.
+func (p *Proxy) deniedName(host string) bool {
+	_, name, kind := parseHost(host)
+	if kind != hostName {
+		return false
+	}
+	name = strings.TrimSuffix(name, ".")
+	for _, pat := range p.denyHosts {
+		if matchHost(pat, name) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchHost matches a lower-case name against a deny pattern (see DefaultDenyHosts).
+func matchHost(pattern, name string) bool {
+	if rest, ok := strings.CutPrefix(pattern, "*."); ok {
+		return name == rest || strings.HasSuffix(name, "."+rest)
+	}
+	pl, nl := strings.Split(pattern, "."), strings.Split(name, ".")
+	if len(pl) != len(nl) {
+		return false
+	}
+	for i := range pl {
+		if ok, _ := path.Match(pl[i], nl[i]); !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// dial is the transport's and the tunnels' dialer: the Guard, with the proxy's own address denied.
+func (p *Proxy) dial(ctx context.Context, network, addr string) (net.Conn, error) {
+	p.mu.Lock()
+	self := p.self
+	p.mu.Unlock()
+	return p.guard.dial(ctx, network, addr, self)
+}
+
+// serveConnect opens a tunnel: dial first (so a refusal is an ordinary 403 answer), then hijack,
+// answer 200 and copy both ways until either side ends or the proxy closes.
+func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
+	target := r.Host
+	host, _, err := net.SplitHostPort(target)
+	if err != nil {
+		http.Error(w, "CONNECT needs host:port", http.StatusBadRequest)
+		return
+	}
+	if p.deniedName(host) {
+		p.refuse(w, r, target, refused(&RefusedError{Host: host, Reason: "denied host name"}))
+		return
+	}
+	upstream, err := p.dial(r.Context(), "tcp", target)
+	if err != nil {
+		if IsRefused(err) {
+			p.refuse(w, r, target, err)
+			return
+		}
+		p.log.Debug().Str("target", target).Err(err).Msg("egress connect failed")
+		http.Error(w, "bad gateway", http.StatusBadGateway)
+		return
+	}
+	hj, ok := w.(http.Hijacker)
+	if !ok {
+		_ = upstream.Close()
+		http.Error(w, "tunnels not supported", http.StatusInternalServerError)
+		return
+	}
+	client, brw, err := hj.Hijack()
+	if err != nil {
+		_ = upstream.Close()
+		p.log.Debug().Str("target", target).Err(err).Msg("egress hijack failed")
+		return
+	}
+	if !p.track(client, upstream) {
+		_ = client.Close()
+		_ = upstream.Close()
+		return
+	}
+	defer p.untrack(client, upstream)
+	// The server may have left its header read deadline on the connection.
+	_ = client.SetDeadline(time.Time{})
+	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		return
+	}
+	// Bytes the client sent right after its CONNECT header sit in the server's buffer.
+	if n := brw.Reader.Buffered(); n > 0 {
+		buf, _ := brw.Reader.Peek(n)
+		if _, err := upstream.Write(buf); err != nil {
+			return
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = io.Copy(upstream, client)
+		// One side ended: end the other so that neither copy outlives the tunnel.
+		_ = upstream.Close()
+		_ = client.Close()
+	}()
+	_, _ = io.Copy(client, upstream)
+	_ = client.Close()
+	_ = upstream.Close()
+	<-done
+}
+
+// track registers an open tunnel so that Close can end it; it fails once Close has begun.
+func (p *Proxy) track(conns ...net.Conn) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return false
+	}
+	for _, c := range conns {
+		p.tunnels[c] = struct{}{}
+	}
+	return true
+}
+
+func (p *Proxy) untrack(conns ...net.Conn) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for _, c := range conns {
+		delete(p.tunnels, c)
+	}
+}
+
+// debugWriter sends the standard library's server and proxy log lines to zerolog at debug level.
+type debugWriter struct{ log zerolog.Logger }
+
+func (d debugWriter) Write(b []byte) (int, error) {
+	d.log.Debug().Msg(string(bytes.TrimSpace(b)))
+	return len(b), nil
+}
