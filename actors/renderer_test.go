@@ -143,7 +143,7 @@ func render(r *actors.Renderer, o *shotd.Options) (*shotd.Output, error) {
 func TestPoolRendersAndCloses(t *testing.T) {
 	before := chromeDirs(t)
 	l := &launcher{path: mustBrowser(t)}
-	r, closePool := newPool(t, l, 2, 2, 0, time.Second)
+	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
 	waitReady(t, r)
 	srv, _ := fixture(t)
 	var wg sync.WaitGroup

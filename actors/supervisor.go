@@ -104,10 +104,8 @@ func (s *supervisor) dispatch(ctx actor.Context, w *waiter, queue bool) bool {
 	if !queue {
 		return false
 	}
-	if s.ready.Load() == 0 {
-		ctx.Send(w.sender, &RenderResult{Err: shotd.Errorf(shotd.CodeRendererUnavailable, "no browser is up; retry after a short pause")})
-		return false
-	}
+	// Queue even when no browser is up: a restart or a recycle takes about a second, and the
+	// waiter answers renderer_unavailable at its deadline if none came back.
 	s.nextWaiter++
 	w.id = s.nextWaiter
 	s.waiters = append(s.waiters, w)

@@ -247,30 +247,3 @@ func (s *Server) file(ctx *fasthttp.RequestCtx) {
 	}
 	s.streamFile(ctx, rec)
 }
-
-func (s *Server) job(ctx *fasthttp.RequestCtx) {
-	if _, ok := s.statusAuth(ctx); !ok {
-		return
-	}
-	s.fail(ctx, shotd.Errorf(shotd.CodeJobNotFound, "no job %q for this account", ctx.UserValue("id")))
-}
-
-func (s *Server) batch(ctx *fasthttp.RequestCtx) {
-	if _, ok := s.statusAuth(ctx); !ok {
-		return
-	}
-	s.fail(ctx, shotd.Errorf(shotd.CodeJobNotFound, "no batch %q for this account", ctx.UserValue("id")))
-}
-
-func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
-	who, err := s.authenticate(ctx, queryParams(ctx.QueryArgs()))
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	s.fail(ctx, shotd.Errorf(shotd.CodeFeatureNotAvailable, "bulk is not available on this server yet (plan %s)", who.plan.Name))
-}
-
-func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options) {
-	s.fail(ctx, shotd.Errorf(shotd.CodeFeatureNotAvailable, "async is not available on this server yet (plan %s)", who.plan.Name))
-}

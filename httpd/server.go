@@ -52,6 +52,7 @@ type Settings struct {
 	MaxSourceBytes int
 	MaxOutputBytes int // a rendered file larger than this is 413 content_too_large; 0 = unlimited
 	MaxBodyBytes   int // request body limit; larger bodies get 413 content_too_large
+	BulkMaxItems   int
 	FileTTL        time.Duration
 	// RenderGrace is added to an option's timeout to bound the whole request.
 	RenderGrace time.Duration
@@ -64,6 +65,9 @@ type Deps struct {
 	Renderer Renderer
 	Gate     Gate
 	Files    Files
+	Jobs     JobQueue
+	Records  JobRecords
+	URLs     URLChecker // nil: no egress check of webhook_url at acceptance
 	Log      zerolog.Logger
 }
 
@@ -75,6 +79,9 @@ type Server struct {
 	renderer Renderer
 	gate     Gate
 	files    Files
+	jobs     JobQueue
+	records  JobRecords
+	urls     URLChecker
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
@@ -92,7 +99,8 @@ func New(set Settings, d Deps) *Server {
 	if set.FileTTL <= 0 {
 		set.FileTTL = 24 * time.Hour
 	}
-	s := &Server{set: set, keys: d.Keys, plans: d.Plans, renderer: d.Renderer, gate: d.Gate, files: d.Files, log: d.Log, now: time.Now}
+	s := &Server{set: set, keys: d.Keys, plans: d.Plans, renderer: d.Renderer, gate: d.Gate, files: d.Files,
+		jobs: d.Jobs, records: d.Records, urls: d.URLs, log: d.Log, now: time.Now}
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handler(),
 		Name:               "shotd",

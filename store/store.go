@@ -46,7 +46,8 @@ var (
 	bucketKeys        = []byte("keys")         // access key -> shotd.Key with secret
 	bucketAccountKeys = []byte("account_keys") // account id + "/" + access key -> empty
 
-	buckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketAccountKeys, bucketFiles, bucketCache, bucketUsage}
+	buckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketAccountKeys, bucketFiles, bucketCache, bucketUsage,
+		bucketJobs, bucketJobsActive, bucketWebhooksPending, bucketJobsDone, bucketBatches}
 )
 
 // Store is the database. Its methods are safe for concurrent use.

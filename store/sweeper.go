@@ -66,10 +66,11 @@ func (s *Store) sweepAndLog() {
 	}
 }
 
-// SweepNow deletes, as of now, expired file records with their files, expired cache entries, and
-// files left behind by crashes: temporary files and files without a record, once they are an
-// hour old. It returns how many records and files it removed in all. The sweeper goroutine calls
-// it every minute; tests call it with a time in the future.
+// SweepNow deletes, as of now, expired file records with their files, expired cache entries,
+// files left behind by crashes (temporary files and files without a record, once they are an
+// hour old), and finished jobs and batches past JobRetention. It returns how many records and
+// files it removed in all. The sweeper goroutine calls it every minute; tests call it with a time
+// in the future.
 //
 // Each batch of deletions is one write transaction; files are removed from disk only after the
 // transaction that deleted their records committed, and never while a transaction is open.
@@ -88,7 +89,8 @@ func (s *Store) SweepNow(now time.Time) (int, error) {
 		}
 	}
 	n, err := s.sweepOrphans(now)
-	return total + n, err
+	m, jerr := s.sweepJobs(now) // a failing file removal must not keep jobs forever
+	return total + n + m, errors.Join(err, jerr)
 }
 
 // expiresOnly decodes just the expiry of a file record or a cache entry.

@@ -1,0 +1,339 @@
+package actors
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/store"
+)
+
+// RenderFunc renders validated options; *Renderer's Render.
+type RenderFunc func(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
+
+// JobsConfig wires the job actor.
+type JobsConfig struct {
+	Store          *store.Store
+	Accounts       *Accounts
+	Render         RenderFunc
+	Webhooks       *Webhooks // nil: no deliveries
+	Plans          map[string]shotd.Plan
+	FileTTL        time.Duration
+	MaxOutputBytes int
+	RenderGrace    time.Duration
+	// BusyRetry bounds how long a job keeps retrying while the browser pool is busy or down.
+	BusyRetry time.Duration
+	Log       zerolog.Logger
+}
+
+// SubmitJobs queues background renders: one for async=true, one per item for bulk. The caller
+// has admitted them (AdmitJobs). The reply is a *SubmitJobsResult.
+type SubmitJobs struct {
+	Account   shotd.Account
+	Plan      shotd.Plan
+	AccessKey string
+	Options   []*shotd.Options
+	Batch     bool
+}
+
+// SubmitJobsResult answers SubmitJobs once the jobs are durable.
+type SubmitJobsResult struct {
+	Jobs  []store.Job
+	Batch *store.Batch
+	Err   error
+}
+
+type jobsCreated struct {
+	jobs    []store.Job
+	account shotd.Account
+	plan    shotd.Plan
+}
+
+type jobDone struct {
+	jobID     string
+	accountID string
+	outcome   Outcome
+	webhook   bool
+}
+
+// pendingJob is what the job actor keeps of a job between its creation and its slot.
+type pendingJob struct {
+	job     store.Job
+	account shotd.Account
+	plan    shotd.Plan
+}
+
+// jobActor owns the job queue: it asks the account actors for a slot per job (jobs wait for a
+// free slot; they never fail with concurrency_limit), runs each job in a goroutine, and hands
+// finished jobs to the webhook actor. Every state change is one store transaction, made by the
+// goroutines, never in the mailbox.
+type jobActor struct {
+	cfg     JobsConfig
+	owner   *Jobs
+	pending map[string]*pendingJob
+	restore []store.Job
+}
+
+func (a *jobActor) Receive(ctx actor.Context) {
+	switch m := ctx.Message().(type) {
+	case *actor.Started:
+		a.pending = map[string]*pendingJob{}
+		a.restoreJobs(ctx)
+	case *SubmitJobs:
+		a.submit(ctx, m)
+	case *jobsCreated:
+		for _, j := range m.jobs {
+			a.pending[j.JobID] = &pendingJob{job: j, account: m.account, plan: m.plan}
+			ctx.Request(a.cfg.Accounts.PID(), &AcquireJobSlot{Account: m.account, Plan: m.plan, JobID: j.JobID})
+		}
+	case *JobSlotGranted:
+		p, ok := a.pending[m.JobID]
+		if !ok {
+			return
+		}
+		delete(a.pending, m.JobID)
+		if !a.owner.goRun(func() { a.run(ctx.ActorSystem().Root, ctx.Self(), p) }) {
+			// Stopping: the job stays queued in the store and runs after the restart. Give the
+			// slot back without billing.
+			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: Released, Started: true})
+		}
+	case *jobDone:
+		ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: m.accountID, JobID: m.jobID, Outcome: m.outcome, Started: true})
+		if m.webhook && a.cfg.Webhooks != nil {
+			a.cfg.Webhooks.Deliver(m.jobID)
+		}
+	}
+}
+
+// restoreJobs re-registers the jobs found unfinished at start with their accounts.
+func (a *jobActor) restoreJobs(ctx actor.Context) {
+	byAccount := map[string][]store.Job{}
+	for _, j := range a.restore {
+		byAccount[j.AccountID] = append(byAccount[j.AccountID], j)
+	}
+	for id, jobs := range byAccount {
+		acc, err := a.cfg.Store.Account(id)
+		if err != nil {
+			a.cfg.Log.Error().Err(err).Str("account", id).Msg("restore jobs: account")
+			continue
+		}
+		plan := a.cfg.Plans[acc.Plan]
+		ctx.Send(a.cfg.Accounts.PID(), &RestoreJobs{Account: acc, Plan: plan, Count: len(jobs)})
+		ctx.Send(ctx.Self(), &jobsCreated{jobs: jobs, account: acc, plan: plan})
+	}
+	a.cfg.Log.Info().Int("jobs", len(a.restore)).Msg("jobs restored")
+	a.restore = nil
+}
+
+func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
+	now := time.Now().UTC()
+	jobs := make([]store.Job, 0, len(m.Options))
+	var batch *store.Batch
+	if m.Batch {
+		batch = &store.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
+	}
+	for i, o := range m.Options {
+		raw, err := json.Marshal(o)
+		if err != nil {
+			ctx.Respond(&SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
+			return
+		}
+		j := store.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
+			Status: store.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw}
+		if batch != nil {
+			j.BatchID = batch.BatchID
+			batch.JobIDs = append(batch.JobIDs, j.JobID)
+		}
+		if o.WebhookURL != "" {
+			j.Webhook = &store.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign}
+		}
+		jobs = append(jobs, j)
+	}
+	sender, self, root, st, acc, plan := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root, a.cfg.Store, m.Account, m.Plan
+	accounts := a.cfg.Accounts.PID()
+	if !a.owner.goRun(func() {
+		if err := st.CreateJobs(jobs, batch); err != nil {
+			for _, j := range jobs { // give the admitted places and reservations back
+				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+			}
+			root.Send(sender, &SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
+			return
+		}
+		root.Send(self, &jobsCreated{jobs: jobs, account: acc, plan: plan})
+		root.Send(sender, &SubmitJobsResult{Jobs: jobs, Batch: batch})
+	}) {
+		for _, j := range jobs {
+			ctx.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+		}
+		ctx.Respond(&SubmitJobsResult{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the service is stopping")})
+	}
+}
+
+// run renders one job and records its end; it runs in a goroutine.
+func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) {
+	j := p.job
+	log := a.cfg.Log.With().Str("job", j.JobID).Str("account", j.AccountID).Logger()
+	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+		log.Error().Err(err).Msg("job to rendering")
+	}
+	var o shotd.Options
+	var result *store.JobResult
+	outcome := Failed
+	err := json.Unmarshal(j.Options, &o)
+	if err == nil {
+		result, outcome, err = a.render(&o, j.AccountID)
+	} else {
+		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
+	}
+	final, uerr := a.cfg.Store.UpdateJob(j.JobID, func(j *store.Job) error {
+		if err != nil {
+			e := shotd.AsError(err)
+			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = store.JobFailed, string(e.Code), e.Message, nil
+		} else {
+			j.Status, j.Result, j.ErrorCode, j.ErrorMessage = store.JobSucceeded, result, "", ""
+		}
+		if j.Webhook != nil {
+			j.Webhook.Status = store.WebhookPending
+		}
+		return nil
+	})
+	if uerr != nil {
+		log.Error().Err(uerr).Msg("job end not recorded")
+	}
+	if err != nil {
+		log.Info().Str("code", string(shotd.CodeOf(err))).Msg("job failed")
+	}
+	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil})
+}
+
+// render renders (or serves from the cache) and stores the file. A busy or restarting browser
+// pool is waited out: a job waits, it does not fail for the service's own load.
+func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult, Outcome, error) {
+	var cacheKey string
+	if o.Cache {
+		cacheKey = o.ResponseCacheKey(accountID)
+		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey); err == nil && ok {
+			return resultOf(rec, "HIT"), CacheHit, nil
+		}
+	}
+	deadline := time.Now().Add(a.cfg.BusyRetry)
+	var out *shotd.Output
+	var err error
+	for attempt := 0; ; attempt++ {
+		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Delay+a.cfg.RenderGrace)
+		out, err = a.cfg.Render(ctx, o)
+		cancel()
+		code := shotd.CodeOf(err)
+		if err == nil || (code != shotd.CodeRendererBusy && code != shotd.CodeRendererUnavailable) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(backoff(min(attempt, 3)))
+	}
+	if err == nil && a.cfg.MaxOutputBytes > 0 && len(out.Data) > a.cfg.MaxOutputBytes {
+		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, len(out.Data), a.cfg.MaxOutputBytes)
+	}
+	if err != nil {
+		return nil, OutcomeOf(err), err
+	}
+	rec, err := a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
+	if err != nil {
+		return nil, Released, shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored")
+	}
+	if o.Cache {
+		_ = a.cfg.Store.CachePut(cacheKey, rec, o.CacheTTL)
+	}
+	return resultOf(rec, "MISS"), Succeeded, nil
+}
+
+func resultOf(rec store.FileRecord, cache string) *store.JobResult {
+	return &store.JobResult{FileID: rec.FileID, ExpiresAt: rec.ExpiresAt, Format: rec.Format, ContentType: rec.ContentType,
+		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height}
+}
+
+// Jobs is the front of the job actor.
+type Jobs struct {
+	sys *actor.ActorSystem
+	pid *actor.PID
+
+	mu       sync.Mutex
+	stopping bool
+	running  sync.WaitGroup
+}
+
+// StartJobs requeues the jobs a previous run left unfinished and spawns the job actor.
+func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
+	if cfg.Store == nil || cfg.Accounts == nil || cfg.Render == nil {
+		return nil, errors.New("actors: jobs need a store, accounts and a renderer")
+	}
+	if cfg.FileTTL <= 0 {
+		cfg.FileTTL = 24 * time.Hour
+	}
+	if cfg.RenderGrace <= 0 {
+		cfg.RenderGrace = 10 * time.Second
+	}
+	if cfg.BusyRetry <= 0 {
+		cfg.BusyRetry = 10 * time.Minute
+	}
+	restore, err := cfg.Store.RequeueUnfinished()
+	if err != nil {
+		return nil, err
+	}
+	j := &Jobs{sys: sys}
+	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &jobActor{cfg: cfg, owner: j, restore: restore}
+	}), "jobs")
+	if err != nil {
+		return nil, err
+	}
+	j.pid = pid
+	return j, nil
+}
+
+// goRun runs f in a tracked goroutine unless the jobs are stopping.
+func (j *Jobs) goRun(f func()) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.stopping {
+		return false
+	}
+	j.running.Add(1)
+	go func() {
+		defer j.running.Done()
+		f()
+	}()
+	return true
+}
+
+// Submit queues jobs durably and returns their records. timeout bounds the wait for the store.
+func (j *Jobs) Submit(m *SubmitJobs, timeout time.Duration) (*SubmitJobsResult, error) {
+	res, err := j.sys.Root.RequestFuture(j.pid, m, timeout).Result()
+	if err != nil {
+		return nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job queue did not answer")
+	}
+	r, ok := res.(*SubmitJobsResult)
+	if !ok {
+		return nil, shotd.Errorf(shotd.CodeInternalError, "the job queue answered unexpectedly")
+	}
+	return r, r.Err
+}
+
+// Close stops starting jobs and waits, up to ctx, for the running ones. A job cut off stays
+// rendering in the store and is queued again at the next start.
+func (j *Jobs) Close(ctx context.Context) error {
+	j.mu.Lock()
+	j.stopping = true
+	j.mu.Unlock()
+	done := make(chan struct{})
+	go func() { j.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return j.sys.Root.StopFuture(j.pid).Wait()
+}

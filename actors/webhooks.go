@@ -1,0 +1,247 @@
+package actors
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/store"
+)
+
+// Webhook events (operator contract 5.3).
+const (
+	EventSucceeded = "job.succeeded"
+	EventFailed    = "job.failed"
+)
+
+// WebhooksConfig wires the webhook actor.
+type WebhooksConfig struct {
+	Store       *store.Store
+	Client      *http.Client    // its transport dials through the egress guard
+	RetryDelays []time.Duration // delay before attempt 2, 3, ...; then the delivery fails
+	PublicURL   string
+	Log         zerolog.Logger
+}
+
+// DeliverWebhook asks for the next attempt of a job's delivery.
+type DeliverWebhook struct {
+	JobID string
+}
+
+// WebhookBody is what a receiver gets: the job record exactly as GET /api/v1/jobs/{id} shows it,
+// plus the event.
+type WebhookBody struct {
+	store.JobView
+	Event string `json:"event"`
+}
+
+// webhookActor schedules deliveries. Each attempt runs in a goroutine that records the attempt
+// in the store before it sends, so a crash repeats at most the attempt that was under way.
+type webhookActor struct {
+	cfg   WebhooksConfig
+	owner *Webhooks
+}
+
+func (a *webhookActor) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*DeliverWebhook); ok {
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		a.owner.goRun(func() {
+			if next, retry := a.attempt(m.JobID); retry {
+				a.owner.after(next, func() { root.Send(self, &DeliverWebhook{JobID: m.JobID}) })
+			}
+		})
+	}
+}
+
+// attempt makes one delivery attempt; it returns the wait before the next one when it failed.
+func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
+	log := a.cfg.Log.With().Str("job", jobID).Logger()
+	var n int
+	job, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+		if j.Webhook == nil || j.Webhook.Status != store.WebhookPending {
+			return errNothingToDeliver
+		}
+		j.Webhook.Attempts++
+		j.Webhook.NextAttemptAt = time.Time{}
+		n = j.Webhook.Attempts
+		return nil
+	})
+	if errors.Is(err, errNothingToDeliver) || errors.Is(err, store.ErrNotFound) {
+		return 0, false
+	}
+	if err != nil {
+		log.Error().Err(err).Msg("webhook attempt not recorded; retrying later")
+		return 30 * time.Second, true
+	}
+	sendErr := a.send(job)
+	if sendErr == nil {
+		if _, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+			j.Webhook.Status, j.Webhook.LastError = store.WebhookDelivered, ""
+			return nil
+		}); err != nil {
+			log.Error().Err(err).Msg("webhook delivered, state not recorded")
+		}
+		log.Info().Int("attempt", n).Msg("webhook delivered")
+		return 0, false
+	}
+	var wait time.Duration
+	final := n > len(a.cfg.RetryDelays)
+	if !final {
+		wait = a.cfg.RetryDelays[n-1]
+	}
+	if _, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+		j.Webhook.LastError = sendErr.Error()
+		if final {
+			j.Webhook.Status = store.WebhookFailed
+		} else {
+			j.Webhook.NextAttemptAt = time.Now().Add(wait).UTC()
+		}
+		return nil
+	}); err != nil {
+		log.Error().Err(err).Msg("webhook failure not recorded")
+	}
+	log.Warn().Err(sendErr).Int("attempt", n).Bool("final", final).Msg("webhook attempt failed")
+	return wait, !final
+}
+
+var errNothingToDeliver = errors.New("nothing to deliver")
+
+// send POSTs the job record, signed with the secret of the key that created the job.
+func (a *webhookActor) send(job store.Job) error {
+	view := job.View(a.cfg.PublicURL)
+	body := WebhookBody{JobView: view, Event: EventSucceeded}
+	if job.Status == store.JobFailed {
+		body.Event = EventFailed
+	}
+	raw, err := json.Marshal(body)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Client.Timeout+time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.Webhook.URL, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	ts := time.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "shotd-webhook/1")
+	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("x-webhook-event", body.Event)
+	req.Header.Set("x-job-id", job.JobID)
+	req.Header.Set("x-webhook-attempt", strconv.Itoa(job.Webhook.Attempts))
+	if job.Webhook.Sign {
+		key, err := a.cfg.Store.Key(job.AccessKey)
+		if err != nil {
+			return fmt.Errorf("signing key: %w", err)
+		}
+		req.Header.Set("x-signature", shotd.SignWebhook(key.SecretKey, ts, raw))
+	}
+	resp, err := a.cfg.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("receiver answered %d", resp.StatusCode)
+	}
+	return nil
+}
+
+// Webhooks is the front of the webhook actor.
+type Webhooks struct {
+	sys *actor.ActorSystem
+	pid *actor.PID
+
+	mu       sync.Mutex
+	stopping bool
+	timers   map[*time.Timer]bool
+	running  sync.WaitGroup
+}
+
+// StartWebhooks spawns the webhook actor and resumes the deliveries a previous run left pending.
+func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error) {
+	if cfg.Store == nil || cfg.Client == nil {
+		return nil, errors.New("actors: webhooks need a store and a client")
+	}
+	pending, err := cfg.Store.PendingWebhooks()
+	if err != nil {
+		return nil, err
+	}
+	w := &Webhooks{sys: sys, timers: map[*time.Timer]bool{}}
+	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+		return &webhookActor{cfg: cfg, owner: w}
+	}), "webhooks")
+	if err != nil {
+		return nil, err
+	}
+	w.pid = pid
+	for _, j := range pending {
+		wait := time.Until(j.Webhook.NextAttemptAt)
+		id := j.JobID
+		w.after(max(wait, 0), func() { sys.Root.Send(pid, &DeliverWebhook{JobID: id}) })
+	}
+	return w, nil
+}
+
+// Deliver starts the delivery of a finished job's webhook.
+func (w *Webhooks) Deliver(jobID string) { w.sys.Root.Send(w.pid, &DeliverWebhook{JobID: jobID}) }
+
+func (w *Webhooks) goRun(f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopping {
+		return // the delivery stays pending in the store and resumes at the next start
+	}
+	w.running.Add(1)
+	go func() {
+		defer w.running.Done()
+		f()
+	}()
+}
+
+func (w *Webhooks) after(d time.Duration, f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.stopping {
+		return
+	}
+	var t *time.Timer
+	t = time.AfterFunc(d, func() {
+		w.mu.Lock()
+		delete(w.timers, t)
+		w.mu.Unlock()
+		f()
+	})
+	w.timers[t] = true
+}
+
+// Close stops the timers and waits, up to ctx, for attempts under way.
+func (w *Webhooks) Close(ctx context.Context) error {
+	w.mu.Lock()
+	w.stopping = true
+	for t := range w.timers {
+		t.Stop()
+	}
+	w.timers = nil
+	w.mu.Unlock()
+	done := make(chan struct{})
+	go func() { w.running.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return w.sys.Root.StopFuture(w.pid).Wait()
+}

@@ -1,0 +1,266 @@
+package httpd
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/store"
+	"github.com/valyala/fasthttp"
+)
+
+// JobQueue accepts background renders: the job actor implements it.
+type JobQueue interface {
+	Submit(m *actors.SubmitJobs, timeout time.Duration) (*actors.SubmitJobsResult, error)
+}
+
+// JobRecords reads jobs and batches: store.Store implements it.
+type JobRecords interface {
+	Job(accountID, jobID string) (store.Job, error)
+	Batch(accountID, batchID string) (store.Batch, []store.Job, error)
+}
+
+// URLChecker refuses addresses the egress guard would refuse (webhook_url at acceptance).
+type URLChecker interface {
+	CheckWebhookURL(rawURL string) error
+}
+
+const submitTimeout = 5 * time.Second
+
+// acceptJob queues one async render and answers 202 (contract 5.2).
+func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options) {
+	if err := s.checkWebhook(o, -1); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitJobs, Jobs: 1, Features: o.Features()})
+	setLimitHeaders(ctx, limits, true)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	res, err := s.jobs.Submit(&actors.SubmitJobs{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: []*shotd.Options{o}}, submitTimeout)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	j := res.Jobs[0]
+	logOf(ctx).Info().Str("job", j.JobID).Msg("job queued")
+	writeJSON(ctx, fasthttp.StatusAccepted, map[string]string{
+		"job_id": j.JobID, "status": store.JobQueued, "status_url": s.set.PublicURL + "/api/v1/jobs/" + j.JobID})
+}
+
+// checkWebhook refuses a webhook_url the egress guard would refuse, before anything is queued.
+func (s *Server) checkWebhook(o *shotd.Options, index int) error {
+	if o.WebhookURL == "" || s.urls == nil {
+		return nil
+	}
+	err := s.urls.CheckWebhookURL(o.WebhookURL)
+	if err == nil {
+		return nil
+	}
+	e := shotd.AsError(err)
+	if index >= 0 {
+		e.Message = fmt.Sprintf("requests[%d]: %s", index, e.Message)
+	}
+	return e
+}
+
+func (s *Server) job(ctx *fasthttp.RequestCtx) {
+	who, ok := s.statusAuth(ctx)
+	if !ok {
+		return
+	}
+	id, _ := ctx.UserValue("id").(string)
+	j, err := s.records.Job(who.account.ID, id)
+	if err != nil {
+		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no job %q for this account", id))
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, j.View(s.set.PublicURL))
+}
+
+func (s *Server) batch(ctx *fasthttp.RequestCtx) {
+	who, ok := s.statusAuth(ctx)
+	if !ok {
+		return
+	}
+	id, _ := ctx.UserValue("id").(string)
+	b, jobs, err := s.records.Batch(who.account.ID, id)
+	if err != nil {
+		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no batch %q for this account", id))
+		return
+	}
+	writeJSON(ctx, fasthttp.StatusOK, b.View(jobs, s.set.PublicURL))
+}
+
+func notFound(err error, code shotd.Code, format string, args ...any) error {
+	if errors.Is(err, store.ErrNotFound) {
+		return shotd.Errorf(code, format, args...)
+	}
+	return shotd.Wrap(shotd.CodeInternalError, err, "the record could not be read")
+}
+
+// bulk serves POST /api/v1/bulk (contract 5.6): every item is validated before anything is
+// queued, then all items become jobs of one batch in one transaction.
+func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
+	ps := queryParams(ctx.QueryArgs())
+	// A signed bulk request covers its body through body_sha256 (README, "Signed requests").
+	if ps.Has("signature") {
+		sum := sha256.Sum256(ctx.PostBody())
+		ps = append(ps, shotd.Param{Name: "body_sha256", Values: []string{hex.EncodeToString(sum[:])}})
+	}
+	who, err := s.authenticate(ctx, ps)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	if err := statusParams(withoutParam(ps, "body_sha256")); err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	opts, err := s.bulkItems(ctx)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	features := []string{shotd.FeatureBulk}
+	for _, o := range opts {
+		for _, f := range o.Features() {
+			if f != shotd.FeatureAsync {
+				features = append(features, f)
+			}
+		}
+	}
+	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitJobs, Jobs: len(opts), Features: features})
+	setLimitHeaders(ctx, limits, true)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	res, err := s.jobs.Submit(&actors.SubmitJobs{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: opts, Batch: true}, submitTimeout)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	type item struct {
+		Index int    `json:"index"`
+		JobID string `json:"job_id"`
+	}
+	items := make([]item, len(res.Jobs))
+	for i, j := range res.Jobs {
+		items[i] = item{i, j.JobID}
+	}
+	logOf(ctx).Info().Str("batch", res.Batch.BatchID).Int("jobs", len(items)).Msg("batch queued")
+	writeJSON(ctx, fasthttp.StatusAccepted, map[string]any{
+		"batch_id": res.Batch.BatchID, "status": "queued", "total": len(items), "jobs": items,
+		"status_url": s.set.PublicURL + "/api/v1/batches/" + res.Batch.BatchID})
+}
+
+// bulkItems reads and validates the bulk body: a JSON object with a requests list and optional
+// defaults merged under each item.
+func (s *Server) bulkItems(ctx *fasthttp.RequestCtx) ([]*shotd.Options, error) {
+	ct := ctx.Request.Header.ContentType()
+	if mt, _, _ := bytes.Cut(ct, []byte(";")); !bytes.EqualFold(bytes.TrimSpace(mt), []byte("application/json")) {
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "send the bulk body as a JSON object with Content-Type: application/json")
+	}
+	var body struct {
+		Requests *[]json.RawMessage `json:"requests"`
+		Defaults json.RawMessage    `json:"defaults"`
+	}
+	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&body); err != nil || dec.More() {
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "the body must be a JSON object {\"requests\": [...], \"defaults\": {...}}")
+	}
+	if body.Requests == nil {
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "the body has no requests list")
+	}
+	n := len(*body.Requests)
+	if n == 0 || (s.set.BulkMaxItems > 0 && n > s.set.BulkMaxItems) {
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "requests must hold 1 to %d items, got %d", s.set.BulkMaxItems, n)
+	}
+	var defaults shotd.Params
+	if len(body.Defaults) > 0 && string(body.Defaults) != "null" {
+		d, err := shotd.ParamsFromJSON(body.Defaults)
+		if err != nil {
+			return nil, shotd.Errorf(shotd.CodeInvalidRequest, "defaults must be a JSON object of options")
+		}
+		defaults = d
+	}
+	var errs []shotd.FieldError
+	opts := make([]*shotd.Options, 0, n)
+	for i, raw := range *body.Requests {
+		index := i
+		item, err := shotd.ParamsFromJSON(raw)
+		if err != nil {
+			errs = append(errs, shotd.FieldError{Field: "requests", Message: "each item must be a JSON object of options", Index: &index})
+			continue
+		}
+		ps := mergeDefaults(item, defaults)
+		o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+		if err == nil {
+			err = s.checkWebhook(o, index)
+		}
+		if err != nil {
+			e := shotd.AsError(err)
+			if e.Code == shotd.CodeContentTooLarge || e.Code == shotd.CodeHostNotAllowed {
+				return nil, e // not an option error: the whole request is refused with its own code
+			}
+			fields := e.Fields
+			if len(fields) == 0 {
+				fields = []shotd.FieldError{{Field: "url", Message: e.Message}}
+			}
+			for _, f := range fields {
+				f.Index = &index
+				errs = append(errs, f)
+			}
+			continue
+		}
+		opts = append(opts, o)
+	}
+	if len(errs) > 0 {
+		return nil, &shotd.Error{Code: shotd.CodeInvalidOptions, Message: fmt.Sprintf("%d invalid options in requests; see errors", len(errs)), Fields: errs}
+	}
+	return opts, nil
+}
+
+// mergeDefaults puts defaults under an item's own options and makes the item a background job.
+// Authentication parameters belong to the request, not to items.
+func mergeDefaults(item, defaults shotd.Params) shotd.Params {
+	out := make(shotd.Params, 0, len(item)+len(defaults)+1)
+	for _, p := range item {
+		switch p.Name {
+		case "async":
+			continue
+		case "access_key", "signature", "expires":
+			p.Invalid = "belongs to the bulk request's query, not to an item"
+		}
+		out = append(out, p)
+	}
+	for _, d := range defaults {
+		if !item.Has(d.Name) && d.Name != "async" {
+			if d.Name == "access_key" || d.Name == "signature" || d.Name == "expires" {
+				d.Invalid = "belongs to the bulk request's query, not to defaults"
+			}
+			out = append(out, d)
+		}
+	}
+	return append(out, shotd.Param{Name: "async", Values: []string{"true"}})
+}
+
+func withoutParam(ps shotd.Params, name string) shotd.Params {
+	out := make(shotd.Params, 0, len(ps))
+	for _, p := range ps {
+		if p.Name != name {
+			out = append(out, p)
+		}
+	}
+	return out
+}

@@ -1,0 +1,630 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"go.etcd.io/bbolt"
+)
+
+// Job states (operator contract 5.2).
+const (
+	JobQueued    = "queued"
+	JobRendering = "rendering"
+	JobSucceeded = "succeeded"
+	JobFailed    = "failed"
+)
+
+// Webhook delivery states. A job's delivery has no state ("") until the job ends.
+const (
+	WebhookPending   = "pending"
+	WebhookDelivered = "delivered"
+	WebhookFailed    = "failed"
+)
+
+// JobIDPrefix and BatchIDPrefix start every job and batch id.
+const (
+	JobIDPrefix   = "job_"
+	BatchIDPrefix = "bat_"
+)
+
+// jobIDBytes: 128 random bits, like file ids; the id travels in URLs and webhook bodies.
+const jobIDBytes = 16
+
+var (
+	bucketJobs            = []byte("jobs")             // job id -> jobRecord
+	bucketJobsActive      = []byte("jobs_active")      // job id -> empty, while queued or rendering
+	bucketWebhooksPending = []byte("webhooks_pending") // job id -> empty, while the delivery is pending
+	bucketJobsDone        = []byte("jobs_done")        // doneKey(updated_at, job id) -> empty, final jobs
+)
+
+// JobRetention is how long a finished job (and its batch) is kept after its last change before
+// the sweeper deletes it. Set it before Open; the sweeper reads it on every sweep.
+var JobRetention = 7 * 24 * time.Hour
+
+// WebhookState is the delivery state of a job's webhook. Sign, NextAttemptAt and LastError are
+// stored but never shown.
+type WebhookState struct {
+	URL           string    `json:"url"`
+	Status        string    `json:"status"` // "" until the job ends, then pending -> delivered|failed
+	Attempts      int       `json:"attempts"`
+	Sign          bool      `json:"-"`
+	NextAttemptAt time.Time `json:"-"`
+	LastError     string    `json:"-"`
+}
+
+// JobResult is the render result of operator contract 5.4 without its url, which depends on the
+// public URL of the moment (see Job.View).
+type JobResult struct {
+	FileID      string    `json:"file_id"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	Format      string    `json:"format"`
+	ContentType string    `json:"content_type"`
+	SizeBytes   int64     `json:"size_bytes"`
+	RenderMs    int64     `json:"render_ms"`
+	Cache       string    `json:"cache"`
+	Width       int       `json:"width,omitempty"`
+	Height      int       `json:"height,omitempty"`
+}
+
+// Job is a background render.
+type Job struct {
+	JobID        string
+	AccountID    string
+	AccessKey    string // the key that created the job; its secret signs the webhook
+	BatchID      string
+	Index        int // position in its batch
+	Status       string
+	CreatedAt    time.Time
+	UpdatedAt    time.Time
+	Options      json.RawMessage // the validated shotd.Options as JSON, re-read at restart
+	Result       *JobResult
+	ErrorCode    string
+	ErrorMessage string
+	Webhook      *WebhookState // nil when no webhook_url
+}
+
+// Final reports whether the job has ended (succeeded or failed).
+func (j Job) Final() bool { return finalStatus(j.Status) }
+
+func finalStatus(s string) bool { return s == JobSucceeded || s == JobFailed }
+
+// webhookPending reports whether j has a delivery waiting to be made.
+func (j Job) webhookPending() bool { return j.Webhook != nil && j.Webhook.Status == WebhookPending }
+
+// jobRecord is the stored form of a Job: it keeps the webhook fields that the public form hides.
+type jobRecord struct {
+	JobID        string          `json:"job_id"`
+	AccountID    string          `json:"account_id"`
+	AccessKey    string          `json:"access_key"`
+	BatchID      string          `json:"batch_id,omitempty"`
+	Index        int             `json:"index"`
+	Status       string          `json:"status"`
+	CreatedAt    time.Time       `json:"created_at"`
+	UpdatedAt    time.Time       `json:"updated_at"`
+	Options      json.RawMessage `json:"options"`
+	Result       *JobResult      `json:"result,omitempty"`
+	ErrorCode    string          `json:"error_code,omitempty"`
+	ErrorMessage string          `json:"error_message,omitempty"`
+	Webhook      *webhookRecord  `json:"webhook,omitempty"`
+}
+
+type webhookRecord struct {
+	URL           string    `json:"url"`
+	Status        string    `json:"status,omitempty"`
+	Attempts      int       `json:"attempts"`
+	Sign          bool      `json:"sign"`
+	NextAttemptAt time.Time `json:"next_attempt_at"`
+	LastError     string    `json:"last_error,omitempty"`
+}
+
+// toRecord also brings every time to UTC without a monotonic reading, as now() makes them.
+func toRecord(j Job) jobRecord {
+	r := jobRecord{
+		JobID: j.JobID, AccountID: j.AccountID, AccessKey: j.AccessKey, BatchID: j.BatchID,
+		Index: j.Index, Status: j.Status, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
+		Options: j.Options, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage,
+	}
+	r.CreatedAt, r.UpdatedAt = inUTC(r.CreatedAt), inUTC(r.UpdatedAt)
+	if j.Result != nil {
+		res := *j.Result
+		res.ExpiresAt = inUTC(res.ExpiresAt)
+		r.Result = &res
+	}
+	if w := j.Webhook; w != nil {
+		r.Webhook = &webhookRecord{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
+			NextAttemptAt: inUTC(w.NextAttemptAt), LastError: w.LastError}
+	}
+	return r
+}
+
+func inUTC(t time.Time) time.Time { return t.UTC().Round(0) }
+
+func (r jobRecord) job() Job {
+	j := Job{
+		JobID: r.JobID, AccountID: r.AccountID, AccessKey: r.AccessKey, BatchID: r.BatchID,
+		Index: r.Index, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
+		Options: r.Options, Result: r.Result, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
+	}
+	if w := r.Webhook; w != nil {
+		j.Webhook = &WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
+			NextAttemptAt: w.NextAttemptAt, LastError: w.LastError}
+	}
+	return j
+}
+
+// NewJobID returns "job_" and 128 random bits, url-safe.
+func NewJobID() string { return JobIDPrefix + randomToken(jobIDBytes) }
+
+// NewBatchID returns "bat_" and 128 random bits, url-safe.
+func NewBatchID() string { return BatchIDPrefix + randomToken(jobIDBytes) }
+
+// CreateJobs stores jobs, all queued, and the batch when batch is not nil, in one transaction:
+// all or nothing. It sets Status, CreatedAt and UpdatedAt of every job (CreatedAt is kept when
+// the caller set it), and with a batch also each job's BatchID and Index (its position in jobs)
+// and the batch's CreatedAt and JobIDs, writing them back into jobs and *batch once the
+// transaction committed, so that the caller holds what was stored. A job or batch id that
+// exists gives an error wrapping ErrConflict.
+func (s *Store) CreateJobs(jobs []Job, batch *Batch) error {
+	if len(jobs) == 0 {
+		return errors.New("store: create jobs: no jobs")
+	}
+	created := now()
+	recs := make([]jobRecord, len(jobs))
+	seen := make(map[string]bool, len(jobs))
+	var b Batch
+	if batch != nil {
+		b = *batch
+		if b.BatchID == "" || b.AccountID == "" {
+			return errors.New("store: create jobs: the batch needs an id and an account")
+		}
+		if b.JobIDs != nil && len(b.JobIDs) != len(jobs) {
+			return fmt.Errorf("store: create jobs: batch lists %d jobs, %d given", len(b.JobIDs), len(jobs))
+		}
+		if b.CreatedAt.IsZero() {
+			b.CreatedAt = created
+		}
+		b.CreatedAt = inUTC(b.CreatedAt)
+		b.JobIDs = make([]string, len(jobs))
+	}
+	for i, j := range jobs {
+		switch {
+		case j.JobID == "" || j.AccountID == "":
+			return fmt.Errorf("store: create jobs: job %d needs an id and an account", i)
+		case seen[j.JobID]:
+			return fmt.Errorf("store: create jobs: job %s given twice: %w", j.JobID, ErrConflict)
+		case j.Status != "" && j.Status != JobQueued:
+			return fmt.Errorf("store: create jobs: job %s: a new job is queued, not %q", j.JobID, j.Status)
+		case len(j.Options) == 0 || !json.Valid(j.Options):
+			return fmt.Errorf("store: create jobs: job %s: options must be JSON", j.JobID)
+		case j.Webhook != nil && (j.Webhook.URL == "" || j.Webhook.Status != ""):
+			return fmt.Errorf("store: create jobs: job %s: a webhook needs a url and no delivery state yet", j.JobID)
+		}
+		seen[j.JobID] = true
+		j.Status = JobQueued
+		if j.CreatedAt.IsZero() {
+			j.CreatedAt = created
+		}
+		j.CreatedAt = inUTC(j.CreatedAt)
+		j.UpdatedAt = j.CreatedAt
+		if batch != nil {
+			switch {
+			case j.AccountID != b.AccountID:
+				return fmt.Errorf("store: create jobs: job %s belongs to another account than its batch", j.JobID)
+			case j.BatchID != "" && j.BatchID != b.BatchID, j.Index != 0 && j.Index != i:
+				return fmt.Errorf("store: create jobs: job %s: batch id or index disagree with the batch", j.JobID)
+			case batch.JobIDs != nil && batch.JobIDs[i] != j.JobID:
+				return fmt.Errorf("store: create jobs: batch lists %s at %d, not %s", batch.JobIDs[i], i, j.JobID)
+			}
+			j.BatchID, j.Index = b.BatchID, i
+			b.JobIDs[i] = j.JobID
+		} else if j.BatchID != "" {
+			return fmt.Errorf("store: create jobs: job %s names batch %s but no batch is given", j.JobID, j.BatchID)
+		}
+		recs[i] = toRecord(j)
+	}
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		jb := tx.Bucket(bucketJobs)
+		for _, r := range recs {
+			if jb.Get([]byte(r.JobID)) != nil {
+				return fmt.Errorf("store: job %s exists: %w", r.JobID, ErrConflict)
+			}
+			if err := putJob(tx, nil, r); err != nil {
+				return err
+			}
+		}
+		if batch == nil {
+			return nil
+		}
+		bb := tx.Bucket(bucketBatches)
+		if bb.Get([]byte(b.BatchID)) != nil {
+			return fmt.Errorf("store: batch %s exists: %w", b.BatchID, ErrConflict)
+		}
+		return putJSON(bb, b.BatchID, b)
+	})
+	if err != nil {
+		return fmt.Errorf("store: create jobs: %w", err)
+	}
+	for i := range jobs {
+		jobs[i] = recs[i].job()
+	}
+	if batch != nil {
+		*batch = b
+	}
+	return nil
+}
+
+// Job returns the job jobID of accountID. A job that does not exist or belongs to another
+// account gives the same error wrapping ErrNotFound, so that nobody learns another's id exists.
+func (s *Store) Job(accountID, jobID string) (Job, error) {
+	j, err := s.JobByID(jobID)
+	if err != nil {
+		return Job{}, err
+	}
+	if j.AccountID != accountID {
+		return Job{}, jobNotFound(jobID)
+	}
+	return j, nil
+}
+
+// JobByID returns the job jobID whatever its account: for the workers, never for a request.
+func (s *Store) JobByID(jobID string) (Job, error) {
+	var r jobRecord
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		r, err = getJob(tx, jobID)
+		return err
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	return r.job(), nil
+}
+
+func jobNotFound(jobID string) error { return fmt.Errorf("store: job %s: %w", jobID, ErrNotFound) }
+
+func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
+	var r jobRecord
+	ok, err := getJSON(tx.Bucket(bucketJobs), jobID, &r)
+	if err == nil && !ok {
+		err = jobNotFound(jobID)
+	}
+	return r, err
+}
+
+// UpdateJob applies fn to the job jobID in one transaction, sets UpdatedAt and returns the job as
+// stored. An error from fn aborts the change and is returned as it is. The indexes follow
+// whatever fn changed. Rules, each an error that aborts the change:
+//   - fn may not change JobID, AccountID, BatchID, Index or CreatedAt (ErrConflict);
+//   - Status must be a job state, and a final job (succeeded, failed) keeps its state
+//     (ErrConflict);
+//   - while the job is queued or rendering its webhook has no delivery state.
+//
+// When the job ends with a webhook whose Status is "", the delivery becomes pending in the same
+// transaction (NextAttemptAt now unless fn set it), so that no ended job can lose its delivery.
+func (s *Store) UpdateJob(jobID string, fn func(*Job) error) (Job, error) {
+	var out Job
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		old, err := getJob(tx, jobID)
+		if err != nil {
+			return err
+		}
+		j := old.job()
+		if err := fn(&j); err != nil {
+			return err
+		}
+		if err := checkUpdate(old, &j); err != nil {
+			return err
+		}
+		j.UpdatedAt = now()
+		if w := j.Webhook; j.Final() && w != nil && w.Status == "" {
+			w.Status = WebhookPending
+			if w.NextAttemptAt.IsZero() {
+				w.NextAttemptAt = j.UpdatedAt
+			}
+		}
+		r := toRecord(j)
+		if err := putJob(tx, &old, r); err != nil {
+			return err
+		}
+		out = r.job()
+		return nil
+	})
+	if err != nil {
+		return Job{}, err
+	}
+	return out, nil
+}
+
+// checkUpdate enforces UpdateJob's rules on j, the result of fn applied to old.
+func checkUpdate(old jobRecord, j *Job) error {
+	switch {
+	case j.JobID != old.JobID || j.AccountID != old.AccountID || j.BatchID != old.BatchID ||
+		j.Index != old.Index || !j.CreatedAt.Equal(old.CreatedAt):
+		return fmt.Errorf("store: job %s: id, account, batch, index and created_at cannot change: %w", old.JobID, ErrConflict)
+	case j.Status != JobQueued && j.Status != JobRendering && !j.Final():
+		return fmt.Errorf("store: job %s: unknown state %q", old.JobID, j.Status)
+	case finalStatus(old.Status) && j.Status != old.Status:
+		return fmt.Errorf("store: job %s: %s cannot become %s: %w", old.JobID, old.Status, j.Status, ErrConflict)
+	}
+	if w := j.Webhook; w != nil {
+		switch w.Status {
+		case "", WebhookPending, WebhookDelivered, WebhookFailed:
+		default:
+			return fmt.Errorf("store: job %s: unknown webhook state %q", old.JobID, w.Status)
+		}
+		if !j.Final() && w.Status != "" {
+			return fmt.Errorf("store: job %s: webhook %s while the job is %s", old.JobID, w.Status, j.Status)
+		}
+	}
+	return nil
+}
+
+// putJob writes r and brings the three indexes in line with it. old is the record r replaces,
+// nil for a new job: its done entry is keyed by its UpdatedAt, which r changes.
+func putJob(tx *bbolt.Tx, old *jobRecord, r jobRecord) error {
+	id := []byte(r.JobID)
+	done := tx.Bucket(bucketJobsDone)
+	if old != nil && finalStatus(old.Status) {
+		if err := done.Delete(doneKey(old.UpdatedAt, old.JobID)); err != nil {
+			return err
+		}
+	}
+	j := r.job()
+	steps := []struct {
+		b  *bbolt.Bucket
+		k  []byte
+		in bool
+	}{
+		{tx.Bucket(bucketJobsActive), id, !j.Final()},
+		{tx.Bucket(bucketWebhooksPending), id, j.webhookPending()},
+		{done, doneKey(r.UpdatedAt, r.JobID), j.Final()},
+	}
+	for _, st := range steps {
+		var err error
+		if st.in {
+			err = st.b.Put(st.k, nil)
+		} else {
+			err = st.b.Delete(st.k)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return putJSON(tx.Bucket(bucketJobs), r.JobID, r)
+}
+
+// deleteJob removes r and its index entries.
+func deleteJob(tx *bbolt.Tx, r jobRecord) error {
+	id := []byte(r.JobID)
+	for _, del := range []struct {
+		b []byte
+		k []byte
+	}{
+		{bucketJobsActive, id},
+		{bucketWebhooksPending, id},
+		{bucketJobsDone, doneKey(r.UpdatedAt, r.JobID)},
+		{bucketJobs, id},
+	} {
+		if err := tx.Bucket(del.b).Delete(del.k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// doneKey orders final jobs by their last change, so that the sweeper reads only the old ones:
+// 8 bytes of big-endian Unix nanoseconds, then the job id.
+func doneKey(updated time.Time, jobID string) []byte {
+	k := make([]byte, 8, 8+len(jobID))
+	binary.BigEndian.PutUint64(k, uint64(updated.UnixNano()))
+	return append(k, jobID...)
+}
+
+// RequeueUnfinished sets every rendering job back to queued in one transaction and returns every
+// queued job, oldest first (a batch in its order). The job actor calls it at start, before it
+// dispatches anything: a job found rendering was cut short by a stop or a crash.
+func (s *Store) RequeueUnfinished() ([]Job, error) {
+	var jobs []Job
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		jobs = jobs[:0]
+		ids, err := indexKeys(tx.Bucket(bucketJobsActive))
+		if err != nil {
+			return err
+		}
+		t := now()
+		for _, id := range ids {
+			r, err := getJob(tx, id)
+			if errors.Is(err, ErrNotFound) || err == nil && finalStatus(r.Status) {
+				// An entry without an active job cannot be made by putJob; drop it all the same.
+				if err := tx.Bucket(bucketJobsActive).Delete([]byte(id)); err != nil {
+					return err
+				}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			if r.Status == JobRendering {
+				old := r
+				r.Status, r.UpdatedAt = JobQueued, t
+				if err := putJob(tx, &old, r); err != nil {
+					return err
+				}
+			}
+			jobs = append(jobs, r.job())
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: requeue unfinished jobs: %w", err)
+	}
+	slices.SortFunc(jobs, func(a, b Job) int {
+		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.BatchID, b.BatchID),
+			cmp.Compare(a.Index, b.Index), strings.Compare(a.JobID, b.JobID))
+	})
+	return jobs, nil
+}
+
+// PendingWebhooks returns the jobs whose delivery is pending, the earliest NextAttemptAt first:
+// the webhook actor resumes them at start.
+func (s *Store) PendingWebhooks() ([]Job, error) {
+	var jobs []Job
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ids, err := indexKeys(tx.Bucket(bucketWebhooksPending))
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			r, err := getJob(tx, id)
+			if errors.Is(err, ErrNotFound) {
+				continue // cannot happen (putJob and deleteJob keep the index); skip it all the same
+			}
+			if err != nil {
+				return err
+			}
+			if j := r.job(); j.webhookPending() {
+				jobs = append(jobs, j)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: pending webhooks: %w", err)
+	}
+	slices.SortFunc(jobs, func(a, b Job) int {
+		return cmp.Or(a.Webhook.NextAttemptAt.Compare(b.Webhook.NextAttemptAt), strings.Compare(a.JobID, b.JobID))
+	})
+	return jobs, nil
+}
+
+// indexKeys copies the keys of an index bucket, so that the caller may change the bucket.
+func indexKeys(b *bbolt.Bucket) ([]string, error) {
+	var ids []string
+	err := b.ForEach(func(k, _ []byte) error {
+		ids = append(ids, string(k))
+		return nil
+	})
+	return ids, err
+}
+
+// sweepJobs deletes final jobs whose last change is JobRetention old at now, with no pending
+// delivery. A job of a batch goes only with the whole batch, once every job of it can go, so
+// that a batch never shows part of its jobs. It returns how many jobs and batches it deleted.
+// Each transaction deletes about sweepBatch jobs (a batch is never split).
+func (s *Store) sweepJobs(now time.Time) (int, error) {
+	cutoff := doneKey(now.Add(-JobRetention), "")
+	binary.BigEndian.PutUint64(cutoff, binary.BigEndian.Uint64(cutoff)+1) // keys below: updated at or before
+	total := 0
+	var after []byte // candidates left alone so far; the next read starts past them
+	for {
+		var cands []string
+		var last []byte
+		err := s.db.View(func(tx *bbolt.Tx) error {
+			c := tx.Bucket(bucketJobsDone).Cursor()
+			k, _ := c.First()
+			if after != nil {
+				if k, _ = c.Seek(after); k != nil && bytes.Equal(k, after) {
+					k, _ = c.Next()
+				}
+			}
+			for ; k != nil && bytes.Compare(k, cutoff) < 0 && len(cands) < sweepBatch; k, _ = c.Next() {
+				cands = append(cands, string(k[8:]))
+				last = append(last[:0], k...)
+			}
+			return nil
+		})
+		if err != nil || len(cands) == 0 {
+			return total, err
+		}
+		var n int
+		err = s.db.Update(func(tx *bbolt.Tx) error {
+			n = 0
+			cutoffTime := now.Add(-JobRetention)
+			decided := map[string]bool{} // batch id -> deleted already or kept
+			for _, id := range cands {
+				r, err := getJob(tx, id)
+				if errors.Is(err, ErrNotFound) {
+					continue // deleted with its batch a moment ago
+				}
+				if err != nil {
+					return err
+				}
+				if !sweepable(r, cutoffTime) {
+					continue
+				}
+				if r.BatchID == "" {
+					if err := deleteJob(tx, r); err != nil {
+						return err
+					}
+					n++
+					continue
+				}
+				if decided[r.BatchID] {
+					continue
+				}
+				decided[r.BatchID] = true
+				m, err := sweepBatchJobs(tx, r, cutoffTime)
+				if err != nil {
+					return err
+				}
+				n += m
+			}
+			return nil
+		})
+		if err != nil {
+			return total, fmt.Errorf("store: sweep jobs: %w", err)
+		}
+		total += n
+		if len(cands) < sweepBatch {
+			return total, nil
+		}
+		after = last
+	}
+}
+
+// sweepable: r ended, its delivery is not pending, and its last change is at or before cutoff.
+func sweepable(r jobRecord, cutoff time.Time) bool {
+	j := r.job()
+	return j.Final() && !j.webhookPending() && !r.UpdatedAt.After(cutoff)
+}
+
+// sweepBatchJobs deletes the batch of r with all its jobs when every one of them is sweepable,
+// and returns how many records it deleted. A job whose batch record is missing goes alone.
+func sweepBatchJobs(tx *bbolt.Tx, r jobRecord, cutoff time.Time) (int, error) {
+	var b Batch
+	ok, err := getJSON(tx.Bucket(bucketBatches), r.BatchID, &b)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
+		return 1, deleteJob(tx, r)
+	}
+	members := make([]jobRecord, 0, len(b.JobIDs))
+	for _, id := range b.JobIDs {
+		m, err := getJob(tx, id)
+		if errors.Is(err, ErrNotFound) {
+			continue
+		}
+		if err != nil {
+			return 0, err
+		}
+		if !sweepable(m, cutoff) {
+			return 0, nil
+		}
+		members = append(members, m)
+	}
+	for _, m := range members {
+		if err := deleteJob(tx, m); err != nil {
+			return 0, err
+		}
+	}
+	return len(members) + 1, tx.Bucket(bucketBatches).Delete([]byte(b.BatchID))
+}
