@@ -68,6 +68,20 @@ func (g *Guard) DenyPort(ap netip.AddrPort) {
 	g.deniedPorts = append(g.deniedPorts, ap)
 }
 
+// AllowPort undoes one DenyPort of ap, once its listener is gone (a Chrome that stopped), so that
+// a later listener on the same port is not refused for ever.
+func (g *Guard) AllowPort(ap netip.AddrPort) {
+	ap = netip.AddrPortFrom(ap.Addr().WithZone("").Unmap(), ap.Port())
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, d := range g.deniedPorts {
+		if d == ap {
+			g.deniedPorts = append(g.deniedPorts[:i], g.deniedPorts[i+1:]...)
+			return
+		}
+	}
+}
+
 // portDenied reports whether a dial to a:port is refused by DenyPort or by extra.
 func (g *Guard) portDenied(a netip.Addr, port uint16, extra netip.AddrPort) bool {
 	dst := netip.AddrPortFrom(a.WithZone("").Unmap(), port)

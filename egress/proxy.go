@@ -26,6 +26,27 @@ import (
 // this header is how the renderer tells that apart from a site's own 403.
 const RefusedHeader = "X-Shotd-Refused"
 
+// UpstreamErrorHeader is set on the proxy's own 502 answers, with a short reason ("connection
+// refused", "no such host", "timeout", "unreachable"), so that a render can tell the proxy's
+// error page from a 502 page of the site.
+const UpstreamErrorHeader = "X-Shotd-Upstream-Error"
+
+// upstreamReason names a dial or forward failure in words safe to show a client.
+func upstreamReason(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "connection refused"):
+		return "connection refused"
+	case strings.Contains(msg, "no such host"), shotd.CodeOf(err) == shotd.CodeNavigationFailed:
+		return "no such host"
+	case strings.Contains(msg, "timeout"), strings.Contains(msg, "deadline exceeded"):
+		return "timeout"
+	case strings.Contains(msg, "reset by peer"), strings.Contains(msg, "EOF"):
+		return "connection reset"
+	}
+	return "unreachable"
+}
+
 // DefaultDenyHosts are the hosts Chrome contacts on its own (updates, component and safe-browsing
 // downloads, sign-in, push, field trials). The proxy refuses them by name, before any DNS. They are
 // precise on purpose: refusing all of *.google.com, *.googleapis.com or *.gstatic.com would also
@@ -266,6 +287,7 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	p.log.Debug().Str("method", r.Method).Str("host", r.URL.Host).Err(err).Msg("egress forward failed")
+	w.Header().Set(UpstreamErrorHeader, upstreamReason(err))
 	http.Error(w, "bad gateway", http.StatusBadGateway)
 }
 

@@ -88,6 +88,9 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	ctx.SetUserValue(logKey, &log)
 
 	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	if err == nil {
+		err = s.checkTargets(o, -1)
+	}
 	if err != nil {
 		s.fail(ctx, err)
 		return

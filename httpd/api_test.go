@@ -67,7 +67,7 @@ func wantError(t *testing.T, a answer, status int, code shotd.Code) errorBody {
 	t.Helper()
 	var e errorBody
 	if err := json.Unmarshal(a.body, &e); err != nil {
-		t.Fatalf("status %d, body is not JSON: %q", a.status, a.body)
+		t.Fatalf("status %d %s, body is not JSON (%d bytes)", a.status, a.header.Get("Content-Type"), len(a.body))
 	}
 	if a.status != status || e.ErrorCode != string(code) {
 		t.Fatalf("got %d %s (%s), want %d %s", a.status, e.ErrorCode, e.ErrorMessage, status, code)
@@ -383,7 +383,7 @@ func TestRequestErrors(t *testing.T) {
 		{"bad bound", "GET", "/api/v1/screenshot" + ak + "&url=http://x.test&viewport_width=99", "", nil, 400, shotd.CodeInvalidOptions, "viewport_width"},
 		{"conflict", "GET", "/api/v1/screenshot" + ak + "&url=http://x.test&selector=h1&clip_width=5&clip_height=5", "", nil, 400, shotd.CodeInvalidOptions, "selector"},
 		{"html too large", "POST", "/api/v1/screenshot" + ak, `{"html":"` + strings.Repeat("x", 65<<10) + `"}`, jsonCT, 413, shotd.CodeContentTooLarge, ""},
-		{"pdf not in plan", "GET", "/api/v1/screenshot?access_key=" + basic.key.AccessKey + "&url=http://x.test&format=pdf", "", nil, 403, shotd.CodeFeatureNotAvailable, ""},
+		{"pdf not in plan", "GET", "/api/v1/screenshot?access_key=" + basic.key.AccessKey + "&format=pdf&url=" + url.QueryEscape(page("/")), "", nil, 403, shotd.CodeFeatureNotAvailable, ""},
 		{"job not found", "GET", "/api/v1/jobs/job_nope" + ak, "", nil, 404, shotd.CodeJobNotFound, ""},
 		{"batch not found", "GET", "/api/v1/batches/bat_nope" + ak, "", nil, 404, shotd.CodeJobNotFound, ""},
 		{"file not found", "GET", "/api/v1/files/f_nope" + ak, "", nil, 404, shotd.CodeFileNotFound, ""},

@@ -26,19 +26,15 @@ type JobRecords interface {
 	Batch(accountID, batchID string) (store.Batch, []store.Job, error)
 }
 
-// URLChecker refuses addresses the egress guard would refuse (webhook_url at acceptance).
+// URLChecker refuses addresses the egress guard would refuse, before rendering or queueing.
 type URLChecker interface {
-	CheckWebhookURL(rawURL string) error
+	CheckURL(rawURL, field string) error
 }
 
 const submitTimeout = 5 * time.Second
 
 // acceptJob queues one async render and answers 202 (contract 5.2).
 func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options) {
-	if err := s.checkWebhook(o, -1); err != nil {
-		s.fail(ctx, err)
-		return
-	}
 	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitJobs, Jobs: 1, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
@@ -56,20 +52,25 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 		"job_id": j.JobID, "status": store.JobQueued, "status_url": s.set.PublicURL + "/api/v1/jobs/" + j.JobID})
 }
 
-// checkWebhook refuses a webhook_url the egress guard would refuse, before anything is queued.
-func (s *Server) checkWebhook(o *shotd.Options, index int) error {
-	if o.WebhookURL == "" || s.urls == nil {
+// checkTargets refuses a url or webhook_url that the egress guard would refuse, before anything
+// renders or is queued. index is the bulk item, or -1.
+func (s *Server) checkTargets(o *shotd.Options, index int) error {
+	if s.urls == nil {
 		return nil
 	}
-	err := s.urls.CheckWebhookURL(o.WebhookURL)
-	if err == nil {
-		return nil
+	for _, t := range []struct{ field, url string }{{"url", o.URL}, {"webhook_url", o.WebhookURL}} {
+		if t.url == "" {
+			continue
+		}
+		if err := s.urls.CheckURL(t.url, t.field); err != nil {
+			e := shotd.AsError(err)
+			if index >= 0 {
+				e.Message = fmt.Sprintf("requests[%d]: %s", index, e.Message)
+			}
+			return e
+		}
 	}
-	e := shotd.AsError(err)
-	if index >= 0 {
-		e.Message = fmt.Sprintf("requests[%d]: %s", index, e.Message)
-	}
-	return e
+	return nil
 }
 
 func (s *Server) job(ctx *fasthttp.RequestCtx) {
@@ -206,7 +207,7 @@ func (s *Server) bulkItems(ctx *fasthttp.RequestCtx) ([]*shotd.Options, error) {
 		ps := mergeDefaults(item, defaults)
 		o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
 		if err == nil {
-			err = s.checkWebhook(o, index)
+			err = s.checkTargets(o, index)
 		}
 		if err != nil {
 			e := shotd.AsError(err)

@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/store"
 )
@@ -28,11 +30,17 @@ var env struct {
 	st       *store.Store
 	renderer *actors.Renderer
 	accounts *actors.Accounts
+	webhooks *actors.Webhooks
+	guard    *egress.Guard
+	proxy    *egress.Proxy
 	pages    *httptest.Server
 	plans    map[string]shotd.Plan
 }
 
 const adminToken = "test-admin-token"
+
+// testPlans are added to the configured plans; test files register theirs in init.
+var testPlans = map[string]shotd.Plan{}
 
 func TestMain(m *testing.M) {
 	code, err := run(m)
@@ -67,6 +75,19 @@ func run(m *testing.M) (int, error) {
 	}
 	env.plans["basic"] = shotd.Plan{Name: "basic", MonthlyQuota: 10, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
 		Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 30, Features: []string{}}
+	for name, p := range testPlans {
+		p.Name = name
+		env.plans[name] = p
+	}
+
+	// The egress guard as in production, with only 127.0.0.1 allow-listed for the fixture pages:
+	// 127.0.0.3 stands for every address that must never be reached.
+	env.guard = egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}), nil)
+	env.proxy = egress.NewProxy(env.guard, log)
+	if err := env.proxy.Start("127.0.0.1:0"); err != nil {
+		return 1, err
+	}
+	defer env.proxy.Close(context.Background())
 
 	path, err := cdpclient.FindBrowser("")
 	if err != nil {
@@ -76,7 +97,8 @@ func run(m *testing.M) (int, error) {
 	defer sys.Shutdown()
 	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: 1, SlotsPerBrowser: 4, SlotWait: 2 * time.Second, Log: log,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
-			p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: path, Prewarm: 2, Log: log})
+			p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: path, Prewarm: 2, Log: log,
+				ExtraFlags: cdpclient.ProxyFlags(env.proxy.Addr()), Guard: env.guard})
 			if err != nil {
 				return nil, err
 			}
@@ -104,8 +126,23 @@ func run(m *testing.M) (int, error) {
 		return 1, err
 	}
 	env.accounts = accounts
-	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 4 << 20, FileTTL: time.Hour},
-		httpd.Deps{Keys: st.KeyCache(), Plans: env.plans, Renderer: r, Gate: accounts, Files: st, Log: log})
+	env.webhooks, err = actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, PublicURL: "http://shotd.test", Log: log,
+		RetryDelays: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond},
+		Client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
+	if err != nil {
+		return 1, err
+	}
+	defer env.webhooks.Close(context.Background())
+	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: r.Render, Webhooks: env.webhooks,
+		Plans: env.plans, FileTTL: time.Hour, MaxOutputBytes: 4 << 20, Log: log})
+	if err != nil {
+		return 1, err
+	}
+	defer jobs.Close(context.Background())
+	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 4 << 20,
+		FileTTL: time.Hour, BulkMaxItems: 5},
+		httpd.Deps{Keys: st.KeyCache(), Plans: env.plans, Renderer: r, Gate: accounts, Files: st, Jobs: jobs, Records: st,
+			URLs: httpd.GuardURLs{Guard: env.guard}, Log: log})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 1, err

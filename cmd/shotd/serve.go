@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,6 +21,7 @@ import (
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/store"
 )
@@ -61,8 +63,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return fmt.Errorf("browser.path: %w", err)
 	}
+	// Every connection a page or a webhook makes goes through the egress guard: Chrome through the
+	// in-process proxy, webhooks through the guarded dialer.
+	guard := egress.NewGuard(egress.NewPolicy(cfg.Network.AllowPrivatePrefixes()), nil)
+	proxy := egress.NewProxy(guard, log.With().Str("component", "egress").Logger())
+	if err := proxy.Start("127.0.0.1:0"); err != nil {
+		return fmt.Errorf("egress proxy: %w", err)
+	}
+	defer func() {
+		cctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		proxy.Close(cctx)
+	}()
 	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
-		Log: log.With().Str("component", "chrome").Logger()}
+		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard}
 	renderer, err := actors.StartRenderer(sys, actors.PoolConfig{
 		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
 		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(),
@@ -83,9 +97,25 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, RetryDelays: cfg.Webhooks.RetryDelays(),
+		PublicURL: cfg.PublicURL, Log: log.With().Str("component", "webhooks").Logger(),
+		Client: &http.Client{Timeout: cfg.Webhooks.Timeout(), Transport: &http.Transport{
+			DialContext: guard.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}})
+	if err != nil {
+		return err
+	}
+	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: renderer.Render, Webhooks: webhooks,
+		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
+		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Log: log.With().Str("component", "jobs").Logger()})
+	if err != nil {
+		return err
+	}
+
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
-		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace()},
-		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Log: log})
+		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
+		BulkMaxItems: cfg.Limits.BulkMaxItems},
+		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Jobs: jobs, Records: st,
+			URLs: httpd.GuardURLs{Guard: guard}, Log: log})
 	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.GateUsage{Gate: accounts, Plans: cfg.Plans}, reg,
 		log.With().Str("component", "admin").Logger())
 
@@ -119,6 +149,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	if err := admin.Shutdown(sctx); err != nil {
 		log.Warn().Err(err).Msg("admin listener shutdown")
+	}
+	if err := jobs.Close(sctx); err != nil {
+		log.Warn().Err(err).Msg("jobs still running at the deadline stay queued for the next start")
+	}
+	if err := webhooks.Close(sctx); err != nil {
+		log.Warn().Err(err).Msg("webhook attempts cut off resume at the next start")
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()

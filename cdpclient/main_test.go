@@ -1,0 +1,242 @@
+package cdpclient
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+)
+
+// shared is the one browser of the package's tests; each render gets a fresh context anyway.
+var shared *Process
+
+func TestMain(m *testing.M) {
+	goroutines := runtime.NumGoroutine()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := Launch(ctx, Config{Log: zerolog.New(os.Stderr).Level(zerolog.ErrorLevel)})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "launch chrome:", err)
+		os.Exit(1)
+	}
+	shared = p
+	code := m.Run()
+
+	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := p.Close(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "close chrome:", err)
+		code = 1
+	}
+	if err := checkGone(p); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	if err := waitGoroutines(goroutines, 5*time.Second); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// checkGone reports a Chrome leader that is still there (even as a zombie), a live process left
+// in its group or naming its user-data dir, or a user-data dir left behind.
+func checkGone(p *Process) error {
+	if _, err := os.Stat(p.dir); !errors.Is(err, os.ErrNotExist) {
+		return fmt.Errorf("user-data dir %s left behind (stat: %v)", p.dir, err)
+	}
+	if st, ok := procState(p.pid); ok {
+		return fmt.Errorf("chrome pid %d still in /proc, state %c", p.pid, st)
+	}
+	// Helpers killed with the group are reparented to init, which reaps them on its own time:
+	// a zombie is dead, a live member is a leak.
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var live []int
+		for _, pid := range append(groupMembers(p.pid), mentioning(p.dir)...) {
+			if st, ok := procState(pid); ok && st != 'Z' && st != 'X' {
+				live = append(live, pid)
+			}
+		}
+		if len(live) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of group %d still alive: %v", p.pid, live)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func waitGoroutines(base int, within time.Duration) error {
+	deadline := time.Now().Add(within)
+	for {
+		n := runtime.NumGoroutine()
+		if n <= base {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			buf = buf[:runtime.Stack(buf, true)]
+			return fmt.Errorf("goroutine leak: %d running, %d before\n%s", n, base, buf)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// procState returns the state letter of /proc/<pid>/stat.
+func procState(pid int) (byte, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, false
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 || i+2 >= len(b) {
+		return 0, false
+	}
+	return b[i+2], true
+}
+
+// mentioning lists the pids whose command line contains s: the crashpad handler, which leaves
+// the group, names our user-data dir in its --database.
+func mentioning(s string) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Contains(b, []byte(s)) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// groupMembers lists the pids whose process group is pgid.
+func groupMembers(pgid int) []int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:])) // state ppid pgrp ...
+		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// opts is a small render of url with the defaults the parser would set.
+func opts(url string) *shotd.Options {
+	return &shotd.Options{
+		URL:               url,
+		Format:            shotd.FormatPNG,
+		ImageQuality:      80,
+		ViewportWidth:     400,
+		ViewportHeight:    300,
+		DeviceScaleFactor: 1,
+		WaitUntil:         shotd.WaitLoad,
+		Timeout:           20 * time.Second,
+	}
+}
+
+func htmlOpts(html string) *shotd.Options {
+	o := opts("")
+	o.HTML = html
+	return o
+}
+
+func doRender(t testing.TB, p *Process, o *shotd.Options) (*shotd.Output, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	return p.Render(ctx, o)
+}
+
+func mustRender(t testing.TB, p *Process, o *shotd.Options) *shotd.Output {
+	t.Helper()
+	out, err := doRender(t, p, o)
+	if err != nil {
+		t.Fatalf("render: %v", err)
+	}
+	return out
+}
+
+// server serves mux on 127.0.0.1. release is closed before the server, so that handlers that
+// hold a request can select on it and let Close finish.
+func server(t testing.TB, mux *http.ServeMux) (srv *httptest.Server, release <-chan struct{}) {
+	t.Helper()
+	srv = httptest.NewServer(mux)
+	done := make(chan struct{})
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(done) })
+	return srv, done
+}
+
+func htmlPage(body string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		fmt.Fprint(w, body)
+	}
+}
+
+func decodePNG(t testing.TB, data []byte) image.Image {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("decode png: %v", err)
+	}
+	return img
+}
+
+// rgbAt returns the 8-bit colour of a pixel.
+func rgbAt(img image.Image, x, y int) [3]uint8 {
+	r, g, b, _ := img.At(x, y).RGBA()
+	return [3]uint8{uint8(r >> 8), uint8(g >> 8), uint8(b >> 8)}
+}
+
+func wantCode(t testing.TB, err error, code shotd.Code) *shotd.Error {
+	t.Helper()
+	if err == nil {
+		t.Fatalf("render succeeded, want %s", code)
+	}
+	var e *shotd.Error
+	if !errors.As(err, &e) {
+		t.Fatalf("error %T %v is not a *shotd.Error", err, err)
+	}
+	if e.Code != code {
+		t.Fatalf("code = %s (%v), want %s", e.Code, err, code)
+	}
+	return e
+}
+
+func pngDecode(data []byte) (image.Image, error) { return png.Decode(bytes.NewReader(data)) }

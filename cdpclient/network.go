@@ -1,0 +1,91 @@
+package cdpclient
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/network"
+)
+
+// netTracker counts the page's requests in flight from Network events. The three event streams
+// are read independently, so a request may be seen done before it is seen started: a request is
+// in flight when it is started and not done, whatever the order the events were read in. A
+// redirect keeps its request id, so it stays one request.
+type netTracker struct {
+	sent     network.RequestWillBeSentClient
+	finished network.LoadingFinishedClient
+	failed   network.LoadingFailedClient
+	started  map[network.RequestID]bool
+	done     map[network.RequestID]bool
+}
+
+// trackNetwork subscribes to the request events of t and enables the Network domain. The streams
+// end with ctx.
+func trackNetwork(ctx context.Context, t *tab) (n *netTracker, err error) {
+	n = &netTracker{started: map[network.RequestID]bool{}, done: map[network.RequestID]bool{}}
+	if n.sent, err = t.c.Network.RequestWillBeSent(ctx); err != nil {
+		return nil, err
+	}
+	if n.finished, err = t.c.Network.LoadingFinished(ctx); err != nil {
+		return nil, err
+	}
+	if n.failed, err = t.c.Network.LoadingFailed(ctx); err != nil {
+		return nil, err
+	}
+	if err := t.c.Network.Enable(ctx, network.NewEnableArgs()); err != nil {
+		return nil, err
+	}
+	return n, nil
+}
+
+func (n *netTracker) inFlight() int {
+	c := 0
+	for id := range n.started {
+		if !n.done[id] {
+			c++
+		}
+	}
+	return c
+}
+
+// waitIdle returns once no request has been in flight, and no request event seen, for quiet.
+func (n *netTracker) waitIdle(ctx context.Context, quiet time.Duration) error {
+	if n == nil {
+		return errors.New("network tracking is off")
+	}
+	timer := time.NewTimer(quiet)
+	defer timer.Stop()
+	for {
+		var err error
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			if n.inFlight() == 0 {
+				return nil
+			}
+			timer.Reset(quiet)
+			continue
+		case <-n.sent.Ready():
+			var ev *network.RequestWillBeSentReply
+			if ev, err = n.sent.Recv(); err == nil {
+				n.started[ev.RequestID] = true
+			}
+		case <-n.finished.Ready():
+			var ev *network.LoadingFinishedReply
+			if ev, err = n.finished.Recv(); err == nil {
+				n.done[ev.RequestID] = true
+			}
+		case <-n.failed.Ready():
+			var ev *network.LoadingFailedReply
+			if ev, err = n.failed.Recv(); err == nil {
+				n.done[ev.RequestID] = true
+			}
+		}
+		if err != nil {
+			return err
+		}
+		timer.Reset(quiet)
+	}
+}

@@ -1,0 +1,527 @@
+package cdpclient
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/rpcc"
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
+
+	"github.com/shotd/shotd"
+)
+
+// Config configures one Chrome process.
+type Config struct {
+	Path         string        // browser binary; "" = FindBrowser("")
+	ExtraFlags   []string      // appended to the launch flags (e.g. --proxy-server=...); a repeated flag wins over ours
+	StartTimeout time.Duration // deadline for "DevTools listening on"; default 20s
+	Prewarm      int           // ready (browser context + target) pairs kept; default 2, < 0: none
+	// Dir is the parent of the user-data dirs; "" = os.TempDir(). A service killed without
+	// Close leaves its dirs (Chrome itself dies with it): a dedicated Dir can be emptied at start.
+	Dir string
+	// Guard, when set, keeps pages away from Chrome's own devtools port and checks every
+	// document request (main frame, iframes, each redirect hop) before Chrome makes it.
+	Guard Guard
+	Log   zerolog.Logger
+}
+
+// Guard is the egress guard as cdpclient uses it; *egress.Guard implements it.
+type Guard interface {
+	CheckURL(ctx context.Context, rawURL string) error
+	DenyPort(ap netip.AddrPort)
+	AllowPort(ap netip.AddrPort)
+}
+
+// ProxyFlags makes Chrome send every connection through the egress proxy at addr: loopback too
+// ("<-loopback>" removes Chrome's implicit loopback bypass), and WebRTC may not use UDP outside
+// the proxy, so no page can reach an address the guard has not checked.
+func ProxyFlags(addr string) []string {
+	return []string{
+		"--proxy-server=http://" + addr,
+		"--proxy-bypass-list=<-loopback>",
+		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+	}
+}
+
+const (
+	defaultStartTimeout = 20 * time.Second
+	defaultPrewarm      = 2
+	browserCloseTimeout = 2 * time.Second  // Browser.close before the group is killed
+	gracefulExitWait    = time.Second      // how long Chrome may take to exit after Browser.close
+	reapTimeout         = 10 * time.Second // bound of the waits after the SIGKILL, whatever Close's ctx
+	disposeTimeout      = 5 * time.Second  // disposal of one browser context
+)
+
+var (
+	errBrowserStopped = errors.New("chrome stopped")
+	errClosed         = errors.New("process closed")
+)
+
+// browserNames are tried on PATH, in order, when Config.Path is empty.
+var browserNames = []string{"chromium", "chromium-browser", "google-chrome"}
+
+// FindBrowser returns path when it is set and executable (a bare name is looked up on PATH), else
+// the first of chromium, chromium-browser, google-chrome found on PATH.
+func FindBrowser(path string) (string, error) {
+	if path != "" {
+		p, err := exec.LookPath(path)
+		if err != nil {
+			return "", shotd.Wrap(shotd.CodeRendererUnavailable, err, "the configured browser is not an executable file")
+		}
+		return p, nil
+	}
+	for _, name := range browserNames {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", shotd.Errorf(shotd.CodeRendererUnavailable, "no browser found on PATH (tried %s)", strings.Join(browserNames, ", "))
+}
+
+// launchFlags are the Chrome flags of a render-farm browser: headless, no background traffic of
+// its own, nothing that waits for a user.
+func launchFlags(userDataDir string) []string {
+	return []string{
+		"--headless",
+		// Containers rarely allow the user namespaces the sandbox needs; renders are isolated by
+		// browser contexts and the egress guard.
+		"--no-sandbox",
+		"--disable-gpu",
+		"--disable-quic", // QUIC is UDP and would go around the HTTP proxy of the egress guard
+		"--no-first-run",
+		"--no-default-browser-check",
+		"--disable-background-networking", // no safe-browsing, variations or other fetches of its own
+		"--disable-component-update",
+		"--disable-sync",
+		"--disable-default-apps",
+		"--disable-extensions",
+		"--disable-dev-shm-usage", // /dev/shm is small in containers; shared memory goes to the temp dir
+		// The crashpad handler still starts, in a session of its own (setsid), so outside our
+		// group; it exits by itself when Chrome does. --disable-crashpad-for-testing would keep
+		// it away but makes every navigation fail with ERR_ABORTED (Chromium 156). Its database
+		// is under XDG_CONFIG_HOME, which Launch points into the user-data dir.
+		"--disable-breakpad",
+		"--metrics-recording-only",     // record nothing to upload, upload nothing
+		"--disable-domain-reliability", // no reliability beacons to Google
+		"--disable-client-side-phishing-detection",
+		"--disable-field-trial-config", // no A/B field trials: the same page renders the same on every host
+		"--password-store=basic",       // never ask a desktop keyring (it can block without a session bus)
+		"--use-mock-keychain",          // the same on macOS
+		"--no-pings",                   // no hyperlink auditing pings
+		"--deny-permission-prompts",    // notification/geolocation prompts are refused, never pending
+		"--disable-hang-monitor",       // no "page unresponsive" handling for slow pages
+		"--disable-prompt-on-repost",
+		"--disable-background-timer-throttling",    // targets are never focused; their timers must run at full rate
+		"--disable-backgrounding-occluded-windows", // nor be treated as hidden windows
+		"--disable-renderer-backgrounding",         // nor get background renderer priority
+		"--force-color-profile=srgb",               // the same colours whatever the host's display profile
+		"--hide-scrollbars",
+		"--mute-audio",
+		// Background services a render farm never wants; the back-forward cache is useless for
+		// one-shot targets.
+		"--disable-features=" + strings.Join([]string{
+			"Translate", "OptimizationHints", "MediaRouter", "DialMediaRouteProvider",
+			"AutofillServerCommunication", "CertificateTransparencyComponentUpdater",
+			"InterestFeedContentSuggestions", "PrivacySandboxSettings4", "BackForwardCache",
+		}, ","),
+		"--remote-debugging-address=127.0.0.1",
+		"--remote-debugging-port=0", // the kernel picks a free port; Chrome prints it on stderr
+		"--user-data-dir=" + userDataDir,
+	}
+}
+
+// Process is one running Chrome, owned by one actor.
+type Process struct {
+	cfg   Config
+	log   zerolog.Logger
+	cmd   *exec.Cmd
+	pid   int
+	dir   string // user-data dir, removed by Close
+	host  string // 127.0.0.1:port of the DevTools endpoint
+	wsURL string // browser websocket
+
+	conn    *rpcc.Conn // browser connection
+	browser *cdp.Client
+
+	// life is cancelled when Chrome exits, its connection closes or Close starts; renders and the
+	// pre-warmer stop with it.
+	life       context.Context
+	cancelLife context.CancelCauseFunc
+
+	exited       chan struct{}
+	disconnected chan struct{}
+	stderr       *os.File
+	stderrDone   chan struct{}
+
+	reapMu sync.Mutex // serialises the group kill with reaping the leader
+	reaped bool
+
+	devtools netip.AddrPort // denied in the guard while this Chrome lives
+
+	mu      sync.Mutex // protects closing and wg.Add after Launch
+	closing bool
+	wg      sync.WaitGroup
+
+	ready chan *tab     // pre-warmed pairs
+	slots chan struct{} // one token per pair the pre-warmer may create
+
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// Launch starts Chrome and connects to it. A failed Launch leaves no process and no directory.
+func Launch(ctx context.Context, cfg Config) (*Process, error) {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = defaultStartTimeout
+	}
+	if cfg.Prewarm == 0 {
+		cfg.Prewarm = defaultPrewarm
+	}
+	path, err := FindBrowser(cfg.Path)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp(cfg.Dir, "shotd-chrome-")
+	if err != nil {
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser profile directory")
+	}
+	r, w, err := os.Pipe()
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
+	}
+
+	cmd := exec.Command(path, append(append(launchFlags(dir), cfg.ExtraFlags...), "about:blank")...)
+	// Our own stderr pipe instead of cmd.StderrPipe: Wait must not close it under the reader,
+	// which keeps draining after the handshake so Chrome never blocks on a full pipe.
+	cmd.Stderr = w
+	// Chrome writes outside --user-data-dir to $XDG_CONFIG_HOME (the crash database) and
+	// $XDG_CACHE_HOME; keep all of it in the dir that Close removes.
+	// TMPDIR too: Chrome killed with SIGKILL cannot remove the org.chromium.* dirs it makes there.
+	tmp := filepath.Join(dir, "tmp")
+	if err := os.Mkdir(tmp, 0o700); err != nil {
+		r.Close()
+		w.Close()
+		os.RemoveAll(dir)
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser profile directory")
+	}
+	cmd.Env = append(os.Environ(),
+		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
+		"XDG_CACHE_HOME="+filepath.Join(dir, "xdg-cache"),
+		"TMPDIR="+tmp)
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		Setpgid: true, // own group: Close kills Chrome and all its helpers at once
+		// Chrome dies with us. The signal follows the forking OS thread; the Go runtime does not
+		// retire threads of unlocked goroutines, so in practice it follows the service.
+		Pdeathsig: syscall.SIGKILL,
+	}
+	if err := cmd.Start(); err != nil {
+		r.Close()
+		w.Close()
+		os.RemoveAll(dir)
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
+	}
+	w.Close() // Chrome holds the write end now; EOF comes when its whole group is gone
+
+	life, cancelLife := context.WithCancelCause(context.Background())
+	p := &Process{
+		cfg:          cfg,
+		log:          cfg.Log.With().Int("pid", cmd.Process.Pid).Logger(),
+		cmd:          cmd,
+		pid:          cmd.Process.Pid,
+		dir:          dir,
+		life:         life,
+		cancelLife:   cancelLife,
+		exited:       make(chan struct{}),
+		disconnected: make(chan struct{}),
+		stderr:       r,
+		stderrDone:   make(chan struct{}),
+	}
+	found := make(chan string, 1)
+	p.wg.Add(2)
+	go p.reap()
+	go p.readStderr(found)
+
+	if err := p.connect(ctx, found); err != nil {
+		// shutdown removes the dir and waits for both goroutines.
+		if serr := p.shutdown(context.Background(), false); serr != nil {
+			p.log.Warn().Err(serr).Msg("cleanup after failed launch")
+		}
+		return nil, err
+	}
+
+	n := max(cfg.Prewarm, 0)
+	p.ready = make(chan *tab, n)
+	p.slots = make(chan struct{}, n)
+	for range n {
+		p.slots <- struct{}{}
+	}
+	p.wg.Add(1)
+	go p.watchConn()
+	for range prewarmWorkers(n) {
+		p.wg.Add(1)
+		go p.prewarm()
+	}
+	p.log.Info().Str("host", p.host).Str("user_data_dir", dir).Msg("chrome started")
+	return p, nil
+}
+
+// connect waits for the DevTools address on stderr and dials the browser websocket, all within
+// StartTimeout.
+func (p *Process) connect(ctx context.Context, found <-chan string) error {
+	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
+	defer cancel()
+	select {
+	case p.wsURL = <-found:
+	case <-p.stderrDone:
+		// stderr closed without the address: Chrome died, or a wrapper exited without exec.
+		select {
+		case p.wsURL = <-found:
+		default:
+			return shotd.Errorf(shotd.CodeRendererUnavailable, "the browser exited before it was ready")
+		}
+	case <-ctx.Done():
+		return shotd.Wrap(shotd.CodeRendererUnavailable, ctx.Err(), "the browser did not become ready in time")
+	}
+	u, err := url.Parse(p.wsURL)
+	if err != nil {
+		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "the browser printed an unusable DevTools address")
+	}
+	p.host = u.Host
+	if ap, err := netip.ParseAddrPort(u.Host); err == nil && p.cfg.Guard != nil {
+		// No page may talk to the devtools endpoint, even with 127.0.0.1 allow-listed.
+		p.cfg.Guard.DenyPort(ap)
+		p.devtools = ap
+	}
+	p.conn, err = dial(ctx, p.wsURL)
+	if err != nil {
+		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot connect to the browser")
+	}
+	p.browser = cdp.NewClient(p.conn)
+	return nil
+}
+
+// reap is the only caller of cmd.Wait. It first waits without reaping: while the leader is an
+// unreaped zombie its pid, and so our process group id, cannot be reused, so killing the group
+// then can only reach our own processes.
+func (p *Process) reap() {
+	defer p.wg.Done()
+	var info unix.Siginfo
+	for {
+		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	p.reapMu.Lock()
+	// Renderers and helpers of a dead Chrome are of no use: take them down with it.
+	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	p.reaped = true
+	p.reapMu.Unlock()
+
+	err := p.cmd.Wait()
+	p.log.Info().Err(err).Msg("chrome exited")
+	p.cancelLife(errBrowserStopped)
+	close(p.exited)
+}
+
+// killGroup sends SIGKILL to our process group, and to nothing else: once the leader has been
+// reaped the group id may belong to someone else, so it does nothing then.
+func (p *Process) killGroup() {
+	p.reapMu.Lock()
+	defer p.reapMu.Unlock()
+	if !p.reaped {
+		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
+	}
+}
+
+// readStderr hands the DevTools address to Launch and drains the rest, logging it at debug.
+func (p *Process) readStderr(found chan<- string) {
+	defer p.wg.Done()
+	defer close(p.stderrDone)
+	defer p.stderr.Close()
+	br := bufio.NewReaderSize(p.stderr, 16<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if line = strings.TrimRight(line, "\r\n"); line != "" {
+			if found != nil {
+				if u, ok := devToolsURL(line); ok {
+					found <- u
+					found = nil
+				}
+			}
+			if len(line) > 2000 {
+				line = line[:2000]
+			}
+			p.log.Debug().Str("line", line).Msg("chrome stderr")
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func devToolsURL(line string) (string, bool) {
+	const prefix = "DevTools listening on "
+	i := strings.Index(line, prefix)
+	if i < 0 {
+		return "", false
+	}
+	u := strings.TrimSpace(line[i+len(prefix):])
+	return u, strings.HasPrefix(u, "ws://")
+}
+
+// watchConn turns the end of the browser connection into Disconnected.
+func (p *Process) watchConn() {
+	defer p.wg.Done()
+	<-p.conn.Context().Done()
+	p.log.Debug().Msg("chrome connection closed")
+	p.cancelLife(errBrowserStopped)
+	close(p.disconnected)
+}
+
+// PID is the process id of Chrome, which is also its process group id.
+func (p *Process) PID() int { return p.pid }
+
+// Exited is closed once the Chrome process has exited and been reaped.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Disconnected is closed once the browser's DevTools websocket is gone.
+func (p *Process) Disconnected() <-chan struct{} { return p.disconnected }
+
+// Close stops Chrome: Browser.close with a short deadline, SIGKILL to the process group, reap,
+// remove the user-data dir, and wait for every goroutine of the Process. Renders still running
+// fail with internal_error. Close is idempotent; later calls return the first result.
+func (p *Process) Close(ctx context.Context) error {
+	p.closeOnce.Do(func() { p.closeErr = p.shutdown(ctx, true) })
+	return p.closeErr
+}
+
+func (p *Process) shutdown(ctx context.Context, graceful bool) error {
+	p.mu.Lock()
+	p.closing = true
+	p.mu.Unlock()
+	p.cancelLife(errClosed)
+
+	if graceful && p.browser != nil && !isDone(p.disconnected) {
+		// A polite close lets Chrome end its children itself; the kill below is the guarantee.
+		bctx, cancel := context.WithTimeout(ctx, browserCloseTimeout)
+		err := p.browser.Browser.Close(bctx)
+		cancel()
+		if err == nil {
+			t := time.NewTimer(gracefulExitWait)
+			select {
+			case <-p.exited:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+		} else {
+			p.log.Debug().Err(err).Msg("browser.close failed")
+		}
+	}
+	p.killGroup()
+
+	// After SIGKILL the exit is a matter of milliseconds; wait for it, and for the goroutines,
+	// even when the caller's ctx has run out, so that nothing is left behind. Bounded all the
+	// same, should the kernel hold a process (uninterruptible I/O).
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), reapTimeout)
+	defer cancel()
+	var errs []error
+	select {
+	case <-p.exited:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("chrome pid %d did not exit: %w", p.pid, ctx.Err()))
+	}
+	if p.conn != nil {
+		p.conn.Close()
+	}
+	for drained := false; !drained; {
+		select {
+		case t := <-p.ready: // nil after a failed Launch: never ready
+			t.conn.Close()
+		default:
+			drained = true
+		}
+	}
+	// With the group dead nobody holds the write end any more; closing the read end also
+	// unblocks the reader should an escaped helper still hold it.
+	select {
+	case <-p.stderrDone:
+	case <-time.After(500 * time.Millisecond):
+		p.stderr.Close()
+	}
+	done := make(chan struct{})
+	go func() { p.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-ctx.Done():
+		errs = append(errs, fmt.Errorf("goroutines of chrome pid %d did not end: %w", p.pid, ctx.Err()))
+	}
+	if err := removeDir(ctx, p.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if p.devtools.IsValid() && isDone(p.exited) {
+		p.cfg.Guard.AllowPort(p.devtools) // the listener is gone with the process
+	}
+	if len(errs) > 0 {
+		return shotd.Wrap(shotd.CodeInternalError, errors.Join(errs...), "the browser did not stop cleanly")
+	}
+	p.log.Debug().Msg("chrome closed")
+	return nil
+}
+
+// removeDir removes the user-data dir, retrying while the crashpad handler, which outlives Chrome
+// by a moment, may still add files to it.
+func removeDir(ctx context.Context, dir string) error {
+	var err error
+	for range 10 {
+		if err = os.RemoveAll(dir); err == nil {
+			return nil
+		}
+		select {
+		case <-time.After(100 * time.Millisecond):
+		case <-ctx.Done():
+			return err
+		}
+	}
+	return err
+}
+
+// spawn runs f on a goroutine that Close waits for; once Close has begun it runs nothing and
+// reports false.
+func (p *Process) spawn(f func()) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closing {
+		return false
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+	return true
+}
+
+func isDone(c <-chan struct{}) bool {
+	select {
+	case <-c:
+		return true
+	default:
+		return false
+	}
+}

@@ -1,0 +1,459 @@
+package cdpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"image"
+	_ "image/jpeg" // DecodeConfig of captured jpeg
+	_ "image/png"  // DecodeConfig of captured png
+	"math"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/emulation"
+	"github.com/mafredri/cdp/protocol/network"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/rpcc"
+
+	"github.com/shotd/shotd"
+)
+
+// Fallbacks for options the parser normally fills in.
+const (
+	defaultTimeout = 30 * time.Second
+	defaultWidth   = 1280
+	defaultHeight  = 1024
+	defaultQuality = 80
+	touchMaxPoints = 5
+)
+
+var errRenderTimeout = errors.New("render timeout")
+
+// testHookAfterStep, when set by a test, runs after each step of every render.
+var testHookAfterStep func(step string, t *tab)
+
+// networkQuiet is how long the network must stay without a request in flight for networkidle.
+const networkQuiet = 500 * time.Millisecond
+
+var waitValues = map[string]bool{
+	"": true, shotd.WaitLoad: true, shotd.WaitDOMContentLoaded: true, shotd.WaitNetworkIdle: true, shotd.WaitCommit: true,
+}
+
+// render is the state of one Render call, passed from step to step.
+type render struct {
+	p *Process
+	t *tab
+	o *shotd.Options
+
+	format  string
+	width   int
+	height  int
+	scale   float64
+	timeout time.Duration
+
+	html      bool             // the source is o.HTML, set with Page.setDocumentContent
+	loaderID  network.LoaderID // the navigation's loader; "" for html and same-document
+	net       *netTracker      // requests in flight, for networkidle
+	intercept *interceptor     // Fetch interception; nil when nothing needs it
+	data      []byte
+}
+
+// step is one stage of a render. Later options slot in as one more step or as code in one of
+// these.
+type step struct {
+	name string
+	run  func(context.Context) error
+}
+
+func (r *render) steps() []step {
+	return []step{
+		{"emulate", r.emulate},
+		{"prepare", r.prepare},
+		{"navigate", r.navigate},
+		{"wait", r.wait},
+		{"settle", r.settle},
+		{"capture", r.capture},
+	}
+}
+
+// Render renders o in a fresh browser context and returns the file. Several Renders may run at
+// once on one Process. o.Timeout bounds the whole render.
+func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	start := time.Now()
+	r, err := newRender(p, o)
+	if err != nil {
+		return nil, err
+	}
+	if p.life.Err() != nil {
+		return nil, shotd.Wrap(shotd.CodeInternalError, context.Cause(p.life), "the browser is not running")
+	}
+
+	rctx, cancelTimeout := context.WithTimeoutCause(ctx, r.timeout, errRenderTimeout)
+	defer cancelTimeout()
+	rctx, cancel := context.WithCancelCause(rctx)
+	defer cancel(nil)
+	// Chrome exiting or its connection closing ends the render at once, whatever it waits for.
+	stop := context.AfterFunc(p.life, func() { cancel(errBrowserStopped) })
+	defer stop()
+
+	r.t, err = p.acquire(rctx)
+	if err != nil {
+		return nil, r.fail(ctx, rctx, "open target", err)
+	}
+	defer p.release(r.t)
+	defer func() {
+		if r.intercept != nil {
+			r.intercept.stop()
+		}
+	}()
+
+	for _, s := range r.steps() {
+		if err := s.run(rctx); err != nil {
+			return nil, r.fail(ctx, rctx, s.name, err)
+		}
+		if testHookAfterStep != nil {
+			testHookAfterStep(s.name, r.t)
+		}
+	}
+	w, h, err := imageSize(r.format, r.data)
+	if err != nil {
+		p.log.Warn().Err(err).Str("format", r.format).Msg("read captured image size")
+		w, h = int(math.Round(float64(r.width)*r.scale)), int(math.Round(float64(r.height)*r.scale))
+	}
+	return &shotd.Output{
+		Data:        r.data,
+		Format:      r.format,
+		ContentType: shotd.ContentTypes[r.format],
+		Width:       w,
+		Height:      h,
+		RenderMs:    time.Since(start).Milliseconds(),
+	}, nil
+}
+
+func newRender(p *Process, o *shotd.Options) (*render, error) {
+	if o == nil {
+		return nil, shotd.Errorf(shotd.CodeInternalError, "no render options")
+	}
+	r := &render{p: p, o: o, format: o.Format, width: o.ViewportWidth, height: o.ViewportHeight,
+		scale: o.DeviceScaleFactor, timeout: o.Timeout}
+	switch {
+	case o.URL != "":
+	case o.HTML != "":
+		r.html = true
+	case o.Markdown != "":
+		return nil, shotd.Errorf(shotd.CodeInternalError, "markdown must be converted to html before the render")
+	default:
+		return nil, shotd.Errorf(shotd.CodeInternalError, "no source to render")
+	}
+	switch r.format {
+	case "":
+		r.format = shotd.FormatPNG
+	case shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP:
+	default:
+		e := shotd.Errorf(shotd.CodeInvalidOptions, "format %s is not supported yet", r.format)
+		e.Fields = []shotd.FieldError{{Field: "format", Message: "not supported yet"}}
+		return nil, e
+	}
+	if !waitValues[o.WaitUntil] {
+		e := shotd.Errorf(shotd.CodeInvalidOptions, "unknown wait_until %q", o.WaitUntil)
+		e.Fields = []shotd.FieldError{{Field: "wait_until", Message: "unknown value"}}
+		return nil, e
+	}
+	if r.width <= 0 {
+		r.width = defaultWidth
+	}
+	if r.height <= 0 {
+		r.height = defaultHeight
+	}
+	if r.scale <= 0 {
+		r.scale = 1
+	}
+	if r.timeout <= 0 {
+		r.timeout = defaultTimeout
+	}
+	return r, nil
+}
+
+// emulate sets the viewport, touch and user agent before anything loads.
+func (r *render) emulate(ctx context.Context) error {
+	c := r.t.c
+	m := metrics{width: r.width, height: r.height, scale: r.scale, mobile: r.o.ViewportMobile}
+	switch {
+	case r.o.ViewportLandscape:
+		// Width and height are already rotated by the parser; this is what screen.orientation
+		// and the orientation media query report.
+		m.orientation = "landscapePrimary"
+	case r.o.ViewportMobile:
+		// Without it a phone reports the orientation of the headless host screen.
+		m.orientation = "portraitPrimary"
+	}
+	if err := r.t.setMetrics(ctx, m); err != nil {
+		return err
+	}
+	if r.o.HasTouch {
+		if err := c.Emulation.SetTouchEmulationEnabled(ctx, emulation.NewSetTouchEmulationEnabledArgs(true).SetMaxTouchPoints(touchMaxPoints)); err != nil {
+			return err
+		}
+	}
+	if r.o.UserAgent != "" {
+		// The Emulation override covers both the User-Agent header and navigator.userAgent.
+		if err := c.Emulation.SetUserAgentOverride(ctx, emulation.NewSetUserAgentOverrideArgs(r.o.UserAgent)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// prepare puts in place what must be there before the navigation starts. Headers, cookies,
+// interception and blocking will go here.
+func (r *render) prepare(ctx context.Context) error {
+	if r.p.cfg.Guard != nil {
+		in, err := startInterceptor(ctx, r)
+		if err != nil {
+			return err
+		}
+		r.intercept = in
+	}
+	if r.o.WaitUntil == shotd.WaitNetworkIdle {
+		// Chrome's own networkIdle lifecycle event does not come reliably (never after
+		// Page.setDocumentContent, for one), so requests are counted here. Only for networkidle:
+		// Network events cost a message per request and event.
+		n, err := trackNetwork(ctx, r.t)
+		if err != nil {
+			return err
+		}
+		r.net = n
+	}
+	return nil
+}
+
+// netError picks Chrome's net error name out of Page.navigate's errorText, the only part of it
+// that is safe to show.
+var netError = regexp.MustCompile(`net::ERR_[A-Z0-9_]+`)
+
+// navigate loads the source and returns once the navigation has committed.
+func (r *render) navigate(ctx context.Context) error {
+	c := r.t.c
+	if r.html {
+		// The target is a fresh about:blank: forget its lifecycle events so that wait sees only
+		// those of the document written now.
+		if err := drainLifecycle(r.t); err != nil {
+			return err
+		}
+		// setDocumentContent does document.open/write/close: the document gets the usual
+		// DOMContentLoaded and load lifecycle events after an "init".
+		return c.Page.SetDocumentContent(ctx, page.NewSetDocumentContentArgs(r.t.frameID, r.o.HTML))
+	}
+	nav, err := c.Page.Navigate(ctx, page.NewNavigateArgs(r.o.URL))
+	if err != nil {
+		return err
+	}
+	if r.intercept != nil && r.intercept.refused.Load() {
+		// The guard refused the document, or a redirect hop of it, before Chrome sent anything.
+		return shotd.Errorf(shotd.CodeHostNotAllowed, "the page or one of its redirects leads to a private, local or internal address")
+	}
+	if r.intercept != nil {
+		if reason := r.intercept.upstream.Load(); reason != nil {
+			return shotd.Errorf(shotd.CodeNavigationFailed, "the page could not be loaded: %s", *reason)
+		}
+	}
+	if nav.ErrorText != nil && *nav.ErrorText != "" {
+		name := netError.FindString(*nav.ErrorText)
+		// An HTTP error answer with an empty body fails as ERR_HTTP_RESPONSE_CODE_FAILURE, but a
+		// 4xx/5xx page is captured like any other.
+		if name != "net::ERR_HTTP_RESPONSE_CODE_FAILURE" {
+			if name == "" {
+				name = "unknown error"
+			}
+			return shotd.Wrap(shotd.CodeNavigationFailed, fmt.Errorf("navigate: %s", *nav.ErrorText),
+				"the page could not be loaded: "+name)
+		}
+	}
+	if nav.LoaderID != nil {
+		r.loaderID = *nav.LoaderID
+	}
+	return nil
+}
+
+func drainLifecycle(t *tab) error {
+	for {
+		select {
+		case <-t.lifecycle.Ready():
+			if _, err := t.lifecycle.Recv(); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}
+
+// wait blocks until the page is as loaded as wait_until asks.
+func (r *render) wait(ctx context.Context) error {
+	switch r.o.WaitUntil {
+	case shotd.WaitCommit:
+		if r.html {
+			return nil // Page.setDocumentContent has answered: the document is there
+		}
+		// Page.navigate answers before the new document's renderer is attached; capturing then
+		// fails with "Not attached to an active page". Its first lifecycle event, init, marks it.
+		return r.waitLifecycle(ctx, "init")
+	case shotd.WaitDOMContentLoaded:
+		return r.waitLifecycle(ctx, "DOMContentLoaded")
+	case shotd.WaitNetworkIdle:
+		// As in Playwright: the load event, then no request in flight for networkQuiet.
+		if err := r.waitLifecycle(ctx, "load"); err != nil {
+			return err
+		}
+		return r.net.waitIdle(ctx, networkQuiet)
+	default:
+		return r.waitLifecycle(ctx, "load")
+	}
+}
+
+// waitLifecycle blocks until the lifecycle event name of the main frame's new document: of the
+// navigation's loader for a URL, after the "init" of document.open for HTML.
+func (r *render) waitLifecycle(ctx context.Context, name string) error {
+	if !r.html && r.loaderID == "" {
+		return nil // a same-document navigation has no lifecycle of its own
+	}
+	seenInit := !r.html
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-r.t.lifecycle.Ready():
+		}
+		ev, err := r.t.lifecycle.Recv()
+		if err != nil {
+			return err
+		}
+		if ev.FrameID != r.t.frameID || (r.loaderID != "" && ev.LoaderID != r.loaderID) {
+			continue
+		}
+		if !seenInit {
+			seenInit = ev.Name == "init"
+			continue
+		}
+		if ev.Name == name {
+			return nil
+		}
+	}
+}
+
+// settle runs after the page is loaded and before the capture: the delay for now.
+func (r *render) settle(ctx context.Context) error {
+	if r.o.Delay <= 0 {
+		return nil
+	}
+	t := time.NewTimer(r.o.Delay)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// capture has Chrome encode the viewport in the requested format.
+func (r *render) capture(ctx context.Context) error {
+	args := page.NewCaptureScreenshotArgs().SetFormat(r.format)
+	if r.format == shotd.FormatJPEG || r.format == shotd.FormatWebP {
+		q := r.o.ImageQuality
+		if q <= 0 {
+			q = defaultQuality
+		}
+		args.SetQuality(q)
+	}
+	for attempt := 1; ; attempt++ {
+		shot, err := r.t.c.Page.CaptureScreenshot(ctx, args)
+		if err == nil {
+			r.data = shot.Data
+			return nil
+		}
+		// A page that navigates itself (a script or meta redirect) is briefly between renderers.
+		var re *rpcc.ResponseError
+		if attempt == 3 || !errors.As(err, &re) || !strings.Contains(re.Message, "Not attached to an active page") {
+			return err
+		}
+		select {
+		case <-time.After(50 * time.Millisecond):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// fail turns the error of a step into a catalogue error: the render's own deadline is a timeout,
+// a vanished browser or connection is a retryable internal error, the caller's cancellation
+// likewise.
+func (r *render) fail(ctx, rctx context.Context, stepName string, err error) *shotd.Error {
+	cause := fmt.Errorf("%s: %w", stepName, err)
+	var e *shotd.Error
+	switch {
+	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errRenderTimeout):
+		e = shotd.Wrap(shotd.CodeTimeout, cause, fmt.Sprintf("the page was not ready within the timeout of %s", r.timeout))
+	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errBrowserStopped):
+		e = shotd.Wrap(shotd.CodeInternalError, cause, "the browser stopped during the render")
+	case ctx.Err() != nil:
+		e = shotd.Wrap(shotd.CodeInternalError, cause, "the render was cancelled")
+	case errors.As(err, &e):
+	case r.t != nil && r.t.crashed.Load():
+		e = shotd.Wrap(shotd.CodeInternalError, cause, "the page crashed during the render")
+	case isConnClosed(err) || r.p.life.Err() != nil:
+		e = shotd.Wrap(shotd.CodeInternalError, cause, "the browser stopped during the render")
+	default:
+		e = shotd.Wrap(shotd.CodeInternalError, cause, "the render failed")
+	}
+	r.p.log.Debug().Err(cause).Str("code", string(e.Code)).Msg("render failed")
+	return e
+}
+
+// isConnClosed reports rpcc's "connection is closing" errors.
+func isConnClosed(err error) bool {
+	var c interface{ Closed() bool }
+	return errors.As(err, &c) && c.Closed()
+}
+
+// imageSize reads the pixel size from the image header.
+func imageSize(format string, data []byte) (int, int, error) {
+	if format == shotd.FormatWebP {
+		return webpSize(data)
+	}
+	cfg, _, err := image.DecodeConfig(bytes.NewReader(data))
+	if err != nil {
+		return 0, 0, err
+	}
+	return cfg.Width, cfg.Height, nil
+}
+
+// webpSize reads the canvas size of a RIFF WebP file (lossy VP8, lossless VP8L or extended VP8X).
+func webpSize(b []byte) (int, int, error) {
+	if len(b) < 30 || string(b[0:4]) != "RIFF" || string(b[8:12]) != "WEBP" {
+		return 0, 0, errors.New("not a webp file")
+	}
+	switch string(b[12:16]) {
+	case "VP8 ":
+		// frame tag (3 bytes), start code 9d 01 2a, then 14-bit width and height.
+		if b[23] != 0x9d || b[24] != 0x01 || b[25] != 0x2a {
+			return 0, 0, errors.New("bad vp8 start code")
+		}
+		return int(binary.LittleEndian.Uint16(b[26:28]) & 0x3fff), int(binary.LittleEndian.Uint16(b[28:30]) & 0x3fff), nil
+	case "VP8L":
+		if b[20] != 0x2f {
+			return 0, 0, errors.New("bad vp8l signature")
+		}
+		bits := binary.LittleEndian.Uint32(b[21:25])
+		return int(bits&0x3fff) + 1, int((bits>>14)&0x3fff) + 1, nil
+	case "VP8X":
+		w := int(b[24]) | int(b[25])<<8 | int(b[26])<<16
+		h := int(b[27]) | int(b[28])<<8 | int(b[29])<<16
+		return w + 1, h + 1, nil
+	}
+	return 0, 0, fmt.Errorf("unknown webp chunk %q", b[12:16])
+}

@@ -1,0 +1,250 @@
+package cdpclient
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/browser"
+	"github.com/mafredri/cdp/protocol/emulation"
+	"github.com/mafredri/cdp/protocol/inspector"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/target"
+	"github.com/mafredri/cdp/rpcc"
+)
+
+// tab is one browser context with one page target in it, connected and with the Page domain on.
+//
+// Each target gets its own websocket (ws://host/devtools/page/<targetId>) rather than a session
+// over the browser connection: mafredri/cdp's session package uses the non-flat
+// Target.sendMessageToTarget relay, which funnels every message of every render through one
+// goroutine and a browser round trip, while a page socket is a plain rpcc.Conn whose events belong
+// to that page alone.
+type tab struct {
+	browserContext browser.ContextID
+	targetID       target.ID
+	conn           *rpcc.Conn
+	c              *cdp.Client
+	frameID        page.FrameID
+	lifecycle      page.LifecycleEventClient
+	metrics        metrics     // the device metrics override in force
+	crashed        atomic.Bool // the renderer of the target crashed
+}
+
+// metrics is one Emulation.setDeviceMetricsOverride.
+type metrics struct {
+	width, height int
+	scale         float64
+	mobile        bool
+	orientation   string // "" or an emulation.ScreenOrientation type
+}
+
+// defaultMetrics is the viewport of a render without viewport options. newTab sets it ahead, as
+// the override resizes the page and costs a frame.
+var defaultMetrics = metrics{width: defaultWidth, height: defaultHeight, scale: 1}
+
+// setMetrics sets the device metrics override unless it is in force already.
+func (t *tab) setMetrics(ctx context.Context, m metrics) error {
+	if m == t.metrics {
+		return nil
+	}
+	// Screen size = viewport, so that pages reading screen.width see the emulated device.
+	args := emulation.NewSetDeviceMetricsOverrideArgs(m.width, m.height, m.scale, m.mobile).
+		SetScreenWidth(m.width).SetScreenHeight(m.height)
+	switch m.orientation {
+	case "landscapePrimary":
+		args.SetScreenOrientation(emulation.ScreenOrientation{Type: m.orientation, Angle: 90})
+	case "portraitPrimary":
+		args.SetScreenOrientation(emulation.ScreenOrientation{Type: m.orientation, Angle: 0})
+	}
+	if err := t.c.Emulation.SetDeviceMetricsOverride(ctx, args); err != nil {
+		return err
+	}
+	t.metrics = m
+	return nil
+}
+
+// newTab creates a browser context, a target in it, and connects to the target. On error it
+// disposes what it created.
+func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
+	// disposeOnDetach false: the context belongs to the render, not to a connection, and is
+	// disposed explicitly by disposeTab.
+	bc, err := p.browser.Target.CreateBrowserContext(ctx, target.NewCreateBrowserContextArgs().SetDisposeOnDetach(false))
+	if err != nil {
+		return nil, err
+	}
+	t = &tab{browserContext: bc.BrowserContextID}
+	defer func() {
+		if err != nil {
+			p.disposeTab(t)
+			t = nil
+		}
+	}()
+	tr, err := p.browser.Target.CreateTarget(ctx, target.NewCreateTargetArgs("about:blank").SetBrowserContextID(t.browserContext))
+	if err != nil {
+		return t, err
+	}
+	t.targetID = tr.TargetID
+	t.conn, err = dial(ctx, "ws://"+p.host+"/devtools/page/"+string(tr.TargetID))
+	if err != nil {
+		return t, err
+	}
+	t.c = cdp.NewClient(t.conn)
+	// The stream lives as long as the connection; Render filters its events by frame and loader.
+	t.lifecycle, err = t.c.Page.LifecycleEvent(context.Background())
+	if err != nil {
+		return t, err
+	}
+	dialogs, err := t.c.Page.JavascriptDialogOpening(context.Background())
+	if err != nil {
+		return t, err
+	}
+	crashes, err := t.c.Inspector.TargetCrashed(context.Background())
+	if err != nil {
+		return t, err
+	}
+	if !p.spawn(func() { p.watchTab(t, dialogs, crashes) }) {
+		return t, errClosed
+	}
+	if err = t.c.Inspector.Enable(ctx); err != nil {
+		return t, err
+	}
+	if err = t.c.Page.Enable(ctx); err != nil {
+		return t, err
+	}
+	// Lifecycle events give init, DOMContentLoaded and load per loader, for URL and HTML
+	// sources alike.
+	if err = t.c.Page.SetLifecycleEventsEnabled(ctx, page.NewSetLifecycleEventsEnabledArgs(true)); err != nil {
+		return t, err
+	}
+	ft, err := t.c.Page.GetFrameTree(ctx)
+	if err != nil {
+		return t, err
+	}
+	t.frameID = ft.FrameTree.Frame.ID
+	if err = t.setMetrics(ctx, defaultMetrics); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// watchTab dismisses JavaScript dialogs, which would stall the page (and its load event) until
+// the timeout, and ends the target's connection when its renderer crashes, so that the render
+// fails at once. It returns when the connection closes.
+func (p *Process) watchTab(t *tab, dialogs page.JavascriptDialogOpeningClient, crashes inspector.TargetCrashedClient) {
+	for {
+		select {
+		case <-dialogs.Ready():
+			ev, err := dialogs.Recv()
+			if err != nil {
+				return
+			}
+			// Dismiss: alert and confirm return, prompt gets null, beforeunload stays.
+			ctx, cancel := context.WithTimeout(context.Background(), disposeTimeout)
+			err = t.c.Page.HandleJavaScriptDialog(ctx, page.NewHandleJavaScriptDialogArgs(false))
+			cancel()
+			if err != nil {
+				p.log.Debug().Err(err).Str("dialog", string(ev.Type)).Msg("dismiss dialog")
+			}
+		case <-crashes.Ready():
+			if _, err := crashes.Recv(); err != nil {
+				return
+			}
+			p.log.Warn().Str("target", string(t.targetID)).Msg("page renderer crashed")
+			t.crashed.Store(true)
+			t.conn.Close()
+			return
+		}
+	}
+}
+
+// disposeTab closes the page connection and disposes the browser context, which closes its target
+// and drops its cookies, storage, cache and service workers. It uses its own deadline, detached
+// from any render.
+func (p *Process) disposeTab(t *tab) {
+	if t.conn != nil {
+		t.conn.Close()
+	}
+	if p.life.Err() != nil {
+		return // the browser is gone or going, and its contexts with it
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), disposeTimeout)
+	defer cancel()
+	if err := p.browser.Target.DisposeBrowserContext(ctx, target.NewDisposeBrowserContextArgs(t.browserContext)); err != nil && p.life.Err() == nil {
+		p.log.Warn().Err(err).Str("browser_context", string(t.browserContext)).Msg("dispose browser context")
+	}
+}
+
+// release disposes t off the caller's path; Close waits for it.
+func (p *Process) release(t *tab) {
+	if !p.spawn(func() { p.disposeTab(t) }) {
+		t.conn.Close() // closing: the browser and its contexts are about to go
+	}
+}
+
+// acquire returns a pre-warmed tab, or creates one inline when none is ready.
+func (p *Process) acquire(ctx context.Context) (*tab, error) {
+	for {
+		select {
+		case t := <-p.ready:
+			p.slots <- struct{}{} // let the pre-warmer make a replacement
+			if t.conn.Context().Err() != nil {
+				p.release(t) // its target died while waiting
+				continue
+			}
+			return t, nil
+		default:
+		}
+		return p.newTab(ctx)
+	}
+}
+
+// prewarmParallel bounds the tabs created at once. Most of a tab's creation is the wait for its
+// new renderer process (Page.enable); two at a time refill the pool about a third faster than one
+// in a tight render loop on two cores.
+const prewarmParallel = 2
+
+func prewarmWorkers(prewarm int) int { return min(prewarm, prewarmParallel) }
+
+// prewarm keeps up to Config.Prewarm tabs ready; each worker creates one at a time.
+func (p *Process) prewarm() {
+	defer p.wg.Done()
+	const minBackoff, maxBackoff = 50 * time.Millisecond, 2 * time.Second
+	backoff := minBackoff
+	for {
+		select {
+		case <-p.slots:
+		case <-p.life.Done():
+			return
+		}
+		t, err := p.newTab(p.life)
+		if err != nil {
+			p.slots <- struct{}{}
+			if p.life.Err() != nil {
+				return
+			}
+			p.log.Warn().Err(err).Msg("pre-warm a browser context")
+			timer := time.NewTimer(backoff)
+			select {
+			case <-timer.C:
+			case <-p.life.Done():
+				timer.Stop()
+				return
+			}
+			backoff = min(2*backoff, maxBackoff)
+			continue
+		}
+		backoff = minBackoff
+		p.ready <- t // never blocks: one slot token per place in ready
+		if p.life.Err() != nil {
+			// Close may have drained ready already; do not leave this one behind.
+			select {
+			case t := <-p.ready:
+				t.conn.Close()
+			default:
+			}
+			return
+		}
+	}
+}
