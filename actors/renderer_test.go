@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -23,6 +22,7 @@ import (
 // launcher starts real Chromium processes and remembers every pid it started.
 type launcher struct {
 	path string
+	dir  string // parent of the user-data dirs: empty again once the pool closed
 	mu   sync.Mutex
 	pids []int
 	fail bool
@@ -32,7 +32,7 @@ func (l *launcher) launch(ctx context.Context) (actors.Browser, error) {
 	if l.fail {
 		return nil, errors.New("launch refused by test")
 	}
-	p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: l.path, Prewarm: 1})
+	p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: l.path, Prewarm: 1, Dir: l.dir})
 	if err != nil {
 		return nil, err
 	}
@@ -63,16 +63,20 @@ func (l *launcher) noneLeft(t *testing.T) {
 	}
 }
 
-func chromeDirs(t *testing.T) map[string]bool {
+// noDirsLeft fails the test if a user-data dir is left under the launcher's dir.
+func (l *launcher) noDirsLeft(t *testing.T) {
 	t.Helper()
-	m := map[string]bool{}
-	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "*"))
-	for _, d := range matches {
-		if strings.Contains(filepath.Base(d), "chrom") || strings.Contains(filepath.Base(d), "shotd") {
-			m[d] = true
-		}
+	entries, err := os.ReadDir(l.dir)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return m
+	for _, e := range entries {
+		t.Errorf("user-data dir left behind: %s", filepath.Join(l.dir, e.Name()))
+	}
+}
+
+func newLauncher(t *testing.T) *launcher {
+	return &launcher{path: mustBrowser(t), dir: t.TempDir()}
 }
 
 func newPool(t *testing.T, l *launcher, size, slots, recycle int, wait time.Duration) (*actors.Renderer, func()) {
@@ -141,8 +145,7 @@ func render(r *actors.Renderer, o *shotd.Options) (*shotd.Output, error) {
 }
 
 func TestPoolRendersAndCloses(t *testing.T) {
-	before := chromeDirs(t)
-	l := &launcher{path: mustBrowser(t)}
+	l := newLauncher(t)
 	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
 	waitReady(t, r)
 	srv, _ := fixture(t)
@@ -168,18 +171,13 @@ func TestPoolRendersAndCloses(t *testing.T) {
 	}
 	closePool()
 	l.noneLeft(t)
-	for d := range chromeDirs(t) {
-		if !before[d] {
-			t.Fatalf("temp dir left behind: %s", d)
-		}
-	}
+	l.noDirsLeft(t)
 }
 
 // TestChromeKilledMidRender kills the whole Chrome process group with SIGKILL while a render is
 // in flight: the render answers a retryable error, the pool comes back, and nothing is left.
 func TestChromeKilledMidRender(t *testing.T) {
-	before := chromeDirs(t)
-	l := &launcher{path: mustBrowser(t)}
+	l := newLauncher(t)
 	r, closePool := newPool(t, l, 1, 2, 0, 5*time.Second)
 	waitReady(t, r)
 	srv, hit := fixture(t)
@@ -232,16 +230,12 @@ func TestChromeKilledMidRender(t *testing.T) {
 	}
 	closePool()
 	l.noneLeft(t)
-	for d := range chromeDirs(t) {
-		if !before[d] {
-			t.Fatalf("temp dir left behind: %s", d)
-		}
-	}
+	l.noDirsLeft(t)
 }
 
 func TestRendererBusyAndUnavailable(t *testing.T) {
 	t.Run("busy", func(t *testing.T) {
-		l := &launcher{path: mustBrowser(t)}
+		l := newLauncher(t)
 		r, closePool := newPool(t, l, 1, 1, 0, 300*time.Millisecond)
 		defer func() { closePool(); l.noneLeft(t) }()
 		waitReady(t, r)
@@ -254,7 +248,7 @@ func TestRendererBusyAndUnavailable(t *testing.T) {
 		}
 	})
 	t.Run("unavailable", func(t *testing.T) {
-		l := &launcher{path: mustBrowser(t), fail: true}
+		l := &launcher{path: mustBrowser(t), dir: t.TempDir(), fail: true}
 		r, closePool := newPool(t, l, 1, 1, 0, 300*time.Millisecond)
 		defer closePool()
 		_, err := render(r, opts(t, "url", "http://127.0.0.1:1/"))
@@ -268,7 +262,7 @@ func TestRendererBusyAndUnavailable(t *testing.T) {
 }
 
 func TestRecycleAfterN(t *testing.T) {
-	l := &launcher{path: mustBrowser(t)}
+	l := newLauncher(t)
 	r, closePool := newPool(t, l, 1, 1, 2, 10*time.Second)
 	defer func() { closePool(); l.noneLeft(t) }()
 	waitReady(t, r)

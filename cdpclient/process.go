@@ -170,6 +170,7 @@ type Process struct {
 	reaped bool
 
 	devtools netip.AddrPort // denied in the guard while this Chrome lives
+	tmpDir   string         // Chrome's TMPDIR, removed with dir
 
 	mu      sync.Mutex // protects closing and wg.Add after Launch
 	closing bool
@@ -210,13 +211,15 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	cmd.Stderr = w
 	// Chrome writes outside --user-data-dir to $XDG_CONFIG_HOME (the crash database) and
 	// $XDG_CACHE_HOME; keep all of it in the dir that Close removes.
-	// TMPDIR too: Chrome killed with SIGKILL cannot remove the org.chromium.* dirs it makes there.
-	tmp := filepath.Join(dir, "tmp")
-	if err := os.Mkdir(tmp, 0o700); err != nil {
+	// TMPDIR too: Chrome killed with SIGKILL cannot remove the org.chromium.* dirs it makes
+	// there. A short path of its own, not inside dir: Chrome puts unix sockets there, whose paths
+	// may not exceed 108 bytes, and aborts when they would.
+	tmp, err := os.MkdirTemp("", "shotd-tmp-")
+	if err != nil {
 		r.Close()
 		w.Close()
 		os.RemoveAll(dir)
-		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser profile directory")
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser temp directory")
 	}
 	cmd.Env = append(os.Environ(),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
@@ -232,6 +235,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		r.Close()
 		w.Close()
 		os.RemoveAll(dir)
+		os.RemoveAll(tmp)
 		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
 	}
 	w.Close() // Chrome holds the write end now; EOF comes when its whole group is gone
@@ -243,6 +247,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		cmd:          cmd,
 		pid:          cmd.Process.Pid,
 		dir:          dir,
+		tmpDir:       tmp,
 		life:         life,
 		cancelLife:   cancelLife,
 		exited:       make(chan struct{}),
@@ -472,6 +477,9 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 		errs = append(errs, fmt.Errorf("goroutines of chrome pid %d did not end: %w", p.pid, ctx.Err()))
 	}
 	if err := removeDir(ctx, p.dir); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeDir(ctx, p.tmpDir); err != nil {
 		errs = append(errs, err)
 	}
 	if p.devtools.IsValid() && isDone(p.exited) {
