@@ -33,7 +33,7 @@ lint:
 
 # Service vs a raw CDP loop on the same Chrome; prints p50, p95, throughput and the ratio.
 bench: deps
-	$(GO) test -run '^$$' -bench . -benchtime 1x -timeout 30m ./bench/ -args -shotd.bench=true
+	$(GO) run ./bench
 
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)

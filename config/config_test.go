@@ -355,8 +355,8 @@ func TestValidate(t *testing.T) {
 		{"browser.renders_per_process zero", func(c *Config) { c.Browser.RendersPerProcess = 0 }, "browser.renders_per_process: must be between 1 and 64, got 0"},
 		{"browser.recycle_after zero", func(c *Config) { c.Browser.RecycleAfter = 0 }, "browser.recycle_after: must be between 1 and 1000000, got 0"},
 		{"browser.start_timeout_seconds zero", func(c *Config) { c.Browser.StartTimeoutSeconds = 0 }, "browser.start_timeout_seconds: must be between 1 and 300, got 0"},
-		{"browser.prewarm negative", func(c *Config) { c.Browser.Prewarm = -1 }, "browser.prewarm: must be between 0 and browser.pool_size (2), got -1"},
-		{"browser.prewarm above pool", func(c *Config) { c.Browser.Prewarm = 3 }, "browser.prewarm: must be between 0 and browser.pool_size (2), got 3"},
+		{"browser.prewarm negative", func(c *Config) { c.Browser.Prewarm = -1 }, "browser.prewarm: must be between 0 and 16, got -1"},
+		{"browser.prewarm above 16", func(c *Config) { c.Browser.Prewarm = 17 }, "browser.prewarm: must be between 0 and 16, got 17"},
 		{"browser.prewarm zero", func(c *Config) { c.Browser.Prewarm = 0 }, ""},
 		{"browser.slot_wait_ms negative", func(c *Config) { c.Browser.SlotWaitMs = -1 }, "browser.slot_wait_ms: must be between 0 and 600000, got -1"},
 		{"browser.render_deadline_grace_seconds negative", func(c *Config) { c.Browser.RenderDeadlineGraceSeconds = -1 }, "browser.render_deadline_grace_seconds: must be between 0 and 600, got -1"},
@@ -427,9 +427,10 @@ func TestValidateListsEveryProblem(t *testing.T) {
 	c.Browser.PoolSize = 0
 	c.Limits.BulkMaxItems = 0
 	c.Log.Format = "xml"
+	c.Browser.Prewarm = 99
 	err := c.Validate()
 	var ce *Error
-	if !errors.As(err, &ce) || len(ce.Problems) != 4 { // pool_size, prewarm > pool_size, bulk, format
+	if !errors.As(err, &ce) || len(ce.Problems) != 4 { // pool_size, prewarm, bulk, format
 		t.Fatalf("want 4 problems, got %v", err)
 	}
 }

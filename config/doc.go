@@ -15,7 +15,7 @@
 //	renders_per_process           = 4     # concurrent renders one Chrome serves
 //	recycle_after                 = 200   # renders before a Chrome is replaced
 //	start_timeout_seconds         = 20    # launch until DevTools answers
-//	prewarm                       = 2     # Chrome processes started before /readyz turns 200 (0..pool_size)
+//	prewarm                       = 2     # fresh browser contexts (with a tab) kept ready per Chrome, off the request path (0..16)
 //	slot_wait_ms                  = 2000  # how long a render waits for a free slot before renderer_busy
 //	render_deadline_grace_seconds = 10    # added to a render's own timeout before it is abandoned
 //

@@ -66,8 +66,8 @@ func (c *Config) Validate() error {
 	v.between("browser.renders_per_process", b.RendersPerProcess, 1, 64)
 	v.between("browser.recycle_after", b.RecycleAfter, 1, 1_000_000)
 	v.between("browser.start_timeout_seconds", b.StartTimeoutSeconds, 1, 300)
-	if b.Prewarm < 0 || b.Prewarm > b.PoolSize {
-		v.addf("browser.prewarm", "must be between 0 and browser.pool_size (%d), got %d", b.PoolSize, b.Prewarm)
+	if b.Prewarm < 0 || b.Prewarm > 16 {
+		v.addf("browser.prewarm", "must be between 0 and 16, got %d", b.Prewarm)
 	}
 	v.between("browser.slot_wait_ms", b.SlotWaitMs, 0, 600_000)
 	v.between("browser.render_deadline_grace_seconds", b.RenderDeadlineGraceSeconds, 0, 600)
