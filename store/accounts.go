@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"regexp"
@@ -110,4 +111,28 @@ func (s *Store) CountAccounts() (int, error) {
 		return nil
 	})
 	return n, err
+}
+
+// Accounts lists accounts in id order, at most limit (0 = all), starting after the id after.
+func (s *Store) Accounts(after string, limit int) ([]shotd.Account, error) {
+	out := []shotd.Account{}
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		c := tx.Bucket(bucketAccounts).Cursor()
+		k, v := c.First()
+		if after != "" {
+			k, v = c.Seek([]byte(after))
+			if k != nil && string(k) == after {
+				k, v = c.Next()
+			}
+		}
+		for ; k != nil && (limit <= 0 || len(out) < limit); k, v = c.Next() {
+			var a shotd.Account
+			if err := json.Unmarshal(v, &a); err != nil {
+				return fmt.Errorf("store: account %s: %w", k, err)
+			}
+			out = append(out, a)
+		}
+		return nil
+	})
+	return out, err
 }

@@ -2,7 +2,9 @@ package store
 
 import (
 	"errors"
+	"fmt"
 	"regexp"
+	"sort"
 	"testing"
 	"time"
 
@@ -145,5 +147,44 @@ func TestAccountNotFound(t *testing.T) {
 	s, _ := openStore(t)
 	if _, err := s.Account("acc_nope"); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("error %v, want ErrNotFound", err)
+	}
+}
+
+func TestAccountsList(t *testing.T) {
+	s, _ := openStore(t)
+	var ids []string
+	for i := 0; i < 5; i++ {
+		a, err := s.CreateAccount(fmt.Sprintf("u%d@example.test", i), "default", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, a.ID)
+	}
+	sort.Strings(ids)
+	cases := []struct {
+		name  string
+		after string
+		limit int
+		want  []string
+	}{
+		{"all", "", 0, ids},
+		{"first two", "", 2, ids[:2]},
+		{"after the second", ids[1], 2, ids[2:4]},
+		{"after the last", ids[4], 0, nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := s.Accounts(c.after, c.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var gotIDs []string
+			for _, a := range got {
+				gotIDs = append(gotIDs, a.ID)
+			}
+			if fmt.Sprint(gotIDs) != fmt.Sprint(c.want) {
+				t.Fatalf("got %v, want %v", gotIDs, c.want)
+			}
+		})
 	}
 }

@@ -1,0 +1,5 @@
+//go:build race
+
+package blocklist
+
+const raceEnabled = true
