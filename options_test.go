@@ -313,6 +313,8 @@ func TestParamsFromJSON(t *testing.T) {
 		{"not object", `["url"]`, true},
 		{"invalid", `{"url":`, true},
 		{"two objects", `{} {}`, true},
+		{"trailing brace", `{"url":"https://a.example/"}}`, true},
+		{"trailing bracket", `{}]`, true},
 		{"null", `null`, true},
 	}
 	for _, c := range cases {

@@ -53,13 +53,12 @@ func (ps Params) Has(name string) bool {
 // Invalid JSON, or JSON that is not an object, is an invalid_request error.
 func ParamsFromJSON(body []byte) (Params, error) {
 	var raw map[string]json.RawMessage
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(&raw); err != nil || raw == nil {
-		return nil, Errorf(CodeInvalidRequest, "the body must be a JSON object of options")
+	// json.Valid first: a decoder alone would accept trailing text such as "{}}".
+	if !json.Valid(body) {
+		return nil, Errorf(CodeInvalidRequest, "the body must be one valid JSON object of options")
 	}
-	if dec.More() {
-		return nil, Errorf(CodeInvalidRequest, "the body must hold exactly one JSON object")
+	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
+		return nil, Errorf(CodeInvalidRequest, "the body must be a JSON object of options")
 	}
 	return paramsFromRaw(raw), nil
 }

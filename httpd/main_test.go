@@ -128,7 +128,7 @@ func run(m *testing.M) (int, error) {
 	env.accounts = accounts
 	env.webhooks, err = actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, PublicURL: "http://shotd.test", Log: log,
 		RetryDelays: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond},
-		Client: &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
+		Client:      &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
 	if err != nil {
 		return 1, err
 	}
@@ -148,7 +148,11 @@ func run(m *testing.M) (int, error) {
 		return 1, err
 	}
 	go srv.Serve(ln)
-	defer srv.Shutdown(context.Background())
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		defer cancel()
+		srv.Shutdown(ctx) // idle keep-alive connections must not hold the exit
+	}()
 	env.base = "http://" + ln.Addr().String()
 
 	adm := httpd.NewAdmin(adminToken, "http://shotd.test", st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, nil, log)

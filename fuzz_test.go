@@ -1,0 +1,268 @@
+package shotd_test
+
+import (
+	"errors"
+	"math/rand/v2"
+	"net/url"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/shotd/shotd"
+)
+
+// decodeQuery reads a raw query string the way a server does: pairs split on '&', name and value
+// on the first '=', percent-decoded (a bad escape keeps its raw text), repeated names grouped
+// into one Param in order of first appearance.
+func decodeQuery(raw string) shotd.Params {
+	var ps shotd.Params
+	index := map[string]int{}
+	for _, pair := range splitPairs(raw) {
+		name, value := pair[0], pair[1]
+		if i, ok := index[name]; ok {
+			ps[i].Values = append(ps[i].Values, value)
+			continue
+		}
+		index[name] = len(ps)
+		ps = append(ps, shotd.Param{Name: name, Values: []string{value}})
+	}
+	return ps
+}
+
+// splitPairs returns the decoded name and value of every non-empty pair of raw.
+func splitPairs(raw string) [][2]string {
+	var out [][2]string
+	for _, part := range strings.Split(raw, "&") {
+		if part == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(part, "=")
+		out = append(out, [2]string{unescape(k), unescape(v)})
+	}
+	return out
+}
+
+func unescape(s string) string {
+	if u, err := url.QueryUnescape(s); err == nil {
+		return u
+	}
+	return s
+}
+
+// checkParsed holds the contract of ParseOptions for any input: options or a catalogue error of
+// one of three codes, never both, never neither; the same input gives the same answer.
+func checkParsed(t *testing.T, ps shotd.Params, lim shotd.Limits) {
+	t.Helper()
+	o, err := shotd.ParseOptions(ps, lim)
+	o2, err2 := shotd.ParseOptions(ps, lim)
+	if !reflect.DeepEqual(o, o2) || !reflect.DeepEqual(err, err2) {
+		t.Fatalf("ParseOptions is not deterministic: %v / %v", err, err2)
+	}
+	if err != nil {
+		if o != nil {
+			t.Fatalf("ParseOptions returned options and an error: %v", err)
+		}
+		var e *shotd.Error
+		if !errors.As(err, &e) {
+			t.Fatalf("error %T is not a *shotd.Error: %v", err, err)
+		}
+		switch e.Code {
+		case shotd.CodeInvalidOptions:
+			if len(e.Fields) == 0 {
+				t.Fatalf("invalid_options without fields: %v", e)
+			}
+		case shotd.CodeInvalidURL:
+			if len(e.Fields) != 1 || e.Fields[0].Field != "url" {
+				t.Fatalf("invalid_url does not name url: %+v", e.Fields)
+			}
+		case shotd.CodeContentTooLarge:
+			if lim.MaxSourceBytes <= 0 {
+				t.Fatalf("content_too_large without a limit: %v", e)
+			}
+		default:
+			t.Fatalf("unexpected code %s: %v", e.Code, e)
+		}
+		if e.Message == "" {
+			t.Fatalf("%s without a message", e.Code)
+		}
+		return
+	}
+	if o == nil {
+		t.Fatal("ParseOptions returned neither options nor an error")
+	}
+	// A successful parse satisfies the cross rules.
+	sources := 0
+	for _, s := range []string{o.URL, o.HTML, o.Markdown} {
+		if s != "" {
+			sources++
+		}
+	}
+	if sources != 1 {
+		t.Fatalf("%d sources set; exactly one must be", sources)
+	}
+	if _, ok := shotd.ContentTypes[o.Format]; !ok {
+		t.Fatalf("format %q has no content type", o.Format)
+	}
+	for _, s := range []string{o.HTML, o.Markdown, o.Styles, o.Scripts} {
+		if lim.MaxSourceBytes > 0 && len(s) > lim.MaxSourceBytes {
+			t.Fatalf("a %d-byte source passed a limit of %d", len(s), lim.MaxSourceBytes)
+		}
+	}
+	for _, name := range o.Given {
+		if !ps.Has(name) {
+			t.Fatalf("Given lists %q, which was not sent", name)
+		}
+	}
+	if o.HasClip && (o.ClipWidth == 0 && o.Selector == "" || o.ClipHeight == 0) {
+		t.Fatalf("a clip without its size: %+v", o)
+	}
+	if o.Format == shotd.FormatGIF && o.VideoFPS > 15 {
+		t.Fatalf("gif at %d fps", o.VideoFPS)
+	}
+}
+
+// FuzzParseOptionsQuery feeds raw query strings, as httpd reads them, to ParseOptions.
+func FuzzParseOptionsQuery(f *testing.F) {
+	f.Fuzz(func(t *testing.T, query string, maxSource uint16) {
+		checkParsed(t, decodeQuery(query), shotd.Limits{MaxSourceBytes: int(maxSource)})
+	})
+}
+
+// FuzzParseOptionsJSON feeds raw POST bodies to ParamsFromJSON and then ParseOptions.
+func FuzzParseOptionsJSON(f *testing.F) {
+	f.Fuzz(func(t *testing.T, body []byte, maxSource uint16) {
+		ps, err := shotd.ParamsFromJSON(body)
+		if err != nil {
+			var e *shotd.Error
+			if !errors.As(err, &e) || e.Code != shotd.CodeInvalidRequest || e.Message == "" {
+				t.Fatalf("ParamsFromJSON error is not invalid_request: %v", err)
+			}
+			if ps != nil {
+				t.Fatalf("ParamsFromJSON returned params and an error")
+			}
+			return
+		}
+		names := make([]string, 0, len(ps))
+		for _, p := range ps {
+			if p.Invalid == "" && len(p.Values) == 0 && !p.Array {
+				t.Fatalf("member %q has no value", p.Name)
+			}
+			names = append(names, p.Name)
+		}
+		if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
+			t.Fatalf("member names not sorted and unique: %q", names)
+		}
+		checkParsed(t, ps, shotd.Limits{MaxSourceBytes: int(maxSource)})
+	})
+}
+
+// FuzzCanonicalQuery: the canonical query does not depend on the order of parameters or of
+// repeated values, nor on how repeated values are grouped; it leaves out signature, uses only
+// unreserved characters and escapes, and decodes back to the same pairs. Sign and
+// VerifySignature agree, and any change to the secret, the signature or the parameters breaks
+// the match.
+func FuzzCanonicalQuery(f *testing.F) {
+	f.Fuzz(func(t *testing.T, query, secret string, seed uint64) {
+		pairs := splitPairs(query)
+		grouped := decodeQuery(query)
+		rng := rand.New(rand.NewPCG(seed, seed>>7|1))
+
+		// Every pair on its own, shuffled.
+		var flat shotd.Params
+		for _, p := range pairs {
+			flat = append(flat, shotd.Param{Name: p[0], Values: []string{p[1]}})
+		}
+		rng.Shuffle(len(flat), func(i, j int) { flat[i], flat[j] = flat[j], flat[i] })
+		// Grouped, with params and each one's values shuffled, and a signature added.
+		mixed := slices.Clone(grouped)
+		for i := range mixed {
+			vs := slices.Clone(mixed[i].Values)
+			rng.Shuffle(len(vs), func(a, b int) { vs[a], vs[b] = vs[b], vs[a] })
+			mixed[i].Values = vs
+		}
+		rng.Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
+		mixed = append(mixed, shotd.Param{Name: "signature", Values: []string{"deadbeef"}})
+
+		want := shotd.CanonicalQuery(grouped)
+		for name, ps := range map[string]shotd.Params{"flat": flat, "shuffled": mixed} {
+			if got := shotd.CanonicalQuery(ps); got != want {
+				t.Fatalf("%s: canonical query %q, want %q", name, got, want)
+			}
+		}
+
+		// Only unreserved characters, %XX escapes and the separators.
+		for i := 0; i < len(want); i++ {
+			c := want[i]
+			switch {
+			case 'A' <= c && c <= 'Z', 'a' <= c && c <= 'z', '0' <= c && c <= '9', strings.IndexByte("-._~&=", c) >= 0:
+			case c == '%' && i+2 < len(want) && isUpperHex(want[i+1]) && isUpperHex(want[i+2]):
+				i += 2
+			default:
+				t.Fatalf("canonical query %q has %q at %d", want, c, i)
+			}
+		}
+		// It decodes back to the same multiset of pairs, signature left out.
+		var sent, back []string
+		for _, p := range pairs {
+			if p[0] != "signature" {
+				sent = append(sent, p[0]+"\x00"+p[1])
+			}
+		}
+		if want != "" {
+			for _, part := range strings.Split(want, "&") {
+				k, v, ok := strings.Cut(part, "=")
+				if !ok {
+					t.Fatalf("pair %q without '='", part)
+				}
+				k, kerr := url.PathUnescape(k)
+				v, verr := url.PathUnescape(v)
+				if kerr != nil || verr != nil {
+					t.Fatalf("pair %q does not decode", part)
+				}
+				back = append(back, k+"\x00"+v)
+			}
+		}
+		slices.Sort(sent)
+		slices.Sort(back)
+		if !slices.Equal(sent, back) {
+			t.Fatalf("canonical query %q decodes to %q, sent %q", want, back, sent)
+		}
+
+		const path = "/api/v1/screenshot"
+		sig := shotd.Sign(secret, path, grouped)
+		if len(sig) != 64 || strings.Trim(sig, "0123456789abcdef") != "" {
+			t.Fatalf("signature %q is not 64 lower-case hex digits", sig)
+		}
+		if shotd.Sign(secret, "/api/v1/take", flat) != sig {
+			t.Fatal("a screenshot signature does not hold on /api/v1/take")
+		}
+		for name, ok := range map[string]bool{
+			"same params":        shotd.VerifySignature(secret, path, grouped, sig),
+			"reordered params":   shotd.VerifySignature(secret, path, mixed, sig),
+			"upper-case hex":     shotd.VerifySignature(secret, path, flat, strings.ToUpper(sig)),
+			"other secret":       !shotd.VerifySignature(secret+"x", path, grouped, sig),
+			"other path":         !shotd.VerifySignature(secret, "/api/v1/usage", grouped, sig),
+			"changed signature":  !shotd.VerifySignature(secret, path, grouped, flipHex(sig)),
+			"truncated":          !shotd.VerifySignature(secret, path, grouped, sig[:63]),
+			"param added":        !shotd.VerifySignature(secret, path, append(slices.Clone(grouped), shotd.Param{Name: "x", Values: []string{""}}), sig),
+			"empty signature":    !shotd.VerifySignature(secret, path, grouped, ""),
+			"signature excluded": shotd.VerifySignature(secret, path, append(slices.Clone(flat), shotd.Param{Name: "signature", Values: []string{sig}}), sig),
+		} {
+			if !ok {
+				t.Fatalf("signature check failed: %s", name)
+			}
+		}
+	})
+}
+
+func isUpperHex(c byte) bool { return '0' <= c && c <= '9' || 'A' <= c && c <= 'F' }
+
+// flipHex changes the first hex digit of sig.
+func flipHex(sig string) string {
+	c := byte('0')
+	if sig[0] == '0' {
+		c = '1'
+	}
+	return string(c) + sig[1:]
+}
