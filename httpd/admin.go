@@ -60,6 +60,9 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 		a.fail(ctx, shotd.Errorf(shotd.CodeNotFound, "%s is not an admin endpoint", ctx.Path()))
 	}
 	r.POST("/admin/v1/accounts", a.auth(a.createAccount))
+	r.GET("/admin/v1/accounts", a.auth(a.listAccounts))
+	r.GET("/dashboard", serveDashboard)
+	r.GET("/", func(ctx *fasthttp.RequestCtx) { ctx.Redirect("/dashboard", fasthttp.StatusFound) })
 	r.GET("/admin/v1/accounts/{id}", a.auth(a.getAccount))
 	r.PATCH("/admin/v1/accounts/{id}", a.auth(a.patchAccount))
 	r.POST("/admin/v1/accounts/{id}/keys", a.auth(a.createKey))
@@ -153,6 +156,21 @@ func (a *Admin) createAccount(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	writeJSON(ctx, 201, acc)
+}
+
+// listAccounts serves GET /admin/v1/accounts?after=<id>&limit=<n> (an addition to the contract,
+// for the dashboard): accounts in id order, 100 at most per page.
+func (a *Admin) listAccounts(ctx *fasthttp.RequestCtx) {
+	limit := ctx.QueryArgs().GetUintOrZero("limit")
+	if limit <= 0 || limit > 100 {
+		limit = 100
+	}
+	accs, err := a.store.Accounts(string(ctx.QueryArgs().Peek("after")), limit)
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, "account"))
+		return
+	}
+	writeJSON(ctx, 200, map[string]any{"accounts": accs})
 }
 
 func (a *Admin) getAccount(ctx *fasthttp.RequestCtx) {

@@ -1,0 +1,128 @@
+package httpd_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/shotd/shotd"
+)
+
+func adminDo(t *testing.T, method, path, body, token string) answer {
+	t.Helper()
+	h := map[string]string{}
+	if token != "" {
+		h["Authorization"] = "Bearer " + token
+	}
+	if body != "" {
+		h["Content-Type"] = "application/json"
+	}
+	return do(t, method, env.admin+path, []byte(body), h)
+}
+
+func decodeJSON(t *testing.T, a answer, v any) {
+	t.Helper()
+	if err := json.Unmarshal(a.body, v); err != nil {
+		t.Fatalf("status %d: body is not JSON (%d bytes)", a.status, len(a.body))
+	}
+}
+
+func TestAdminAPI(t *testing.T) {
+	// Create an account, read it with usage, change it, then manage its keys.
+	r := adminDo(t, "POST", "/admin/v1/accounts", `{"email":"admin-test@example.test","plan":"default","email_verified":false}`, adminToken)
+	if r.status != 201 {
+		t.Fatalf("create account: %d %s", r.status, r.body)
+	}
+	var acc shotd.Account
+	decodeJSON(t, r, &acc)
+	if acc.ID == "" || acc.Email != "admin-test@example.test" || acc.EmailVerified || acc.CreatedAt.IsZero() {
+		t.Fatalf("account %+v", acc)
+	}
+
+	r = adminDo(t, "GET", "/admin/v1/accounts/"+acc.ID, "", adminToken)
+	var got map[string]any
+	decodeJSON(t, r, &got)
+	usage, ok := got["usage"].(map[string]any)
+	if r.status != 200 || !ok || usage["quota"] == nil {
+		t.Fatalf("get account: %d, usage %v", r.status, got["usage"])
+	}
+
+	r = adminDo(t, "PATCH", "/admin/v1/accounts/"+acc.ID, `{"email_verified":true,"bonus_screenshots":5,"plan":"basic"}`, adminToken)
+	decodeJSON(t, r, &acc)
+	if r.status != 200 || !acc.EmailVerified || acc.BonusScreenshots != 5 || acc.Plan != "basic" {
+		t.Fatalf("patch account: %d %+v", r.status, acc)
+	}
+
+	r = adminDo(t, "POST", "/admin/v1/accounts/"+acc.ID+"/keys", `{"name":"ci","require_signature":true}`, adminToken)
+	var key shotd.Key
+	decodeJSON(t, r, &key)
+	if r.status != 201 || key.SecretKey == "" || key.AccessKey == "" || !key.RequireSignature || key.AccountID != acc.ID {
+		t.Fatalf("create key: %d %+v", r.status, key)
+	}
+
+	r = adminDo(t, "GET", "/admin/v1/accounts/"+acc.ID+"/keys", "", adminToken)
+	if r.status != 200 || bytes.Contains(r.body, []byte(key.SecretKey)) || !bytes.Contains(r.body, []byte(key.AccessKey)) {
+		t.Fatalf("list keys: %d, secret shown or key missing", r.status)
+	}
+
+	r = adminDo(t, "PATCH", "/admin/v1/keys/"+key.AccessKey, `{"name":"deploy","require_signature":false}`, adminToken)
+	var k2 shotd.Key
+	decodeJSON(t, r, &k2)
+	if r.status != 200 || k2.Name != "deploy" || k2.RequireSignature || k2.SecretKey != "" {
+		t.Fatalf("patch key: %d %+v", r.status, k2)
+	}
+	// The key works on the public API (the plan change applies at once), then is revoked for good.
+	if a := get(t, "/api/v1/usage", nil); a.status != 401 {
+		t.Fatalf("usage without key: %d", a.status)
+	}
+	if a := do(t, "GET", env.base+"/api/v1/usage", nil, map[string]string{"X-Access-Key": key.AccessKey}); a.status != 200 {
+		t.Fatalf("usage with new key: %d", a.status)
+	}
+	r = adminDo(t, "DELETE", "/admin/v1/keys/"+key.AccessKey, "", adminToken)
+	if r.status != 204 {
+		t.Fatalf("revoke: %d", r.status)
+	}
+	wantError(t, do(t, "GET", env.base+"/api/v1/usage", nil, map[string]string{"X-Access-Key": key.AccessKey}), 401, shotd.CodeAccessKeyInvalid)
+
+	r = adminDo(t, "GET", "/admin/v1/accounts", "", adminToken)
+	if r.status != 200 || !strings.Contains(string(r.body), acc.ID) {
+		t.Fatalf("list accounts: %d", r.status)
+	}
+}
+
+func TestAdminErrors(t *testing.T) {
+	cases := []struct {
+		name, method, path, body, token string
+		status                          int
+		code                            shotd.Code
+	}{
+		{"no token", "GET", "/admin/v1/accounts/x", "", "", 401, shotd.CodeUnauthorized},
+		{"wrong token", "GET", "/admin/v1/accounts/x", "", "nope", 401, shotd.CodeUnauthorized},
+		{"unknown account", "GET", "/admin/v1/accounts/acc_nope", "", adminToken, 404, shotd.CodeNotFound},
+		{"unknown plan", "POST", "/admin/v1/accounts", `{"email":"x@example.test","plan":"gold"}`, adminToken, 400, shotd.CodeInvalidOptions},
+		{"unknown field", "POST", "/admin/v1/accounts", `{"mail":"x@example.test"}`, adminToken, 400, shotd.CodeInvalidRequest},
+		{"bad json", "PATCH", "/admin/v1/accounts/x", `{`, adminToken, 400, shotd.CodeInvalidRequest},
+		{"negative bonus", "PATCH", "/admin/v1/accounts/default", `{"bonus_screenshots":-1}`, adminToken, 400, shotd.CodeInvalidOptions},
+		{"key of unknown account", "POST", "/admin/v1/accounts/acc_nope/keys", `{"name":"x"}`, adminToken, 404, shotd.CodeNotFound},
+		{"unknown key", "DELETE", "/admin/v1/keys/sk_nope", "", adminToken, 404, shotd.CodeNotFound},
+		{"wrong method", "PUT", "/admin/v1/keys/sk_nope", "", adminToken, 405, shotd.CodeMethodNotAllowed},
+		{"unknown path", "GET", "/admin/v2/nope", "", adminToken, 404, shotd.CodeNotFound},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			wantError(t, adminDo(t, c.method, c.path, c.body, c.token), c.status, c.code)
+		})
+	}
+}
+
+func TestDashboard(t *testing.T) {
+	r := do(t, http.MethodGet, env.admin+"/dashboard", nil, nil)
+	if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/html") || !bytes.Contains(r.body, []byte("/admin/v1/accounts")) {
+		t.Fatalf("dashboard: %d %s", r.status, r.header.Get("Content-Type"))
+	}
+	if r.header.Get("X-Frame-Options") != "DENY" {
+		t.Fatal("dashboard may be framed")
+	}
+}
