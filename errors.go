@@ -148,5 +148,10 @@ func AsError(err error) *Error {
 	return &Error{Code: CodeInternalError, Message: "internal error", Cause: err}
 }
 
-// CodeOf returns the catalogue code of err (internal_error when it carries none).
-func CodeOf(err error) Code { return AsError(err).Code }
+// CodeOf returns the catalogue code of err (internal_error when it carries none, "" for nil).
+func CodeOf(err error) Code {
+	if err == nil {
+		return ""
+	}
+	return AsError(err).Code
+}

@@ -228,8 +228,11 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Delay+a.cfg.RenderGrace)
 		out, err = a.cfg.Render(ctx, o)
 		cancel()
+		if err == nil {
+			break // shotd.CodeOf(nil) would panic
+		}
 		code := shotd.CodeOf(err)
-		if err == nil || (code != shotd.CodeRendererBusy && code != shotd.CodeRendererUnavailable) || time.Now().After(deadline) {
+		if (code != shotd.CodeRendererBusy && code != shotd.CodeRendererUnavailable) || time.Now().After(deadline) {
 			break
 		}
 		time.Sleep(backoff(min(attempt, 3)))

@@ -1,0 +1,299 @@
+package actors_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"image"
+	"image/png"
+	"net/http"
+	"net/http/httptest"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/store"
+)
+
+// The job actor's own logic, with a scripted render function: a busy or restarting browser pool
+// cannot be produced on demand with a real Chrome. Everything else is real: bbolt in a temp dir,
+// the account actors, the webhook actor and an HTTP receiver on loopback. The end-to-end job
+// tests with Chrome are in httpd and cmd/shotd.
+
+var jobsPlan = shotd.Plan{Name: "default", MonthlyQuota: 100, RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
+	Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 100, Features: shotd.AllFeatures}
+
+// script answers renders with errs in turn, then with a 1x1 PNG (or with always, when set).
+type script struct {
+	mu     sync.Mutex
+	errs   []error
+	always error
+	calls  int
+}
+
+func (s *script) render(_ context.Context, o *shotd.Options) (*shotd.Output, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i := s.calls
+	s.calls++
+	if s.always != nil {
+		return nil, s.always
+	}
+	if i < len(s.errs) {
+		return nil, s.errs[i]
+	}
+	var b bytes.Buffer
+	_ = png.Encode(&b, image.NewRGBA(image.Rect(0, 0, 1, 1)))
+	return &shotd.Output{Data: b.Bytes(), Format: "png", ContentType: "image/png", Width: 1, Height: 1, RenderMs: 1}, nil
+}
+
+func (s *script) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+type jobsEnv struct {
+	st       *store.Store
+	accounts *actors.Accounts
+	jobs     *actors.Jobs
+	webhooks *actors.Webhooks
+}
+
+// startJobs starts the account, webhook and job actors on st; Cleanup stops them.
+func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration) *jobsEnv {
+	t.Helper()
+	log := zerolog.Nop()
+	sys := actors.NewSystem(log)
+	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log, PublicURL: "http://shotd.test",
+		RetryDelays: []time.Duration{50 * time.Millisecond}, Client: &http.Client{Timeout: 2 * time.Second}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: render, Webhooks: webhooks,
+		Plans: map[string]shotd.Plan{"default": jobsPlan}, BusyRetry: busyRetry, Log: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := jobs.Close(ctx); err != nil {
+			t.Errorf("close jobs: %v", err)
+		}
+		if err := webhooks.Close(ctx); err != nil {
+			t.Errorf("close webhooks: %v", err)
+		}
+		sys.Shutdown()
+	})
+	return &jobsEnv{st: st, accounts: accounts, jobs: jobs, webhooks: webhooks}
+}
+
+func openStore(t *testing.T, dir string) *store.Store {
+	t.Helper()
+	st, err := store.Open(dir, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close(context.Background()) })
+	return st
+}
+
+func jobOptions(t *testing.T, js string) *shotd.Options {
+	t.Helper()
+	ps, err := shotd.ParamsFromJSON([]byte(js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return o
+}
+
+// submitJob admits and submits one job as httpd does.
+func (e *jobsEnv) submitJob(t *testing.T, acc shotd.Account, key shotd.Key, o *shotd.Options) string {
+	t.Helper()
+	if _, _, err := e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: 1}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: []*shotd.Options{o}}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res.Jobs[0].JobID
+}
+
+func waitJobFinal(t *testing.T, st *store.Store, id string, timeout time.Duration) store.Job {
+	t.Helper()
+	for end := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
+		j, err := st.JobByID(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if j.Final() && (j.Webhook == nil || j.Webhook.Status != store.WebhookPending) {
+			return j
+		}
+		if time.Now().After(end) {
+			t.Fatalf("job %s still %s", id, j.Status)
+		}
+	}
+}
+
+func newJobAccount(t *testing.T, st *store.Store) (shotd.Account, shotd.Key) {
+	t.Helper()
+	acc, err := st.CreateAccount("jobs@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := st.CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return acc, key
+}
+
+func TestJobRenderRetries(t *testing.T) {
+	busy := shotd.Errorf(shotd.CodeRendererBusy, "busy")
+	down := shotd.Errorf(shotd.CodeRendererUnavailable, "restarting")
+	navFailed := shotd.Errorf(shotd.CodeNavigationFailed, "connection refused")
+	cases := []struct {
+		name      string
+		script    *script
+		busyRetry time.Duration
+		status    string
+		code      shotd.Code
+		minCalls  int
+		maxCalls  int
+		succeeded int // billed
+		failed    int // counted in the failure window
+	}{
+		{"rendered at once", &script{}, 5 * time.Second, store.JobSucceeded, "", 1, 1, 1, 0},
+		{"busy twice, then rendered", &script{errs: []error{busy, busy}}, 5 * time.Second, store.JobSucceeded, "", 3, 3, 1, 0},
+		{"pool restarting, then rendered", &script{errs: []error{down}}, 5 * time.Second, store.JobSucceeded, "", 2, 2, 1, 0},
+		{"page error is final", &script{errs: []error{navFailed}}, 5 * time.Second, store.JobFailed, shotd.CodeNavigationFailed, 1, 1, 0, 1},
+		// Retries after 250, 500, 1000 ms: the bound of 600 ms stops them after the second or third.
+		{"busy past the retry bound", &script{always: busy}, 600 * time.Millisecond, store.JobFailed, shotd.CodeRendererBusy, 2, 4, 0, 0},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := openStore(t, t.TempDir())
+			e := startJobs(t, st, c.script.render, c.busyRetry)
+			acc, key := newJobAccount(t, st)
+			id := e.submitJob(t, acc, key, jobOptions(t, `{"url":"http://127.0.0.1:1/","async":true}`))
+			j := waitJobFinal(t, st, id, 10*time.Second)
+			if j.Status != c.status || j.ErrorCode != string(c.code) {
+				t.Fatalf("job %s %q after %d renders, want %s %q", j.Status, j.ErrorCode, c.script.count(), c.status, c.code)
+			}
+			if n := c.script.count(); n < c.minCalls || n > c.maxCalls {
+				t.Fatalf("%d renders, want %d..%d", n, c.minCalls, c.maxCalls)
+			}
+			if c.status == store.JobSucceeded && (j.Result == nil || j.Result.Width != 1 || j.Result.Cache != "MISS") {
+				t.Fatalf("result %+v", j.Result)
+			}
+			// The service's own trouble (busy) is neither billed nor counted against the account.
+			for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+				u, err := e.accounts.Usage(acc, jobsPlan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.Renders.Succeeded == c.succeeded && u.Renders.Failed == c.failed && u.Jobs.Waiting == 0 && u.Jobs.Running == 0 {
+					break
+				}
+				if time.Now().After(end) {
+					t.Fatalf("usage %+v, want %d succeeded, %d failed, none held", u, c.succeeded, c.failed)
+				}
+			}
+		})
+	}
+}
+
+// TestJobsResume: a data directory left by a stopped or crashed service, with a queued job, a
+// job cut off while rendering and an ended job whose delivery is pending. A new start renders
+// the first two and delivers all three webhooks.
+func TestJobsResume(t *testing.T) {
+	var hits sync.Map // job id -> attempts received
+	var total atomic.Int32
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		total.Add(1)
+		n, _ := hits.LoadOrStore(r.Header.Get("x-job-id"), new(atomic.Int32))
+		n.(*atomic.Int32).Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	acc, key := newJobAccount(t, st)
+	raw, err := json.Marshal(jobOptions(t, `{"url":"http://127.0.0.1:1/","async":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	mk := func() store.Job {
+		return store.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
+			Webhook: &store.WebhookState{URL: recv.URL + "/hook", Sign: true}}
+	}
+	jobs := []store.Job{mk(), mk(), mk()}
+	if err := st.CreateJobs(jobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	queued, cut, ended := jobs[0].JobID, jobs[1].JobID, jobs[2].JobID
+	if _, err := st.UpdateJob(cut, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateJob(ended, func(j *store.Job) error {
+		j.Status, j.ErrorCode, j.ErrorMessage = store.JobFailed, string(shotd.CodeTimeout), "slow"
+		j.Webhook.Attempts = 1 // one attempt was made (or under way) before the stop
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+
+	sc := &script{}
+	e := startJobs(t, st, sc.render, time.Second)
+	for _, id := range []string{queued, cut, ended} {
+		j := waitJobFinal(t, st, id, 10*time.Second)
+		want := store.JobSucceeded
+		if id == ended {
+			want = store.JobFailed
+		}
+		if j.Status != want || j.Webhook.Status != store.WebhookDelivered {
+			t.Fatalf("job %s: %s, webhook %+v; want %s, delivered", id, j.Status, j.Webhook, want)
+		}
+		n, ok := hits.Load(id)
+		if !ok || n.(*atomic.Int32).Load() != 1 {
+			t.Fatalf("job %s: deliveries %v", id, n)
+		}
+	}
+	if j, _ := st.JobByID(ended); j.Webhook.Attempts != 2 {
+		t.Fatalf("the resumed delivery is attempt %d, want 2", j.Webhook.Attempts)
+	}
+	if n := sc.count(); n != 2 {
+		t.Fatalf("%d renders, want 2 (the queued and the cut-off job; never the ended one)", n)
+	}
+	// The restored jobs held queue places and reservations; they are all given back.
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		u, err := e.accounts.Usage(acc, jobsPlan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Renders.Succeeded == 2 && u.Quota.Used == 2 && u.Quota.Remaining == jobsPlan.MonthlyQuota-2 && u.Jobs.Waiting == 0 && u.Jobs.Running == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("usage %+v", u)
+		}
+	}
+	if n := total.Load(); n != 3 {
+		t.Fatalf("%d deliveries in all, want 3", n)
+	}
+}
