@@ -10,10 +10,12 @@ import (
 	"github.com/shotd/shotd/store"
 )
 
-// UsageStore keeps the billed usage of each period. store.Store implements it.
+// UsageStore keeps the billed usage of each period and the bonus balance on the account.
+// store.Store implements it.
 type UsageStore interface {
 	Usage(acc shotd.Account, now time.Time) (store.Usage, error)
 	RecordUsage(acc shotd.Account, now time.Time, d store.UsageDelta, quota int) (store.Usage, shotd.Account, error)
+	Account(id string) (shotd.Account, error)
 }
 
 // accountActor is the only place that decides admission for its account: rate, failures, quota
@@ -31,7 +33,8 @@ type accountActor struct {
 	periodStart   time.Time
 	periodEnd     time.Time
 	used          int // billed to the plan quota this period
-	bonus         int // bonus balance as this actor sees it
+	bonus         int // bonus balance: the stored one less the debits not yet reported written
+	bonusDebits   int // successes billed to the bonus whose usage write has not reported back
 	succeeded     int
 	failed        int
 	cacheHits     int
@@ -48,6 +51,9 @@ type accountActor struct {
 	tickets     map[uint64]bool // admitted sync renders not yet settled
 	nextTicket  uint64
 	slotWaiters []slotWaiter
+	handled     uint64 // account messages handled: the router's passivation check
+	lastActive  time.Time
+	idleTimer   *time.Timer
 }
 
 type slotWaiter struct {
@@ -56,33 +62,39 @@ type slotWaiter struct {
 }
 
 func (a *accountActor) Receive(ctx actor.Context) {
+	switch ctx.Message().(type) {
+	case *Admit, *Settle, *GetUsage, *AcquireJobSlot, *SettleJob, *RestoreJobs:
+		a.handled++
+		a.lastActive = time.Now()
+	}
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		a.load()
-		if a.idle > 0 {
-			ctx.SetReceiveTimeout(a.idle)
-		}
-	case *actor.ReceiveTimeout:
-		if a.reserved == 0 && a.inflight == 0 && a.jobsWaiting == 0 && a.jobsRunning == 0 && a.pendingWrites == 0 {
-			ctx.Send(ctx.Parent(), &accountIdle{id: a.acc.ID})
-		}
+		a.lastActive = time.Now()
+		a.armIdle(ctx, a.idle)
+	case *idleCheck:
+		a.idleCheck(ctx)
 	case *actor.Stopping:
+		if a.idleTimer != nil {
+			a.idleTimer.Stop()
+		}
 		a.writes.Wait() // a billed success is never lost by passivation or shutdown
 	case *Admit:
 		a.refresh(m.Account, m.Plan)
 		a.admit(ctx, m)
 	case *Settle:
 		a.rollPeriod()
-		if !a.tickets[m.Ticket] {
-			ctx.Respond(&SettleResult{Limits: a.snapshot(false)}) // settled twice: nothing more to do
-			return
+		// An unknown ticket was settled already, or is the release of an Admit that was refused.
+		if a.tickets[m.Ticket] {
+			delete(a.tickets, m.Ticket)
+			a.inflight--
+			a.reserved--
+			a.settle(ctx, m.Outcome)
+			a.grantSlots(ctx)
 		}
-		delete(a.tickets, m.Ticket)
-		a.inflight--
-		a.reserved--
-		a.settle(ctx, m.Outcome)
-		a.grantSlots(ctx)
-		ctx.Respond(&SettleResult{Limits: a.snapshot(false)})
+		if ctx.Sender() != nil { // Accounts.Admit's release of a late admission waits for nothing
+			ctx.Respond(&SettleResult{Limits: a.snapshot(false)})
+		}
 	case *GetUsage:
 		a.refresh(m.Account, m.Plan)
 		ctx.Respond(a.usage())
@@ -119,10 +131,36 @@ func (a *accountActor) Receive(ctx actor.Context) {
 		}
 	case *usagePersisted:
 		a.pendingWrites--
+		a.bonusDebits -= m.bonusDebit
 		if m.err != nil {
 			a.log.Error().Err(m.err).Str("account", a.acc.ID).Msg("usage write failed")
 		}
 	}
+}
+
+// armIdle schedules an idle check in d. It is a timer that sends a message, not protoactor's
+// receive timeout, whose timer goroutine writes the actor context's fields while the mailbox
+// goroutine reads them (a data race under -race).
+func (a *accountActor) armIdle(ctx actor.Context, d time.Duration) {
+	if a.idle <= 0 {
+		return
+	}
+	self, root := ctx.Self(), ctx.ActorSystem().Root
+	a.idleTimer = time.AfterFunc(d, func() { root.Send(self, &idleCheck{}) })
+}
+
+// idleCheck reports the actor idle to the router when no account message came for the idle
+// time and it holds nothing; otherwise it checks again later.
+func (a *accountActor) idleCheck(ctx actor.Context) {
+	if quiet := time.Since(a.lastActive); quiet < a.idle {
+		a.armIdle(ctx, a.idle-quiet)
+		return
+	}
+	if a.reserved == 0 && a.inflight == 0 && a.jobsWaiting == 0 && a.jobsRunning == 0 && a.pendingWrites == 0 {
+		// Request, not Send: the router checks that the report comes from its current actor.
+		ctx.Request(ctx.Parent(), &accountIdle{id: a.acc.ID, handled: a.handled})
+	}
+	a.armIdle(ctx, a.idle) // the router may decline, or the actor was busy
 }
 
 // load reads this period's usage. A failure makes every admission answer service_unavailable
@@ -134,18 +172,32 @@ func (a *accountActor) load() {
 		a.loadErr = err
 		return
 	}
+	stored, err := a.store.Account(a.acc.ID)
+	if err != nil {
+		a.loadErr = err
+		return
+	}
 	a.periodStart, a.periodEnd = u.PeriodStart, u.PeriodEnd
 	a.used, a.succeeded, a.failed, a.cacheHits = u.Used, u.Succeeded, u.Failed, u.CacheHits
-	a.bonus = a.acc.BonusScreenshots
+	a.bonus = stored.BonusScreenshots
 	a.tickets = map[uint64]bool{}
 }
 
-// refresh takes the current account and plan records. The bonus balance is taken over only when
-// no usage write is pending, because a pending write may still lower the stored balance.
+// refresh takes the current account and plan records. The bonus balance a request carries is
+// only a hint: the record may have been read before this actor's last bonus debit was written
+// (a stale record would give a spent bonus back) or after an operator's grant. When it differs
+// from what the actor holds, the balance is read from the store, less the debits still being
+// written. A debit written but not yet reported is subtracted twice until its report comes:
+// that errs on refusing, never on billing past quota plus bonus.
 func (a *accountActor) refresh(acc shotd.Account, plan shotd.Plan) {
 	if acc.ID == a.acc.ID {
-		if a.pendingWrites == 0 {
-			a.bonus = acc.BonusScreenshots
+		if a.loadErr == nil && acc.BonusScreenshots != a.bonus {
+			if stored, err := a.store.Account(acc.ID); err == nil {
+				a.bonus = stored.BonusScreenshots - a.bonusDebits
+			} else {
+				a.log.Warn().Err(err).Str("account", acc.ID).Msg("bonus balance unreadable")
+				a.bonus = min(a.bonus, acc.BonusScreenshots-a.bonusDebits)
+			}
 		}
 		a.acc = acc
 	}
@@ -174,6 +226,11 @@ func (a *accountActor) capacity() int {
 func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	if a.loadErr != nil {
 		ctx.Respond(&Denied{Err: shotd.Wrap(shotd.CodeServiceUnavailable, a.loadErr, "the limits of the account could not be read")})
+		return
+	}
+	if !m.Deadline.IsZero() && time.Now().After(m.Deadline) {
+		// The asker has answered service_unavailable already: grant nothing.
+		ctx.Respond(&Denied{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the limits service answered too late")})
 		return
 	}
 	now := a.now()
@@ -230,11 +287,15 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		deny(e)
 		return
 	}
+	ticket := m.Ticket
+	if ticket == 0 || a.tickets[ticket] {
+		a.nextTicket++
+		ticket = a.nextTicket | 1<<63 // apart from the tickets Accounts.Admit picks
+	}
 	a.reserved++
 	a.inflight++
-	a.nextTicket++
-	a.tickets[a.nextTicket] = true
-	ctx.Respond(&AdmitResult{Ticket: a.nextTicket, Limits: a.snapshot(false)})
+	a.tickets[ticket] = true
+	ctx.Respond(&AdmitResult{Ticket: ticket, Limits: a.snapshot(false)})
 }
 
 func rateLimited(retryAfter int) *shotd.Error {
@@ -246,6 +307,7 @@ func rateLimited(retryAfter int) *shotd.Error {
 // settle bills or counts the outcome; the reservation was already released by the caller.
 func (a *accountActor) settle(ctx actor.Context, o Outcome) {
 	var d store.UsageDelta
+	debit := 0
 	switch o {
 	case Succeeded:
 		d.Succeeded = 1
@@ -254,6 +316,8 @@ func (a *accountActor) settle(ctx actor.Context, o Outcome) {
 			a.used++
 		} else if a.bonus > 0 {
 			a.bonus--
+			debit = 1
+			a.bonusDebits++
 		}
 	case Failed:
 		d.Failed = 1
@@ -271,7 +335,7 @@ func (a *accountActor) settle(ctx actor.Context, o Outcome) {
 	go func() {
 		defer a.writes.Done()
 		_, _, err := a.store.RecordUsage(acc, now, d, quota)
-		root.Send(self, &usagePersisted{err: err})
+		root.Send(self, &usagePersisted{err: err, bonusDebit: debit})
 	}()
 }
 

@@ -24,6 +24,12 @@ type Admit struct {
 	Kind     AdmitKind
 	Jobs     int      // AdmitJobs: how many jobs the request creates
 	Features []string // plan features the request needs
+	// Ticket names the render if it is admitted; Accounts.Admit sets it, so that it can release
+	// an admission whose answer came too late. Zero: the actor picks one.
+	Ticket uint64
+	// Deadline is when the asker stops waiting (Accounts.Admit sets it): an Admit handled later
+	// is refused, because nobody would use, settle or release what it granted.
+	Deadline time.Time
 }
 
 // AdmitResult lets the request in. Settle it exactly once with its Ticket (not for AdmitStatus).
@@ -135,12 +141,24 @@ type RestoreJobs struct {
 	Count   int
 }
 
-// accountIdle is what the router sends itself to stop an idle account actor.
+// accountIdle is what an idle account actor tells the router, with the number of account
+// messages it has handled: the router passivates it only when that is all it forwarded.
 type accountIdle struct {
-	id string
+	id      string
+	handled uint64
 }
+
+// idleCheck is what an account actor's idle timer sends it.
+type idleCheck struct{}
+
+// closeAccounts asks the router to stop every account actor; it answers *accountsClosed.
+type closeAccounts struct{}
+
+// accountsClosed answers closeAccounts once every account actor has stopped.
+type accountsClosed struct{}
 
 // usagePersisted carries the store's answer to a usage write back into the actor.
 type usagePersisted struct {
-	err error
+	err        error
+	bonusDebit int // 1 when the write billed a bonus screenshot
 }

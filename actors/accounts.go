@@ -1,7 +1,10 @@
 package actors
 
 import (
+	"context"
 	"errors"
+	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -12,23 +15,46 @@ import (
 // accountRouter creates one account actor per account on first use, forwards every account
 // message to it, and stops it when it reports itself idle (passivation). Poison, not Stop, so
 // that messages already forwarded are still handled.
+//
+// An idle report can cross a message forwarded after it was sent: the actor would then admit a
+// render and stop with its ticket, and the Settle would reach a fresh actor that does not know
+// the ticket, so the success would never be billed. The report therefore carries how many
+// account messages the actor had handled, and the router passivates it only when that is every
+// message it forwarded; otherwise the actor reports again after its next idle period.
 type accountRouter struct {
 	store    UsageStore
 	log      zerolog.Logger
 	idle     time.Duration
 	now      func() time.Time
-	children map[string]*actor.PID
+	children map[string]*accountChild
+	alive    int        // account actors not yet terminated, passivated ones included
+	closer   *actor.PID // set by closeAccounts: answered once every account actor has stopped
+}
+
+type accountChild struct {
+	pid       *actor.PID
+	forwarded uint64 // account messages forwarded to it
 }
 
 func (r *accountRouter) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		r.children = map[string]*actor.PID{}
+		r.children = map[string]*accountChild{}
 	case *accountIdle:
-		if pid, ok := r.children[m.id]; ok && pid.Equal(ctx.Sender()) {
+		if c, ok := r.children[m.id]; ok && c.pid.Equal(ctx.Sender()) && c.forwarded == m.handled {
 			delete(r.children, m.id)
-			ctx.Poison(pid)
+			ctx.Poison(c.pid)
 		}
+	case *actor.Terminated:
+		r.alive--
+		r.closed(ctx)
+	case *closeAccounts:
+		r.closer = ctx.Sender()
+		for id, c := range r.children {
+			ctx.Poison(c.pid) // after every message already forwarded to it
+			delete(r.children, id)
+		}
+		r.closed(ctx)
 	case *Admit:
 		r.forward(ctx, m.Account)
 	case *GetUsage:
@@ -45,15 +71,32 @@ func (r *accountRouter) Receive(ctx actor.Context) {
 }
 
 func (r *accountRouter) forward(ctx actor.Context, acc shotd.Account) {
-	pid, ok := r.children[acc.ID]
+	if r.closer != nil {
+		if ctx.Sender() != nil {
+			ctx.Respond(&Denied{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the service is stopping")})
+		}
+		return
+	}
+	c, ok := r.children[acc.ID]
 	if !ok {
 		st, now, idle, log := r.store, r.now, r.idle, r.log
-		pid = ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		c = &accountChild{pid: ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
 			return &accountActor{acc: acc, store: st, now: now, idle: idle, log: log}
-		}))
-		r.children[acc.ID] = pid
+		}))}
+		r.children[acc.ID] = c
+		r.alive++
 	}
-	ctx.Forward(pid)
+	c.forwarded++
+	ctx.Forward(c.pid)
+}
+
+// closed answers the closer once every account actor has stopped, then stops the router.
+func (r *accountRouter) closed(ctx actor.Context) {
+	if r.closer == nil || r.alive > 0 {
+		return
+	}
+	ctx.Send(r.closer, &accountsClosed{})
+	ctx.Stop(ctx.Self())
 }
 
 // AccountsConfig tunes the account actors.
@@ -70,6 +113,7 @@ type Accounts struct {
 	sys     *actor.ActorSystem
 	router  *actor.PID
 	timeout time.Duration
+	tickets atomic.Uint64 // render tickets, unique across accounts; below 1<<63
 }
 
 // StartAccounts spawns the account router.
@@ -95,6 +139,38 @@ func StartAccounts(sys *actor.ActorSystem, cfg AccountsConfig) (*Accounts, error
 	return &Accounts{sys: sys, router: pid, timeout: cfg.Timeout}, nil
 }
 
+// Close stops every account actor once it has handled the messages already sent to it, and
+// returns when the usage writes they started are committed, so that no billed success is lost
+// at shutdown. Stop the HTTP servers and the job actor first; later requests are refused with
+// service_unavailable.
+func (a *Accounts) Close(ctx context.Context) error {
+	wait := time.Minute
+	if d, ok := ctx.Deadline(); ok {
+		wait = time.Until(d)
+	}
+	if wait <= 0 {
+		return ctx.Err()
+	}
+	f := a.sys.Root.RequestFuture(a.router, &closeAccounts{}, wait)
+	done := make(chan error, 1)
+	go func() {
+		_, err := f.Result()
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if errors.Is(err, actor.ErrDeadLetter) {
+			return nil // closed already
+		}
+		if err != nil {
+			return fmt.Errorf("actors: close accounts: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("actors: close accounts: %w", ctx.Err())
+	}
+}
+
 // PID is the router, for actors that talk to accounts directly (the job actor).
 func (a *Accounts) PID() *actor.PID { return a.router }
 
@@ -108,9 +184,22 @@ func (a *Accounts) ask(msg any) (any, error) {
 
 // Admit asks the account to let a request in. A refusal is a *shotd.Error, returned with the
 // limits that explain it.
+//
+// When the answer does not come in time the request is refused with service_unavailable. A
+// render the actor admits after that is released at once (the Settle follows the Admit through
+// the same mailboxes, so it always finds the ticket); the actor also refuses an Admit it handles
+// after its Deadline, which keeps a late job admission from holding queue places.
 func (a *Accounts) Admit(m *Admit) (*AdmitResult, LimitsSnapshot, error) {
-	res, err := a.ask(m)
+	msg := *m
+	if msg.Kind == AdmitRender {
+		msg.Ticket = a.tickets.Add(1) &^ (1 << 63)
+	}
+	msg.Deadline = time.Now().Add(a.timeout)
+	res, err := a.ask(&msg)
 	if err != nil {
+		if msg.Kind == AdmitRender {
+			a.sys.Root.Send(a.router, &Settle{AccountID: m.Account.ID, Ticket: msg.Ticket, Outcome: Released})
+		}
 		return nil, LimitsSnapshot{}, err
 	}
 	switch r := res.(type) {

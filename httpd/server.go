@@ -194,7 +194,12 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Response.Header.Set("X-Reference-Id", newRef())
 	if strings.Contains(err.Error(), "body size exceeds") || err == fasthttp.ErrBodyTooLarge {
+		// fasthttp stops reading at the limit; closing with the rest unread makes the kernel
+		// reset the connection and the client never sees the answer. Drain a bounded amount
+		// first so the 413 arrives.
+		drain(ctx.Conn(), 64<<20, 5*time.Second)
 		writeError(ctx, s.set.PublicURL, shotd.Errorf(shotd.CodeContentTooLarge, "the request body is larger than %d bytes", s.set.MaxBodyBytes))
+		ctx.SetConnectionClose()
 		return
 	}
 	writeError(ctx, s.set.PublicURL, shotd.Errorf(shotd.CodeInvalidRequest, "the request could not be read"))
@@ -227,3 +232,20 @@ func newRef() string {
 type fasthttpLogger struct{ l zerolog.Logger }
 
 func (f fasthttpLogger) Printf(format string, args ...any) { f.l.Debug().Msgf(format, args...) }
+
+// drain reads and discards what the client is still sending, up to max bytes or total time,
+// waiting at most 100 ms for each read.
+func drain(c net.Conn, max int64, total time.Duration) {
+	buf := make([]byte, 32<<10)
+	end := time.Now().Add(total)
+	var n int64
+	for n < max && time.Now().Before(end) {
+		_ = c.SetReadDeadline(time.Now().Add(100 * time.Millisecond))
+		m, err := c.Read(buf)
+		n += int64(m)
+		if err != nil {
+			break
+		}
+	}
+	_ = c.SetReadDeadline(time.Time{})
+}

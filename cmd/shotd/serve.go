@@ -156,6 +156,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err := webhooks.Close(sctx); err != nil {
 		log.Warn().Err(err).Msg("webhook attempts cut off resume at the next start")
 	}
+	if err := accounts.Close(sctx); err != nil {
+		log.Warn().Err(err).Msg("account actors did not stop in time; a usage write may be lost")
+	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer ccancel()
 	if err := renderer.Close(cctx); err != nil {

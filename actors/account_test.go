@@ -1,0 +1,872 @@
+package actors_test
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/store"
+)
+
+// fakeClock drives the account actors' windows and billing periods. It starts a minute ahead of
+// the wall clock so that accounts created during a test are never in the future of it.
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func newClock() *fakeClock { return &fakeClock{t: time.Now().Add(time.Minute)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// accountsHarness is a real actor system with the account router on a real bbolt store.
+type accountsHarness struct {
+	sys      *actor.ActorSystem
+	st       *store.Store
+	accounts *actors.Accounts
+	stopped  bool
+}
+
+// startAccounts opens the store in dir and starts the account actors on it; the test's cleanup
+// stops them and closes the store.
+func startAccounts(tb testing.TB, dir string, now func() time.Time, idle time.Duration) *accountsHarness {
+	return startAccountsOn(tb, dir, nil, actors.AccountsConfig{Now: now, Idle: idle})
+}
+
+// startAccountsOn is startAccounts with a usage store wrapped by wrap (nil: the store itself).
+func startAccountsOn(tb testing.TB, dir string, wrap func(*store.Store) actors.UsageStore, cfg actors.AccountsConfig) *accountsHarness {
+	tb.Helper()
+	st, err := store.Open(dir, zerolog.Nop())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg.Store = st
+	if wrap != nil {
+		cfg.Store = wrap(st)
+	}
+	sys := actors.NewSystem(zerolog.Nop())
+	a, err := actors.StartAccounts(sys, cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	h := &accountsHarness{sys: sys, st: st, accounts: a}
+	tb.Cleanup(func() { h.stop(tb) })
+	return h
+}
+
+// stop closes the account actors (which waits for their usage writes), the system and the store.
+func (h *accountsHarness) stop(tb testing.TB) {
+	tb.Helper()
+	if h.stopped {
+		return
+	}
+	h.stopped = true
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.accounts.Close(ctx); err != nil {
+		tb.Errorf("close accounts: %v", err)
+	}
+	h.sys.Shutdown()
+	if err := h.st.Close(ctx); err != nil {
+		tb.Errorf("close store: %v", err)
+	}
+}
+
+func (h *accountsHarness) account(tb testing.TB, plan string, bonus int) shotd.Account {
+	tb.Helper()
+	acc, err := h.st.CreateAccount("limits@example.test", plan, true)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if bonus > 0 {
+		acc = h.setBonus(tb, acc.ID, bonus)
+	}
+	return acc
+}
+
+func (h *accountsHarness) setBonus(tb testing.TB, id string, bonus int) shotd.Account {
+	tb.Helper()
+	acc, err := h.st.UpdateAccount(id, func(a *shotd.Account) error { a.BonusScreenshots = bonus; return nil })
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return acc
+}
+
+// fresh reads the account as the key cache would hand it to a request.
+func (h *accountsHarness) fresh(tb testing.TB, id string) shotd.Account {
+	tb.Helper()
+	acc, err := h.st.Account(id)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return acc
+}
+
+// waitStored waits until the stored usage satisfies ok: usage writes run beside the actor.
+func (h *accountsHarness) waitStored(tb testing.TB, acc shotd.Account, now time.Time, ok func(store.Usage) bool) store.Usage {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		u, err := h.st.Usage(acc, now)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if ok(u) {
+			return u
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("stored usage %+v never reached the wanted state", u)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// testPlan has every limit far away; tests lower the one they exercise.
+func testPlan(name string) shotd.Plan {
+	return shotd.Plan{Name: name, MonthlyQuota: 100, RequestsPerMinute: 100, StatusRequestsPerMinute: 1000,
+		Concurrency: 10, QueueLimit: 10, FailuresPerMinute: 10, Features: shotd.AllFeatures}
+}
+
+func codeOf(err error) shotd.Code {
+	if err == nil {
+		return ""
+	}
+	return shotd.CodeOf(err)
+}
+
+// step is one move of a limits script.
+type step struct {
+	op       string // render (admit and hold), settle (the oldest held render), status, jobs, advance
+	times    int    // repeat; 0 means once
+	jobs     int
+	features []string
+	outcome  actors.Outcome
+	advance  time.Duration
+	want     shotd.Code // "" for admitted
+	// Checked on the last repetition when not negative.
+	retryAfter, rateRemaining, rateLimit, quotaRemaining, concRemaining int
+}
+
+func st(op string) step {
+	return step{op: op, retryAfter: -1, rateRemaining: -1, rateLimit: -1, quotaRemaining: -1, concRemaining: -1}
+}
+
+func (s step) n(times int) step          { s.times = times; return s }
+func (s step) wants(c shotd.Code) step   { s.want = c; return s }
+func (s step) retry(sec int) step        { s.retryAfter = sec; return s }
+func (s step) rate(remaining int) step   { s.rateRemaining = remaining; return s }
+func (s step) rateOf(limit int) step     { s.rateLimit = limit; return s }
+func (s step) quota(remaining int) step  { s.quotaRemaining = remaining; return s }
+func (s step) conc(remaining int) step   { s.concRemaining = remaining; return s }
+func (s step) out(o actors.Outcome) step { s.outcome = o; return s }
+func (s step) need(f ...string) step     { s.features = f; return s }
+func (s step) jobsOf(n int) step         { s.jobs = n; return s }
+func after(d time.Duration) step         { s := st("advance"); s.advance = d; return s }
+
+// TestAdmitLimits plays scripts against one account each: every limit at its boundary, N
+// allowed and the next refused with its code, Retry-After and headers.
+func TestAdmitLimits(t *testing.T) {
+	released := actors.Released
+	tests := []struct {
+		name  string
+		plan  func(p *shotd.Plan)
+		steps []step
+	}{
+		{
+			name: "requests per minute",
+			plan: func(p *shotd.Plan) { p.RequestsPerMinute = 3 },
+			steps: []step{
+				st("render").rate(2).rateOf(3), st("settle").out(released),
+				st("render").rate(1), st("settle").out(released),
+				st("render").rate(0), st("settle").out(released),
+				st("render").wants(shotd.CodeRateLimited).retry(60).rate(0),
+				after(30 * time.Second),
+				st("render").wants(shotd.CodeRateLimited).retry(30),
+				after(30 * time.Second), // the first three leave the window together
+				st("render").rate(2),
+			},
+		},
+		{
+			name: "the window slides",
+			plan: func(p *shotd.Plan) { p.RequestsPerMinute = 2 },
+			steps: []step{
+				st("render"), st("settle").out(released),
+				after(40 * time.Second),
+				st("render"), st("settle").out(released),
+				st("render").wants(shotd.CodeRateLimited).retry(20),
+				after(20 * time.Second), // the first left; the second stays 40 s more
+				st("render").rate(0), st("settle").out(released),
+				st("render").wants(shotd.CodeRateLimited).retry(40),
+			},
+		},
+		{
+			name: "status endpoints have their own allowance",
+			plan: func(p *shotd.Plan) { p.RequestsPerMinute = 1; p.StatusRequestsPerMinute = 3 },
+			steps: []step{
+				st("render").rate(0).rateOf(1), st("settle").out(released),
+				st("render").wants(shotd.CodeRateLimited),
+				st("status").rateOf(3).rate(2),
+				st("status").n(2).rate(0),
+				st("status").wants(shotd.CodeRateLimited).retry(60).rateOf(3).rate(0),
+				after(time.Minute),
+				st("status").rate(2),
+				st("render").rate(0),
+			},
+		},
+		{
+			name: "failures per minute",
+			plan: func(p *shotd.Plan) { p.FailuresPerMinute = 2 },
+			steps: []step{
+				st("render"), st("settle").out(actors.Failed),
+				after(10 * time.Second),
+				st("render"), st("settle").out(actors.Failed),
+				st("render").wants(shotd.CodeFailureLimit).retry(50).quota(100),
+				after(50 * time.Second), // the first failure left the window
+				st("render"), st("settle").out(actors.Failed),
+				st("render").wants(shotd.CodeFailureLimit).retry(10),
+			},
+		},
+		{
+			name: "released renders are not failures",
+			plan: func(p *shotd.Plan) { p.FailuresPerMinute = 1 },
+			steps: []step{
+				st("render").n(3), st("settle").out(released).n(3),
+				st("render"), st("settle").out(actors.Failed),
+				st("render").wants(shotd.CodeFailureLimit),
+			},
+		},
+		{
+			name: "concurrency",
+			plan: func(p *shotd.Plan) { p.Concurrency = 2 },
+			steps: []step{
+				st("render").conc(1),
+				st("render").conc(0),
+				st("render").wants(shotd.CodeConcurrencyLimit).retry(1).conc(0),
+				st("settle").out(actors.Succeeded).conc(1),
+				st("render").conc(0),
+			},
+		},
+		{
+			name: "queue limit: nothing counted",
+			plan: func(p *shotd.Plan) { p.QueueLimit = 2; p.RequestsPerMinute = 10; p.MonthlyQuota = 5 },
+			steps: []step{
+				st("jobs").jobsOf(2).rate(9).quota(3),
+				st("jobs").jobsOf(1).wants(shotd.CodeQueueLimit).rate(9).quota(3),
+				st("jobs").jobsOf(1).wants(shotd.CodeQueueLimit).rate(9).quota(3),
+				st("render").rate(8).quota(2), // sync renders do not wait in the queue
+			},
+		},
+		{
+			name: "a bulk larger than the queue",
+			plan: func(p *shotd.Plan) { p.QueueLimit = 3 },
+			steps: []step{
+				st("jobs").jobsOf(4).wants(shotd.CodeQueueLimit).rate(100),
+				st("jobs").jobsOf(3).rate(99),
+			},
+		},
+		{
+			name: "monthly quota",
+			plan: func(p *shotd.Plan) { p.MonthlyQuota = 2 },
+			steps: []step{
+				st("render").quota(1), st("settle").out(actors.Succeeded).quota(1),
+				st("render").quota(0), st("settle").out(actors.Succeeded).quota(0),
+				st("render").wants(shotd.CodeQuotaExceeded).quota(0),
+				st("jobs").jobsOf(1).wants(shotd.CodeQuotaExceeded),
+			},
+		},
+		{
+			name: "reservations hold the quota until settled",
+			plan: func(p *shotd.Plan) { p.MonthlyQuota = 2 },
+			steps: []step{
+				st("render").n(2).quota(0),
+				st("render").wants(shotd.CodeQuotaExceeded),
+				st("settle").out(actors.Failed).quota(1), // released, not billed
+				st("settle").out(actors.CacheHit).quota(2),
+				st("render").n(2), st("settle").out(actors.Succeeded).n(2).quota(0),
+				st("render").wants(shotd.CodeQuotaExceeded),
+			},
+		},
+		{
+			name: "the billing period resets",
+			plan: func(p *shotd.Plan) { p.MonthlyQuota = 1 },
+			steps: []step{
+				st("render"), st("settle").out(actors.Succeeded),
+				st("render").wants(shotd.CodeQuotaExceeded),
+				after(32 * 24 * time.Hour),
+				st("render").quota(0),
+			},
+		},
+		{
+			name: "plan features",
+			plan: func(p *shotd.Plan) { p.Features = []string{shotd.FeatureCache} },
+			steps: []step{
+				st("render").need(shotd.FeaturePDF).wants(shotd.CodeFeatureNotAvailable).rate(100),
+				st("jobs").jobsOf(1).need(shotd.FeatureAsync).wants(shotd.CodeFeatureNotAvailable),
+				st("render").need(shotd.FeatureCache).rate(99),
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clock := newClock()
+			h := startAccounts(t, t.TempDir(), clock.Now, 0)
+			plan := testPlan("limits")
+			tt.plan(&plan)
+			acc := h.account(t, plan.Name, 0)
+			var held []uint64
+			for i, s := range tt.steps {
+				for r := range max(s.times, 1) {
+					var (
+						limits actors.LimitsSnapshot
+						err    error
+						res    *actors.AdmitResult
+					)
+					switch s.op {
+					case "advance":
+						clock.Advance(s.advance)
+						continue
+					case "render", "status", "jobs":
+						kind := map[string]actors.AdmitKind{"render": actors.AdmitRender, "status": actors.AdmitStatus, "jobs": actors.AdmitJobs}[s.op]
+						res, limits, err = h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: kind, Jobs: s.jobs, Features: s.features})
+						if err == nil && s.op == "render" {
+							held = append(held, res.Ticket)
+						}
+					case "settle":
+						if len(held) == 0 {
+							t.Fatalf("step %d: nothing to settle", i)
+						}
+						limits, err = h.accounts.Settle(acc.ID, held[0], s.outcome)
+						held = held[1:]
+					}
+					if got := codeOf(err); got != s.want {
+						t.Fatalf("step %d (%s #%d): got %q (%v), want %q", i, s.op, r+1, got, err, s.want)
+					}
+					if r < max(s.times, 1)-1 {
+						continue
+					}
+					checkLimits(t, i, s, err, limits, clock.Now())
+				}
+			}
+		})
+	}
+}
+
+func checkLimits(t *testing.T, i int, s step, err error, l actors.LimitsSnapshot, now time.Time) {
+	t.Helper()
+	if s.retryAfter >= 0 {
+		if got := shotd.AsError(err).RetryAfter; got != s.retryAfter {
+			t.Fatalf("step %d: Retry-After %d, want %d", i, got, s.retryAfter)
+		}
+	}
+	if err != nil && s.want == shotd.CodeFeatureNotAvailable && !strings.Contains(err.Error(), s.features[0]) {
+		t.Fatalf("step %d: %q does not name the feature %s", i, err, s.features[0])
+	}
+	checks := []struct {
+		name      string
+		got, want int
+	}{
+		{"rate remaining", l.RateRemaining, s.rateRemaining},
+		{"rate limit", l.RateLimit, s.rateLimit},
+		{"quota remaining", l.QuotaRemaining, s.quotaRemaining},
+		{"concurrency remaining", l.ConcurrencyRemaining, s.concRemaining},
+	}
+	for _, c := range checks {
+		if c.want >= 0 && c.got != c.want {
+			t.Fatalf("step %d (%s): %s %d, want %d (limits %+v)", i, s.op, c.name, c.got, c.want, l)
+		}
+	}
+	if l.RateLimit > 0 && (l.RateReset.Before(now) || l.RateReset.After(now.Add(time.Minute))) {
+		t.Fatalf("step %d: rate reset %v not within a minute of %v", i, l.RateReset, now)
+	}
+}
+
+// TestQuotaExactUnderConcurrency: 50 requests at once against a quota of 10 get exactly 10
+// successes and 40 quota_exceeded, and exactly 10 are billed in the store.
+func TestQuotaExactUnderConcurrency(t *testing.T) {
+	tests := []struct {
+		name     string
+		failRate float64 // share of admitted renders that fail, then retry
+	}{
+		{"all succeed", 0},
+		{"some fail and retry", 0.3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := startAccounts(t, t.TempDir(), nil, 0)
+			plan := testPlan("exact")
+			plan.MonthlyQuota, plan.Concurrency, plan.RequestsPerMinute, plan.FailuresPerMinute = 10, 50, 100000, 100000
+			acc := h.account(t, plan.Name, 0)
+			var succeeded, exceeded, other atomic.Int64
+			var wg sync.WaitGroup
+			start := make(chan struct{})
+			for range 50 {
+				wg.Go(func() {
+					<-start
+					for {
+						res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+						if codeOf(err) == shotd.CodeQuotaExceeded {
+							exceeded.Add(1)
+							return
+						}
+						if err != nil {
+							other.Add(1)
+							return
+						}
+						time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // the render
+						o := actors.Succeeded
+						if rand.Float64() < tt.failRate {
+							o = actors.Failed
+						}
+						if _, err := h.accounts.Settle(acc.ID, res.Ticket, o); err != nil {
+							other.Add(1)
+							return
+						}
+						if o == actors.Succeeded {
+							succeeded.Add(1)
+							return
+						}
+					}
+				})
+			}
+			close(start)
+			wg.Wait()
+			if succeeded.Load() != 10 || exceeded.Load() != 40 || other.Load() != 0 {
+				t.Fatalf("%d succeeded, %d quota_exceeded, %d other; want 10, 40, 0", succeeded.Load(), exceeded.Load(), other.Load())
+			}
+			u, err := h.accounts.Usage(acc, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if u.Quota.Used != 10 || u.Quota.Remaining != 0 || u.Renders.Succeeded != 10 {
+				t.Fatalf("usage %+v, want 10 used and none remaining", u.Quota)
+			}
+			stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded >= 10 })
+			if stored.Used != 10 || stored.Succeeded != 10 || stored.BonusUsed != 0 {
+				t.Fatalf("stored usage %+v, want exactly 10 billed", stored)
+			}
+		})
+	}
+}
+
+// TestBonusAfterQuota: bonus screenshots are used only after the plan quota, and one added by
+// the operator later is usable at once.
+func TestBonusAfterQuota(t *testing.T) {
+	h := startAccounts(t, t.TempDir(), nil, 0)
+	plan := testPlan("bonus")
+	plan.MonthlyQuota = 2
+	acc := h.account(t, plan.Name, 1)
+	succeed := func(n int) {
+		t.Helper()
+		for i := range n {
+			res, l, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
+			if err != nil {
+				t.Fatalf("render %d: %v (limits %+v)", i+1, err, l)
+			}
+			if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	refused := func() {
+		t.Helper()
+		_, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
+		if codeOf(err) != shotd.CodeQuotaExceeded {
+			t.Fatalf("got %v, want quota_exceeded", err)
+		}
+	}
+
+	succeed(2)
+	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded == 2 })
+	if stored.Used != 2 || stored.BonusUsed != 0 || h.fresh(t, acc.ID).BonusScreenshots != 1 {
+		t.Fatalf("after the plan quota: %+v, bonus %d; want the bonus untouched", stored, h.fresh(t, acc.ID).BonusScreenshots)
+	}
+	succeed(1)
+	refused()
+	stored = h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded == 3 })
+	if stored.Used != 2 || stored.BonusUsed != 1 || h.fresh(t, acc.ID).BonusScreenshots != 0 {
+		t.Fatalf("after the bonus: %+v, bonus %d", stored, h.fresh(t, acc.ID).BonusScreenshots)
+	}
+	h.setBonus(t, acc.ID, 2) // the operator grants more
+	succeed(2)
+	refused()
+	u, err := h.accounts.Usage(h.fresh(t, acc.ID), plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Quota.Used != 2 || u.Quota.Bonus != 0 || u.Quota.Remaining != 0 || u.Renders.Succeeded != 5 {
+		t.Fatalf("usage %+v %+v", u.Quota, u.Renders)
+	}
+}
+
+// TestStaleBonusRecord: a request may carry an account record read before the last bonus
+// screenshot was billed (it looked its key up just before); it must not give the bonus back.
+func TestStaleBonusRecord(t *testing.T) {
+	h := startAccounts(t, t.TempDir(), nil, 0)
+	plan := testPlan("stale")
+	plan.MonthlyQuota = 1
+	acc := h.account(t, plan.Name, 1)
+	stale := h.fresh(t, acc.ID) // bonus 1
+	for i := range 2 {
+		res, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
+		if err != nil {
+			t.Fatalf("render %d: %v", i+1, err)
+		}
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.BonusUsed == 1 })
+	time.Sleep(50 * time.Millisecond) // the write's report reaches the actor: nothing is pending
+	if _, err := h.accounts.Usage(h.fresh(t, acc.ID), plan); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.accounts.Admit(&actors.Admit{Account: stale, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("with a stale record: %v, want quota_exceeded", err)
+	}
+	// An operator's grant is usable by the next request that carries it.
+	if _, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("without bonus: %v", err)
+	}
+	h.setBonus(t, acc.ID, 1)
+	res, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
+	if err != nil {
+		t.Fatalf("after the grant: %v", err)
+	}
+	if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+		t.Fatal(err)
+	}
+	// And the stale record once more, now while the debit may still be on its way to the disk.
+	if _, _, err := h.accounts.Admit(&actors.Admit{Account: stale, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("with a stale record during a write: %v, want quota_exceeded", err)
+	}
+}
+
+// TestNotBilled: failed renders, cache hits and released admissions bill nothing; each is
+// counted where it belongs.
+func TestNotBilled(t *testing.T) {
+	h := startAccounts(t, t.TempDir(), nil, 0)
+	plan := testPlan("free")
+	plan.MonthlyQuota = 1
+	acc := h.account(t, plan.Name, 0)
+	for _, o := range []actors.Outcome{actors.Failed, actors.CacheHit, actors.Released, actors.Failed, actors.CacheHit} {
+		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		if err != nil {
+			t.Fatalf("outcome %v: %v", o, err)
+		}
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u, err := h.accounts.Usage(acc, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Quota.Used != 0 || u.Quota.Remaining != 1 || u.Renders.Succeeded != 0 || u.Renders.Failed != 2 || u.Renders.CacheHits != 2 {
+		t.Fatalf("usage %+v %+v: want nothing billed, 2 failed, 2 cache hits", u.Quota, u.Renders)
+	}
+	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Failed == 2 && u.CacheHits == 2 })
+	if stored.Used != 0 || stored.Succeeded != 0 {
+		t.Fatalf("stored %+v: want nothing billed", stored)
+	}
+	// Settling twice changes nothing.
+	res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if u, _ := h.accounts.Usage(acc, plan); u.Quota.Used != 1 || u.Renders.Succeeded != 1 {
+		t.Fatalf("settled twice: %+v %+v", u.Quota, u.Renders)
+	}
+}
+
+// TestQuotaSurvivesRestart: what was billed is in bbolt; a new actor system on the same data
+// directory continues from it. Close right after the last Settle: it must wait for the writes.
+func TestQuotaSurvivesRestart(t *testing.T) {
+	goroutines := runtime.NumGoroutine()
+	dir := t.TempDir()
+	plan := testPlan("restart")
+	plan.MonthlyQuota = 5
+
+	h := startAccounts(t, dir, nil, 0)
+	acc := h.account(t, plan.Name, 0)
+	for _, o := range []actors.Outcome{actors.Succeeded, actors.Failed, actors.Succeeded, actors.CacheHit, actors.Succeeded} {
+		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.stop(t)
+	if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("admit after close: %v, want service_unavailable", err)
+	}
+
+	h = startAccounts(t, dir, nil, 0)
+	u, err := h.accounts.Usage(acc, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Quota.Used != 3 || u.Quota.Remaining != 2 || u.Renders.Succeeded != 3 || u.Renders.Failed != 1 || u.Renders.CacheHits != 1 {
+		t.Fatalf("after restart: %+v %+v; want 3 used, 2 remaining, 3/1/1 renders", u.Quota, u.Renders)
+	}
+	for i := range 3 {
+		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		if i == 2 {
+			if codeOf(err) != shotd.CodeQuotaExceeded {
+				t.Fatalf("render 6: %v, want quota_exceeded", err)
+			}
+			break
+		}
+		if err != nil {
+			t.Fatalf("render %d: %v", 4+i, err)
+		}
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h.stop(t)
+
+	st, err := store.Open(dir, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stored, err := st.Usage(acc, time.Now())
+	st.Close(context.Background())
+	if err != nil || stored.Used != 5 || stored.Succeeded != 5 {
+		t.Fatalf("stored %+v, %v; want 5 billed", stored, err)
+	}
+	noGoroutinesLeft(t, goroutines)
+}
+
+// noGoroutinesLeft waits for the goroutine count to come back to before (usage writers, the
+// sweeper, actor mailboxes).
+func noGoroutinesLeft(t *testing.T, before int) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for runtime.NumGoroutine() > before {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// slowUsage is the real store whose first reads of usage wait for a signal: the account actor
+// then cannot answer in time, as under a stuck disk.
+type slowUsage struct {
+	*store.Store
+	release chan struct{}
+	loads   atomic.Int64
+	fail    error
+}
+
+func (s *slowUsage) Usage(acc shotd.Account, now time.Time) (store.Usage, error) {
+	s.loads.Add(1)
+	if s.release != nil {
+		<-s.release
+	}
+	if s.fail != nil {
+		return store.Usage{}, s.fail
+	}
+	return s.Store.Usage(acc, now)
+}
+
+// memUsage keeps one account's usage in memory, for a test where a disk write is too slow.
+type memUsage struct {
+	loads     atomic.Int64
+	succeeded atomic.Int64
+}
+
+func (m *memUsage) Usage(acc shotd.Account, now time.Time) (store.Usage, error) {
+	m.loads.Add(1)
+	start, end := store.BillingPeriod(acc.CreatedAt, now)
+	n := int(m.succeeded.Load())
+	return store.Usage{PeriodStart: start, PeriodEnd: end, Used: n, Succeeded: n}, nil
+}
+
+func (m *memUsage) RecordUsage(acc shotd.Account, now time.Time, d store.UsageDelta, quota int) (store.Usage, shotd.Account, error) {
+	m.succeeded.Add(int64(d.Succeeded))
+	u, _ := m.Usage(acc, now)
+	m.loads.Add(-1)
+	return u, acc, nil
+}
+
+func (m *memUsage) Account(id string) (shotd.Account, error) { return shotd.Account{ID: id}, nil }
+
+// TestLimitsUnavailable: when the limits cannot be read or the actor does not answer in time,
+// the request is refused with service_unavailable; an admission granted after the asker gave up
+// holds nothing afterwards.
+func TestLimitsUnavailable(t *testing.T) {
+	t.Run("usage unreadable", func(t *testing.T) {
+		su := &slowUsage{fail: errors.New("disk on fire")}
+		h := startAccountsOn(t, t.TempDir(), func(s *store.Store) actors.UsageStore { su.Store = s; return su }, actors.AccountsConfig{})
+		plan := testPlan("down")
+		acc := h.account(t, plan.Name, 0)
+		for _, kind := range []actors.AdmitKind{actors.AdmitRender, actors.AdmitJobs, actors.AdmitStatus} {
+			if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: kind, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
+				t.Fatalf("kind %v: %v, want service_unavailable", kind, err)
+			}
+		}
+	})
+	t.Run("no answer in time", func(t *testing.T) {
+		su := &slowUsage{release: make(chan struct{})}
+		h := startAccountsOn(t, t.TempDir(), func(s *store.Store) actors.UsageStore { su.Store = s; return su },
+			actors.AccountsConfig{Timeout: 50 * time.Millisecond})
+		plan := testPlan("slow")
+		plan.Concurrency, plan.QueueLimit = 1, 1
+		acc := h.account(t, plan.Name, 0)
+		begin := time.Now()
+		for _, kind := range []actors.AdmitKind{actors.AdmitRender, actors.AdmitJobs} {
+			if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: kind, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
+				t.Fatalf("kind %v: %v, want service_unavailable", kind, err)
+			}
+		}
+		if d := time.Since(begin); d > time.Second {
+			t.Fatalf("refusals took %v", d)
+		}
+		close(su.release) // the actor now handles the two late Admits
+		// Neither late Admit may hold the only slot, queue place or any quota.
+		res, l, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		if err != nil {
+			t.Fatalf("render after recovery: %v (limits %+v)", err, l)
+		}
+		if l.QuotaRemaining != 99 || l.ConcurrencyRemaining != 0 {
+			t.Fatalf("limits %+v: the late admission still holds something", l)
+		}
+		if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitJobs, Jobs: 1}); err != nil {
+			t.Fatalf("job after recovery: %v", err)
+		}
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Released); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// TestPassivation: an idle account actor stops and a new one continues from the store, also
+// after it was busy at an earlier idle check; and no admission is lost to a passivation that
+// crosses it.
+func TestPassivation(t *testing.T) {
+	t.Run("again and again", func(t *testing.T) {
+		su := &slowUsage{}
+		h := startAccountsOn(t, t.TempDir(), func(s *store.Store) actors.UsageStore { su.Store = s; return su },
+			actors.AccountsConfig{Idle: 30 * time.Millisecond})
+		plan := testPlan("idle")
+		acc := h.account(t, plan.Name, 0)
+		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		if err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(150 * time.Millisecond) // idle checks while busy: no passivation
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+			t.Fatal(err)
+		}
+		if su.loads.Load() != 1 {
+			t.Fatalf("%d loads while busy, want 1", su.loads.Load())
+		}
+		for want := int64(2); want <= 3; want++ {
+			time.Sleep(200 * time.Millisecond) // now idle: passivated
+			u, err := h.accounts.Usage(acc, plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if su.loads.Load() != want {
+				t.Fatalf("%d loads, want %d: the idle actor was not passivated", su.loads.Load(), want)
+			}
+			if u.Quota.Used != 1 {
+				t.Fatalf("after passivation: %+v", u.Quota)
+			}
+		}
+	})
+	t.Run("racing admissions", func(t *testing.T) {
+		// Usage kept in memory: a bbolt commit takes longer than the idle time, and an actor
+		// with a write pending never passivates.
+		su := &memUsage{}
+		h := startAccountsOn(t, t.TempDir(), func(s *store.Store) actors.UsageStore { return su },
+			actors.AccountsConfig{Idle: time.Millisecond})
+		plan := testPlan("race")
+		plan.MonthlyQuota, plan.RequestsPerMinute = 100000, 100000
+		acc := h.account(t, plan.Name, 0)
+		var wg sync.WaitGroup
+		var billed atomic.Int64
+		for range 2 {
+			wg.Go(func() {
+				for range 400 {
+					// Around the idle time, so that admissions often cross an idle report.
+					time.Sleep(time.Duration(800+rand.IntN(600)) * time.Microsecond)
+					res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+					if err != nil {
+						t.Errorf("admit: %v", err)
+						return
+					}
+					if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+						t.Errorf("settle: %v", err)
+						return
+					}
+					billed.Add(1)
+				}
+			})
+		}
+		wg.Wait()
+		h.stop(t) // waits for the usage writes
+		n := int(billed.Load())
+		if got := int(su.succeeded.Load()); got != n {
+			t.Fatalf("%d billed, want %d (%d passivations)", got, n, su.loads.Load()-1)
+		}
+		if su.loads.Load() < 10 {
+			t.Fatalf("only %d passivations: the race was not exercised", su.loads.Load()-1)
+		}
+		t.Logf("%d renders, %d passivations", n, su.loads.Load()-1)
+	})
+}
+
+// TestCloseRefusesLater: after Close every ask is refused with service_unavailable, quickly.
+func TestCloseRefusesLater(t *testing.T) {
+	h := startAccounts(t, t.TempDir(), nil, 0)
+	plan := testPlan("closed")
+	acc := h.account(t, plan.Name, 0)
+	if _, err := h.accounts.Usage(acc, plan); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := h.accounts.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, ask := range []func() error{
+		func() error { _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan}); return err },
+		func() error { _, err := h.accounts.Usage(acc, plan); return err },
+		func() error { _, err := h.accounts.Settle(acc.ID, 1, actors.Released); return err },
+	} {
+		if err := ask(); codeOf(err) != shotd.CodeServiceUnavailable {
+			t.Fatalf("after close: %v", err)
+		}
+	}
+}
