@@ -39,6 +39,7 @@ type Config struct {
 	Limits   Limits   `toml:"limits"`
 	Webhooks Webhooks `toml:"webhooks"`
 	Log      Log      `toml:"log"`
+	Blocking Blocking `toml:"blocking"`
 
 	// Plans by name; each Plan's Name equals its key. Decoded through filePlan, hence "-".
 	Plans map[string]shotd.Plan `toml:"-"`
@@ -80,6 +81,13 @@ type Webhooks struct {
 }
 
 // Log is the [log] table.
+// Blocking locates the filter lists of block_ads and block_trackers. Debian's package
+// webext-ublock-origin-chromium ships both and keeps them updated with the OS.
+type Blocking struct {
+	EasyList    string `toml:"easylist"`    // block_ads
+	EasyPrivacy string `toml:"easyprivacy"` // block_trackers
+}
+
 type Log struct {
 	Level  string `toml:"level"`
 	Format string `toml:"format"` // LogConsole or LogJSON
@@ -116,7 +124,11 @@ func Default() *Config {
 		Limits:   Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
 		Log:      Log{Level: "info", Format: LogConsole},
-		Plans:    map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
+		Blocking: Blocking{
+			EasyList:    "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
+			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
+		},
+		Plans: map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
 	}
 }
 

@@ -66,6 +66,8 @@ func TestDefaults(t *testing.T) {
 		Limits:   Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
 		Log:      Log{Level: "info", Format: "console"},
+		Blocking: Blocking{EasyList: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
+			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt"},
 		Plans: map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 1000, RequestsPerMinute: 60,
 			StatusRequestsPerMinute: 600, Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30,
 			Features: []string{"pdf", "video", "async", "bulk", "cache"}}},
@@ -168,6 +170,8 @@ func fullConfig() *Config {
 		Limits:   Limits{MaxSourceBytes: 1000, MaxOutputBytes: 2000, BulkMaxItems: 5},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{1, 2}, TimeoutSeconds: 4},
 		Log:      Log{Level: "debug", Format: "json"},
+		Blocking: Blocking{EasyList: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
+			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt"},
 		Plans: map[string]shotd.Plan{
 			"default": {Name: "default", MonthlyQuota: 10, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
 				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, Features: []string{}},

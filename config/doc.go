@@ -19,6 +19,10 @@
 //	slot_wait_ms                  = 2000  # how long a render waits for a free slot before renderer_busy
 //	render_deadline_grace_seconds = 10    # added to a render's own timeout before it is abandoned
 //
+//	[blocking]
+//	easylist    = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt"
+//	easyprivacy = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt"
+//
 //	[log]
 //	level  = "info"     # trace, debug, info, warn, error
 //	format = "console"  # console or json

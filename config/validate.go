@@ -56,6 +56,12 @@ func (c *Config) Validate() error {
 	v.publicURL("public_url", c.PublicURL)
 	v.between("shutdown_timeout_seconds", c.ShutdownTimeoutSeconds, 1, 3600)
 
+	for _, l := range []struct{ key, path string }{{"blocking.easylist", c.Blocking.EasyList}, {"blocking.easyprivacy", c.Blocking.EasyPrivacy}} {
+		if strings.TrimSpace(l.path) == "" {
+			v.addf(l.key, "must name a filter list file")
+		}
+	}
+
 	b := c.Browser
 	if b.Path != "" {
 		if _, err := exec.LookPath(b.Path); err != nil {

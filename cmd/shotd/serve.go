@@ -18,7 +18,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/blocklist"
 	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
@@ -54,6 +56,15 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 
+	// Chrome profiles live under data_dir/chrome; what a killed run left there is removed now.
+	chromeDir := filepath.Join(cfg.DataDir, "chrome")
+	if err := os.RemoveAll(chromeDir); err != nil {
+		return fmt.Errorf("data_dir: clear %s: %w", chromeDir, err)
+	}
+	if err := os.MkdirAll(chromeDir, 0o700); err != nil {
+		return fmt.Errorf("data_dir: %w", err)
+	}
+
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 
@@ -75,8 +86,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		defer cancel()
 		proxy.Close(cctx)
 	}()
+	lists, err := blocklist.NewLibrary(cfg.Blocking.EasyList, cfg.Blocking.EasyPrivacy)
+	if err != nil {
+		return fmt.Errorf("blocking.easylist / blocking.easyprivacy: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", err)
+	}
+	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
 	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
-		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard}
+		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard,
+		Dir: chromeDir,
+		Blocker: func(o *shotd.Options) cdpclient.Blocker {
+			if s := lists.Select(o.BlockAds, o.BlockTrackers, o.BlockCookieBanners, o.BlockChats); s != nil {
+				return s
+			}
+			return nil // never a typed nil inside the interface
+		}}
 	renderer, err := actors.StartRenderer(sys, actors.PoolConfig{
 		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
 		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(),
