@@ -15,6 +15,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/store"
 )
 
@@ -23,6 +24,10 @@ const (
 	EventSucceeded = "job.succeeded"
 	EventFailed    = "job.failed"
 )
+
+// NoRedirects makes a webhook client treat a redirect as the receiver's answer (a failed
+// attempt): following it would re-post the signed body to another host.
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // WebhooksConfig wires the webhook actor.
 type WebhooksConfig struct {
@@ -95,7 +100,8 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 		return 0, false
 	}
 	var wait time.Duration
-	final := n > len(a.cfg.RetryDelays)
+	// A receiver the egress guard refuses stays refused: retrying would only knock again.
+	final := n > len(a.cfg.RetryDelays) || egress.IsRefused(sendErr)
 	if !final {
 		wait = a.cfg.RetryDelays[n-1]
 	}
