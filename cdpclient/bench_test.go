@@ -1,8 +1,10 @@
 package cdpclient
 
 import (
+	"encoding/json"
 	"net/http"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -53,4 +55,45 @@ func BenchmarkRawLoop(b *testing.B) {
 	b.StopTimer()
 	slices.Sort(durs)
 	b.ReportMetric(float64(durs[len(durs)/2])/float64(time.Millisecond), "median-ms")
+}
+
+// TestPlainRenderCalls: a render that sets none of the page, area, output and blocking options
+// sends Chrome nothing but the navigation and the capture (the viewport is the pre-warmed one),
+// so that options cost only the renders that use them.
+func TestPlainRenderCalls(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(benchPage))
+	srv, _ := server(t, mux)
+	// What the pre-warmer and the disposal send meanwhile on other connections.
+	background := map[string]bool{
+		"Target.createBrowserContext": true, "Target.createTarget": true, "Inspector.enable": true,
+		"Page.enable": true, "Page.setLifecycleEventsEnabled": true, "Page.getFrameTree": true,
+		"Emulation.setDeviceMetricsOverride": true, "Target.disposeBrowserContext": true,
+	}
+	for len(shared.ready) < cap(shared.ready) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	var mu sync.Mutex
+	var sent []string
+	hook := func(msg []byte) {
+		var m struct {
+			Method string `json:"method"`
+		}
+		if json.Unmarshal(msg, &m) == nil && !background[m.Method] {
+			mu.Lock()
+			sent = append(sent, m.Method)
+			mu.Unlock()
+		}
+	}
+	testHookWrite.Store(&hook)
+	o := opts(srv.URL)
+	o.ViewportWidth, o.ViewportHeight = defaultWidth, defaultHeight
+	o.MediaType, o.FullPageScroll, o.PDFPrintBackground = "screen", true, true // parser defaults that act only with their options
+	mustRender(t, shared, o)
+	testHookWrite.Store(nil)
+	mu.Lock()
+	defer mu.Unlock()
+	if want := []string{"Page.navigate", "Page.captureScreenshot"}; !slices.Equal(sent, want) {
+		t.Errorf("a plain render sent %v, want %v", sent, want)
+	}
 }

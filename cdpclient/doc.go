@@ -13,5 +13,28 @@
 // ready pairs (Config.Prewarm), refilled in the background, and disposes used pairs off the
 // response path.
 //
+// A render runs in steps (render.go): emulate (viewport, touch, user agent, media type and
+// features, time zone, transparent background), prepare (Fetch interception, cookies, scripts
+// for every new document, request counting), navigate, wait (wait_until), page
+// (wait_for_selector, then hide_selectors/styles/the Blocker's CSS, then scripts, then click),
+// settle (delay), capture (a PDF, or the viewport, a clip, an element or the full page). An
+// option that is not set costs no call to Chrome.
+//
+// Choices where api-v1 leaves room:
+//   - Scoped headers (authorization, and Cookie, Authorization or key/token-like names in
+//     headers) go to requests whose host and port equal those of url; a default port equals no
+//     port, so http and https of one host are one site. An html source has no site: they go
+//     nowhere. Cookies go where Chrome sends them by their Domain, Path, Secure and SameSite.
+//   - block_resources: fetch() and XMLHttpRequest cannot be told apart at interception, so
+//     either name blocks both; document blocks frames, never the page itself; websocket (and a
+//     block_requests pattern matching a ws:// URL) replaces the page's WebSocket constructor,
+//     as Chrome lets no protocol domain block WebSocket handshakes. The pattern rule is on
+//     urlPattern.
+//   - selector wins over full_page; with a selector, clip_x, clip_y and clip_height cut inside
+//     the element's box. A full page is cut at full_page_max_height, at 16,383 px for webp
+//     (the format's limit) and 65,535 px for jpeg, and at 2^27 device pixels.
+//   - media_type defaults to screen for PDFs too (print must be asked for); PDF margins default
+//     to none (0).
+//
 // Every error that leaves the package is a *shotd.Error.
 package cdpclient

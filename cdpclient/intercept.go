@@ -16,31 +16,44 @@ import (
 // interceptor pauses the page's requests with the Fetch domain and decides each one in Go before
 // Chrome sends it. With only the guard to apply it pauses document requests alone (main frame,
 // iframes, every redirect hop), before they are sent and when their answer arrives: two round
-// trips per document, none per subresource.
+// trips per document, none per subresource. Request rules (blocking, extra headers) need every
+// request, so only a render that has them pauses its subresources too.
 type interceptor struct {
 	r       *render
+	rules   *requestRules // nil: the guard alone
 	paused  fetch.RequestPausedClient
 	refused atomic.Bool // the main frame's document was refused by the guard
 	// upstream is the egress proxy's reason when it could not reach the main document's server.
 	upstream atomic.Pointer[string]
-	wg       sync.WaitGroup
-	cancel   context.CancelFunc
+	// pageURL is the URL of the main frame's latest document request (redirect hops included),
+	// the page the Blocker judges requests for.
+	pageURL atomic.Pointer[string]
+	wg      sync.WaitGroup
+	cancel  context.CancelFunc
 }
 
 // startInterceptor enables Fetch for the render and serves paused requests until stop.
-func startInterceptor(ctx context.Context, r *render) (*interceptor, error) {
+func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*interceptor, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	in := &interceptor{r: r, cancel: cancel}
+	in := &interceptor{r: r, rules: rules, cancel: cancel}
 	var err error
 	if in.paused, err = r.t.c.Fetch.RequestPaused(ctx); err != nil {
 		cancel()
 		return nil, err
 	}
 	doc := network.ResourceTypeDocument
-	args := fetch.NewEnableArgs().SetPatterns([]fetch.RequestPattern{
-		{ResourceType: &doc, RequestStage: fetch.RequestStageRequest},
-		{ResourceType: &doc, RequestStage: fetch.RequestStageResponse},
-	})
+	var patterns []fetch.RequestPattern
+	if rules != nil {
+		all := "*"
+		patterns = append(patterns, fetch.RequestPattern{URLPattern: &all, RequestStage: fetch.RequestStageRequest})
+	} else {
+		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest})
+	}
+	if r.p.cfg.Guard != nil {
+		// The answers of documents, to tell the egress proxy's own refusals and error pages.
+		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageResponse})
+	}
+	args := fetch.NewEnableArgs().SetPatterns(patterns)
 	if err := r.t.c.Fetch.Enable(ctx, args); err != nil {
 		in.paused.Close()
 		cancel()
@@ -88,18 +101,42 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		_ = c.ContinueRequest(ctx, fetch.NewContinueRequestArgs(ev.RequestID))
 		return
 	}
-	if in.refuse(ctx, ev) {
+	doc := ev.ResourceType == network.ResourceTypeDocument
+	if doc && in.refuse(ctx, ev) {
 		if main {
 			in.refused.Store(true)
 		}
 		_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
 		return
 	}
-	_ = c.ContinueRequest(ctx, fetch.NewContinueRequestArgs(ev.RequestID))
+	args := fetch.NewContinueRequestArgs(ev.RequestID)
+	if rr := in.rules; rr != nil {
+		if doc && main {
+			u := ev.Request.URL
+			in.pageURL.Store(&u)
+		} else if rr.blocks(ev.Request.URL, ev.ResourceType, doc, in.page()) {
+			// Fails at once inside Chrome, as net::ERR_BLOCKED_BY_CLIENT.
+			_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
+			return
+		}
+		if hs := rr.headersFor(ev.Request.URL, ev.Request.Headers); hs != nil {
+			// Per request, so that each redirect hop is judged by its own host.
+			args.SetHeaders(hs)
+		}
+	}
+	_ = c.ContinueRequest(ctx, args)
 }
 
-// refuse reports whether the egress guard refuses the request's address, or its scheme is not
-// one a page may load (file:, chrome:, view-source: and the like never reach the network).
+// page is the main document's URL as far as seen; "" for an html source.
+func (in *interceptor) page() string {
+	if p := in.pageURL.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// refuse reports whether the egress guard refuses the address of a document request, or its
+// scheme is not one a page may load (file:, chrome:, view-source: and the like never reach the network).
 func (in *interceptor) refuse(ctx context.Context, ev *fetch.RequestPausedReply) bool {
 	g := in.r.p.cfg.Guard
 	if g == nil {

@@ -35,7 +35,11 @@ type Config struct {
 	// Guard, when set, keeps pages away from Chrome's own devtools port and checks every
 	// document request (main frame, iframes, each redirect hop) before Chrome makes it.
 	Guard Guard
-	Log   zerolog.Logger
+	// Blocker, when set, picks the list-based blocker of one render from its options
+	// (block_ads, block_trackers, block_cookie_banners, block_chats); it returns nil when the
+	// render asks for none. nil: no list-based blocking at all.
+	Blocker func(o *shotd.Options) Blocker
+	Log     zerolog.Logger
 }
 
 // Guard is the egress guard as cdpclient uses it; *egress.Guard implements it.

@@ -14,9 +14,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mafredri/cdp/protocol/dom"
 	"github.com/mafredri/cdp/protocol/emulation"
 	"github.com/mafredri/cdp/protocol/network"
 	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 
 	"github.com/shotd/shotd"
@@ -57,8 +59,10 @@ type render struct {
 
 	html      bool             // the source is o.HTML, set with Page.setDocumentContent
 	loaderID  network.LoaderID // the navigation's loader; "" for html and same-document
-	net       *netTracker      // requests in flight, for networkidle
+	net       *netTracker      // requests in flight, for networkidle and click
 	intercept *interceptor     // Fetch interception; nil when nothing needs it
+	rules     *requestRules    // blocking and extra headers; nil when the render has none
+	blocker   Blocker          // list-based blocking; nil when the render asks for none
 	data      []byte
 }
 
@@ -75,6 +79,7 @@ func (r *render) steps() []step {
 		{"prepare", r.prepare},
 		{"navigate", r.navigate},
 		{"wait", r.wait},
+		{"page", r.pageActions},
 		{"settle", r.settle},
 		{"capture", r.capture},
 	}
@@ -119,10 +124,13 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 			testHookAfterStep(s.name, r.t)
 		}
 	}
-	w, h, err := imageSize(r.format, r.data)
-	if err != nil {
-		p.log.Warn().Err(err).Str("format", r.format).Msg("read captured image size")
-		w, h = int(math.Round(float64(r.width)*r.scale)), int(math.Round(float64(r.height)*r.scale))
+	var w, h int
+	if r.format != shotd.FormatPDF {
+		w, h, err = imageSize(r.format, r.data)
+		if err != nil {
+			p.log.Warn().Err(err).Str("format", r.format).Msg("read captured image size")
+			w, h = int(math.Round(float64(r.width)*r.scale)), int(math.Round(float64(r.height)*r.scale))
+		}
 	}
 	return &shotd.Output{
 		Data:        r.data,
@@ -152,7 +160,7 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	switch r.format {
 	case "":
 		r.format = shotd.FormatPNG
-	case shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP:
+	case shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF:
 	default:
 		e := shotd.Errorf(shotd.CodeInvalidOptions, "format %s is not supported yet", r.format)
 		e.Fields = []shotd.FieldError{{Field: "format", Message: "not supported yet"}}
@@ -175,6 +183,10 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	if r.timeout <= 0 {
 		r.timeout = defaultTimeout
 	}
+	if p.cfg.Blocker != nil {
+		r.blocker = p.cfg.Blocker(o)
+	}
+	r.rules = newRequestRules(o, r.blocker)
 	return r, nil
 }
 
@@ -205,23 +217,90 @@ func (r *render) emulate(ctx context.Context) error {
 			return err
 		}
 	}
+	if args := r.emulatedMedia(); args != nil {
+		if err := c.Emulation.SetEmulatedMedia(ctx, args); err != nil {
+			return err
+		}
+	}
+	if r.o.TimeZone != "" {
+		if err := c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs(r.o.TimeZone)); err != nil {
+			// The parser checks the name against Go's zone database; Chrome's ICU may still
+			// not know it.
+			if isResponseError(err) {
+				return invalidOption("time_zone", fmt.Sprintf("%q is not a time zone the browser knows", r.o.TimeZone))
+			}
+			return err
+		}
+	}
+	if r.o.OmitBackground && (r.format == shotd.FormatPNG || r.format == shotd.FormatWebP) {
+		// Where the page paints no background of its own the capture stays transparent.
+		transparent := 0.0
+		if err := c.Emulation.SetDefaultBackgroundColorOverride(ctx, emulation.NewSetDefaultBackgroundColorOverrideArgs().
+			SetColor(dom.RGBA{A: &transparent})); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
-// prepare puts in place what must be there before the navigation starts. Headers, cookies,
-// interception and blocking will go here.
+// emulatedMedia is the Emulation.setEmulatedMedia of the render, nil when Chrome's defaults
+// already give it (a screenshot in screen media without preference features). media_type
+// defaults to screen for PDFs too, as api-v1 says; print must be asked for.
+func (r *render) emulatedMedia() *emulation.SetEmulatedMediaArgs {
+	var features []emulation.MediaFeature
+	if r.o.DarkMode {
+		features = append(features, emulation.MediaFeature{Name: "prefers-color-scheme", Value: "dark"})
+	}
+	if r.o.ReducedMotion {
+		features = append(features, emulation.MediaFeature{Name: "prefers-reduced-motion", Value: "reduce"})
+	}
+	media := r.o.MediaType
+	if media == "" {
+		media = "screen"
+	}
+	pdf := r.format == shotd.FormatPDF
+	if len(features) == 0 && media == "screen" && !pdf {
+		return nil
+	}
+	args := emulation.NewSetEmulatedMediaArgs().SetFeatures(features)
+	if media == "print" || pdf {
+		// For a PDF the media is set either way, so that pdf_fit_one_page measures the page
+		// with the same style sheets the print uses.
+		args.SetMedia(media)
+	}
+	return args
+}
+
+// prepare puts in place what must be there before the navigation starts: interception (guard,
+// blocking, extra headers), cookies, the blocker's start script, request counting.
 func (r *render) prepare(ctx context.Context) error {
-	if r.p.cfg.Guard != nil {
-		in, err := startInterceptor(ctx, r)
+	if r.p.cfg.Guard != nil || r.rules != nil {
+		in, err := startInterceptor(ctx, r, r.rules)
 		if err != nil {
 			return err
 		}
 		r.intercept = in
 	}
-	if r.o.WaitUntil == shotd.WaitNetworkIdle {
+	if len(r.o.Cookies) > 0 {
+		if err := r.setCookies(ctx); err != nil {
+			return err
+		}
+	}
+	for _, s := range []string{r.rules.webSocketScript(), r.startScript()} {
+		if s == "" {
+			continue
+		}
+		// Every new document of every frame; an html source's own document is not one
+		// (Page.setDocumentContent writes into the blank one): navigate runs them there.
+		if _, err := r.t.c.Page.AddScriptToEvaluateOnNewDocument(ctx, page.NewAddScriptToEvaluateOnNewDocumentArgs(s)); err != nil {
+			return err
+		}
+	}
+	if r.o.WaitUntil == shotd.WaitNetworkIdle || r.o.Click != "" {
 		// Chrome's own networkIdle lifecycle event does not come reliably (never after
-		// Page.setDocumentContent, for one), so requests are counted here. Only for networkidle:
-		// Network events cost a message per request and event.
+		// Page.setDocumentContent, for one), so requests are counted here. Only for networkidle
+		// and for the settling after a click: Network events cost a message per request and
+		// event.
 		n, err := trackNetwork(ctx, r.t)
 		if err != nil {
 			return err
@@ -229,6 +308,39 @@ func (r *render) prepare(ctx context.Context) error {
 		r.net = n
 	}
 	return nil
+}
+
+// startScript is the blocker's script for every document, "" for none.
+func (r *render) startScript() string {
+	if s, ok := r.blocker.(StartScripter); ok {
+		return s.StartScript()
+	}
+	return ""
+}
+
+// setCookies puts the cookies into the render's browser context with their Domain, Path,
+// Secure and HttpOnly, so that Chrome itself sends each only where it belongs.
+func (r *render) setCookies(ctx context.Context) error {
+	cs := make([]network.CookieParam, 0, len(r.o.Cookies))
+	for _, c := range r.o.Cookies {
+		domain, path := c.Domain, c.Path
+		if path == "" {
+			path = "/"
+		}
+		p := network.CookieParam{Name: c.Name, Value: c.Value, Domain: &domain, Path: &path}
+		if c.Secure {
+			p.Secure = &c.Secure
+		}
+		if c.HTTPOnly {
+			p.HTTPOnly = &c.HTTPOnly
+		}
+		cs = append(cs, p)
+	}
+	err := r.t.c.Network.SetCookies(ctx, network.NewSetCookiesArgs(cs))
+	if err != nil && isResponseError(err) {
+		return invalidOption("cookies", "the browser refused a cookie (check its Domain and Path)")
+	}
+	return err
 }
 
 // netError picks Chrome's net error name out of Page.navigate's errorText, the only part of it
@@ -244,9 +356,25 @@ func (r *render) navigate(ctx context.Context) error {
 		if err := drainLifecycle(r.t); err != nil {
 			return err
 		}
+		// document.open keeps the window: the WebSocket replacement made now stays for the
+		// document's own scripts. It erases event listeners, though, so the blocker's script
+		// comes after the document is written.
+		if s := r.rules.webSocketScript(); s != "" {
+			if _, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(s)); err != nil {
+				return err
+			}
+		}
 		// setDocumentContent does document.open/write/close: the document gets the usual
 		// DOMContentLoaded and load lifecycle events after an "init".
-		return c.Page.SetDocumentContent(ctx, page.NewSetDocumentContentArgs(r.t.frameID, r.o.HTML))
+		if err := c.Page.SetDocumentContent(ctx, page.NewSetDocumentContentArgs(r.t.frameID, r.o.HTML)); err != nil {
+			return err
+		}
+		if s := r.startScript(); s != "" {
+			if _, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(s)); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	nav, err := c.Page.Navigate(ctx, page.NewNavigateArgs(r.o.URL))
 	if err != nil {
@@ -360,33 +488,63 @@ func (r *render) settle(ctx context.Context) error {
 	}
 }
 
-// capture has Chrome encode the viewport in the requested format.
+// capture produces the file: a PDF, or an image of the area the options ask for.
 func (r *render) capture(ctx context.Context) error {
-	args := page.NewCaptureScreenshotArgs().SetFormat(r.format)
-	if r.format == shotd.FormatJPEG || r.format == shotd.FormatWebP {
-		q := r.o.ImageQuality
-		if q <= 0 {
-			q = defaultQuality
-		}
-		args.SetQuality(q)
+	if r.format == shotd.FormatPDF {
+		return r.printPDF(ctx)
+	}
+	return r.screenshot(ctx)
+}
+
+// quality is the jpeg and webp quality, 1..100.
+func (r *render) quality() int {
+	if q := r.o.ImageQuality; q > 0 {
+		return min(q, 100)
+	}
+	return defaultQuality
+}
+
+// shoot has Chrome encode one capture; clip nil is the viewport.
+func (r *render) shoot(ctx context.Context, format string, clip *page.Viewport) ([]byte, error) {
+	args := page.NewCaptureScreenshotArgs().SetFormat(format)
+	if format == shotd.FormatJPEG || format == shotd.FormatWebP {
+		args.SetQuality(r.quality())
+	}
+	if clip != nil {
+		// Beyond the viewport: Chrome lays out a larger view just for the capture, without
+		// scrolling; 100vh elements and fixed elements keep their viewport geometry.
+		args.SetClip(*clip).SetCaptureBeyondViewport(true)
 	}
 	for attempt := 1; ; attempt++ {
 		shot, err := r.t.c.Page.CaptureScreenshot(ctx, args)
 		if err == nil {
-			r.data = shot.Data
-			return nil
+			return shot.Data, nil
 		}
 		// A page that navigates itself (a script or meta redirect) is briefly between renderers.
 		var re *rpcc.ResponseError
 		if attempt == 3 || !errors.As(err, &re) || !strings.Contains(re.Message, "Not attached to an active page") {
-			return err
+			return nil, err
 		}
 		select {
 		case <-time.After(50 * time.Millisecond):
 		case <-ctx.Done():
-			return ctx.Err()
+			return nil, ctx.Err()
 		}
 	}
+}
+
+// isResponseError reports an error answer of Chrome to a command (as opposed to a broken
+// connection or a cancelled context).
+func isResponseError(err error) bool {
+	var re *rpcc.ResponseError
+	return errors.As(err, &re)
+}
+
+// invalidOption is the invalid_options error of one field.
+func invalidOption(field, msg string) *shotd.Error {
+	e := shotd.Errorf(shotd.CodeInvalidOptions, "%s: %s", field, msg)
+	e.Fields = []shotd.FieldError{{Field: field, Message: msg}}
+	return e
 }
 
 // fail turns the error of a step into a catalogue error: the render's own deadline is a timeout,

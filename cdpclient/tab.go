@@ -104,7 +104,10 @@ func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
 	if err != nil {
 		return t, err
 	}
-	if !p.spawn(func() { p.watchTab(t, dialogs, crashes) }) {
+	// The goroutine gets its own copy: the deferred cleanup above sets the named result t to nil
+	// on error while the watcher may still be reading it.
+	watched := t
+	if !p.spawn(func() { p.watchTab(watched, dialogs, crashes) }) {
 		return t, errClosed
 	}
 	if err = t.c.Inspector.Enable(ctx); err != nil {

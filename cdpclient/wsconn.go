@@ -3,6 +3,7 @@ package cdpclient
 import (
 	"context"
 	"io"
+	"sync/atomic"
 
 	"github.com/gorilla/websocket"
 	"github.com/mafredri/cdp/rpcc"
@@ -55,7 +56,13 @@ func (s *wsStream) Read(p []byte) (int, error) {
 	}
 }
 
+// testHookWrite, when set by a test, sees every CDP message sent.
+var testHookWrite atomic.Pointer[func([]byte)]
+
 func (s *wsStream) Write(p []byte) (int, error) {
+	if h := testHookWrite.Load(); h != nil {
+		(*h)(p)
+	}
 	if err := s.c.WriteMessage(websocket.TextMessage, p); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,297 @@
+package cdpclient
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/page"
+
+	"github.com/shotd/shotd"
+)
+
+// Limits of a capture, in device pixels.
+const (
+	// maxSingleShot is the tallest capture Chrome makes in one go; taller ones are taken in
+	// tiles of tileHeight and stitched. Chrome's compositor textures top out at 16,384 px on
+	// many GPUs; beyond that a single capture can come out repeated or blank.
+	maxSingleShot = 16384
+	tileHeight    = 8192
+	// maxCapturePixels bounds the stitched image (4 bytes a pixel: 512 MiB). A full page is cut
+	// to it; a larger clip or element is content_too_large.
+	maxCapturePixels = 1 << 27
+	defaultMaxHeight = 20000 // full_page_max_height when the parser did not set it
+)
+
+// maxDimension is the largest width or height each encoder can write.
+var maxDimension = map[string]int{
+	shotd.FormatPNG:  1 << 30, // no limit of its own; maxCapturePixels bounds it
+	shotd.FormatJPEG: 65535,
+	shotd.FormatWebP: 16383,
+}
+
+// area is a part of the page in CSS pixels, document coordinates.
+type area struct {
+	x, y, w, h float64
+	fullPage   bool // cut rather than refused when too large
+}
+
+// screenshot captures the area the options ask for and encodes it in the output format.
+func (r *render) screenshot(ctx context.Context) error {
+	a, err := r.area(ctx)
+	if err != nil {
+		return err
+	}
+	resize := r.o.ImageWidth > 0 || r.o.ImageHeight > 0
+	if a == nil {
+		// The viewport as it is (a click may have scrolled it), encoded by Chrome.
+		if !resize {
+			r.data, err = r.shoot(ctx, r.format, nil)
+			return err
+		}
+		data, err := r.shoot(ctx, shotd.FormatPNG, nil)
+		if err != nil {
+			return err
+		}
+		w, h, err := imageSize(shotd.FormatPNG, data)
+		if err != nil {
+			return err
+		}
+		return r.finish(ctx, []tile{{0, data}}, w, h)
+	}
+	dw, dh := r.devicePx(a.w), r.devicePx(a.h)
+	if dw < 1 || dh < 1 {
+		return shotd.Errorf(shotd.CodeInvalidOptions, "the area to capture is empty")
+	}
+	// The encoder's limit applies to the capture only when it is not resized.
+	limit := maxDimension[r.format]
+	if resize {
+		limit = maxDimension[shotd.FormatPNG]
+	}
+	if dw > limit {
+		return shotd.Errorf(shotd.CodeContentTooLarge, "the capture is %d px wide; %s allows at most %d", dw, r.format, limit)
+	}
+	if maxH := min(limit, maxCapturePixels/dw); dh > maxH {
+		if !a.fullPage {
+			return shotd.Errorf(shotd.CodeContentTooLarge, "the capture is %dx%d px; at most %d px high fit at this width in %s", dw, dh, maxH, r.format)
+		}
+		a.h = math.Floor(float64(maxH) / r.scale)
+		dh = r.devicePx(a.h)
+	}
+	if !resize && dh <= maxSingleShot {
+		r.data, err = r.shoot(ctx, r.format, a.clip())
+		return err
+	}
+	// Lossless tiles, composed and encoded once.
+	tiles, err := r.tiles(ctx, a, dh)
+	if err != nil {
+		return err
+	}
+	return r.finish(ctx, tiles, dw, dh)
+}
+
+// finish stitches the PNG tiles of a dw x dh capture, resizes the result as image_width and
+// image_height ask, and encodes it in the output format.
+func (r *render) finish(ctx context.Context, tiles []tile, dw, dh int) error {
+	ow, oh := outputSize(dw, dh, r.o.ImageWidth, r.o.ImageHeight)
+	if lim := maxDimension[r.format]; ow > lim || oh > lim {
+		return shotd.Errorf(shotd.CodeContentTooLarge, "the image would be %dx%d px; %s allows at most %d", ow, oh, r.format, lim)
+	}
+	if int64(ow)*int64(oh) > maxCapturePixels {
+		return shotd.Errorf(shotd.CodeContentTooLarge, "the image would be %dx%d px, more than %d pixels", ow, oh, maxCapturePixels)
+	}
+	img, err := compose(tiles, dw, dh, ow, oh)
+	if err != nil {
+		return err
+	}
+	r.data, err = r.encode(ctx, img)
+	return err
+}
+
+func (r *render) devicePx(css float64) int { return int(math.Round(css * r.scale)) }
+
+func (a *area) clip() *page.Viewport {
+	return &page.Viewport{X: a.x, Y: a.y, Width: a.w, Height: a.h, Scale: 1}
+}
+
+// outputSize is the size after image_width and image_height: one of them keeps the aspect
+// ratio, both give the exact size, none keeps the capture's size.
+func outputSize(w, h, ow, oh int) (int, int) {
+	switch {
+	case ow > 0 && oh > 0:
+		return ow, oh
+	case ow > 0:
+		return ow, max(1, int(math.Round(float64(h)*float64(ow)/float64(w))))
+	case oh > 0:
+		return max(1, int(math.Round(float64(w)*float64(oh)/float64(h)))), oh
+	}
+	return w, h
+}
+
+// tile is one PNG capture and the device row of the whole capture it starts at.
+type tile struct {
+	y    int
+	data []byte
+}
+
+// tiles captures a as PNG, in slices of at most tileHeight device pixels when it is taller
+// than maxSingleShot.
+func (r *render) tiles(ctx context.Context, a *area, dh int) ([]tile, error) {
+	if dh <= maxSingleShot {
+		data, err := r.shoot(ctx, shotd.FormatPNG, a.clip())
+		if err != nil {
+			return nil, err
+		}
+		return []tile{{0, data}}, nil
+	}
+	step := math.Floor(tileHeight / r.scale) // CSS px per tile
+	var ts []tile
+	for top := 0.0; top < a.h; top += step {
+		// One CSS px more than the step: with a fractional device scale the tiles' device
+		// heights round, and the overlap (overwritten by the next tile) leaves no empty row.
+		part := &area{x: a.x, y: a.y + top, w: a.w, h: min(step+1, a.h-top)}
+		data, err := r.shoot(ctx, shotd.FormatPNG, part.clip())
+		if err != nil {
+			return nil, err
+		}
+		ts = append(ts, tile{y: r.devicePx(top), data: data})
+	}
+	return ts, nil
+}
+
+// area resolves selector, clip and full_page into the part of the page to capture; nil is the
+// viewport.
+func (r *render) area(ctx context.Context) (*area, error) {
+	o := r.o
+	switch {
+	case o.Selector != "":
+		box, err := r.elementBox(ctx, o.Selector)
+		if err != nil {
+			return nil, err
+		}
+		if o.HasClip {
+			// With a selector, the clip options cut inside the element's box (the parser refuses
+			// clip_width with selector).
+			box.x += float64(o.ClipX)
+			box.y += float64(o.ClipY)
+			box.w -= float64(o.ClipX)
+			box.h -= float64(o.ClipY)
+			if o.ClipHeight > 0 {
+				box.h = min(box.h, float64(o.ClipHeight))
+			}
+			if box.w <= 0 || box.h <= 0 {
+				return nil, shotd.Errorf(shotd.CodeSelectorNotFound, "the clip leaves nothing of the element %q", clipText(o.Selector))
+			}
+		}
+		return box, nil
+	case o.HasClip:
+		return &area{x: float64(o.ClipX), y: float64(o.ClipY), w: float64(o.ClipWidth), h: float64(o.ClipHeight)}, nil
+	case o.FullPage:
+		h, err := r.pageHeight(ctx)
+		if err != nil {
+			return nil, err
+		}
+		maxH := o.FullPageMaxHeight
+		if maxH <= 0 {
+			maxH = defaultMaxHeight
+		}
+		return &area{w: float64(r.width), h: math.Min(h, float64(maxH)), fullPage: true}, nil
+	}
+	return nil, nil
+}
+
+// elementBoxJS scrolls the first match of sel into view, so that lazy content in it loads, and
+// returns its box in document coordinates.
+const elementBoxJS = `async (sel) => {
+	const el = document.querySelector(sel);
+	if (!el) return {found: false};
+	el.scrollIntoView({block: 'center', inline: 'nearest', behavior: 'instant'});
+	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
+	const r = el.getBoundingClientRect();
+	return {found: true, x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height};
+}`
+
+// elementBox waits for the first match of sel and returns its box, rounded out to whole CSS
+// pixels.
+func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
+	if err := r.waitElement(ctx, "selector", sel, false); err != nil {
+		return nil, err
+	}
+	var b struct {
+		Found      bool `json:"found"`
+		X, Y, W, H float64
+	}
+	if err := r.eval(ctx, jsCall(elementBoxJS, sel), &b); err != nil {
+		return nil, err
+	}
+	if !b.Found || !(b.W > 0 && b.H > 0) || math.IsInf(b.W+b.H+b.X+b.Y, 0) || math.IsNaN(b.X+b.Y) {
+		return nil, shotd.Errorf(shotd.CodeSelectorNotFound, "nothing matched selector %q", clipText(sel))
+	}
+	x0, y0 := math.Floor(math.Max(b.X, 0)), math.Floor(math.Max(b.Y, 0))
+	x1, y1 := math.Ceil(b.X+b.W), math.Ceil(b.Y+b.H)
+	return &area{x: x0, y: y0, w: x1 - x0, h: y1 - y0}, nil
+}
+
+// scrollPageJS scrolls through the page in viewport steps, waiting after each so that lazy
+// images and infinite-scroll loaders fire, until maxH or the time budget; then waits (at most
+// imgMs) for the displayed images above maxH that are still loading, returns to the top, and
+// reports the document height. scrollTo with behavior 'instant' overrides a smooth scroll-behavior of the page.
+const scrollPageJS = `async (maxH, stepMs, budget, imgMs) => {
+	const t0 = performance.now();
+	const sleep = ms => new Promise(res => setTimeout(res, ms));
+	const frame = () => new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
+	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
+	const step = Math.max(innerHeight, 100);
+	for (let y = 0; y < Math.min(height(), maxH) && performance.now() - t0 < budget; y += step) {
+		scrollTo({top: y, left: 0, behavior: 'instant'});
+		await sleep(stepMs);
+	}
+	const imgEnd = Math.min(performance.now() + imgMs, t0 + budget);
+	while (performance.now() < imgEnd) {
+		const pending = [...document.images].some(i => {
+			if (i.complete) return false;
+			const r = i.getBoundingClientRect();
+			return r.width > 0 && r.height > 0 && r.top + scrollY < maxH;
+		});
+		if (!pending) break;
+		await sleep(50);
+	}
+	scrollTo({top: 0, left: 0, behavior: 'instant'});
+	await frame();
+	return height();
+}`
+
+const measureHeightJS = `Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)`
+
+// Timing of full_page_scroll.
+const (
+	scrollStep      = 100 * time.Millisecond // wait after each viewport step
+	scrollImageWait = 2 * time.Second        // wait for images still loading after the scroll
+	scrollShare     = 2                      // the scroll may take 1/scrollShare of the time left
+)
+
+// pageHeight returns the document's height in CSS pixels, after scrolling through the page
+// when full_page_scroll asks for it.
+func (r *render) pageHeight(ctx context.Context) (float64, error) {
+	var h float64
+	expr := measureHeightJS
+	if r.o.FullPageScroll {
+		maxH := r.o.FullPageMaxHeight
+		if maxH <= 0 {
+			maxH = defaultMaxHeight
+		}
+		budget := r.timeout / 2
+		if d, ok := ctx.Deadline(); ok {
+			budget = time.Until(d) / scrollShare
+		}
+		expr = jsCall(scrollPageJS, maxH, scrollStep.Milliseconds(), budget.Milliseconds(), scrollImageWait.Milliseconds())
+	}
+	if err := r.eval(ctx, expr, &h); err != nil {
+		return 0, fmt.Errorf("measure the page: %w", err)
+	}
+	if !(h >= 1) || math.IsInf(h, 0) {
+		h = float64(r.height)
+	}
+	return h, nil
+}

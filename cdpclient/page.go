@@ -1,0 +1,475 @@
+package cdpclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/input"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/rpcc"
+
+	"github.com/shotd/shotd"
+)
+
+// The page's own JavaScript can overwrite the globals our helpers use (document.querySelector,
+// Promise, ...). That can only spoil its own screenshot: every value read back is checked, and
+// every wait is bounded by the render's deadline.
+
+// Timing of the page actions.
+const (
+	pollInterval      = 50 * time.Millisecond  // selector polling inside the page
+	pollChunk         = 2 * time.Second        // one evaluate of the polling; then Go asks again
+	clickNavWindow    = 300 * time.Millisecond // how long after a click a navigation may start
+	scriptNavWindow   = 100 * time.Millisecond // the same after scripts, which navigate synchronously
+	settleQuiet       = 300 * time.Millisecond // quiet network after a click
+	settleMax         = 3 * time.Second        // the network settling after a click ends here at the latest
+	maxSelectorMargin = time.Second            // the largest margin kept before the deadline
+)
+
+// pageActions runs the page behaviour options after the page has loaded, in this order:
+// wait_for_selector, styles (hide_selectors, styles, the blocker's CSS), scripts, click.
+func (r *render) pageActions(ctx context.Context) error {
+	if r.o.WaitForSelector != "" {
+		if err := r.waitElement(ctx, "wait_for_selector", r.o.WaitForSelector, true); err != nil {
+			return err
+		}
+	}
+	if err := r.addStyles(ctx); err != nil {
+		return err
+	}
+	if r.o.Scripts != "" {
+		if err := r.runScripts(ctx); err != nil {
+			return err
+		}
+	}
+	if r.o.Click != "" {
+		if err := r.click(ctx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// jsCall is the expression that calls the function fn with args, JSON-encoded (a valid JS
+// literal: encoding/json escapes U+2028 and U+2029).
+func jsCall(fn string, args ...any) string {
+	var b strings.Builder
+	b.WriteString("(")
+	b.WriteString(fn)
+	b.WriteString(")(")
+	for i, a := range args {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		j, err := json.Marshal(a)
+		if err != nil {
+			panic(err) // only our own plain values are passed
+		}
+		b.Write(j)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
+// errScript is a helper of ours that threw in the page.
+type errScript struct{ msg string }
+
+func (e *errScript) Error() string { return "page script: " + e.msg }
+
+// eval evaluates expr in the page's main world, awaits a promise, and decodes the value into
+// out (nil: ignore it).
+func (r *render) eval(ctx context.Context, expr string, out any) error {
+	rep, err := r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetAwaitPromise(true).SetReturnByValue(out != nil))
+	if err != nil {
+		return err
+	}
+	if rep.ExceptionDetails != nil {
+		return &errScript{msg: exceptionText(rep.ExceptionDetails)}
+	}
+	if out == nil {
+		return nil
+	}
+	if len(rep.Result.Value) == 0 {
+		return &errScript{msg: "no value"}
+	}
+	if err := json.Unmarshal(rep.Result.Value, out); err != nil {
+		return &errScript{msg: "unexpected value: " + err.Error()}
+	}
+	return nil
+}
+
+// exceptionText is the first line of a thrown exception ("Error: boom"), clipped.
+func exceptionText(d *runtime.ExceptionDetails) string {
+	msg := d.Text
+	if ex := d.Exception; ex != nil {
+		switch {
+		case ex.Description != nil && *ex.Description != "":
+			msg = *ex.Description
+		case len(ex.Value) > 0:
+			var s string
+			if json.Unmarshal(ex.Value, &s) == nil {
+				msg = "Uncaught " + s
+			} else {
+				msg = "Uncaught " + string(ex.Value)
+			}
+		}
+	}
+	msg, _, _ = strings.Cut(msg, "\n")
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	return msg
+}
+
+// contextGone reports the errors of an evaluation whose document went away under it (the page
+// navigated); the next evaluation runs in the new document.
+func contextGone(err error) bool {
+	var re *rpcc.ResponseError
+	if !errors.As(err, &re) {
+		return false
+	}
+	m := re.Message
+	return strings.Contains(m, "Execution context was destroyed") ||
+		strings.Contains(m, "Cannot find context") ||
+		strings.Contains(m, "Inspected target navigated or closed")
+}
+
+// selectorDeadline is when waiting for a selector gives up: a little before the render's own
+// deadline, so that the answer is selector_not_found and not timeout.
+func selectorDeadline(ctx context.Context, timeout time.Duration) time.Time {
+	d, ok := ctx.Deadline()
+	if !ok {
+		d = time.Now().Add(timeout)
+	}
+	return d.Add(-min(timeout/10, maxSelectorMargin))
+}
+
+// waitElementJS polls for the first match of sel until it has a box (and, when visible is set,
+// is not hidden by display, visibility or content-visibility) or budget ms have passed.
+const waitElementJS = `async (sel, visible, budget, interval) => {
+	const end = performance.now() + budget;
+	for (;;) {
+		let el;
+		try { el = document.querySelector(sel); } catch (e) { return {invalid: String(e && e.message || e)}; }
+		if (el) {
+			const r = el.getBoundingClientRect();
+			let ok = r.width > 0 && r.height > 0;
+			if (ok && visible && el.checkVisibility) ok = el.checkVisibility({visibilityProperty: true});
+			if (ok) return {found: true};
+		}
+		if (performance.now() >= end) return {found: false};
+		await new Promise(res => setTimeout(res, interval));
+	}
+}`
+
+// waitElement waits for the first match of sel (option field) to have a box, or to be visible.
+// Nothing in time is selector_not_found; a selector the browser cannot parse is
+// invalid_options.
+func (r *render) waitElement(ctx context.Context, field, sel string, visible bool) error {
+	deadline := selectorDeadline(ctx, r.timeout)
+	notFound := func() error {
+		what := "matched"
+		if visible {
+			what = "became visible"
+		}
+		return shotd.Errorf(shotd.CodeSelectorNotFound, "nothing %s %s %q within the timeout", what, field, clipText(sel))
+	}
+	for {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return notFound()
+		}
+		wctx, cancel := context.WithDeadline(ctx, deadline)
+		var res struct {
+			Found   bool    `json:"found"`
+			Invalid *string `json:"invalid"`
+		}
+		budget := min(left, pollChunk)
+		err := r.eval(wctx, jsCall(waitElementJS, sel, visible, budget.Milliseconds(), pollInterval.Milliseconds()), &res)
+		cancel()
+		switch {
+		case err == nil && res.Invalid != nil:
+			return invalidOption(field, fmt.Sprintf("%q is not a valid CSS selector: %s", clipText(sel), *res.Invalid))
+		case err == nil && res.Found:
+			return nil
+		case err == nil:
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case time.Until(deadline) <= 0:
+			return notFound()
+		case contextGone(err):
+			// The page navigated; ask the new document after a moment.
+			if err := sleep(ctx, pollInterval); err != nil {
+				return err
+			}
+		default:
+			return err
+		}
+	}
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func clipText(s string) string {
+	if len(s) > 100 {
+		return s[:100] + "…"
+	}
+	return s
+}
+
+// addStylesJS adopts constructed style sheets: the blocker's, the hiding one and the user's.
+// Adopted sheets are not nodes, so the page's DOM changes cannot remove them, and the page's
+// Content-Security-Policy does not apply to them; they come after the page's own sheets in the
+// cascade and, being CSS rules, also apply to elements added later. A blocker sheet Chrome
+// refuses is left out rather than failing the render.
+const addStylesJS = `(hide, blocker, theirs) => {
+	for (const s of hide) {
+		try { document.querySelector(s); } catch (e) { return {field: 'hide_selectors', error: JSON.stringify(s) + ' is not a valid CSS selector: ' + String(e && e.message || e)}; }
+	}
+	const sheets = [];
+	if (blocker) {
+		try { const a = new CSSStyleSheet(); a.replaceSync(blocker); sheets.push(a); } catch (e) {}
+	}
+	if (hide.length) {
+		const b = new CSSStyleSheet();
+		b.replaceSync(hide.map(s => s + ' { display: none !important; }').join('\n'));
+		sheets.push(b);
+	}
+	if (theirs) {
+		const c = new CSSStyleSheet();
+		try { c.replaceSync(theirs); } catch (e) { return {field: 'styles', error: String(e && e.message || e)}; }
+		sheets.push(c);
+	}
+	document.adoptedStyleSheets = [...document.adoptedStyleSheets, ...sheets];
+	return {};
+}`
+
+// addStyles adds hide_selectors, styles and the blocker's element hiding to the page.
+func (r *render) addStyles(ctx context.Context) error {
+	blocker := ""
+	if r.blocker != nil {
+		blocker = r.blocker.HideCSS(r.pageURL())
+	}
+	if len(r.o.HideSelectors) == 0 && r.o.Styles == "" && blocker == "" {
+		return nil
+	}
+	hide := r.o.HideSelectors
+	if hide == nil {
+		hide = []string{}
+	}
+	var res struct {
+		Field string `json:"field"`
+		Error string `json:"error"`
+	}
+	if err := r.eval(ctx, jsCall(addStylesJS, hide, blocker, r.o.Styles), &res); err != nil {
+		return err
+	}
+	if res.Field != "" {
+		return invalidOption(res.Field, res.Error)
+	}
+	return nil
+}
+
+// pageURL is the URL of the main document as the interceptor saw it ("" for an html source).
+func (r *render) pageURL() string {
+	if r.intercept != nil {
+		return r.intercept.page()
+	}
+	if !r.html {
+		return r.o.URL
+	}
+	return ""
+}
+
+// runScripts evaluates the scripts option in the page's main world. A promise it returns is
+// awaited; so is a script with a top-level await. An exception fails the render as
+// invalid_options naming scripts. A script that navigates the page is waited for like a click.
+func (r *render) runScripts(ctx context.Context) error {
+	w, err := r.watchNavigation(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	eval := func(expr string) (*runtime.EvaluateReply, error) {
+		// The value is not needed, and a value that cannot be serialised must not fail the render.
+		return r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetAwaitPromise(true).SetUserGesture(true))
+	}
+	rep, err := eval(r.o.Scripts)
+	if err == nil && rep.ExceptionDetails != nil && isTopLevelAwait(rep.ExceptionDetails) {
+		// A syntax error means nothing ran: run it again as the body of an async function.
+		rep, err = eval("(async () => {\n" + r.o.Scripts + "\n})()")
+	}
+	switch {
+	case err != nil && contextGone(err):
+		// The script navigated the page.
+	case err != nil:
+		return err
+	case rep.ExceptionDetails != nil:
+		msg := exceptionText(rep.ExceptionDetails)
+		e := shotd.Errorf(shotd.CodeInvalidOptions, "scripts threw an exception: %s", msg)
+		e.Fields = []shotd.FieldError{{Field: "scripts", Message: "the script threw an exception: " + msg}}
+		return e
+	}
+	return w.settle(ctx, scriptNavWindow, false)
+}
+
+func isTopLevelAwait(d *runtime.ExceptionDetails) bool {
+	ex := d.Exception
+	return ex != nil && ex.ClassName != nil && *ex.ClassName == "SyntaxError" && ex.Description != nil &&
+		strings.Contains(*ex.Description, "await is only valid")
+}
+
+// clickPointJS scrolls the first match of sel into view and returns the middle of its visible
+// part, in viewport coordinates.
+const clickPointJS = `async (sel) => {
+	const el = document.querySelector(sel);
+	if (!el) return {found: false};
+	el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
+	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
+	const r = el.getBoundingClientRect();
+	const x0 = Math.max(r.left, 0), x1 = Math.min(r.right, innerWidth);
+	const y0 = Math.max(r.top, 0), y1 = Math.min(r.bottom, innerHeight);
+	if (x1 <= x0 || y1 <= y0) return {found: false};
+	return {found: true, x: (x0 + x1) / 2, y: (y0 + y1) / 2};
+}`
+
+// click clicks the first match of the click option with a real (trusted) mouse click in its
+// middle, then lets the page settle: a navigation it starts loads, the network goes quiet.
+func (r *render) click(ctx context.Context) error {
+	if err := r.waitElement(ctx, "click", r.o.Click, false); err != nil {
+		return err
+	}
+	var pt struct {
+		Found bool    `json:"found"`
+		X     float64 `json:"x"`
+		Y     float64 `json:"y"`
+	}
+	if err := r.eval(ctx, jsCall(clickPointJS, r.o.Click), &pt); err != nil {
+		return err
+	}
+	if !pt.Found || math.IsNaN(pt.X) || math.IsNaN(pt.Y) {
+		return shotd.Errorf(shotd.CodeSelectorNotFound, "click %q matched nothing that can be clicked", clipText(r.o.Click))
+	}
+	w, err := r.watchNavigation(ctx)
+	if err != nil {
+		return err
+	}
+	defer w.close()
+	in := r.t.c.Input
+	if err := in.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseMoved", pt.X, pt.Y)); err != nil {
+		return err
+	}
+	if err := in.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mousePressed", pt.X, pt.Y).
+		SetButton(input.MouseButtonLeft).SetButtons(1).SetClickCount(1)); err != nil {
+		return err
+	}
+	if err := in.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseReleased", pt.X, pt.Y).
+		SetButton(input.MouseButtonLeft).SetClickCount(1)); err != nil {
+		return err
+	}
+	return w.settle(ctx, clickNavWindow, true)
+}
+
+// navWatch sees whether the main frame starts loading a new document after an action.
+type navWatch struct {
+	r       *render
+	started page.FrameStartedLoadingClient
+	stopped page.FrameStoppedLoadingClient
+}
+
+// watchNavigation subscribes to the main frame's loading events; Page is enabled already, so
+// this costs no round trip.
+func (r *render) watchNavigation(ctx context.Context) (*navWatch, error) {
+	started, err := r.t.c.Page.FrameStartedLoading(ctx)
+	if err != nil {
+		return nil, err
+	}
+	stopped, err := r.t.c.Page.FrameStoppedLoading(ctx)
+	if err != nil {
+		started.Close()
+		return nil, err
+	}
+	// In arrival order across the two streams: a fast navigation's stop must not be read
+	// before its start.
+	if err := cdp.Sync(started, stopped); err != nil {
+		started.Close()
+		stopped.Close()
+		return nil, err
+	}
+	return &navWatch{r: r, started: started, stopped: stopped}, nil
+}
+
+func (w *navWatch) close() {
+	w.started.Close()
+	w.stopped.Close()
+}
+
+// settle waits up to window for a navigation of the main frame to start and, if one does,
+// until it has stopped loading (bounded by the render's deadline); then, when network is set
+// and requests are counted, until the network has been quiet for settleQuiet, at most
+// settleMax.
+func (w *navWatch) settle(ctx context.Context, window time.Duration, network bool) error {
+	main := w.r.t.frameID
+	timer := time.NewTimer(window)
+	defer timer.Stop()
+	navigating := false
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+			break wait
+		case <-w.started.Ready():
+			ev, err := w.started.Recv()
+			if err != nil {
+				return err
+			}
+			if ev.FrameID == main {
+				navigating = true
+				break wait
+			}
+		case <-w.stopped.Ready():
+			if _, err := w.stopped.Recv(); err != nil { // an iframe's, or a stop before our start
+				return err
+			}
+		}
+	}
+	for navigating {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-w.stopped.Ready():
+			ev, err := w.stopped.Recv()
+			if err != nil {
+				return err
+			}
+			navigating = ev.FrameID != main
+		}
+	}
+	if !network || w.r.net == nil {
+		return nil
+	}
+	qctx, cancel := context.WithTimeout(ctx, settleMax)
+	defer cancel()
+	if err := w.r.net.waitIdle(qctx, settleQuiet); err != nil && ctx.Err() == nil && qctx.Err() == nil {
+		return err
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,188 @@
+package cdpclient
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/io"
+	"github.com/mafredri/cdp/protocol/page"
+
+	"github.com/shotd/shotd"
+)
+
+// paperSizes are the pdf_paper_format sizes in inches, portrait (width, height). The ISO A
+// sizes are whole millimetres.
+var paperSizes = map[string][2]float64{
+	"a0":      {841 / 25.4, 1189 / 25.4},
+	"a1":      {594 / 25.4, 841 / 25.4},
+	"a2":      {420 / 25.4, 594 / 25.4},
+	"a3":      {297 / 25.4, 420 / 25.4},
+	"a4":      {210 / 25.4, 297 / 25.4},
+	"a5":      {148 / 25.4, 210 / 25.4},
+	"a6":      {105 / 25.4, 148 / 25.4},
+	"letter":  {8.5, 11},
+	"legal":   {8.5, 14},
+	"tabloid": {11, 17},
+	"ledger":  {17, 11}, // tabloid turned sideways, by definition
+}
+
+// cssPxPerInch: Chrome prints 96 CSS pixels to the inch at scale 1.
+const cssPxPerInch = 96
+
+// pdfReadChunk is the size of one IO.read of the PDF stream.
+const pdfReadChunk = 1 << 20
+
+// lengthInches converts a validated pdf margin ("0", "12px", "1.5in", "2cm", "10mm") to inches.
+func lengthInches(v string) (float64, error) {
+	v = strings.TrimSpace(v)
+	if v == "0" {
+		return 0, nil
+	}
+	if len(v) < 3 {
+		return 0, fmt.Errorf("%q is not a length", v)
+	}
+	n, err := strconv.ParseFloat(v[:len(v)-2], 64)
+	if err != nil || n < 0 || math.IsInf(n, 0) {
+		return 0, fmt.Errorf("%q is not a length", v)
+	}
+	switch v[len(v)-2:] {
+	case "px":
+		return n / cssPxPerInch, nil
+	case "in":
+		return n, nil
+	case "cm":
+		return n / 2.54, nil
+	case "mm":
+		return n / 25.4, nil
+	}
+	return 0, fmt.Errorf("%q has no unit of px, in, cm or mm", v)
+}
+
+// margins returns top, right, bottom, left in inches: each side's own option, else pdf_margin,
+// else none.
+func margins(o *shotd.Options) ([4]float64, error) {
+	var m [4]float64
+	sides := []struct{ name, v string }{
+		{"pdf_margin_top", o.PDFMarginTop}, {"pdf_margin_right", o.PDFMarginRight},
+		{"pdf_margin_bottom", o.PDFMarginBottom}, {"pdf_margin_left", o.PDFMarginLeft},
+	}
+	for i, s := range sides {
+		name, v := s.name, s.v
+		if v == "" {
+			name, v = "pdf_margin", o.PDFMargin
+		}
+		if v == "" {
+			continue
+		}
+		in, err := lengthInches(v)
+		if err != nil {
+			return m, invalidOption(name, err.Error())
+		}
+		m[i] = in
+	}
+	return m, nil
+}
+
+// pdfArgs builds Page.printToPDF for the options; it also returns the paper size (width,
+// height, turned for pdf_landscape) and the margins (top, right, bottom, left), in inches.
+func (r *render) pdfArgs() (*page.PrintToPDFArgs, [2]float64, [4]float64, error) {
+	o := r.o
+	name := o.PDFPaperFormat
+	if name == "" {
+		name = "a4"
+	}
+	size, ok := paperSizes[name]
+	if !ok {
+		return nil, size, [4]float64{}, invalidOption("pdf_paper_format", fmt.Sprintf("unknown paper format %q", name))
+	}
+	m, err := margins(o)
+	if err != nil {
+		return nil, size, m, err
+	}
+	if size[0]-m[1]-m[3] <= 0.1 || size[1]-m[0]-m[2] <= 0.1 {
+		return nil, size, m, invalidOption("pdf_margin", "the margins leave no room on the paper")
+	}
+	if o.PDFLandscape {
+		// Wider than tall. Chrome's own landscape flag swaps the sides, which would turn a
+		// ledger (landscape by definition) upright.
+		size = [2]float64{max(size[0], size[1]), min(size[0], size[1])}
+	}
+	args := page.NewPrintToPDFArgs().
+		SetPaperWidth(size[0]).SetPaperHeight(size[1]).
+		SetMarginTop(m[0]).SetMarginRight(m[1]).SetMarginBottom(m[2]).SetMarginLeft(m[3]).
+		SetPrintBackground(o.PDFPrintBackground).
+		SetTransferMode("ReturnAsStream") // no base64 blob of the whole file in one message
+	return args, size, m, nil
+}
+
+// printPDF prints the page with Page.printToPDF and reads the result from its stream.
+func (r *render) printPDF(ctx context.Context) error {
+	args, size, m, err := r.pdfArgs()
+	if err != nil {
+		return err
+	}
+	if r.o.PDFFitOnePage {
+		// One page as tall as the content: lay the page out at the printed width, measure it,
+		// and make the paper that tall. The orientation is in the size already.
+		w := size[0]
+		printable := int(math.Floor((w - m[1] - m[3]) * cssPxPerInch))
+		if err := r.t.setMetrics(ctx, metrics{width: printable, height: r.height, scale: 1}); err != nil {
+			return err
+		}
+		var h float64
+		if err := r.eval(ctx, measureHeightJS, &h); err != nil {
+			return fmt.Errorf("measure the page: %w", err)
+		}
+		if !(h >= 1) || math.IsInf(h, 0) {
+			h = float64(r.height)
+		}
+		// A pixel to spare against rounding; pageRanges 1 drops a spill-over page should one
+		// still come.
+		args.SetPaperWidth(w).
+			SetPaperHeight((math.Ceil(h)+1)/cssPxPerInch + m[0] + m[2]).
+			SetPageRanges("1")
+	}
+	rep, err := r.t.c.Page.PrintToPDF(ctx, args)
+	if err != nil {
+		if isResponseError(err) && ctx.Err() == nil {
+			return shotd.Wrap(shotd.CodeInternalError, err, "the browser could not print the page")
+		}
+		return err
+	}
+	if rep.Stream == nil {
+		r.data = rep.Data
+		return nil
+	}
+	defer func() {
+		// Release the stream in Chrome whatever happened, on a deadline of its own.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = r.t.c.IO.Close(cctx, io.NewCloseArgs(*rep.Stream))
+	}()
+	var out []byte
+	for {
+		chunk, err := r.t.c.IO.Read(ctx, io.NewReadArgs(*rep.Stream).SetSize(pdfReadChunk))
+		if err != nil {
+			return err
+		}
+		if chunk.Base64Encoded != nil && *chunk.Base64Encoded {
+			b, err := base64.StdEncoding.DecodeString(chunk.Data)
+			if err != nil {
+				return fmt.Errorf("read pdf stream: %w", err)
+			}
+			out = append(out, b...)
+		} else {
+			out = append(out, chunk.Data...)
+		}
+		if chunk.EOF {
+			break
+		}
+	}
+	r.data = out
+	return nil
+}

@@ -1,0 +1,187 @@
+package cdpclient
+
+import (
+	"bytes"
+	"compress/zlib"
+	"io"
+	"math"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/shotd/shotd"
+)
+
+// pdfInfo is what the tests read from a PDF: Chrome (Skia) writes plain objects, no object
+// streams, so the page objects can be found by their text.
+type pdfInfo struct {
+	pages   int          // /Type /Page objects
+	count   int          // /Count of the /Pages tree
+	boxes   [][4]float64 // /MediaBox of each page, in points
+	content string       // every Flate stream that inflates, concatenated (page contents)
+}
+
+var (
+	pdfPageRe  = regexp.MustCompile(`/Type\s*/Page[\s/>]`)
+	pdfBoxRe   = regexp.MustCompile(`/MediaBox\s*\[\s*([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s+([-\d.]+)\s*\]`)
+	pdfCountRe = regexp.MustCompile(`/Type\s*/Pages[^>]*?/Count\s+(\d+)|/Count\s+(\d+)[^>]*?/Type\s*/Pages`)
+	pdfStream  = regexp.MustCompile(`(?s)stream\r?\n(.*?)\r?\nendstream`)
+)
+
+func parsePDF(t *testing.T, data []byte) pdfInfo {
+	t.Helper()
+	if !bytes.HasPrefix(data, []byte("%PDF-")) {
+		t.Fatalf("not a pdf (%d bytes)", len(data))
+	}
+	var info pdfInfo
+	info.pages = len(pdfPageRe.FindAll(data, -1))
+	for _, m := range pdfBoxRe.FindAllSubmatch(data, -1) {
+		var b [4]float64
+		for i := range b {
+			b[i], _ = strconv.ParseFloat(string(m[i+1]), 64)
+		}
+		info.boxes = append(info.boxes, b)
+	}
+	if m := pdfCountRe.FindSubmatch(data); m != nil {
+		n := m[1]
+		if len(n) == 0 {
+			n = m[2]
+		}
+		info.count, _ = strconv.Atoi(string(n))
+	}
+	var content strings.Builder
+	for _, m := range pdfStream.FindAllSubmatch(data, -1) {
+		zr, err := zlib.NewReader(bytes.NewReader(m[1]))
+		if err != nil {
+			continue
+		}
+		b, err := io.ReadAll(zr)
+		if err == nil {
+			content.Write(b)
+			content.WriteByte('\n')
+		}
+	}
+	info.content = content.String()
+	if info.pages != info.count || len(info.boxes) != info.pages {
+		t.Fatalf("pdf with %d page objects, /Count %d, %d media boxes", info.pages, info.count, len(info.boxes))
+	}
+	return info
+}
+
+func pdfOpts(html string) *shotd.Options {
+	o := htmlOpts(html)
+	o.Format = shotd.FormatPDF
+	o.PDFPrintBackground = true
+	return o
+}
+
+func renderPDF(t *testing.T, o *shotd.Options) pdfInfo {
+	t.Helper()
+	out := mustRender(t, shared, o)
+	if out.ContentType != "application/pdf" || out.Format != shotd.FormatPDF || out.Width != 0 || out.Height != 0 {
+		t.Errorf("Output %s %s %dx%d", out.ContentType, out.Format, out.Width, out.Height)
+	}
+	return parsePDF(t, out.Data)
+}
+
+// wantBox checks the page size in inches; Chrome rounds the paper to its own units (A4 comes
+// out 595.92 pt wide, not 595.28), hence the tolerance.
+func wantBox(t *testing.T, b [4]float64, w, h float64) {
+	t.Helper()
+	gw, gh := (b[2]-b[0])/72, (b[3]-b[1])/72
+	if math.Abs(gw-w) > 0.02 || math.Abs(gh-h) > 0.02 {
+		t.Errorf("page %.3fx%.3f in, want %.3fx%.3f", gw, gh, w, h)
+	}
+}
+
+func TestPDFPaper(t *testing.T) {
+	for _, name := range shotd.PaperFormats {
+		for _, landscape := range []bool{false, true} {
+			if landscape && name != "a4" && name != "ledger" {
+				continue // the turn is the same for every size; ledger is landscape already
+			}
+			label := name
+			if landscape {
+				label += " landscape"
+			}
+			t.Run(label, func(t *testing.T) {
+				o := pdfOpts(`<p>paper</p>`)
+				o.PDFPaperFormat, o.PDFLandscape = name, landscape
+				info := renderPDF(t, o)
+				if info.pages != 1 {
+					t.Fatalf("%d pages", info.pages)
+				}
+				w, h := paperSizes[name][0], paperSizes[name][1]
+				if landscape {
+					w, h = max(w, h), min(w, h)
+				}
+				wantBox(t, info.boxes[0], w, h)
+			})
+		}
+	}
+}
+
+func TestPDFLayout(t *testing.T) {
+	// 1000 CSS px of content: one A4 page (1122 px) without margins, two with an inch at top
+	// and bottom.
+	page1000 := `<body style="margin:0"><div style="height:1000px;background:#f00"></div></body>`
+	tests := []struct {
+		name   string
+		o      func(o *shotd.Options)
+		html   string
+		pages  int
+		height float64 // inches of the first page, 0 = A4
+		red    *bool   // the background's red fill is printed
+	}{
+		{name: "no margin", html: page1000, pages: 1},
+		{name: "margin in", html: page1000, o: func(o *shotd.Options) { o.PDFMargin = "1in" }, pages: 2},
+		{name: "margin mm", html: page1000, o: func(o *shotd.Options) { o.PDFMargin = "25.4mm" }, pages: 2},
+		{name: "margin cm", html: page1000, o: func(o *shotd.Options) { o.PDFMargin = "2.54cm" }, pages: 2},
+		{name: "margin px", html: page1000, o: func(o *shotd.Options) { o.PDFMargin = "96px" }, pages: 2},
+		{name: "top margin alone", html: page1000, o: func(o *shotd.Options) { o.PDFMarginTop = "200px" }, pages: 2},
+		{name: "sides override", html: page1000, o: func(o *shotd.Options) { o.PDFMargin = "1in"; o.PDFMarginTop, o.PDFMarginBottom = "0", "0" }, pages: 1},
+		{name: "long page", html: `<body style="margin:0"><div style="height:3000px"></div></body>`, pages: 3},
+		{name: "fit one page", html: `<body style="margin:0"><div style="height:3000px"></div></body>`,
+			o: func(o *shotd.Options) { o.PDFFitOnePage = true }, pages: 1, height: 3001.0 / 96},
+		{name: "fit one page with margins", html: `<body style="margin:0"><div style="height:3000px"></div></body>`,
+			o: func(o *shotd.Options) { o.PDFFitOnePage = true; o.PDFMargin = "0.5in" }, pages: 1, height: 3001.0/96 + 1},
+		{name: "fit one page reflows to the paper width", html: `<body style="margin:0"><div style="width:100%;aspect-ratio:1"></div></body>`,
+			o: func(o *shotd.Options) { o.PDFFitOnePage = true; o.PDFPaperFormat = "letter" }, pages: 1, height: 8.5 + 1.0/96},
+		{name: "fit one very tall page", html: `<body style="margin:0"><div style="height:20000px"></div></body>`,
+			o: func(o *shotd.Options) { o.PDFFitOnePage = true }, pages: 1, height: 20001.0 / 96},
+		{name: "background printed", html: page1000, pages: 1, red: ptr(true)},
+		{name: "background not printed", html: page1000, o: func(o *shotd.Options) { o.PDFPrintBackground = false }, pages: 1, red: ptr(false)},
+		// media_type defaults to screen; print must be asked for.
+		{name: "screen media", html: `<style>@media print { #x { height: 3000px } }</style><div id=x></div>`, pages: 1},
+		{name: "print media", html: `<style>@media print { #x { height: 3000px } }</style><div id=x></div>`,
+			o: func(o *shotd.Options) { o.MediaType = "print" }, pages: 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := pdfOpts(tt.html)
+			if tt.o != nil {
+				tt.o(o)
+			}
+			info := renderPDF(t, o)
+			if info.pages != tt.pages {
+				t.Errorf("%d pages, want %d", info.pages, tt.pages)
+			}
+			w, h := paperSizes["a4"][0], paperSizes["a4"][1]
+			if o.PDFPaperFormat != "" {
+				w = paperSizes[o.PDFPaperFormat][0]
+			}
+			if tt.height > 0 {
+				h = tt.height
+			}
+			wantBox(t, info.boxes[0], w, h)
+			if tt.red != nil {
+				if got := strings.Contains(info.content, "1 0 0 rg"); got != *tt.red {
+					t.Errorf("red fill in the page content: %v, want %v", got, *tt.red)
+				}
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
