@@ -162,9 +162,11 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 				log.Error().Interface("panic", p).Bytes("path", ctx.Path()).Msg("handler panicked")
 				s.fail(ctx, shotd.Wrap(shotd.CodeInternalError, fmt.Errorf("panic: %v", p), "internal error"))
 			}
-			ev := log.Info()
+			// The handler may have added the account to the request's logger.
+			l := logOf(ctx)
+			ev := l.Info()
 			if ctx.Response.StatusCode() >= 500 {
-				ev = log.Warn()
+				ev = l.Warn()
 			}
 			ev.Bytes("method", ctx.Method()).Bytes("path", ctx.Path()).Int("status", ctx.Response.StatusCode()).
 				Dur("took", time.Since(start)).Msg("request")
