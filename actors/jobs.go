@@ -218,7 +218,8 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
 		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey); err == nil && ok {
-			return resultOf(rec, "HIT"), CacheHit, nil
+			r := store.ResultOf(rec, "HIT")
+			return &r, CacheHit, nil
 		}
 	}
 	deadline := time.Now().Add(a.cfg.BusyRetry)
@@ -250,12 +251,8 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 	if o.Cache {
 		_ = a.cfg.Store.CachePut(cacheKey, rec, o.CacheTTL)
 	}
-	return resultOf(rec, "MISS"), Succeeded, nil
-}
-
-func resultOf(rec store.FileRecord, cache string) *store.JobResult {
-	return &store.JobResult{FileID: rec.FileID, ExpiresAt: rec.ExpiresAt, Format: rec.Format, ContentType: rec.ContentType,
-		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height}
+	r := store.ResultOf(rec, "MISS")
+	return &r, Succeeded, nil
 }
 
 // Jobs is the front of the job actor.

@@ -31,27 +31,6 @@ func requestParams(ctx *fasthttp.RequestCtx) (shotd.Params, error) {
 	return append(ps, body...), nil
 }
 
-// RenderResult is the JSON render result of operator contract 5.4.
-type RenderResult struct {
-	FileID      string    `json:"file_id"`
-	URL         string    `json:"url"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	Format      string    `json:"format"`
-	ContentType string    `json:"content_type"`
-	SizeBytes   int64     `json:"size_bytes"`
-	RenderMs    int64     `json:"render_ms"`
-	Cache       string    `json:"cache"`
-	Width       int       `json:"width,omitempty"`
-	Height      int       `json:"height,omitempty"`
-}
-
-// ResultOf describes a stored file as a render result.
-func ResultOf(publicURL string, rec store.FileRecord, cache string) RenderResult {
-	return RenderResult{FileID: rec.FileID, URL: publicURL + "/api/v1/files/" + rec.FileID, ExpiresAt: rec.ExpiresAt.UTC(),
-		Format: rec.Format, ContentType: rec.ContentType, SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache,
-		Width: rec.Width, Height: rec.Height}
-}
-
 // setLimitHeaders writes the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers of api-v1 2.4.
 func setLimitHeaders(ctx *fasthttp.RequestCtx, l actors.LimitsSnapshot, withQuota bool) {
 	if l.RateLimit == 0 {
@@ -167,7 +146,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, ResultOf(s.set.PublicURL, rec, "MISS"))
+		writeJSON(ctx, fasthttp.StatusOK, store.ResultOf(rec, "MISS").View(s.set.PublicURL))
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
@@ -180,7 +159,7 @@ func (s *Server) serveStored(ctx *fasthttp.RequestCtx, o *shotd.Options, rec sto
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", cache)
 	if o != nil && o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, ResultOf(s.set.PublicURL, rec, cache))
+		writeJSON(ctx, fasthttp.StatusOK, store.ResultOf(rec, cache).View(s.set.PublicURL))
 		return
 	}
 	s.streamFile(ctx, rec)

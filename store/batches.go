@@ -90,6 +90,19 @@ type ResultView struct {
 	Height      int       `json:"height,omitempty"`
 }
 
+// View is the result as clients see it, with the link to its file.
+func (r JobResult) View(publicURL string) ResultView {
+	return ResultView{FileID: r.FileID, URL: strings.TrimRight(publicURL, "/") + "/api/v1/files/" + r.FileID,
+		ExpiresAt: r.ExpiresAt.UTC(), Format: r.Format, ContentType: r.ContentType, SizeBytes: r.SizeBytes,
+		RenderMs: r.RenderMs, Cache: r.Cache, Width: r.Width, Height: r.Height}
+}
+
+// ResultOf describes a stored file as a render result; cache is "HIT" or "MISS".
+func ResultOf(rec FileRecord, cache string) JobResult {
+	return JobResult{FileID: rec.FileID, ExpiresAt: rec.ExpiresAt, Format: rec.Format, ContentType: rec.ContentType,
+		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height}
+}
+
 // WebhookView is the webhook part of a job record.
 type WebhookView struct {
 	URL      string `json:"url"`
@@ -111,18 +124,8 @@ func (j Job) View(publicURL string) JobView {
 		ErrorMessage: j.ErrorMessage,
 	}
 	if r := j.Result; r != nil {
-		v.Result = &ResultView{
-			FileID:      r.FileID,
-			URL:         strings.TrimRight(publicURL, "/") + "/api/v1/files/" + r.FileID,
-			ExpiresAt:   r.ExpiresAt.UTC(),
-			Format:      r.Format,
-			ContentType: r.ContentType,
-			SizeBytes:   r.SizeBytes,
-			RenderMs:    r.RenderMs,
-			Cache:       r.Cache,
-			Width:       r.Width,
-			Height:      r.Height,
-		}
+		rv := r.View(publicURL)
+		v.Result = &rv
 	}
 	if w := j.Webhook; w != nil {
 		v.Webhook = &WebhookView{URL: w.URL, Status: w.Status, Attempts: w.Attempts}
