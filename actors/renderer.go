@@ -69,6 +69,9 @@ func (r *Renderer) Render(ctx context.Context, o *shotd.Options) (*shotd.Output,
 // Ready reports whether at least one browser is up.
 func (r *Renderer) Ready() bool { return r.ready.Load() > 0 }
 
+// Up is the number of browsers that accept renders.
+func (r *Renderer) Up() int { return int(r.ready.Load()) }
+
 // Browsers lists the browsers as the supervisor sees them.
 func (r *Renderer) Browsers(timeout time.Duration) ([]BrowserInfo, error) {
 	res, err := r.sys.Root.RequestFuture(r.sup, &ListBrowsers{}, timeout).Result()

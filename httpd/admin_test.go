@@ -126,3 +126,13 @@ func TestDashboard(t *testing.T) {
 		t.Fatal("dashboard may be framed")
 	}
 }
+
+func TestMetrics(t *testing.T) {
+	get(t, "/api/v1/usage", nil) // one 401 at least
+	r := do(t, http.MethodGet, env.admin+"/metrics", nil, nil)
+	for _, want := range []string{`shotd_requests_total{route="/api/v1/usage",status="401"}`, "shotd_browsers_up 1"} {
+		if r.status != 200 || !strings.Contains(string(r.body), want) {
+			t.Fatalf("/metrics: %d, lacks %s", r.status, want)
+		}
+	}
+}

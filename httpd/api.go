@@ -143,6 +143,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	}
 	outcome = actors.Succeeded
 	settle()
+	s.metrics.render(out.Format, out.RenderMs)
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {

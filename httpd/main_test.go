@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
@@ -133,6 +134,7 @@ func run(m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer env.webhooks.Close(context.Background())
+	reg := prometheus.NewRegistry()
 	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: r.Render, Webhooks: env.webhooks,
 		Plans: env.plans, FileTTL: time.Hour, MaxOutputBytes: 4 << 20, Log: log})
 	if err != nil {
@@ -142,7 +144,7 @@ func run(m *testing.M) (int, error) {
 	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 4 << 20,
 		FileTTL: time.Hour, BulkMaxItems: 5},
 		httpd.Deps{Keys: st.KeyCache(), Plans: env.plans, Renderer: r, Gate: accounts, Files: st, Jobs: jobs, Records: st,
-			URLs: httpd.GuardURLs{Guard: env.guard}, Log: log})
+			URLs: httpd.GuardURLs{Guard: env.guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(r.Up()) }), Log: log})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 1, err
@@ -155,7 +157,7 @@ func run(m *testing.M) (int, error) {
 	}()
 	env.base = "http://" + ln.Addr().String()
 
-	adm := httpd.NewAdmin(adminToken, "http://shotd.test", st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, nil, log)
+	adm := httpd.NewAdmin(adminToken, "http://shotd.test", st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, reg, log)
 	aln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 1, err

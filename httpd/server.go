@@ -68,6 +68,7 @@ type Deps struct {
 	Jobs     JobQueue
 	Records  JobRecords
 	URLs     URLChecker // nil: no egress check of webhook_url at acceptance
+	Metrics  *Metrics   // nil: none
 	Log      zerolog.Logger
 }
 
@@ -82,6 +83,7 @@ type Server struct {
 	jobs     JobQueue
 	records  JobRecords
 	urls     URLChecker
+	metrics  *Metrics
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
@@ -100,7 +102,7 @@ func New(set Settings, d Deps) *Server {
 		set.FileTTL = 24 * time.Hour
 	}
 	s := &Server{set: set, keys: d.Keys, plans: d.Plans, renderer: d.Renderer, gate: d.Gate, files: d.Files,
-		jobs: d.Jobs, records: d.Records, urls: d.URLs, log: d.Log, now: time.Now}
+		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, log: d.Log, now: time.Now}
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handler(),
 		Name:               "shotd",
@@ -170,6 +172,7 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			}
 			ev.Bytes("method", ctx.Method()).Bytes("path", ctx.Path()).Int("status", ctx.Response.StatusCode()).
 				Dur("took", time.Since(start)).Msg("request")
+			s.metrics.request(routeOf(ctx), ctx.Response.StatusCode())
 		}()
 		next(ctx)
 	}
@@ -250,4 +253,19 @@ func drain(c net.Conn, max int64, total time.Duration) {
 		}
 	}
 	_ = c.SetReadDeadline(time.Time{})
+}
+
+// routeOf names a request's route for metrics without ids, so the label set stays small.
+func routeOf(ctx *fasthttp.RequestCtx) string {
+	p := string(ctx.Path())
+	for _, prefix := range []string{"/api/v1/jobs/", "/api/v1/batches/", "/api/v1/files/"} {
+		if strings.HasPrefix(p, prefix) {
+			return prefix + "{id}"
+		}
+	}
+	switch p {
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/docs/errors", "/docs/options":
+		return p
+	}
+	return "other"
 }

@@ -138,7 +138,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems},
 		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Jobs: jobs, Records: st,
-			URLs: httpd.GuardURLs{Guard: guard}, Log: log})
+			URLs: httpd.GuardURLs{Guard: guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) }), Log: log})
 	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.GateUsage{Gate: accounts, Plans: cfg.Plans}, reg,
 		log.With().Str("component", "admin").Logger())
 
