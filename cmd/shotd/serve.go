@@ -93,7 +93,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
 	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
 		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard,
-		Dir: chromeDir,
+		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
 		Blocker: func(o *shotd.Options) cdpclient.Blocker {
 			if s := lists.Select(o.BlockAds, o.BlockTrackers, o.BlockCookieBanners, o.BlockChats); s != nil {
 				return s

@@ -1,0 +1,446 @@
+package cdpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	_ "image/gif" // Render reads a gif's size from its header, as for the image formats
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/media"
+)
+
+// Video recording (mp4, webm, gif). A video render runs the steps of an image render up to the
+// capture; record takes its place. It measures the page, starts Page.startScreencast (JPEG
+// frames of the viewport in device pixels, a gif's at most 640 px wide), acknowledges every frame
+// as it comes and hands it to a media.Encoder timed from the first frame (Chrome sends frames
+// only when the page changes; the encoder makes the rate constant), and meanwhile scrolls the
+// page at the output frame rate with media.ScrollPosition.
+//
+// Timeouts: the timeout option bounds the loading of the page (emulate, prepare, navigate, wait,
+// page actions, delay), as for an image, counted from the start of the render. The recording gets
+// its own deadline after it: its length plus an encoding allowance (recordAllowance); a 30 s
+// video would never fit the default 30 s timeout otherwise. The render as a whole is bounded by
+// the sum, fixed before the render starts from video_duration or video_max_duration, so no
+// render runs unbounded.
+const (
+	defaultVideoHeight = 720 // viewport_height of a video when the parser did not set it
+	defaultVideoFPS    = 24
+	defaultMaxDuration = 30 * time.Second
+	// screencastQuality is the JPEG quality of the frames Chrome sends: good enough for a video
+	// that is compressed again, and cheap for Chrome to encode per frame.
+	screencastQuality = 80
+	// gifMaxWidth: a 1280x720 gif weighs ~6.5 MB per second; 640 px wide keeps it near a quarter.
+	gifMaxWidth = 640
+	// maxVideoPixels bounds a frame (4K UHD): a 3840x4320 viewport at scale 3 would be 150
+	// million pixels a frame, more than ffmpeg encodes in any useful time. Larger viewports are
+	// recorded scaled down, keeping the aspect ratio.
+	maxVideoPixels = 3840 * 2160
+	// firstFrameWait bounds the wait for Chrome's first screencast frame, which comes at once
+	// for a live page.
+	firstFrameWait = 10 * time.Second
+	// recordTail is how long frames are still taken after the video's length, so that frames
+	// drawn just before the end, still on their way, get in.
+	recordTail = 100 * time.Millisecond
+	// renderSlack is the part of the overall render bound that is neither loading nor recording:
+	// measuring the page, starting the screencast.
+	renderSlack = 5 * time.Second
+)
+
+// recordAllowance is the recording's own deadline for a video of length d: d of real time, up
+// to as long again for an encoder slower than real time, and 30 s for ffmpeg to start and finish.
+// A variable for tests.
+var recordAllowance = func(d time.Duration) time.Duration { return 2*d + 30*time.Second }
+
+var (
+	errLoadTimeout   = errors.New("video page load timeout")
+	errRecordTimeout = errors.New("video recording timeout")
+)
+
+// video is the video state of a render; nil for the other formats.
+type video struct {
+	fps          int
+	duration     time.Duration // video_duration; 0: follows the page height
+	maxDuration  time.Duration
+	scroll, back bool
+	easing       string
+	loadTimeout  time.Duration // the timeout option: loading only
+	loadDeadline time.Time
+
+	load  context.Context // of the loading steps, a loadContext; nil until the first
+	timer *time.Timer     // cancels load at loadDeadline while armed
+	armed atomic.Bool
+}
+
+// initVideo sets up a video render (from newRender): the defaults a parser would have set, and
+// the overall render timeout, which must cover the loading and the longest recording the
+// options allow.
+func (r *render) initVideo() {
+	o := r.o
+	v := &video{
+		fps:         o.VideoFPS,
+		duration:    o.VideoDuration,
+		maxDuration: o.VideoMaxDuration,
+		scroll:      o.VideoScroll,
+		back:        o.VideoScrollBack,
+		easing:      o.VideoScrollEasing,
+		loadTimeout: o.Timeout,
+	}
+	if v.fps <= 0 {
+		v.fps = defaultVideoFPS
+	}
+	if r.format == shotd.FormatGIF {
+		v.fps = min(v.fps, media.MaxGIFFPS)
+	}
+	if v.maxDuration <= 0 {
+		v.maxDuration = defaultMaxDuration
+	}
+	if v.loadTimeout <= 0 {
+		v.loadTimeout = defaultTimeout
+	}
+	longest := v.maxDuration
+	if v.duration > 0 {
+		longest = v.duration
+	}
+	v.loadDeadline = time.Now().Add(v.loadTimeout)
+	if r.height <= 0 {
+		r.height = defaultVideoHeight
+	}
+	r.timeout = v.loadTimeout + renderSlack + recordAllowance(longest)
+	r.video = v
+}
+
+// videoSteps turns the steps of an image render into those of a video: every step before the
+// capture runs on the load context, and record takes the place of capture.
+func (r *render) videoSteps(steps []step) []step {
+	out := make([]step, 0, len(steps))
+	for _, s := range steps {
+		if s.name == "capture" {
+			s = step{"record", r.record}
+		} else {
+			s.run = r.loadBounded(s.run)
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// loadContext is the context of the loading steps of a video render. Its cancellation comes
+// from a timer at the load deadline (cause errLoadTimeout), not from a context deadline, so that
+// record can disarm it: what the loading steps started on it (interception, request counting,
+// event streams) then lives on through the recording, until the render ends. While armed,
+// Deadline reports the load deadline, so that the waits inside the steps that keep a margin
+// before the deadline (selector_not_found rather than timeout) still see it.
+type loadContext struct {
+	context.Context // a cancelCtx of the render's context
+	v               *video
+}
+
+func (c loadContext) Deadline() (time.Time, bool) {
+	if c.v.armed.Load() {
+		return c.v.loadDeadline, true
+	}
+	return c.Context.Deadline()
+}
+
+// loadBounded runs a loading step on the load context; running out of time is a timeout.
+func (r *render) loadBounded(run func(context.Context) error) func(context.Context) error {
+	v := r.video
+	return func(ctx context.Context) error {
+		if v.load == nil {
+			lctx, cancel := context.WithCancelCause(ctx)
+			v.load = loadContext{lctx, v}
+			v.armed.Store(true)
+			v.timer = time.AfterFunc(time.Until(v.loadDeadline), func() {
+				if v.armed.CompareAndSwap(true, false) {
+					cancel(errLoadTimeout)
+				}
+			})
+			// However the render ends, no timer is left behind.
+			context.AfterFunc(ctx, func() { v.timer.Stop() })
+		}
+		err := run(v.load)
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(v.load), errLoadTimeout) {
+			return v.loadTimeoutError(err)
+		}
+		return err
+	}
+}
+
+// disarm stops the load deadline; false when it has fired already.
+func (v *video) disarm() bool {
+	if v.timer != nil {
+		v.timer.Stop()
+	}
+	return v.armed.CompareAndSwap(true, false) || v.load == nil
+}
+
+func (v *video) loadTimeoutError(cause error) error {
+	return shotd.Wrap(shotd.CodeTimeout, cause, fmt.Sprintf("the page was not ready within the timeout of %s", v.loadTimeout))
+}
+
+// measureJS returns the document's scroll height and the viewport height, in CSS pixels.
+const measureJS = `(() => {
+	const d = document.documentElement, b = document.body;
+	return {page: Math.max(d ? d.scrollHeight : 0, b ? b.scrollHeight : 0), viewport: window.innerHeight};
+})()`
+
+// scrollJS scrolls the window to y at once, whatever the page's scroll-behavior says.
+const scrollJS = `window.scrollTo({left: 0, top: %d, behavior: "instant"})`
+
+// record films the page with Page.startScreencast into a media.Encoder, scrolling it as the video
+// options say, and leaves the file in r.data.
+func (r *render) record(ctx context.Context) error {
+	v := r.video
+	if !v.disarm() {
+		return v.loadTimeoutError(context.Cause(v.load))
+	}
+	var m struct{ Page, Viewport float64 }
+	if err := r.eval(ctx, measureJS, &m); err != nil {
+		return err
+	}
+	pageH, viewH := int(math.Ceil(m.Page)), int(math.Round(m.Viewport))
+	d := v.duration
+	if d <= 0 {
+		d = media.DurationFor(pageH, viewH, v.maxDuration)
+	}
+	distance := 0.0
+	if v.scroll && pageH > viewH {
+		distance = float64(pageH - viewH)
+	}
+	w, h := videoSize(r.format, r.devicePx(float64(r.width)), r.devicePx(float64(r.height)))
+	spec := media.VideoSpec{
+		Format: r.format, FPS: v.fps, Duration: d, Width: w, Height: h,
+		MaxBytes: r.p.cfg.MaxOutputBytes,
+		TempDir:  r.p.cfg.Dir, // a dedicated Dir, emptied at start, also collects what a killed service left
+	}
+	allowance := recordAllowance(d)
+	recCtx, cancel := context.WithTimeoutCause(ctx, allowance, errRecordTimeout)
+	defer cancel()
+	err := r.film(recCtx, spec, distance)
+	if err != nil && ctx.Err() == nil && errors.Is(context.Cause(recCtx), errRecordTimeout) {
+		if shotd.CodeOf(err) != shotd.CodeTimeout {
+			err = shotd.Wrap(shotd.CodeTimeout, err, fmt.Sprintf("the video was not recorded within %s", allowance))
+		}
+	}
+	return err
+}
+
+// videoSize is the size of the frames to record from a viewport of w x h device pixels: at most
+// maxVideoPixels, at most gifMaxWidth wide for a gif, keeping the aspect ratio.
+func videoSize(format string, w, h int) (int, int) {
+	f := 1.0
+	if px := float64(w) * float64(h); px > maxVideoPixels {
+		f = math.Sqrt(maxVideoPixels / px)
+	}
+	if format == shotd.FormatGIF && float64(w)*f > gifMaxWidth {
+		f = gifMaxWidth / float64(w)
+	}
+	if f == 1 {
+		return w, h
+	}
+	return max(2, int(math.Round(float64(w)*f))), max(2, int(math.Round(float64(h)*f)))
+}
+
+// film runs the screencast and the scrolling for spec.Duration and encodes the frames. ctx is
+// the recording's context: when it ends, ffmpeg is killed and the temp dir removed.
+func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float64) error {
+	c := r.t.c
+	enc, err := media.NewEncoder(ctx, spec, r.p.log)
+	if err != nil {
+		return err
+	}
+	defer enc.Close() // kills ffmpeg and removes the temp dir, unless Finish did already
+	spec = enc.Spec()
+
+	if distance > 0 {
+		// The first frame shows the top, whatever a click or a script scrolled.
+		if err := r.scrollTo(ctx, 0); err != nil {
+			return err
+		}
+	}
+	frames, err := c.Page.ScreencastFrame(ctx)
+	if err != nil {
+		return err
+	}
+	p := &pump{r: r, enc: enc, frames: frames, first: make(chan struct{}), done: make(chan struct{})}
+	go p.run(ctx)
+	defer func() {
+		p.stop()
+		enc.Close() // an Add blocked on a full pipe returns once ffmpeg is gone
+		<-p.done
+	}()
+	args := page.NewStartScreencastArgs().SetFormat("jpeg").SetQuality(screencastQuality).
+		SetMaxWidth(spec.Width).SetMaxHeight(spec.Height).SetEveryNthFrame(1)
+	if err := c.Page.StartScreencast(ctx, args); err != nil {
+		return err
+	}
+
+	// The video starts with the first frame; the scroll with it.
+	wait := time.NewTimer(firstFrameWait)
+	defer wait.Stop()
+	select {
+	case <-p.first:
+	case <-p.done:
+		return p.result()
+	case <-wait.C:
+		return shotd.Errorf(shotd.CodeInternalError, "the browser sent no video frame within %s", firstFrameWait)
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if err := r.scroll(ctx, p, spec, distance); err != nil {
+		return err
+	}
+	if err := c.Page.StopScreencast(ctx); err != nil {
+		return err
+	}
+	p.stop()
+	<-p.done
+	if err := p.err; err != nil {
+		return err
+	}
+	data, err := enc.Finish()
+	if err != nil {
+		return err
+	}
+	r.data = data
+	// Render's result reads the size from r.width, r.height and r.scale where it cannot read it
+	// from the file (mp4, webm): the video's own size from here on.
+	r.width, r.height, r.scale = spec.Width, spec.Height, 1
+	r.p.log.Debug().Str("format", spec.Format).Dur("duration", spec.Duration).Int("fps", spec.FPS).
+		Int("frames_in", int(p.count.Load())).Int("bytes", len(r.data)).Msg("video recorded")
+	return nil
+}
+
+// scrollHold is how long before the end of the video the scroll arrives: a tenth of the video,
+// at least three output frames, at most a second. A scroll shows in the frames only after the
+// command's round trip and the next paint, later still on a loaded host; without the hold the
+// last frames would not show where the scroll ends (the bottom, or the top again).
+func scrollHold(d time.Duration, fps int) time.Duration {
+	return min(max(d/10, 3*time.Second/time.Duration(fps)), time.Second, d/2)
+}
+
+// scroll drives the scroll at the output frame rate until the video's length (plus recordTail)
+// has passed.
+func (r *render) scroll(ctx context.Context, p *pump, spec media.VideoSpec, distance float64) error {
+	start := time.Now()
+	end := spec.Duration + recordTail
+	span := spec.Duration - scrollHold(spec.Duration, spec.FPS)
+	tick := time.NewTicker(time.Second / time.Duration(spec.FPS))
+	defer tick.Stop()
+	last := 0
+	for {
+		select {
+		case <-tick.C:
+		case <-p.done:
+			return p.result()
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		t := time.Since(start)
+		if t >= end {
+			return nil
+		}
+		if distance <= 0 {
+			continue
+		}
+		y := int(math.Round(media.ScrollPosition(t, span, distance, r.video.easing, r.video.back)))
+		if y == last {
+			continue
+		}
+		if err := r.scrollTo(ctx, y); err != nil {
+			return err
+		}
+		last = y
+	}
+}
+
+// scrollTo scrolls the window; a document that went away under it (the page navigated itself)
+// is no error: the video shows what the new one does.
+func (r *render) scrollTo(ctx context.Context, y int) error {
+	rep, err := r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(fmt.Sprintf(scrollJS, y)))
+	switch {
+	case err != nil && contextGone(err):
+		return nil
+	case err != nil:
+		return err
+	case rep.ExceptionDetails != nil:
+		return &errScript{msg: exceptionText(rep.ExceptionDetails)}
+	}
+	return nil
+}
+
+// pump acknowledges every screencast frame as it comes and hands it to the encoder, timed from
+// the first frame. Chrome keeps at most a couple of frames unacknowledged; while the encoder
+// is busy it skips frames rather than queue them, and the encoder holds the previous one.
+type pump struct {
+	r        *render
+	enc      *media.Encoder
+	frames   page.ScreencastFrameClient
+	first    chan struct{} // closed with the first frame
+	done     chan struct{} // closed when run returns
+	err      error         // why run returned; read after done
+	stopping atomic.Bool
+	stopOnce sync.Once
+	count    atomic.Int64
+}
+
+func (p *pump) run(ctx context.Context) {
+	defer close(p.done)
+	p.err = p.loop(ctx)
+}
+
+// result is the error of a pump that ended before it was stopped.
+func (p *pump) result() error {
+	if p.err != nil {
+		return p.err
+	}
+	return errors.New("the screencast ended early")
+}
+
+func (p *pump) loop(ctx context.Context) error {
+	var t0 float64
+	for {
+		ev, err := p.frames.Recv()
+		if err != nil {
+			if p.stopping.Load() {
+				return nil
+			}
+			return err
+		}
+		if err := p.r.t.c.Page.ScreencastFrameAck(ctx, page.NewScreencastFrameAckArgs(ev.SessionID)); err != nil {
+			if p.stopping.Load() {
+				return nil
+			}
+			return err
+		}
+		ts := float64(ev.Metadata.Timestamp)
+		if ts == 0 {
+			// No swap time (older browsers): the arrival time is the next best thing.
+			ts = float64(time.Now().UnixNano()) / 1e9
+		}
+		if p.count.Add(1) == 1 {
+			t0 = ts
+			close(p.first)
+		}
+		at := time.Duration((ts - t0) * float64(time.Second))
+		if err := p.enc.Add(media.Frame{Data: ev.Data, Timestamp: max(at, 0)}); err != nil {
+			return err
+		}
+	}
+}
+
+// stop ends the frame stream; run returns soon after.
+func (p *pump) stop() {
+	p.stopOnce.Do(func() {
+		p.stopping.Store(true)
+		p.frames.Close()
+	})
+}
