@@ -10,15 +10,24 @@
 // One Render is one fresh browser context with one target in it, disposed afterwards whatever
 // happened, so concurrent renders share no cookies, storage, cache or service workers. Creating a
 // context and a target costs more than a render of a small page, so each Process keeps a few
-// ready pairs (Config.Prewarm), refilled in the background, and disposes used pairs off the
-// response path.
+// ready pairs (Config.Prewarm) and disposes used pairs off the response path. Both jobs occupy
+// Chrome's UI thread, which navigations need: a used pair is disposed once no render is loading
+// its page (at most maxYield later), and only then replaced, so that a render finds the browser
+// as quiet as a reused tab would. Windows the pages open (popups) are closed as they appear.
 //
 // A render runs in steps (render.go): emulate (viewport, touch, user agent, media type and
 // features, time zone, transparent background), prepare (Fetch interception, cookies, scripts
 // for every new document, request counting), navigate, wait (wait_until), page
 // (wait_for_selector, then hide_selectors/styles/the Blocker's CSS, then scripts, then click),
 // settle (delay), capture (a PDF, or the viewport, a clip, an element or the full page). An
-// option that is not set costs no call to Chrome.
+// option that is not set costs no call to Chrome. A video (mp4, webm, gif) runs the same steps up
+// to the capture and then record (video.go) in its place: the timeout option bounds the loading
+// only, and the recording gets its own deadline of twice its length plus 30 s. A markdown source is converted by package
+// markdown and rendered like html.
+//
+// A page that replaces its document while loading (location=, a click, a form, a meta refresh) is
+// followed to its new document. A main-frame document the egress guard refuses, at any moment
+// of the render, fails it with host_not_allowed: Chrome's error page is never captured.
 //
 // Choices where api-v1 leaves room:
 //   - Scoped headers (authorization, and Cookie, Authorization or key/token-like names in

@@ -10,6 +10,7 @@ import (
 	"github.com/mafredri/cdp/protocol/fetch"
 	"github.com/mafredri/cdp/protocol/network"
 
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
 )
 
@@ -19,12 +20,16 @@ import (
 // trips per document, none per subresource. Request rules (blocking, extra headers) need every
 // request, so only a render that has them pauses its subresources too.
 type interceptor struct {
-	r       *render
-	rules   *requestRules // nil: the guard alone
-	paused  fetch.RequestPausedClient
-	refused atomic.Bool // the main frame's document was refused by the guard
-	// upstream is the egress proxy's reason when it could not reach the main document's server.
-	upstream atomic.Pointer[string]
+	r      *render
+	rules  *requestRules // nil: the guard alone
+	paused fetch.RequestPausedClient
+	// failed is closed once a document of the main frame has been failed on purpose: refused by
+	// the guard, or answered by the egress proxy's own error page. Chrome then loads its error page
+	// under a new loader, which must never be waited for nor captured; failure says why.
+	failed   chan struct{}
+	failOnce sync.Once
+	refused  atomic.Bool            // the main frame's document was refused by the guard
+	upstream atomic.Pointer[string] // the egress proxy's reason when it could not reach the main document's server
 	// pageURL is the URL of the main frame's latest document request (redirect hops included),
 	// the page the Blocker judges requests for.
 	pageURL atomic.Pointer[string]
@@ -35,7 +40,7 @@ type interceptor struct {
 // startInterceptor enables Fetch for the render and serves paused requests until stop.
 func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*interceptor, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	in := &interceptor{r: r, rules: rules, cancel: cancel}
+	in := &interceptor{r: r, rules: rules, cancel: cancel, failed: make(chan struct{})}
 	var err error
 	if in.paused, err = r.t.c.Fetch.RequestPaused(ctx); err != nil {
 		cancel()
@@ -86,11 +91,13 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 			case strings.EqualFold(h.Name, egress.RefusedHeader):
 				if main {
 					in.refused.Store(true)
+					in.failMain()
 				}
 			case strings.EqualFold(h.Name, egress.UpstreamErrorHeader):
 				if main {
 					reason := h.Value
 					in.upstream.Store(&reason)
+					in.failMain()
 				}
 			default:
 				continue
@@ -105,6 +112,7 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 	if doc && in.refuse(ctx, ev) {
 		if main {
 			in.refused.Store(true)
+			in.failMain()
 		}
 		_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
 		return
@@ -125,6 +133,38 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		}
 	}
 	_ = c.ContinueRequest(ctx, args)
+}
+
+// failMain signals, before Chrome hears of it, that a main-frame document was failed on purpose.
+func (in *interceptor) failMain() { in.failOnce.Do(func() { close(in.failed) }) }
+
+// failure is the render's error once a main-frame document was failed on purpose, else nil. A
+// refusal wins over an unreachable server: some hop was refused either way.
+func (in *interceptor) failure() error {
+	if in == nil {
+		return nil
+	}
+	select {
+	case <-in.failed:
+	default:
+		return nil
+	}
+	if in.refused.Load() {
+		return shotd.Errorf(shotd.CodeHostNotAllowed, "the page or one of its redirects leads to a private, local or internal address")
+	}
+	reason := "unknown error"
+	if p := in.upstream.Load(); p != nil {
+		reason = *p
+	}
+	return shotd.Errorf(shotd.CodeNavigationFailed, "the page could not be loaded: %s", reason)
+}
+
+// mainFailed is closed when failure is set; nil (never ready) without interception.
+func (in *interceptor) mainFailed() <-chan struct{} {
+	if in == nil {
+		return nil
+	}
+	return in.failed
 }
 
 // page is the main document's URL as far as seen; "" for an html source.

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp/protocol/network"
+	"github.com/mafredri/cdp/protocol/page"
 )
 
 // netTracker counts the page's requests in flight from Network events. The three event streams
@@ -16,14 +17,20 @@ type netTracker struct {
 	sent     network.RequestWillBeSentClient
 	finished network.LoadingFinishedClient
 	failed   network.LoadingFailedClient
-	started  map[network.RequestID]bool
+	started  map[network.RequestID]owner
 	done     map[network.RequestID]bool
+}
+
+// owner is the frame and the document loader a request was made for.
+type owner struct {
+	frame  page.FrameID
+	loader network.LoaderID
 }
 
 // trackNetwork subscribes to the request events of t and enables the Network domain. The streams
 // end with ctx.
 func trackNetwork(ctx context.Context, t *tab) (n *netTracker, err error) {
-	n = &netTracker{started: map[network.RequestID]bool{}, done: map[network.RequestID]bool{}}
+	n = &netTracker{started: map[network.RequestID]owner{}, done: map[network.RequestID]bool{}}
 	if n.sent, err = t.c.Network.RequestWillBeSent(ctx); err != nil {
 		return nil, err
 	}
@@ -39,18 +46,23 @@ func trackNetwork(ctx context.Context, t *tab) (n *netTracker, err error) {
 	return n, nil
 }
 
-func (n *netTracker) inFlight() int {
+// inFlight counts the requests started and not done. With main set, the requests of main.frame
+// for another document than main.loader are left out: a document replaced while loading gets no
+// loadingFinished or loadingFailed for its requests in flight (Chromium 156), itself included.
+func (n *netTracker) inFlight(main owner) int {
 	c := 0
-	for id := range n.started {
-		if !n.done[id] {
-			c++
+	for id, o := range n.started {
+		if n.done[id] || (main.loader != "" && o.frame == main.frame && o.loader != main.loader) {
+			continue
 		}
+		c++
 	}
 	return c
 }
 
 // waitIdle returns once no request has been in flight, and no request event seen, for quiet.
-func (n *netTracker) waitIdle(ctx context.Context, quiet time.Duration) error {
+// main is the main frame's current document, or zero to count every request.
+func (n *netTracker) waitIdle(ctx context.Context, quiet time.Duration, main owner) error {
 	if n == nil {
 		return errors.New("network tracking is off")
 	}
@@ -62,7 +74,7 @@ func (n *netTracker) waitIdle(ctx context.Context, quiet time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-			if n.inFlight() == 0 {
+			if n.inFlight(main) == 0 {
 				return nil
 			}
 			timer.Reset(quiet)
@@ -70,7 +82,11 @@ func (n *netTracker) waitIdle(ctx context.Context, quiet time.Duration) error {
 		case <-n.sent.Ready():
 			var ev *network.RequestWillBeSentReply
 			if ev, err = n.sent.Recv(); err == nil {
-				n.started[ev.RequestID] = true
+				var f page.FrameID
+				if ev.FrameID != nil {
+					f = *ev.FrameID
+				}
+				n.started[ev.RequestID] = owner{frame: f, loader: ev.LoaderID}
 			}
 		case <-n.finished.Ready():
 			var ev *network.LoadingFinishedReply

@@ -468,7 +468,7 @@ wait:
 	}
 	qctx, cancel := context.WithTimeout(ctx, settleMax)
 	defer cancel()
-	if err := w.r.net.waitIdle(qctx, settleQuiet); err != nil && ctx.Err() == nil && qctx.Err() == nil {
+	if err := w.r.net.waitIdle(qctx, settleQuiet, owner{}); err != nil && ctx.Err() == nil && qctx.Err() == nil {
 		return err
 	}
 	return ctx.Err()

@@ -12,10 +12,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
 	"golang.org/x/sys/unix"
@@ -26,11 +28,13 @@ import (
 // Config configures one Chrome process.
 type Config struct {
 	Path         string        // browser binary; "" = FindBrowser("")
-	ExtraFlags   []string      // appended to the launch flags (e.g. --proxy-server=...); a repeated flag wins over ours
+	ExtraFlags   []string      // appended to the launch flags (e.g. --proxy-server=...); a repeated flag wins over ours, but feature lists are merged
 	StartTimeout time.Duration // deadline for "DevTools listening on"; default 20s
 	Prewarm      int           // ready (browser context + target) pairs kept; default 2, < 0: none
-	// Dir is the parent of the user-data dirs; "" = os.TempDir(). A service killed without
-	// Close leaves its dirs (Chrome itself dies with it): a dedicated Dir can be emptied at start.
+	// Dir is the parent of the user-data dirs, and of Chrome's TMPDIR when the path is short
+	// enough for Chrome's unix sockets (else that goes to os.TempDir()); "" = os.TempDir(). A
+	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
+	// can be emptied at start.
 	Dir string
 	// Guard, when set, keeps pages away from Chrome's own devtools port and checks every
 	// document request (main frame, iframes, each redirect hop) before Chrome makes it.
@@ -39,7 +43,10 @@ type Config struct {
 	// (block_ads, block_trackers, block_cookie_banners, block_chats); it returns nil when the
 	// render asks for none. nil: no list-based blocking at all.
 	Blocker func(o *shotd.Options) Blocker
-	Log     zerolog.Logger
+	// MaxOutputBytes bounds a recorded video (limits.max_output_bytes): a larger one is
+	// content_too_large, and ffmpeg stops writing soon after it passes the limit. 0: no limit.
+	MaxOutputBytes int64
+	Log            zerolog.Logger
 }
 
 // Guard is the egress guard as cdpclient uses it; *egress.Guard implements it.
@@ -63,10 +70,13 @@ func ProxyFlags(addr string) []string {
 const (
 	defaultStartTimeout = 20 * time.Second
 	defaultPrewarm      = 2
-	browserCloseTimeout = 2 * time.Second  // Browser.close before the group is killed
-	gracefulExitWait    = time.Second      // how long Chrome may take to exit after Browser.close
-	reapTimeout         = 10 * time.Second // bound of the waits after the SIGKILL, whatever Close's ctx
-	disposeTimeout      = 5 * time.Second  // disposal of one browser context
+	browserCloseTimeout = 2 * time.Second        // Browser.close before the group is killed
+	gracefulExitWait    = time.Second            // how long Chrome may take to exit after Browser.close
+	reapTimeout         = 10 * time.Second       // bound of the waits after the SIGKILL, whatever Close's ctx
+	disposeTimeout      = 5 * time.Second        // disposal of one browser context
+	maxYield            = 200 * time.Millisecond // the longest background work waits for loads to end
+	yieldPoll           = 5 * time.Millisecond
+	disposeGrace        = 20 * time.Millisecond // before a used tab is disposed (release)
 )
 
 var (
@@ -140,11 +150,64 @@ func launchFlags(userDataDir string) []string {
 			"Translate", "OptimizationHints", "MediaRouter", "DialMediaRouteProvider",
 			"AutofillServerCommunication", "CertificateTransparencyComponentUpdater",
 			"InterestFeedContentSuggestions", "PrivacySandboxSettings4", "BackForwardCache",
+			// Every browser context gets a window of its own, and every window built the
+			// omnibox's WebUI popups (two chrome:// pages) and a spare renderer process that a
+			// one-page context never uses: half of the cost of a fresh context (Chromium 156).
+			// A cross-site frame now starts its process when it needs one.
+			"WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "SpareRendererForSitePerProcess",
 		}, ","),
 		"--remote-debugging-address=127.0.0.1",
 		"--remote-debugging-port=0", // the kernel picks a free port; Chrome prints it on stderr
 		"--user-data-dir=" + userDataDir,
 	}
+}
+
+// mergeFeatures joins the lists of repeated --disable-features and --enable-features flags into
+// one flag each, at the place of the first: Chrome reads only the last of a repeated flag, so
+// the features of ExtraFlags would otherwise replace ours instead of adding to them.
+func mergeFeatures(flags []string) []string {
+	out := make([]string, 0, len(flags))
+	first := map[string]int{} // flag name -> index in out
+	for _, f := range flags {
+		name, list, ok := strings.Cut(f, "=")
+		if !ok || (name != "--disable-features" && name != "--enable-features") {
+			out = append(out, f)
+			continue
+		}
+		i, seen := first[name]
+		switch {
+		case !seen:
+			first[name] = len(out)
+			out = append(out, f)
+		case list != "":
+			if strings.HasSuffix(out[i], "=") {
+				out[i] += list
+			} else {
+				out[i] += "," + list
+			}
+		}
+	}
+	return out
+}
+
+// maxTmpDir bounds the length of Chrome's TMPDIR. Chrome puts unix sockets there
+// (<TMPDIR>/org.chromium.Chromium.XXXXXX/SingletonSocket, 45 bytes more), a socket path may
+// not exceed 108 bytes, and Chrome aborts when one would.
+const maxTmpDir = 60
+
+// tmpParent is where Chrome's TMPDIR is made, and its name pattern: in Config.Dir, which a
+// service can empty at start after a SIGKILL left it behind, when the path is short enough for
+// sockets; else in os.TempDir().
+func tmpParent(dir string) (parent, pattern string) {
+	if dir == "" {
+		return "", "shotd-tmp-"
+	}
+	abs, err := filepath.Abs(dir)
+	// MkdirTemp adds "/t-" and at most 10 digits.
+	if err != nil || len(abs)+len("/t-")+10 > maxTmpDir {
+		return "", "shotd-tmp-"
+	}
+	return abs, "t-"
 }
 
 // Process is one running Chrome, owned by one actor.
@@ -180,8 +243,9 @@ type Process struct {
 	closing bool
 	wg      sync.WaitGroup
 
-	ready chan *tab     // pre-warmed pairs
-	slots chan struct{} // one token per pair the pre-warmer may create
+	ready   chan *tab     // pre-warmed pairs
+	slots   chan struct{} // one token per pair the pre-warmer may create
+	loading atomic.Int32  // renders between their start and the end of their wait step
 
 	closeOnce sync.Once
 	closeErr  error
@@ -209,16 +273,15 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
 	}
 
-	cmd := exec.Command(path, append(append(launchFlags(dir), cfg.ExtraFlags...), "about:blank")...)
+	cmd := exec.Command(path, append(mergeFeatures(append(launchFlags(dir), cfg.ExtraFlags...)), "about:blank")...)
 	// Our own stderr pipe instead of cmd.StderrPipe: Wait must not close it under the reader,
 	// which keeps draining after the handshake so Chrome never blocks on a full pipe.
 	cmd.Stderr = w
 	// Chrome writes outside --user-data-dir to $XDG_CONFIG_HOME (the crash database) and
 	// $XDG_CACHE_HOME; keep all of it in the dir that Close removes.
 	// TMPDIR too: Chrome killed with SIGKILL cannot remove the org.chromium.* dirs it makes
-	// there. A short path of its own, not inside dir: Chrome puts unix sockets there, whose paths
-	// may not exceed 108 bytes, and aborts when they would.
-	tmp, err := os.MkdirTemp("", "shotd-tmp-")
+	// there.
+	tmp, err := os.MkdirTemp(tmpParent(cfg.Dir))
 	if err != nil {
 		r.Close()
 		w.Close()
@@ -320,6 +383,45 @@ func (p *Process) connect(ctx context.Context, found <-chan string) error {
 		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot connect to the browser")
 	}
 	p.browser = cdp.NewClient(p.conn)
+	return p.closePopups(ctx)
+}
+
+// closePopups closes every window a page opens (window.open, a target=_blank link or form) as
+// soon as Chrome reports it. A popup takes the focus from its opener, whose captures then wait
+// for a frame that never comes; it is outside the render's Fetch interception too (the egress
+// proxy still guards it). Renders' own targets have no opener, popups always have one, even with
+// noopener. The watcher ends with the browser connection.
+func (p *Process) closePopups(ctx context.Context) error {
+	created, err := p.browser.Target.TargetCreated(p.life)
+	if err != nil {
+		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot watch the browser's targets")
+	}
+	page := "page"
+	if err := p.browser.Target.SetDiscoverTargets(ctx, target.NewSetDiscoverTargetsArgs(true).
+		SetFilter(target.Filter{{Type: &page}})); err != nil {
+		created.Close()
+		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot watch the browser's targets")
+	}
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		defer created.Close()
+		for {
+			ev, err := created.Recv()
+			if err != nil {
+				return
+			}
+			if ev.TargetInfo.OpenerID == nil {
+				continue
+			}
+			cctx, cancel := context.WithTimeout(p.life, disposeTimeout)
+			_, err = p.browser.Target.CloseTarget(cctx, target.NewCloseTargetArgs(ev.TargetInfo.TargetID))
+			cancel()
+			if err != nil && p.life.Err() == nil {
+				p.log.Debug().Err(err).Str("target", string(ev.TargetInfo.TargetID)).Msg("close popup")
+			}
+		}
+	}()
 	return nil
 }
 

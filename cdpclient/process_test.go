@@ -273,3 +273,74 @@ func TestFindBrowser(t *testing.T) {
 		})
 	}
 }
+
+// TestTmpDir: Chrome's TMPDIR, where it makes its sockets and the dirs a SIGKILL leaves behind,
+// is in Config.Dir when the socket paths fit there, else in the system temp dir; Close removes it
+// either way.
+func TestTmpDir(t *testing.T) {
+	tests := []struct {
+		name   string
+		dir    func(t *testing.T) string
+		inDir  bool
+		prefix string
+	}{
+		{name: "in Dir", dir: func(t *testing.T) string { return t.TempDir() }, inDir: true, prefix: "t-"},
+		{name: "Dir too long for sockets", dir: func(t *testing.T) string {
+			d := filepath.Join(t.TempDir(), strings.Repeat("d", maxTmpDir))
+			if err := os.Mkdir(d, 0o700); err != nil {
+				t.Fatal(err)
+			}
+			return d
+		}, prefix: "shotd-tmp-"},
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage("<p>hello</p>"))
+	srv, _ := server(t, mux)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := tt.dir(t)
+			// The system temp dir of the test: short, as t.TempDir's names are too long for
+			// Chrome's sockets.
+			sysTmp, err := os.MkdirTemp("", "shotd-test-")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer os.RemoveAll(sysTmp)
+			t.Setenv("TMPDIR", sysTmp)
+			p, err := Launch(context.Background(), Config{Prewarm: -1, Dir: dir, Log: zerolog.Nop()})
+			if err != nil {
+				t.Fatalf("launch: %v", err)
+			}
+			defer p.Close(context.Background())
+			env, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID()))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var tmp string
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+					tmp = v
+				}
+			}
+			parent := sysTmp
+			if tt.inDir {
+				parent = dir
+			}
+			if filepath.Dir(tmp) != parent || !strings.HasPrefix(filepath.Base(tmp), tt.prefix) {
+				t.Errorf("Chrome's TMPDIR is %q, want %s/%s...", tmp, parent, tt.prefix)
+			}
+			if len(tmp) > maxTmpDir {
+				t.Errorf("TMPDIR %q is %d bytes long, more than %d", tmp, len(tmp), maxTmpDir)
+			}
+			mustRender(t, p, opts(srv.URL))
+			if err := p.Close(context.Background()); err != nil {
+				t.Fatalf("close: %v", err)
+			}
+			for _, d := range []string{dir, sysTmp} {
+				if ents, _ := os.ReadDir(d); len(ents) != 0 {
+					t.Errorf("left in %s: %v", d, ents)
+				}
+			}
+		})
+	}
+}

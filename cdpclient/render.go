@@ -12,6 +12,7 @@ import (
 	"math"
 	"regexp"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mafredri/cdp/protocol/dom"
@@ -22,6 +23,7 @@ import (
 	"github.com/mafredri/cdp/rpcc"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/markdown"
 )
 
 // Fallbacks for options the parser normally fills in.
@@ -57,13 +59,20 @@ type render struct {
 	scale   float64
 	timeout time.Duration
 
-	html      bool             // the source is o.HTML, set with Page.setDocumentContent
-	loaderID  network.LoaderID // the navigation's loader; "" for html and same-document
+	html      bool             // the source is html (o.HTML, or o.Markdown converted), set with Page.setDocumentContent
+	source    string           // that html
+	loaderID  network.LoaderID // the main frame's document's loader; "" for same-document, and html until wait
 	net       *netTracker      // requests in flight, for networkidle and click
 	intercept *interceptor     // Fetch interception; nil when nothing needs it
 	rules     *requestRules    // blocking and extra headers; nil when the render has none
 	blocker   Blocker          // list-based blocking; nil when the render asks for none
+	video     *video           // the recording of mp4, webm and gif; nil for the other formats
 	data      []byte
+
+	// stopped reports the frames that stop loading, from just before the navigation on.
+	stopped page.FrameStoppedLoadingClient
+	// replaced: the page replaced its first document before it loaded; loaderID is the new one's.
+	replaced bool
 }
 
 // step is one stage of a render. Later options slot in as one more step or as code in one of
@@ -74,7 +83,7 @@ type step struct {
 }
 
 func (r *render) steps() []step {
-	return []step{
+	steps := []step{
 		{"emulate", r.emulate},
 		{"prepare", r.prepare},
 		{"navigate", r.navigate},
@@ -83,6 +92,10 @@ func (r *render) steps() []step {
 		{"settle", r.settle},
 		{"capture", r.capture},
 	}
+	if r.video != nil {
+		return r.videoSteps(steps)
+	}
+	return steps
 }
 
 // Render renders o in a fresh browser context and returns the file. Several Renders may run at
@@ -105,6 +118,11 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 	stop := context.AfterFunc(p.life, func() { cancel(errBrowserStopped) })
 	defer stop()
 
+	// Until the page has loaded, the pre-warmer keeps off Chrome's UI thread (yieldToLoads).
+	p.loading.Add(1)
+	loaded := sync.OnceFunc(func() { p.loading.Add(-1) })
+	defer loaded()
+
 	r.t, err = p.acquire(rctx)
 	if err != nil {
 		return nil, r.fail(ctx, rctx, "open target", err)
@@ -114,18 +132,33 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 		if r.intercept != nil {
 			r.intercept.stop()
 		}
+		if r.stopped != nil {
+			r.stopped.Close()
+		}
 	}()
 
 	for _, s := range r.steps() {
-		if err := s.run(rctx); err != nil {
+		err := s.run(rctx)
+		if err == nil {
+			// A main-frame navigation failed by the interceptor at any time, even after the
+			// wait or during the capture, means Chrome's error page: never an answer.
+			err = r.intercept.failure()
+		}
+		if err != nil {
 			return nil, r.fail(ctx, rctx, s.name, err)
+		}
+		if s.name == "wait" {
+			loaded()
 		}
 		if testHookAfterStep != nil {
 			testHookAfterStep(s.name, r.t)
 		}
 	}
 	var w, h int
-	if r.format != shotd.FormatPDF {
+	switch {
+	case r.video != nil:
+		w, h = r.width, r.height // record set them to the video's size
+	case r.format != shotd.FormatPDF:
 		w, h, err = imageSize(r.format, r.data)
 		if err != nil {
 			p.log.Warn().Err(err).Str("format", r.format).Msg("read captured image size")
@@ -151,9 +184,15 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	switch {
 	case o.URL != "":
 	case o.HTML != "":
-		r.html = true
+		r.html, r.source = true, o.HTML
 	case o.Markdown != "":
-		return nil, shotd.Errorf(shotd.CodeInternalError, "markdown must be converted to html before the render")
+		// A styled page of its own; dark_mode picks its dark palette (and, in emulate, the
+		// preference as for any page).
+		doc, err := markdown.ToHTML(o.Markdown, o.DarkMode)
+		if err != nil {
+			return nil, err
+		}
+		r.html, r.source = true, doc
 	default:
 		return nil, shotd.Errorf(shotd.CodeInternalError, "no source to render")
 	}
@@ -161,6 +200,8 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	case "":
 		r.format = shotd.FormatPNG
 	case shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF:
+	case shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF:
+		r.initVideo()
 	default:
 		e := shotd.Errorf(shotd.CodeInvalidOptions, "format %s is not supported yet", r.format)
 		e.Fields = []shotd.FieldError{{Field: "format", Message: "not supported yet"}}
@@ -350,6 +391,13 @@ var netError = regexp.MustCompile(`net::ERR_[A-Z0-9_]+`)
 // navigate loads the source and returns once the navigation has committed.
 func (r *render) navigate(ctx context.Context) error {
 	c := r.t.c
+	// Subscribed before the navigation starts, so that its end cannot be missed; Page is enabled,
+	// so this costs no call to Chrome.
+	stopped, err := c.Page.FrameStoppedLoading(ctx)
+	if err != nil {
+		return err
+	}
+	r.stopped = stopped
 	if r.html {
 		// The target is a fresh about:blank: forget its lifecycle events so that wait sees only
 		// those of the document written now.
@@ -366,7 +414,7 @@ func (r *render) navigate(ctx context.Context) error {
 		}
 		// setDocumentContent does document.open/write/close: the document gets the usual
 		// DOMContentLoaded and load lifecycle events after an "init".
-		if err := c.Page.SetDocumentContent(ctx, page.NewSetDocumentContentArgs(r.t.frameID, r.o.HTML)); err != nil {
+		if err := c.Page.SetDocumentContent(ctx, page.NewSetDocumentContentArgs(r.t.frameID, r.source)); err != nil {
 			return err
 		}
 		if s := r.startScript(); s != "" {
@@ -380,14 +428,10 @@ func (r *render) navigate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if r.intercept != nil && r.intercept.refused.Load() {
-		// The guard refused the document, or a redirect hop of it, before Chrome sent anything.
-		return shotd.Errorf(shotd.CodeHostNotAllowed, "the page or one of its redirects leads to a private, local or internal address")
-	}
-	if r.intercept != nil {
-		if reason := r.intercept.upstream.Load(); reason != nil {
-			return shotd.Errorf(shotd.CodeNavigationFailed, "the page could not be loaded: %s", *reason)
-		}
+	// The guard refused the document or a redirect hop of it before Chrome sent anything, or the
+	// egress proxy could not reach the server.
+	if err := r.intercept.failure(); err != nil {
+		return err
 	}
 	if nav.ErrorText != nil && *nav.ErrorText != "" {
 		name := netError.FindString(*nav.ErrorText)
@@ -437,40 +481,77 @@ func (r *render) wait(ctx context.Context) error {
 		if err := r.waitLifecycle(ctx, "load"); err != nil {
 			return err
 		}
-		return r.net.waitIdle(ctx, networkQuiet)
+		var main owner // every request counts, unless the first document was replaced
+		if r.replaced {
+			main = owner{frame: r.t.frameID, loader: r.loaderID}
+		}
+		return r.net.waitIdle(ctx, networkQuiet, main)
 	default:
 		return r.waitLifecycle(ctx, "load")
 	}
 }
 
-// waitLifecycle blocks until the lifecycle event name of the main frame's new document: of the
+// waitLifecycle blocks until the lifecycle event name of the main frame's document: of the
 // navigation's loader for a URL, after the "init" of document.open for HTML.
+//
+// A page may replace its document before that event (location=, a click, a form, a meta
+// refresh): the first document then never gets it, and the new one announces itself with an init
+// under a new loader, which is followed from then on. A navigation that loads no document (a 204
+// answer, window.stop) ends with the main frame's frameStoppedLoading, which also ends the wait:
+// the frame is done loading whatever happened. A main-frame document failed by the interceptor
+// ends it at once, before the new loader of Chrome's error page can be followed.
 func (r *render) waitLifecycle(ctx context.Context, name string) error {
 	if !r.html && r.loaderID == "" {
 		return nil // a same-document navigation has no lifecycle of its own
 	}
-	seenInit := !r.html
+	seenInit := false // the init of r.loaderID: no event before it is followed
 	for {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-r.intercept.mainFailed():
+			return r.intercept.failure()
+		case <-r.stoppedReady():
+			ev, err := r.stopped.Recv()
+			if err != nil {
+				return err
+			}
+			if ev.FrameID == r.t.frameID {
+				return nil
+			}
+			continue
 		case <-r.t.lifecycle.Ready():
 		}
 		ev, err := r.t.lifecycle.Recv()
 		if err != nil {
 			return err
 		}
-		if ev.FrameID != r.t.frameID || (r.loaderID != "" && ev.LoaderID != r.loaderID) {
+		if ev.FrameID != r.t.frameID {
 			continue
 		}
-		if !seenInit {
-			seenInit = ev.Name == "init"
+		switch {
+		case ev.LoaderID == r.loaderID:
+			seenInit = seenInit || ev.Name == "init"
+		case ev.Name == "init" && (seenInit || r.html):
+			// For html the first init is document.open's; any later one is a new document that
+			// replaced the first.
+			r.replaced = seenInit
+			r.loaderID, seenInit = ev.LoaderID, true
+		default:
 			continue
 		}
 		if ev.Name == name {
 			return nil
 		}
 	}
+}
+
+// stoppedReady is r.stopped's Ready, nil (never ready) before navigate subscribed it.
+func (r *render) stoppedReady() <-chan struct{} {
+	if r.stopped == nil {
+		return nil
+	}
+	return r.stopped.Ready()
 }
 
 // settle runs after the page is loaded and before the capture: the delay for now.
@@ -483,6 +564,8 @@ func (r *render) settle(ctx context.Context) error {
 	select {
 	case <-t.C:
 		return nil
+	case <-r.intercept.mainFailed():
+		return r.intercept.failure()
 	case <-ctx.Done():
 		return ctx.Err()
 	}

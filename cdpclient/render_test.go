@@ -616,8 +616,7 @@ func TestRenderRejects(t *testing.T) {
 	}{
 		{"nil options", nil, shotd.CodeInternalError},
 		{"no source", &shotd.Options{Format: shotd.FormatPNG}, shotd.CodeInternalError},
-		{"markdown", &shotd.Options{Markdown: "# hi", Format: shotd.FormatPNG}, shotd.CodeInternalError},
-		{"video not yet", &shotd.Options{HTML: "<p>x</p>", Format: shotd.FormatMP4}, shotd.CodeInvalidOptions},
+		{"unknown format", &shotd.Options{HTML: "<p>x</p>", Format: "bmp"}, shotd.CodeInvalidOptions},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -30,6 +30,9 @@ type tab struct {
 	lifecycle      page.LifecycleEventClient
 	metrics        metrics     // the device metrics override in force
 	crashed        atomic.Bool // the renderer of the target crashed
+	// slot: t came from the pre-warmed pool and holds its place there until disposed, so that
+	// the replacement is made after the render rather than competing with it for the CPU.
+	slot bool
 }
 
 // metrics is one Emulation.setDeviceMetricsOverride.
@@ -179,11 +182,28 @@ func (p *Process) disposeTab(t *tab) {
 	}
 }
 
-// release disposes t off the caller's path; Close waits for it.
+// release disposes t off the caller's path, then lets the pre-warmer replace it; Close waits for
+// it. The disposal waits for the other renders' pages to load (yieldToLoads): closing a window
+// occupies Chrome's UI thread for tens of milliseconds, which a navigation next to it would wait
+// for. The page's connection closes at once.
 func (p *Process) release(t *tab) {
-	if !p.spawn(func() { p.disposeTab(t) }) {
-		t.conn.Close() // closing: the browser and its contexts are about to go
+	if t.conn != nil {
+		t.conn.Close()
 	}
+	// When Close has begun nothing is spawned: the browser and its contexts are about to go.
+	p.spawn(func() {
+		// Under load the next render starts a few milliseconds after this one answered: give
+		// it the moment to announce itself.
+		select {
+		case <-time.After(disposeGrace):
+		case <-p.life.Done():
+		}
+		p.yieldToLoads(false)
+		p.disposeTab(t)
+		if t.slot {
+			p.slots <- struct{}{}
+		}
+	})
 }
 
 // acquire returns a pre-warmed tab, or creates one inline when none is ready.
@@ -191,7 +211,7 @@ func (p *Process) acquire(ctx context.Context) (*tab, error) {
 	for {
 		select {
 		case t := <-p.ready:
-			p.slots <- struct{}{} // let the pre-warmer make a replacement
+			t.slot = true
 			if t.conn.Context().Err() != nil {
 				p.release(t) // its target died while waiting
 				continue
@@ -210,6 +230,22 @@ const prewarmParallel = 2
 
 func prewarmWorkers(prewarm int) int { return min(prewarm, prewarmParallel) }
 
+// yieldToLoads waits, at most maxYield, while a render loads its page (from its start to the end
+// of its wait step), so that background work (disposal, pre-warming) does not hold up its
+// navigation: creating a target or closing a window occupies Chrome's UI thread for tens of
+// milliseconds, the thread a navigation needs to start and commit. With whileReady, it waits
+// only while a pre-warmed tab is ready for the next render.
+func (p *Process) yieldToLoads(whileReady bool) {
+	deadline := time.Now().Add(maxYield)
+	for p.loading.Load() > 0 && (!whileReady || len(p.ready) > 0) && time.Now().Before(deadline) {
+		select {
+		case <-time.After(yieldPoll):
+		case <-p.life.Done():
+			return
+		}
+	}
+}
+
 // prewarm keeps up to Config.Prewarm tabs ready; each worker creates one at a time.
 func (p *Process) prewarm() {
 	defer p.wg.Done()
@@ -221,6 +257,7 @@ func (p *Process) prewarm() {
 		case <-p.life.Done():
 			return
 		}
+		p.yieldToLoads(true)
 		t, err := p.newTab(p.life)
 		if err != nil {
 			p.slots <- struct{}{}

@@ -192,6 +192,13 @@ const measureJS = `(() => {
 	return {page: Math.max(d ? d.scrollHeight : 0, b ? b.scrollHeight : 0), viewport: window.innerHeight};
 })()`
 
+// paintedJS resolves after two animation frames (the document has been painted), or after 1 s
+// for a page whose frames do not come.
+const paintedJS = `new Promise(done => {
+	requestAnimationFrame(() => requestAnimationFrame(() => done()));
+	setTimeout(done, 1000);
+})`
+
 // scrollJS scrolls the window to y at once, whatever the page's scroll-behavior says.
 const scrollJS = `window.scrollTo({left: 0, top: %d, behavior: "instant"})`
 
@@ -265,6 +272,13 @@ func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float6
 		if err := r.scrollTo(ctx, 0); err != nil {
 			return err
 		}
+	}
+	// The first frame Chrome sends is the compositor's latest: right after a load (and
+	// setDocumentContent) that may still be the blank page. Two animation frames mean the
+	// document has been painted at least once; a page that never paints waits no longer than
+	// paintWait.
+	if err := r.eval(ctx, paintedJS, nil); err != nil && !contextGone(err) {
+		return err
 	}
 	frames, err := c.Page.ScreencastFrame(ctx)
 	if err != nil {

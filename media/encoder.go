@@ -309,7 +309,7 @@ func (e *Encoder) fail(cause error) error {
 		}
 		e.err = shotd.Wrap(shotd.CodeInternalError, cause, "the video encoding failed")
 	}
-	if shotd.AsError(e.err).Code == shotd.CodeInternalError {
+	if ctxErr == nil && shotd.AsError(e.err).Code == shotd.CodeInternalError {
 		e.log.Warn().Err(e.err).Msg("video encoding failed")
 	} else {
 		e.log.Debug().Err(e.err).Msg("video encoding stopped")

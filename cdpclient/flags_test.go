@@ -1,0 +1,52 @@
+package cdpclient
+
+import (
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestMergeFeatures(t *testing.T) {
+	tests := []struct {
+		name string
+		in   []string
+		want []string
+	}{
+		{"none", []string{"--headless", "--a=b"}, []string{"--headless", "--a=b"}},
+		{"one", []string{"--disable-features=A,B", "--x"}, []string{"--disable-features=A,B", "--x"}},
+		{"repeated disable", []string{"--disable-features=A,B", "--x", "--disable-features=C"},
+			[]string{"--disable-features=A,B,C", "--x"}},
+		{"enable and disable apart", []string{"--enable-features=E", "--disable-features=A", "--enable-features=F", "--disable-features=B"},
+			[]string{"--enable-features=E,F", "--disable-features=A,B"}},
+		{"empty lists", []string{"--disable-features=", "--disable-features=A", "--disable-features="},
+			[]string{"--disable-features=A"}},
+		{"other flags with the prefix", []string{"--disable-features-x=1", "--disable-features=A"},
+			[]string{"--disable-features-x=1", "--disable-features=A"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := mergeFeatures(tt.in); !slices.Equal(got, tt.want) {
+				t.Errorf("mergeFeatures(%q) = %q, want %q", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestLaunchFlagsFeatures: ExtraFlags' features add to ours rather than replace them.
+func TestLaunchFlagsFeatures(t *testing.T) {
+	flags := mergeFeatures(append(launchFlags("/x"), "--disable-features=Foo"))
+	n := 0
+	for _, f := range flags {
+		if strings.HasPrefix(f, "--disable-features=") {
+			n++
+			for _, want := range []string{"Translate", "SpareRendererForSitePerProcess", "Foo"} {
+				if !slices.Contains(strings.Split(f[19:], ","), want) {
+					t.Errorf("%s lacks %s", f, want)
+				}
+			}
+		}
+	}
+	if n != 1 {
+		t.Errorf("%d --disable-features flags, want 1", n)
+	}
+}

@@ -1,0 +1,177 @@
+package cdpclient
+
+import (
+	"context"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/egress"
+)
+
+// launchGuarded starts a Process of the test's own behind the real egress guard and proxy, with
+// only 127.0.0.1 allowed: 127.0.0.3 stands for every address a page must not reach.
+func launchGuarded(t *testing.T) *Process {
+	t.Helper()
+	guard := egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}), nil)
+	proxy := egress.NewProxy(guard, zerolog.Nop())
+	if err := proxy.Start("127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	p, err := Launch(ctx, Config{Prewarm: 1, Dir: t.TempDir(), Guard: guard, ExtraFlags: ProxyFlags(proxy.Addr()),
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	if err != nil {
+		proxy.Close(context.Background())
+		t.Fatalf("launch: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := p.Close(context.Background()); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		if err := checkGone(p); err != nil {
+			t.Error(err)
+		}
+		proxy.Close(context.Background())
+	})
+	return p
+}
+
+// TestSelfNavigation: a page that replaces its document before its load event (location=, a
+// click, a form, a meta refresh), or opens a popup, is rendered at once: the render follows the
+// new document, ends when a navigation loads none, answers host_not_allowed as soon as the
+// guard refuses the main frame's new document (never a capture of Chrome's error page), and
+// closes popups, which would keep the opener from painting.
+func TestSelfNavigation(t *testing.T) {
+	mux := http.NewServeMux()
+	// /first is green with the body of its query; /second is blue; /empty answers 204, which
+	// loads nothing.
+	mux.HandleFunc("/first", func(w http.ResponseWriter, r *http.Request) {
+		htmlPage(`<!doctype html><html><head><style>body{margin:0;background:rgb(0,128,0)}</style>`+
+			r.URL.Query().Get("b")+`</body></html>`)(w, r)
+	})
+	mux.HandleFunc("/second", htmlPage(`<!doctype html><body style="margin:0;background:rgb(0,0,255)">second</body>`))
+	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	srv, _ := server(t, mux)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	refused := "http://127.0.0.3:" + port + "/x"
+	first := func(body string) string { return srv.URL + "/first?b=" + url.QueryEscape(body) }
+
+	green, blue := [3]uint8{0, 128, 0}, [3]uint8{0, 0, 255}
+	tests := []struct {
+		name  string
+		o     *shotd.Options
+		both  bool       // runs without the guard (no Fetch interception) too
+		code  shotd.Code // "" = a capture of want
+		want  [3]uint8
+		popup bool // the page opens a popup: none may be open after the settle step
+	}{
+		{name: "location to another page", o: opts(first(`</head><body><script>location = "/second"</script>`)), want: blue, both: true},
+		{name: "location to another page, domcontentloaded", o: withWait(opts(first(`</head><body><script>location = "/second"</script>`)), shotd.WaitDOMContentLoaded), want: blue},
+		{name: "location to another page, networkidle", o: withWait(opts(first(`</head><body><script>location = "/second"</script>`)), shotd.WaitNetworkIdle), want: blue},
+		{name: "link click to another page", o: opts(first(`</head><body><a id="a" href="/second">x</a><script>document.getElementById("a").click()</script>`)), want: blue},
+		{name: "location to a 204", o: opts(first(`</head><body><script>location = "/empty"</script>`)), want: green, both: true},
+		{name: "form post to a 204", o: opts(first(`</head><body><form method="post" action="/empty"><input name="a" value="b"></form><script>document.forms[0].submit()</script>`)), want: green},
+		{name: "html source to another page", o: htmlOpts(`<body style="background:rgb(0,128,0)"><script>location = "` + srv.URL + `/second"</script></body>`), want: blue},
+		{name: "popup from scripts", o: withScripts(opts(first(`</head><body>x`)), `window.open("/second")`), want: green, popup: true, both: true},
+		{name: "noopener popup from scripts", o: withScripts(opts(first(`</head><body>x`)), `window.open("/second", "_blank", "noopener")`), want: green, popup: true},
+		{name: "popup from a click", o: withClick(opts(first(`</head><body><a id="p" target="_blank" href="/second">popup</a>`)), "#p"), want: green, popup: true},
+
+		{name: "location to a refused host", o: opts(first(`</head><body><script>location = "` + refused + `"</script>`)), code: shotd.CodeHostNotAllowed},
+		{name: "link click to a refused host", o: opts(first(`</head><body><a id="a" href="` + refused + `">x</a><script>document.getElementById("a").click()</script>`)), code: shotd.CodeHostNotAllowed},
+		{name: "form post to a refused host", o: opts(first(`</head><body><form method="post" action="` + refused + `"></form><script>document.forms[0].submit()</script>`)), code: shotd.CodeHostNotAllowed},
+		// After the load event, during the delay: the capture would be Chrome's error page.
+		{name: "meta refresh to a refused host", o: withDelay(opts(first(`<meta http-equiv="refresh" content="0;url=`+refused+`"></head><body>`)), 500*time.Millisecond), code: shotd.CodeHostNotAllowed},
+		{name: "html source to a refused host", o: withDelay(htmlOpts(`<body><script>location = "`+refused+`"</script></body>`), 500*time.Millisecond), code: shotd.CodeHostNotAllowed},
+		{name: "click to a refused host", o: withClick(opts(first(`</head><body><a id="a" href="`+refused+`">x</a>`)), "#a"), code: shotd.CodeHostNotAllowed},
+	}
+	guarded := launchGuarded(t)
+	for _, tt := range tests {
+		for _, p := range []*Process{guarded, shared} {
+			name := tt.name
+			if p == shared {
+				if !tt.both {
+					continue
+				}
+				name += ", unguarded"
+			}
+			t.Run(name, func(t *testing.T) {
+				o := *tt.o
+				// A hang ends in a timeout error; the bound is generous for a loaded machine.
+				o.Timeout = 10 * time.Second
+				openPopups := -1
+				if tt.popup {
+					testHookAfterStep = func(step string, tb *tab) {
+						if step == "settle" {
+							openPopups = popupsOf(t, p, tb)
+						}
+					}
+					defer func() { testHookAfterStep = nil }()
+				}
+				out, err := doRender(t, p, &o)
+				if tt.code != "" {
+					wantCode(t, err, tt.code)
+				} else {
+					if err != nil {
+						t.Fatalf("render: %v", err)
+					}
+					if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != tt.want {
+						t.Errorf("pixel %v, want %v", got, tt.want)
+					}
+				}
+				if tt.popup && openPopups != 0 {
+					t.Errorf("%d popups open at the capture, want 0", openPopups)
+				}
+			})
+		}
+	}
+}
+
+// popupsOf counts the page targets that tb opened and that are still open.
+func popupsOf(t *testing.T, p *Process, tb *tab) int {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	ts, err := p.browser.Target.GetTargets(ctx, nil)
+	if err != nil {
+		t.Errorf("get targets: %v", err)
+		return -1
+	}
+	n := 0
+	for _, i := range ts.TargetInfos {
+		if i.OpenerID != nil && *i.OpenerID == tb.targetID {
+			n++
+		}
+	}
+	return n
+}
+
+func withWait(o *shotd.Options, w string) *shotd.Options {
+	o.WaitUntil = w
+	return o
+}
+
+func withDelay(o *shotd.Options, d time.Duration) *shotd.Options {
+	o.Delay = d
+	return o
+}
+
+// withScripts runs s (with a user gesture, which window.open needs) and waits a moment, so that
+// a popup it opens is there before the capture.
+func withScripts(o *shotd.Options, s string) *shotd.Options {
+	o.Scripts = s
+	o.Delay = 500 * time.Millisecond
+	return o
+}
+
+func withClick(o *shotd.Options, sel string) *shotd.Options {
+	o.Click = sel
+	o.Delay = 500 * time.Millisecond
+	return o
+}
