@@ -30,8 +30,9 @@ func main() {
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for both sides, space separated (for experiments)")
 	only := flag.String("pages", "small,heavy", "pages to measure")
+	gap := flag.Duration("gap", 300*time.Millisecond, "pause between requests of the paced row (0: no paced row)")
 	flag.Parse()
-	if err := run(*n, *warm, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
+	if err := run(*n, *warm, *gap, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -44,7 +45,7 @@ type service struct {
 	close func()
 }
 
-func run(n, warm int, extraFlags, pageNames []string) error {
+func run(n, warm int, gap time.Duration, extraFlags, pageNames []string) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
@@ -75,31 +76,46 @@ func run(n, warm int, extraFlags, pageNames []string) error {
 
 	fmt.Printf("shotd bench %s, %s, GOMAXPROCS-visible cores %d, %d renders per row\n",
 		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n)
-	fmt.Printf("%-6s %4s | %-26s | %-26s | %s\n", "page", "conc", "service p50/p95 ms  r/s", "raw CDP p50/p95 ms  r/s", "p50 ratio")
+	fmt.Printf("%-6s %5s | %-26s | %-26s | %s\n", "page", "conc", "service p50/p95 ms  r/s", "raw CDP p50/p95 ms  r/s", "p50 ratio")
+	type row struct {
+		label string
+		conc  int
+		gap   time.Duration
+	}
+	rows := []row{{"1", 1, 0}, {"2", 2, 0}, {"4", 4, 0}}
+	if gap > 0 {
+		// One client that pauses between requests, as most API clients do: the service's
+		// background work (disposing the used browser context, preparing the next) then runs
+		// in the pause instead of beside the next render.
+		rows = append(rows, row{"1+gap", 1, gap})
+	}
 	for _, pg := range pageNames {
 		target := pages.URL + "/" + pg
-		for _, conc := range []int{1, 2, 4} {
+		for _, rw := range rows {
 			// Interleave warm-ups so neither side profits from the other's cold start.
-			if _, _, err := measureService(svc, target, conc, warm); err != nil {
+			if _, _, err := measureService(svc, target, rw.conc, warm, rw.gap); err != nil {
 				return err
 			}
-			if _, _, err := measureRaw(raw, target, conc, warm); err != nil {
+			if _, _, err := measureRaw(raw, target, rw.conc, warm, rw.gap); err != nil {
 				return err
 			}
-			sd, swall, err := measureService(svc, target, conc, n)
+			sd, swall, err := measureService(svc, target, rw.conc, n, rw.gap)
 			if err != nil {
 				return err
 			}
-			rd, rwall, err := measureRaw(raw, target, conc, n)
+			rd, rwall, err := measureRaw(raw, target, rw.conc, n, rw.gap)
 			if err != nil {
 				return err
 			}
 			sp50, sp95 := pct(sd, 50), pct(sd, 95)
 			rp50, rp95 := pct(rd, 50), pct(rd, 95)
-			fmt.Printf("%-6s %4d | %7.1f %7.1f %8.2f | %7.1f %7.1f %8.2f | %.2fx\n", pg, conc,
+			fmt.Printf("%-6s %5s | %7.1f %7.1f %8.2f | %7.1f %7.1f %8.2f | %.2fx\n", pg, rw.label,
 				ms(sp50), ms(sp95), float64(len(sd))/swall.Seconds(),
 				ms(rp50), ms(rp95), float64(len(rd))/rwall.Seconds(), float64(sp50)/float64(rp50))
 		}
+	}
+	if gap > 0 {
+		fmt.Printf("1+gap: one client pausing %s between requests; r/s includes the pauses.\n", gap)
 	}
 	return nil
 }
@@ -163,12 +179,13 @@ func startService(ccfg cdpclient.Config, log zerolog.Logger) (*service, error) {
 	}}, nil
 }
 
-// measureService sends n PNG renders of target through the HTTP API, conc at a time.
-func measureService(s *service, target string, conc, n int) ([]time.Duration, time.Duration, error) {
+// measureService sends n PNG renders of target through the HTTP API, conc at a time, each client
+// pausing gap between its requests.
+func measureService(s *service, target string, conc, n int, gap time.Duration) ([]time.Duration, time.Duration, error) {
 	q := url.Values{"access_key": {s.key}, "url": {target}}
 	u := s.base + "/api/v1/screenshot?" + q.Encode()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
-	return parallel(conc, n, func() error {
+	return parallel(conc, n, gap, func() error {
 		resp, err := client.Get(u)
 		if err != nil {
 			return err
@@ -184,8 +201,9 @@ func measureService(s *service, target string, conc, n int) ([]time.Duration, ti
 	})
 }
 
-// measureRaw runs conc raw loops, each on its own reused tab, n renders in all.
-func measureRaw(p *cdpclient.Process, target string, conc, n int) ([]time.Duration, time.Duration, error) {
+// measureRaw runs conc raw loops, each on its own reused tab, n renders in all, each loop
+// pausing gap between renders.
+func measureRaw(p *cdpclient.Process, target string, conc, n int, gap time.Duration) ([]time.Duration, time.Duration, error) {
 	var mu sync.Mutex
 	var all []time.Duration
 	var firstErr error
@@ -201,7 +219,7 @@ func measureRaw(p *cdpclient.Process, target string, conc, n int) ([]time.Durati
 			defer wg.Done()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			d, err := cdpclient.RawLoop(ctx, p, target, share)
+			d, err := cdpclient.RawLoop(ctx, p, target, share, gap)
 			mu.Lock()
 			defer mu.Unlock()
 			all = append(all, d...)
@@ -214,8 +232,9 @@ func measureRaw(p *cdpclient.Process, target string, conc, n int) ([]time.Durati
 	return all, time.Since(start), firstErr
 }
 
-// parallel runs f n times, conc at a time, and returns each duration and the wall time.
-func parallel(conc, n int, f func() error) ([]time.Duration, time.Duration, error) {
+// parallel runs f n times, conc at a time with a pause of gap after each, and returns each
+// duration and the wall time.
+func parallel(conc, n int, gap time.Duration, f func() error) ([]time.Duration, time.Duration, error) {
 	var mu sync.Mutex
 	var durs []time.Duration
 	var firstErr error
@@ -239,6 +258,7 @@ func parallel(conc, n int, f func() error) ([]time.Duration, time.Duration, erro
 					firstErr = err
 				}
 				mu.Unlock()
+				time.Sleep(gap)
 			}
 		}()
 	}

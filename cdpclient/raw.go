@@ -11,9 +11,9 @@ import (
 )
 
 // RawLoop is the floor the service is measured against: ONE target, reused n times for navigate,
-// wait for load, capture png, with none of Render's per-request isolation. It returns the
-// duration of each iteration.
-func RawLoop(ctx context.Context, p *Process, url string, n int) ([]time.Duration, error) {
+// wait for load, capture png, with none of Render's per-request isolation, pausing gap after
+// each. It returns the duration of each iteration, pauses left out.
+func RawLoop(ctx context.Context, p *Process, url string, n int, gap time.Duration) ([]time.Duration, error) {
 	t, err := p.newTab(ctx)
 	if err != nil {
 		return nil, shotd.Wrap(shotd.CodeInternalError, err, "raw loop: cannot open a target")
@@ -53,6 +53,13 @@ func RawLoop(ctx context.Context, p *Process, url string, n int) ([]time.Duratio
 			return durs, shotd.Wrap(shotd.CodeInternalError, err, fmt.Sprintf("raw loop: capture %d", i))
 		}
 		durs = append(durs, time.Since(start))
+		if gap > 0 {
+			select {
+			case <-time.After(gap):
+			case <-ctx.Done():
+				return durs, shotd.Wrap(shotd.CodeInternalError, ctx.Err(), "raw loop: cancelled")
+			}
+		}
 	}
 	return durs, nil
 }

@@ -630,7 +630,7 @@ func TestRawLoop(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", htmlPage("<h1>raw</h1>"))
 	srv, _ := server(t, mux)
-	durs, err := RawLoop(t.Context(), shared, srv.URL, 3)
+	durs, err := RawLoop(t.Context(), shared, srv.URL, 3, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
