@@ -39,6 +39,10 @@ type SubmitJobs struct {
 	AccessKey string
 	Options   []*shotd.Options
 	Batch     bool
+	// StoreBy: the jobs are written only when the write starts before it; later they are refused
+	// with service_unavailable and their admission is given back. A caller that stopped waiting
+	// (and told its client so) thus never leaves a job behind. Zero: no bound.
+	StoreBy time.Time
 }
 
 // SubmitJobsResult answers SubmitJobs once the jobs are durable.
@@ -47,6 +51,9 @@ type SubmitJobsResult struct {
 	Batch *store.Batch
 	Err   error
 }
+
+// storeWait bounds the wait for a job write that started before SubmitJobs.StoreBy.
+const storeWait = 30 * time.Second
 
 type jobsCreated struct {
 	jobs    []store.Job
@@ -157,6 +164,13 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 	sender, self, root, st, acc, plan := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root, a.cfg.Store, m.Account, m.Plan
 	accounts := a.cfg.Accounts.PID()
 	if !a.owner.goRun(func() {
+		if !m.StoreBy.IsZero() && time.Now().After(m.StoreBy) {
+			for _, j := range jobs {
+				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+			}
+			root.Send(sender, &SubmitJobsResult{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the job queue is too busy to take jobs now")})
+			return
+		}
 		if err := st.CreateJobs(jobs, batch); err != nil {
 			for _, j := range jobs { // give the admitted places and reservations back
 				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
@@ -309,9 +323,17 @@ func (j *Jobs) goRun(f func()) bool {
 	return true
 }
 
-// Submit queues jobs durably and returns their records. timeout bounds the wait for the store.
+// Submit queues jobs durably and returns their records. timeout bounds the time until their write
+// starts (SubmitJobs.StoreBy); past it the jobs are refused with service_unavailable and are not
+// created.
 func (j *Jobs) Submit(m *SubmitJobs, timeout time.Duration) (*SubmitJobsResult, error) {
-	res, err := j.sys.Root.RequestFuture(j.pid, m, timeout).Result()
+	if m.StoreBy.IsZero() {
+		m.StoreBy = time.Now().Add(timeout)
+	}
+	// The write starts by StoreBy or not at all; once started, its outcome is waited for (a bbolt
+	// write ends within storeWait even on a slow disk), so that the answer always tells whether
+	// the jobs exist.
+	res, err := j.sys.Root.RequestFuture(j.pid, m, time.Until(m.StoreBy)+storeWait).Result()
 	if err != nil {
 		return nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job queue did not answer")
 	}

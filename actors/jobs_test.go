@@ -297,3 +297,47 @@ func TestJobsResume(t *testing.T) {
 		t.Fatalf("%d deliveries in all, want 3", n)
 	}
 }
+
+// TestSubmitTooLate: jobs whose write could not start by StoreBy are not created (nothing renders)
+// and give their queue places back, so a client told 503 has left nothing behind.
+func TestSubmitTooLate(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	sc := &script{}
+	e := startJobs(t, st, sc.render, time.Second)
+	acc, key := newJobAccount(t, st)
+	o := jobOptions(t, `{"html":"<p>late</p>"}`)
+	opts := make([]*shotd.Options, jobsPlan.QueueLimit)
+	for i := range opts {
+		opts[i] = o
+	}
+	if _, _, err := e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: len(opts)}); err != nil {
+		t.Fatal(err)
+	}
+	_, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts,
+		Batch: true, StoreBy: time.Now().Add(-time.Millisecond)}, 5*time.Second)
+	if code := shotd.CodeOf(err); code != shotd.CodeServiceUnavailable {
+		t.Fatalf("late submit: %v, want %s", err, shotd.CodeServiceUnavailable)
+	}
+	// The whole queue is free again: the same number of jobs is admitted and they run.
+	var admitErr error
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if _, _, admitErr = e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: len(opts)}); admitErr == nil {
+			break
+		}
+	}
+	if admitErr != nil {
+		t.Fatalf("queue places not given back: %v", admitErr)
+	}
+	res, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts, Batch: true}, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range res.Jobs {
+		if got := waitJobFinal(t, st, j.JobID, 10*time.Second); got.Status != store.JobSucceeded {
+			t.Errorf("job %s: %s", j.JobID, got.Status)
+		}
+	}
+	if n := sc.count(); n != len(opts) {
+		t.Errorf("%d renders, want %d: the late jobs must never run", n, len(opts))
+	}
+}
