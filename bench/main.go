@@ -30,9 +30,10 @@ func main() {
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for both sides, space separated (for experiments)")
 	only := flag.String("pages", "small,heavy", "pages to measure")
+	browserPath := flag.String("browser", "", "browser binary for both sides (default: chromium on PATH)")
 	gap := flag.Duration("gap", 300*time.Millisecond, "pause between requests of the paced row (0: no paced row)")
 	flag.Parse()
-	if err := run(*n, *warm, *gap, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
+	if err := run(*browserPath, *n, *warm, *gap, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
@@ -45,7 +46,7 @@ type service struct {
 	close func()
 }
 
-func run(n, warm int, gap time.Duration, extraFlags, pageNames []string) error {
+func run(browserPath string, n, warm int, gap time.Duration, extraFlags, pageNames []string) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
@@ -56,7 +57,7 @@ func run(n, warm int, gap time.Duration, extraFlags, pageNames []string) error {
 		return err
 	}
 	defer proxy.Close(context.Background())
-	path, err := cdpclient.FindBrowser("")
+	path, err := cdpclient.FindBrowser(browserPath)
 	if err != nil {
 		return err
 	}
