@@ -29,4 +29,8 @@
 // EasyList and EasyPrivacy (dual GPLv3 / CC BY-SA 3.0) are not shipped: they are read at run
 // time from the operating system's package (DebianEasyList, DebianEasyPrivacy) or a configured
 // path. The embedded lists in lists/ (Chats, CookieBanners) are our own work.
+//
+// block_cookie_banners also answers consent dialogs: LoadAutoconsent wraps DuckDuckGo's
+// autoconsent standalone script (MPL-2.0, installed by scripts/install-deps.sh, read at start,
+// not shipped) into the start script a Selection hands the renderer (StartScript), set to reject.
 package blocklist

@@ -12,6 +12,9 @@ type Library struct {
 	Trackers *List
 	Chats    *List
 	Cookies  *List
+	// Consent is the script block_cookie_banners runs in every document before the page's own
+	// (LoadAutoconsent); "" for none: banners are then hidden only. Set it before serving.
+	Consent string
 }
 
 // NewLibrary loads EasyList and EasyPrivacy from their paths (Debian's by default) and takes the
@@ -34,6 +37,7 @@ type Selection struct {
 	network []*List // lists whose network rules block requests
 	hiding  []*List // lists whose element-hiding rules apply
 	cookies bool    // also undo the scroll lock consent dialogs leave behind
+	start   string  // the consent script for every document; "" for none
 }
 
 // Select returns the lists for a render's block_* options, or nil when it asks for none.
@@ -42,6 +46,9 @@ func (lib *Library) Select(ads, trackers, cookies, chats bool) *Selection {
 		return nil
 	}
 	s := &Selection{cookies: cookies}
+	if cookies {
+		s.start = lib.Consent
+	}
 	add := func(on bool, l *List) {
 		if on && l != nil {
 			s.network = append(s.network, l)
@@ -83,4 +90,10 @@ func (s *Selection) HideCSS(pageURL string) string {
 		b.WriteString(ScrollUnlockCSS())
 	}
 	return b.String()
+}
+
+// StartScript is the consent-dialog script of block_cookie_banners ("" for none); cdpclient puts
+// it into every document before the page's scripts, and waits for it before the capture.
+func (s *Selection) StartScript() string {
+	return s.start
 }

@@ -17,7 +17,9 @@ type Blocker interface {
 
 // StartScripter is implemented by a Blocker that also needs a script in every document of the
 // page before the page's own scripts run (for instance a consent-dialog handler). The script
-// runs in the page's main world.
+// runs in the page's main world. With block_cookie_banners the render then waits, boundedly,
+// after the load for an autoconsent started by that script to answer the page's consent dialog
+// (consent.go); any other script is not waited for.
 type StartScripter interface {
 	StartScript() string
 }

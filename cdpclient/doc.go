@@ -17,7 +17,8 @@
 //
 // A render runs in steps (render.go): emulate (viewport, touch, user agent, media type and
 // features, time zone, transparent background), prepare (Fetch interception, cookies, scripts
-// for every new document, request counting), navigate, wait (wait_until), page
+// for every new document, request counting), navigate, wait (wait_until), consent
+// (block_cookie_banners: the bounded wait for autoconsent's reject click, consent.go), page
 // (wait_for_selector, then hide_selectors/styles/the Blocker's CSS, then scripts, then click),
 // settle (delay), capture (a PDF, or the viewport, a clip, an element or the full page). An
 // option that is not set costs no call to Chrome. A video (mp4, webm, gif) runs the same steps up

@@ -88,6 +88,7 @@ func (r *render) steps() []step {
 		{"prepare", r.prepare},
 		{"navigate", r.navigate},
 		{"wait", r.wait},
+		{"consent", r.consent}, // block_cookie_banners: autoconsent's reject click, before the hiding
 		{"page", r.pageActions},
 		{"settle", r.settle},
 		{"capture", r.capture},

@@ -80,14 +80,23 @@ type Webhooks struct {
 	TimeoutSeconds     int   `toml:"timeout_seconds"`
 }
 
-// Log is the [log] table.
-// Blocking locates the filter lists of block_ads and block_trackers. Debian's package
-// webext-ublock-origin-chromium ships both and keeps them updated with the OS.
+// Blocking is the [blocking] table: the filter lists of block_ads and block_trackers, which
+// Debian's package webext-ublock-origin-chromium ships and keeps updated with the OS, and the
+// consent-dialog script of block_cookie_banners.
 type Blocking struct {
 	EasyList    string `toml:"easylist"`    // block_ads
 	EasyPrivacy string `toml:"easyprivacy"` // block_trackers
+	// Autoconsent is DuckDuckGo's autoconsent.standalone.js, which block_cookie_banners puts
+	// into every page to reject (or dismiss) consent dialogs before the capture; "" disables
+	// it, and then banners are only hidden. scripts/install-deps.sh installs it at the default
+	// path. A missing file is not fatal: serve warns and hides banners only.
+	Autoconsent string `toml:"autoconsent"`
 }
 
+// DefaultAutoconsent is where scripts/install-deps.sh installs autoconsent's standalone script.
+const DefaultAutoconsent = "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"
+
+// Log is the [log] table.
 type Log struct {
 	Level  string `toml:"level"`
 	Format string `toml:"format"` // LogConsole or LogJSON
@@ -127,6 +136,7 @@ func Default() *Config {
 		Blocking: Blocking{
 			EasyList:    "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
 			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
+			Autoconsent: DefaultAutoconsent,
 		},
 		Plans: map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
 	}

@@ -67,7 +67,8 @@ func TestDefaults(t *testing.T) {
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
 		Log:      Log{Level: "info", Format: "console"},
 		Blocking: Blocking{EasyList: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
-			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt"},
+			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
+			Autoconsent: "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"},
 		Plans: map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 1000, RequestsPerMinute: 60,
 			StatusRequestsPerMinute: 600, Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30,
 			Features: []string{"pdf", "video", "async", "bulk", "cache"}}},
@@ -138,6 +139,9 @@ bulk_max_items = 5
 retry_delays_seconds = [1, 2]
 timeout_seconds = 4
 
+[blocking]
+autoconsent = ""
+
 [log]
 level = "debug"
 format = "json"
@@ -171,7 +175,8 @@ func fullConfig() *Config {
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{1, 2}, TimeoutSeconds: 4},
 		Log:      Log{Level: "debug", Format: "json"},
 		Blocking: Blocking{EasyList: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
-			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt"},
+			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
+			Autoconsent: ""},
 		Plans: map[string]shotd.Plan{
 			"default": {Name: "default", MonthlyQuota: 10, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
 				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, Features: []string{}},
@@ -350,6 +355,11 @@ func TestValidate(t *testing.T) {
 		{"public_url unparsable", func(c *Config) { c.PublicURL = "http://a b/" }, "public_url: must be an http:// or https:// URL"},
 		{"public_url with path", func(c *Config) { c.PublicURL = "https://a.example/shotd/" }, ""},
 		{"shutdown_timeout_seconds zero", func(c *Config) { c.ShutdownTimeoutSeconds = 0 }, "shutdown_timeout_seconds: must be between 1 and 3600, got 0"},
+		{"blocking.autoconsent empty disables", func(c *Config) { c.Blocking.Autoconsent = "" }, ""},
+		{"blocking.autoconsent missing file is not refused", func(c *Config) { c.Blocking.Autoconsent = "/nonexistent/autoconsent.js" }, ""},
+		{"blocking.autoconsent spaces", func(c *Config) { c.Blocking.Autoconsent = " /x.js" }, `blocking.autoconsent: must be the path of autoconsent.standalone.js`},
+		{"blocking.autoconsent blank", func(c *Config) { c.Blocking.Autoconsent = "  " }, `blocking.autoconsent: must be the path`},
+		{"blocking.easylist empty", func(c *Config) { c.Blocking.EasyList = "" }, "blocking.easylist: must name a filter list file"},
 		{"browser.path missing", func(c *Config) { c.Browser.Path = "/nonexistent/chromium" }, `browser.path: "/nonexistent/chromium" is not an executable file`},
 		{"browser.path not executable", func(c *Config) { c.Browser.Path = notExecutable }, "browser.path:"},
 		{"browser.path a directory", func(c *Config) { c.Browser.Path = "/" }, `browser.path: "/" is not an executable file`},
@@ -484,6 +494,10 @@ func TestEnvOverrides(t *testing.T) {
 			}, ""},
 		{"empty list", "[network]\nallow_private = [\"127.0.0.1\"]\n", []string{"SHOTD_NETWORK_ALLOW_PRIVATE="},
 			func(c *Config) bool { return len(c.Network.AllowPrivate) == 0 && c.Network.AllowPrivate != nil }, ""},
+		{"autoconsent path", "", []string{"SHOTD_BLOCKING_AUTOCONSENT=/opt/ac.js"},
+			func(c *Config) bool { return c.Blocking.Autoconsent == "/opt/ac.js" }, ""},
+		{"autoconsent disabled", "", []string{"SHOTD_BLOCKING_AUTOCONSENT="},
+			func(c *Config) bool { return c.Blocking.Autoconsent == "" }, ""},
 		{"int list", "", []string{"SHOTD_WEBHOOKS_RETRY_DELAYS_SECONDS=1,2,3"},
 			func(c *Config) bool { return reflect.DeepEqual(c.Webhooks.RetryDelaysSeconds, []int{1, 2, 3}) }, ""},
 		{"later duplicate wins", "", []string{"SHOTD_LIMITS_BULK_MAX_ITEMS=7", "SHOTD_LIMITS_BULK_MAX_ITEMS=8"},

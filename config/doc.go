@@ -22,6 +22,7 @@
 //	[blocking]
 //	easylist    = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt"
 //	easyprivacy = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt"
+//	autoconsent = "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"  # block_cookie_banners answers consent dialogs with it; "" disables, a missing file is a warning
 //
 //	[log]
 //	level  = "info"     # trace, debug, info, warn, error

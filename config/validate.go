@@ -61,6 +61,11 @@ func (c *Config) Validate() error {
 			v.addf(l.key, "must name a filter list file")
 		}
 	}
+	// Empty is valid (autoconsent off); a missing file is only a warning at serve, so that a host
+	// without it still renders, with banners hidden.
+	if a := c.Blocking.Autoconsent; a != "" && (strings.TrimSpace(a) != a || strings.ContainsRune(a, 0)) {
+		v.addf("blocking.autoconsent", "must be the path of autoconsent.standalone.js without surrounding spaces, or empty to disable, got %q", a)
+	}
 
 	b := c.Browser
 	if b.Path != "" {

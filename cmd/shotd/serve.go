@@ -91,6 +91,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return fmt.Errorf("blocking.easylist / blocking.easyprivacy: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", err)
 	}
 	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
+	loadConsent(lists, cfg.Blocking.Autoconsent, log)
 	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
 		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard,
 		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
@@ -248,4 +249,21 @@ func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
 		return zerolog.New(w).Level(lc.ZerologLevel()).With().Timestamp().Logger()
 	}
 	return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}).Level(lc.ZerologLevel()).With().Timestamp().Logger()
+}
+
+// loadConsent gives block_cookie_banners autoconsent's script from path ("" disables it). A file
+// that cannot be loaded is a warning, not a refusal: renders still hide the banners with the
+// cookie-banner list, they only no longer reject them.
+func loadConsent(lists *blocklist.Library, path string, log zerolog.Logger) {
+	if path == "" {
+		log.Info().Msg("blocking.autoconsent is empty: block_cookie_banners hides consent dialogs without answering them")
+		return
+	}
+	js, err := blocklist.LoadAutoconsent(path)
+	if err != nil {
+		log.Warn().Err(err).Str("path", path).Msg("blocking.autoconsent not loaded: block_cookie_banners hides consent dialogs without rejecting them (scripts/install-deps.sh installs autoconsent)")
+		return
+	}
+	lists.Consent = js
+	log.Info().Str("path", path).Int("bytes", len(js)).Msg("autoconsent loaded for block_cookie_banners")
 }
