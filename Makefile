@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.Version=$(VERSION)
 FUZZTIME  ?= 20s
 
-.PHONY: all build run test test-short lint bench fuzz deps clean
+.PHONY: all build run test test-shell test-short lint bench fuzz deps clean
 
 all: build
 
@@ -23,6 +23,13 @@ test: deps
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 25m ./...
+	$(MAKE) --no-print-directory test-shell
+
+# The suites that run Chrome once more on Debian's chromium-headless-shell (browser.path's faster
+# choice, see README): put first on PATH under the name the tests look for.
+test-shell:
+	@d=$$(mktemp -d) && ln -s "$$(command -v chromium-headless-shell)" $$d/chromium && \
+	  PATH="$$d:$$PATH" $(GO) test -count=1 -timeout 15m ./cdpclient/ ./httpd/ ./cmd/shotd/; rc=$$?; rm -rf $$d; exit $$rc
 
 test-short:
 	$(GO) test -short -count=1 ./...
@@ -32,8 +39,9 @@ lint:
 	$(GO) vet ./...
 
 # Service vs a raw CDP loop on the same Chrome; prints p50, p95, throughput and the ratio.
+# BENCH_FLAGS passes flags to it (-n, -pages, -gap, -browser, -chrome-flags).
 bench: deps
-	$(GO) run ./bench
+	$(GO) run ./bench $(BENCH_FLAGS)
 
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
