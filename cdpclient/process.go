@@ -263,6 +263,11 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
+	if wrapperWithoutExec(path) {
+		if _, seen := warnedWrappers.LoadOrStore(path, true); !seen {
+			cfg.Log.Warn().Str("browser", path).Msg("the browser is a script that does not exec Chrome: Chrome outlives a killed service until its next start; point browser.path at the binary itself")
+		}
+	}
 	dir, err := os.MkdirTemp(cfg.Dir, "shotd-chrome-")
 	if err != nil {
 		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser profile directory")

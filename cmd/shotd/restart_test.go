@@ -52,7 +52,9 @@ func TestRecoveryAfterKill(t *testing.T) {
 			t.Errorf("remove %s: %v", root, err)
 		}
 	})
-	tmpDir := filepath.Join(root, "tmp") // the service's TMPDIR: every Chrome profile of this run is below it
+	tmpDir := filepath.Join(root, "tmp") // the service's TMPDIR
+	// Every process of this run (the service, Chrome with its profile under data_dir, ffmpeg)
+	// names root in its command line or its environment.
 	dataDir := filepath.Join(root, "data")
 	for _, d := range []string{tmpDir, dataDir} {
 		if err := os.Mkdir(d, 0o700); err != nil {
@@ -161,14 +163,19 @@ status_requests_per_minute = 100000
 		servedBefore[id] = fx.served(cl.page(id))
 	}
 
-	chrome := processesOf(tmpDir)
+	var chrome []string
+	for _, cmd := range processesOf(root) {
+		if strings.Contains(cmd, "chrom") { // a Chrome binary (the line is cut short)
+			chrome = append(chrome, cmd)
+		}
+	}
 	if len(chrome) == 0 {
-		t.Fatalf("no Chrome process of this run found (marker %s): the leak check below could not fail", tmpDir)
+		t.Fatalf("no Chrome process of this run found (marker %s): the leak check below could not fail", root)
 	}
 	t.Logf("killing the service: %d jobs rendering, %d Chrome processes", len(rendering), len(chrome))
 	first.kill9()
 	// Chrome has Pdeathsig SIGKILL: every process of the killed run must be gone shortly.
-	waitNoProcesses(t, tmpDir, 10*time.Second, "after SIGKILL of the service")
+	waitNoProcesses(t, root, 10*time.Second, "after SIGKILL of the service")
 	// What a killed run leaves in TMPDIR (its Chrome profile and temp dirs) stays; the run that
 	// stops gracefully below must leave nothing of its own.
 	leftByKill := dirNames(t, tmpDir)
@@ -240,7 +247,7 @@ status_requests_per_minute = 100000
 
 	// A graceful stop ends the service and its Chrome.
 	second.stop(t, 40*time.Second)
-	waitNoProcesses(t, tmpDir, 10*time.Second, "after the graceful stop")
+	waitNoProcesses(t, root, 10*time.Second, "after the graceful stop")
 	if left := dirNames(t, tmpDir); !slices.Equal(left, leftByKill) {
 		t.Errorf("TMPDIR after the graceful stop holds %v; the killed run had left %v", left, leftByKill)
 	}
@@ -312,7 +319,7 @@ func startService(ctx context.Context, t *testing.T, bin, cfgPath, tmpDir, name 
 		case <-time.After(10 * time.Second):
 			t.Errorf("%s run (pid %d) did not exit after SIGKILL", name, cmd.Process.Pid)
 		}
-		killLeftovers(t, tmpDir)
+		killLeftovers(t, filepath.Dir(tmpDir)) // the run root
 	})
 
 	var addrs [2]string

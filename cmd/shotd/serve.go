@@ -56,8 +56,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 
-	// Chrome profiles live under data_dir/chrome; what a killed run left there is removed now.
+	// Chrome profiles live under data_dir/chrome; what a killed run left there is removed now,
+	// after the Chrome processes it may have left running (a browser.path wrapper that does not
+	// exec Chrome keeps Chrome from dying with the service).
 	chromeDir := filepath.Join(cfg.DataDir, "chrome")
+	if n := cdpclient.KillOrphans(chromeDir); n > 0 {
+		log.Warn().Int("process_groups", n).Str("dir", chromeDir).Msg("killed Chrome processes that a previous run left running")
+	}
 	if err := os.RemoveAll(chromeDir); err != nil {
 		return fmt.Errorf("data_dir: clear %s: %w", chromeDir, err)
 	}
