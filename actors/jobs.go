@@ -204,6 +204,14 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	} else {
 		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
 	}
+	if err != nil && a.owner.isStopping() && interruptedByStop(err) {
+		// The shutdown took the browser away mid-render (or the pool is closing): the job stays
+		// "rendering" in the store and is queued again at the next start, as a killed run's
+		// would be. Not failed, not billed, no webhook.
+		log.Info().Err(err).Msg("job interrupted by the shutdown; queued again at the next start")
+		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
+		return
+	}
 	final, uerr := a.cfg.Store.UpdateJob(j.JobID, func(j *store.Job) error {
 		if err != nil {
 			e := shotd.AsError(err)
@@ -240,7 +248,7 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 	var out *shotd.Output
 	var err error
 	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Delay+a.cfg.RenderGrace)
+		ctx, cancel := context.WithTimeout(context.Background(), o.RenderBudget()+a.cfg.RenderGrace)
 		out, err = a.cfg.Render(ctx, o)
 		cancel()
 		if err == nil {
@@ -277,6 +285,7 @@ type Jobs struct {
 	mu       sync.Mutex
 	stopping bool
 	running  sync.WaitGroup
+	stopOnce sync.Once // a second Close (after one cut short) does not stop the actor again
 }
 
 // StartJobs requeues the jobs a previous run left unfinished and spawns the job actor.
@@ -306,6 +315,23 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	}
 	j.pid = pid
 	return j, nil
+}
+
+// isStopping reports whether Close has begun.
+func (j *Jobs) isStopping() bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.stopping
+}
+
+// interruptedByStop reports whether a render error is what a stopping service causes (the
+// browser closed under the render, the pool gone), rather than the page's own failure.
+func interruptedByStop(err error) bool {
+	switch shotd.CodeOf(err) {
+	case shotd.CodeInternalError, shotd.CodeRendererUnavailable, shotd.CodeRendererBusy:
+		return true
+	}
+	return false
 }
 
 // goRun runs f in a tracked goroutine unless the jobs are stopping.
@@ -357,5 +383,7 @@ func (j *Jobs) Close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	return j.sys.Root.StopFuture(j.pid).Wait()
+	var err error
+	j.stopOnce.Do(func() { err = j.sys.Root.StopFuture(j.pid).Wait() })
+	return err
 }

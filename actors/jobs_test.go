@@ -341,3 +341,52 @@ func TestSubmitTooLate(t *testing.T) {
 		t.Errorf("%d renders, want %d: the late jobs must never run", n, len(opts))
 	}
 }
+
+// TestJobCutByShutdown: a job whose render the shutdown breaks (Close gave up waiting, then the
+// browser went away under it) is not failed: it stays rendering in the store, delivers no
+// webhook, and the next start renders it.
+func TestJobCutByShutdown(t *testing.T) {
+	var hooks atomic.Int32
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hooks.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	st := openStore(t, t.TempDir())
+	acc, key := newJobAccount(t, st)
+
+	started, browserGone := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	cut := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		once.Do(func() { close(started) })
+		<-browserGone
+		return nil, shotd.Errorf(shotd.CodeInternalError, "the browser stopped during the render")
+	}
+	e := startJobs(t, st, cut, time.Second)
+	id := e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>cut</p>","webhook_url":"`+recv.URL+`/hook"}`))
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := e.jobs.Close(ctx); err == nil {
+		t.Fatal("Close returned while the job was rendering")
+	}
+	close(browserGone) // the renderer closes after the jobs' Close gave up
+	time.Sleep(200 * time.Millisecond)
+	j, err := st.JobByID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != store.JobRendering || j.ErrorCode != "" {
+		t.Fatalf("job after the cut: %s %s, want rendering (queued again at the next start)", j.Status, j.ErrorCode)
+	}
+
+	// The next start renders it, and only then is the webhook sent.
+	sc := &script{}
+	startJobs(t, st, sc.render, time.Second)
+	if j := waitJobFinal(t, st, id, 10*time.Second); j.Status != store.JobSucceeded {
+		t.Fatalf("job after the restart: %s", j.Status)
+	}
+	if n := hooks.Load(); n != 1 {
+		t.Errorf("%d webhook deliveries, want 1 (after the restart only)", n)
+	}
+}

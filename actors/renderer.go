@@ -51,7 +51,7 @@ func StartRenderer(sys *actor.ActorSystem, cfg PoolConfig) (*Renderer, error) {
 
 // Render renders o on a free browser. Errors are catalogue errors.
 func (r *Renderer) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
-	wait := o.Timeout + o.Delay + 30*time.Second
+	wait := o.RenderBudget() + 30*time.Second
 	if dl, ok := ctx.Deadline(); ok {
 		wait = time.Until(dl) + 5*time.Second // the render ends at its deadline; this is a backstop
 	}

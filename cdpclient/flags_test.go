@@ -50,3 +50,15 @@ func TestLaunchFlagsFeatures(t *testing.T) {
 		t.Errorf("%d --disable-features flags, want 1", n)
 	}
 }
+
+func TestDesktopUAFor(t *testing.T) {
+	want := "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36"
+	for _, v := range []string{"Chromium 156.0.8078.79 built on Debian GNU/Linux 12 (bookworm)\n", "Chromium 156.0.8078.79"} {
+		if got := desktopUAFor(v); got != want {
+			t.Errorf("desktopUAFor(%q) = %q", v, got)
+		}
+	}
+	if got := desktopUAFor("chromium: not found"); got != "" {
+		t.Errorf("no version: %q", got)
+	}
+}

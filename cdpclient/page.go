@@ -174,6 +174,13 @@ const waitElementJS = `async (sel, visible, budget, interval) => {
 // invalid_options.
 func (r *render) waitElement(ctx context.Context, field, sel string, visible bool) error {
 	deadline := selectorDeadline(ctx, r.timeout)
+	// The timeout counts from the start of the render, also for selector in the capture, which
+	// runs after the loading phase (and after delay): at least one look, then no later than the
+	// load deadline allows.
+	if !r.load.deadline.IsZero() {
+		deadline = minTime(deadline, r.load.deadline.Add(-min(r.timeout/10, maxSelectorMargin)))
+		deadline = maxTime(deadline, time.Now().Add(pollInterval))
+	}
 	notFound := func() error {
 		what := "matched"
 		if visible {
@@ -213,6 +220,20 @@ func (r *render) waitElement(ctx context.Context, field, sel string, visible boo
 			return err
 		}
 	}
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
 }
 
 func sleep(ctx context.Context, d time.Duration) error {

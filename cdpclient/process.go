@@ -278,7 +278,13 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
 	}
 
-	cmd := exec.Command(path, append(mergeFeatures(append(launchFlags(dir), cfg.ExtraFlags...)), "about:blank")...)
+	flags := launchFlags(dir)
+	if ua := desktopUserAgent(path, min(cfg.StartTimeout, 10*time.Second)); ua != "" {
+		flags = append(flags, "--user-agent="+ua) // before ExtraFlags, which may set their own
+	} else {
+		cfg.Log.Warn().Str("browser", path).Msg("could not read the browser version: pages see Chrome's headless User-Agent")
+	}
+	cmd := exec.Command(path, append(mergeFeatures(append(flags, cfg.ExtraFlags...)), "about:blank")...)
 	// Our own stderr pipe instead of cmd.StderrPipe: Wait must not close it under the reader,
 	// which keeps draining after the handshake so Chrome never blocks on a full pipe.
 	cmd.Stderr = w

@@ -28,7 +28,6 @@ import (
 
 // Fallbacks for options the parser normally fills in.
 const (
-	defaultTimeout = 30 * time.Second
 	defaultWidth   = 1280
 	defaultHeight  = 1024
 	defaultQuality = 80
@@ -57,7 +56,9 @@ type render struct {
 	width   int
 	height  int
 	scale   float64
-	timeout time.Duration
+	timeout time.Duration // the timeout option: the loading phase (load)
+	budget  time.Duration // the whole render: Options.RenderBudget
+	load    loadPhase
 
 	html      bool             // the source is html (o.HTML, or o.Markdown converted), set with Page.setDocumentContent
 	source    string           // that html
@@ -90,11 +91,20 @@ func (r *render) steps() []step {
 		{"wait", r.wait},
 		{"consent", r.consent}, // block_cookie_banners: autoconsent's reject click, before the hiding
 		{"page", r.pageActions},
-		{"settle", r.settle},
+		{"settle", r.settle}, // ends the loading phase (deadline.go), then delay
 		{"capture", r.capture},
 	}
+	loading := true
+	for i := range steps {
+		if steps[i].name == "settle" {
+			loading = false
+		}
+		if loading {
+			steps[i].run = r.loadBounded(steps[i].run)
+		}
+	}
 	if r.video != nil {
-		return r.videoSteps(steps)
+		steps[len(steps)-1] = step{"record", r.record}
 	}
 	return steps
 }
@@ -111,7 +121,7 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 		return nil, shotd.Wrap(shotd.CodeInternalError, context.Cause(p.life), "the browser is not running")
 	}
 
-	rctx, cancelTimeout := context.WithTimeoutCause(ctx, r.timeout, errRenderTimeout)
+	rctx, cancelTimeout := context.WithTimeoutCause(ctx, r.budget, errRenderTimeout)
 	defer cancelTimeout()
 	rctx, cancel := context.WithCancelCause(rctx)
 	defer cancel(nil)
@@ -181,7 +191,8 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 		return nil, shotd.Errorf(shotd.CodeInternalError, "no render options")
 	}
 	r := &render{p: p, o: o, format: o.Format, width: o.ViewportWidth, height: o.ViewportHeight,
-		scale: o.DeviceScaleFactor, timeout: o.Timeout}
+		scale: o.DeviceScaleFactor, timeout: o.LoadTimeout(), budget: o.RenderBudget()}
+	r.load.timeout = r.timeout
 	switch {
 	case o.URL != "":
 	case o.HTML != "":
@@ -221,9 +232,6 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	}
 	if r.scale <= 0 {
 		r.scale = 1
-	}
-	if r.timeout <= 0 {
-		r.timeout = defaultTimeout
 	}
 	if p.cfg.Blocker != nil {
 		r.blocker = p.cfg.Blocker(o)
@@ -555,8 +563,12 @@ func (r *render) stoppedReady() <-chan struct{} {
 	return r.stopped.Ready()
 }
 
-// settle runs after the page is loaded and before the capture: the delay for now.
+// settle runs after the page is loaded and before the capture: it ends the loading phase, then
+// waits for delay.
 func (r *render) settle(ctx context.Context) error {
+	if err := r.load.end(); err != nil {
+		return err
+	}
 	if r.o.Delay <= 0 {
 		return nil
 	}
@@ -639,7 +651,7 @@ func (r *render) fail(ctx, rctx context.Context, stepName string, err error) *sh
 	var e *shotd.Error
 	switch {
 	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errRenderTimeout):
-		e = shotd.Wrap(shotd.CodeTimeout, cause, fmt.Sprintf("the page was not ready within the timeout of %s", r.timeout))
+		e = shotd.Wrap(shotd.CodeTimeout, cause, fmt.Sprintf("the render did not finish within %s (timeout, delay, and %s for the capture)", r.budget, shotd.RenderSlack))
 	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errBrowserStopped):
 		e = shotd.Wrap(shotd.CodeInternalError, cause, "the browser stopped during the render")
 	case ctx.Err() != nil:

@@ -24,16 +24,13 @@ import (
 // only when the page changes; the encoder makes the rate constant), and meanwhile scrolls the
 // page at the output frame rate with media.ScrollPosition.
 //
-// Timeouts: the timeout option bounds the loading of the page (emulate, prepare, navigate, wait,
-// page actions, delay), as for an image, counted from the start of the render. The recording gets
-// its own deadline after it: its length plus an encoding allowance (recordAllowance); a 30 s
-// video would never fit the default 30 s timeout otherwise. The render as a whole is bounded by
-// the sum, fixed before the render starts from video_duration or video_max_duration, so no
-// render runs unbounded.
+// Timeouts: as for an image, the timeout option bounds the loading of the page and delay comes
+// after it (deadline.go); the recording then has its own deadline, its length plus an encoding
+// allowance (recordAllowance), so a 30 s video never needs a 30 s timeout. The render as a whole
+// is bounded by Options.RenderBudget, fixed before it starts.
 const (
 	defaultVideoHeight = 720 // viewport_height of a video when the parser did not set it
 	defaultVideoFPS    = 24
-	defaultMaxDuration = 30 * time.Second
 	// screencastQuality is the JPEG quality of the frames Chrome sends: good enough for a video
 	// that is compressed again, and cheap for Chrome to encode per frame.
 	screencastQuality = 80
@@ -49,20 +46,12 @@ const (
 	// recordTail is how long frames are still taken after the video's length, so that frames
 	// drawn just before the end, still on their way, get in.
 	recordTail = 100 * time.Millisecond
-	// renderSlack is the part of the overall render bound that is neither loading nor recording:
-	// measuring the page, starting the screencast.
-	renderSlack = 5 * time.Second
 )
 
-// recordAllowance is the recording's own deadline for a video of length d: d of real time, up
-// to as long again for an encoder slower than real time, and 30 s for ffmpeg to start and finish.
-// A variable for tests.
-var recordAllowance = func(d time.Duration) time.Duration { return 2*d + 30*time.Second }
+// recordAllowance is the recording's own deadline for a video of length d; a variable for tests.
+var recordAllowance = shotd.VideoRecordAllowance
 
-var (
-	errLoadTimeout   = errors.New("video page load timeout")
-	errRecordTimeout = errors.New("video recording timeout")
-)
+var errRecordTimeout = errors.New("video recording timeout")
 
 // video is the video state of a render; nil for the other formats.
 type video struct {
@@ -71,17 +60,9 @@ type video struct {
 	maxDuration  time.Duration
 	scroll, back bool
 	easing       string
-	loadTimeout  time.Duration // the timeout option: loading only
-	loadDeadline time.Time
-
-	load  context.Context // of the loading steps, a loadContext; nil until the first
-	timer *time.Timer     // cancels load at loadDeadline while armed
-	armed atomic.Bool
 }
 
-// initVideo sets up a video render (from newRender): the defaults a parser would have set, and
-// the overall render timeout, which must cover the loading and the longest recording the
-// options allow.
+// initVideo sets up a video render (from newRender) with the defaults a parser would have set.
 func (r *render) initVideo() {
 	o := r.o
 	v := &video{
@@ -91,7 +72,6 @@ func (r *render) initVideo() {
 		scroll:      o.VideoScroll,
 		back:        o.VideoScrollBack,
 		easing:      o.VideoScrollEasing,
-		loadTimeout: o.Timeout,
 	}
 	if v.fps <= 0 {
 		v.fps = defaultVideoFPS
@@ -100,90 +80,12 @@ func (r *render) initVideo() {
 		v.fps = min(v.fps, media.MaxGIFFPS)
 	}
 	if v.maxDuration <= 0 {
-		v.maxDuration = defaultMaxDuration
+		v.maxDuration = shotd.DefaultVideoMaxDuration
 	}
-	if v.loadTimeout <= 0 {
-		v.loadTimeout = defaultTimeout
-	}
-	longest := v.maxDuration
-	if v.duration > 0 {
-		longest = v.duration
-	}
-	v.loadDeadline = time.Now().Add(v.loadTimeout)
 	if r.height <= 0 {
 		r.height = defaultVideoHeight
 	}
-	r.timeout = v.loadTimeout + renderSlack + recordAllowance(longest)
 	r.video = v
-}
-
-// videoSteps turns the steps of an image render into those of a video: every step before the
-// capture runs on the load context, and record takes the place of capture.
-func (r *render) videoSteps(steps []step) []step {
-	out := make([]step, 0, len(steps))
-	for _, s := range steps {
-		if s.name == "capture" {
-			s = step{"record", r.record}
-		} else {
-			s.run = r.loadBounded(s.run)
-		}
-		out = append(out, s)
-	}
-	return out
-}
-
-// loadContext is the context of the loading steps of a video render. Its cancellation comes
-// from a timer at the load deadline (cause errLoadTimeout), not from a context deadline, so that
-// record can disarm it: what the loading steps started on it (interception, request counting,
-// event streams) then lives on through the recording, until the render ends. While armed,
-// Deadline reports the load deadline, so that the waits inside the steps that keep a margin
-// before the deadline (selector_not_found rather than timeout) still see it.
-type loadContext struct {
-	context.Context // a cancelCtx of the render's context
-	v               *video
-}
-
-func (c loadContext) Deadline() (time.Time, bool) {
-	if c.v.armed.Load() {
-		return c.v.loadDeadline, true
-	}
-	return c.Context.Deadline()
-}
-
-// loadBounded runs a loading step on the load context; running out of time is a timeout.
-func (r *render) loadBounded(run func(context.Context) error) func(context.Context) error {
-	v := r.video
-	return func(ctx context.Context) error {
-		if v.load == nil {
-			lctx, cancel := context.WithCancelCause(ctx)
-			v.load = loadContext{lctx, v}
-			v.armed.Store(true)
-			v.timer = time.AfterFunc(time.Until(v.loadDeadline), func() {
-				if v.armed.CompareAndSwap(true, false) {
-					cancel(errLoadTimeout)
-				}
-			})
-			// However the render ends, no timer is left behind.
-			context.AfterFunc(ctx, func() { v.timer.Stop() })
-		}
-		err := run(v.load)
-		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(v.load), errLoadTimeout) {
-			return v.loadTimeoutError(err)
-		}
-		return err
-	}
-}
-
-// disarm stops the load deadline; false when it has fired already.
-func (v *video) disarm() bool {
-	if v.timer != nil {
-		v.timer.Stop()
-	}
-	return v.armed.CompareAndSwap(true, false) || v.load == nil
-}
-
-func (v *video) loadTimeoutError(cause error) error {
-	return shotd.Wrap(shotd.CodeTimeout, cause, fmt.Sprintf("the page was not ready within the timeout of %s", v.loadTimeout))
 }
 
 // measureJS returns the document's scroll height and the viewport height, in CSS pixels.
@@ -206,9 +108,6 @@ const scrollJS = `window.scrollTo({left: 0, top: %d, behavior: "instant"})`
 // options say, and leaves the file in r.data.
 func (r *render) record(ctx context.Context) error {
 	v := r.video
-	if !v.disarm() {
-		return v.loadTimeoutError(context.Cause(v.load))
-	}
 	var m struct{ Page, Viewport float64 }
 	if err := r.eval(ctx, measureJS, &m); err != nil {
 		return err

@@ -1,0 +1,50 @@
+package cdpclient
+
+import (
+	"context"
+	"fmt"
+	"os/exec"
+	"regexp"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Headless Chrome names itself "HeadlessChrome/<version>" in its User-Agent header and in
+// navigator.userAgent, which many sites answer with a bot wall or a degraded page. A render
+// without user_agent (or a device preset's) should get what a visitor on desktop Chrome gets, so
+// every Chrome is launched with --user-agent set to the desktop Chrome UA of its own major version,
+// in Chrome's reduced form (MAJOR.0.0.0). The client-hint brands are "Chromium" already.
+
+var (
+	versionOf  = regexp.MustCompile(`\b(\d+)\.\d+\.\d+\.\d+\b`)
+	desktopUAs sync.Map // browser path -> desktop UA ("" when the version could not be read)
+)
+
+// desktopUserAgent returns the desktop User-Agent for the browser at path, from its --version
+// (run once per path, within wait, in a process group of its own that is killed with it), or ""
+// when that cannot be read.
+func desktopUserAgent(path string, wait time.Duration) string {
+	if ua, ok := desktopUAs.Load(path); ok {
+		return ua.(string)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "--version")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	cmd.WaitDelay = time.Second // a child that kept stdout open must not hold Output
+	out, _ := cmd.Output()
+	ua := desktopUAFor(string(out))
+	desktopUAs.Store(path, ua)
+	return ua
+}
+
+// desktopUAFor builds the UA from a --version line ("Chromium 156.0.8078.79 built on Debian").
+func desktopUAFor(version string) string {
+	m := versionOf.FindStringSubmatch(version)
+	if m == nil {
+		return ""
+	}
+	return fmt.Sprintf("Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/%s.0.0.0 Safari/537.36", m[1])
+}
