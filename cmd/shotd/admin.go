@@ -8,14 +8,17 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/config"
 )
 
@@ -23,12 +26,15 @@ const adminUsage = `usage: shotd admin [--config FILE] [--addr HOST:PORT] [--tok
 
 commands:
   account create --email E [--plan P] [--verified]
+  account list
   account get ID                         (includes usage)
+  usage get ACCOUNT_ID                   (the account's usage of its current period)
   account update ID [--plan P] [--verified=true|false] [--bonus N]
   key create ACCOUNT_ID [--name N] [--require-signature]   (shows the secret once)
   key list ACCOUNT_ID
   key update ACCESS_KEY [--name N] [--require-signature=true|false]
   key revoke ACCESS_KEY
+  plan list                              (the plans of the configuration file, as serve reads it)
 The address and token come from the config file (admin_listen, admin_token, or the token that
 serve generated in data_dir/admin_token), or from the flags.
 `
@@ -61,7 +67,7 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 		}
 		*token = strings.TrimSpace(string(b))
 	}
-	c := &adminClient{base: "http://" + *addr, token: *token, out: m.Stdout}
+	c := &adminClient{base: "http://" + *addr, token: *token, out: m.Stdout, plans: cfg.Plans}
 	rest := fs.Args()
 	if len(rest) < 2 {
 		fmt.Fprint(m.Stderr, adminUsage)
@@ -73,6 +79,7 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 type adminClient struct {
 	base, token string
 	out         io.Writer
+	plans       map[string]shotd.Plan // from the configuration: the admin API has no plans endpoint
 }
 
 func (c *adminClient) run(ctx context.Context, noun, verb string, args []string) error {
@@ -131,11 +138,31 @@ func (c *adminClient) run(ctx context.Context, noun, verb string, args []string)
 		}
 		body["email_verified"] = *verified == "true"
 		return c.do(ctx, http.MethodPost, "/admin/v1/accounts", body)
+	case "account list":
+		return c.do(ctx, http.MethodGet, "/admin/v1/accounts", nil)
 	case "account get":
 		if err := need(); err != nil {
 			return err
 		}
 		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+id, nil)
+	case "usage get":
+		if err := need(); err != nil {
+			return err
+		}
+		return c.doField(ctx, "/admin/v1/accounts/"+id, "usage")
+	case "plan list":
+		// Plans live in the configuration (operator contract 2), which serve reads at start.
+		names := slices.Sorted(maps.Keys(c.plans))
+		list := make([]shotd.Plan, 0, len(names))
+		for _, n := range names {
+			list = append(list, c.plans[n])
+		}
+		b, err := json.MarshalIndent(map[string]any{"plans": list}, "", "  ")
+		if err != nil {
+			return err
+		}
+		_, err = c.out.Write(append(b, '\n'))
+		return err
 	case "account update":
 		if err := need(); err != nil {
 			return err
@@ -184,6 +211,30 @@ func (c *adminClient) run(ctx context.Context, noun, verb string, args []string)
 		return c.do(ctx, http.MethodDelete, "/admin/v1/keys/"+id, nil)
 	}
 	return fmt.Errorf("admin: unknown command %q", noun+" "+verb)
+}
+
+// doField GETs path and prints one field of its JSON answer.
+func (c *adminClient) doField(ctx context.Context, path, field string) error {
+	var buf bytes.Buffer
+	out := c.out
+	c.out = &buf
+	err := c.do(ctx, http.MethodGet, path, nil)
+	c.out = out
+	if err != nil {
+		out.Write(buf.Bytes())
+		return err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(buf.Bytes(), &m); err != nil || m[field] == nil {
+		return fmt.Errorf("admin API answer has no %q", field)
+	}
+	var pretty bytes.Buffer
+	if err := json.Indent(&pretty, m[field], "", "  "); err != nil {
+		return err
+	}
+	pretty.WriteByte('\n')
+	_, err = out.Write(pretty.Bytes())
+	return err
 }
 
 // do sends one admin request and prints the JSON answer; a non-2xx answer is an error.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/store"
@@ -23,7 +24,13 @@ func TestAdminCommands(t *testing.T) {
 	}
 	defer st.Close(context.Background())
 	plans := config.Default().Plans
-	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, plans, nil, nil, zerolog.Nop())
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, plans, httpd.GateUsage{Gate: accounts, Plans: plans}, nil, zerolog.Nop())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -57,6 +64,9 @@ func TestAdminCommands(t *testing.T) {
 		{"account update", []string{"account", "update", acc.ID, "--bonus", "7", "--verified=false"}, `"bonus_screenshots": 7`},
 		{"key create", []string{"key", "create", acc.ID, "--name", "ci", "--require-signature"}, `"secret_key"`},
 		{"key list", []string{"key", "list", acc.ID}, `"name": "ci"`},
+		{"account list", []string{"account", "list"}, `"id": "` + acc.ID + `"`},
+		{"usage get", []string{"usage", "get", acc.ID}, `"quota": {`},
+		{"plan list", []string{"plan", "list"}, `"name": "default"`},
 	}
 	for _, s := range steps {
 		out, err := run(s.args...)
