@@ -223,6 +223,7 @@ func (a *accountActor) capacity() int {
 }
 
 // admit applies the documented precedence: features, rate, failures, queue, quota, concurrency.
+// A cache hit stops after rate.
 func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	if a.loadErr != nil {
 		ctx.Respond(&Denied{Err: shotd.Wrap(shotd.CodeServiceUnavailable, a.loadErr, "the limits of the account could not be read")})
@@ -252,6 +253,12 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	}
 	if a.rate.count(now) >= a.plan.RequestsPerMinute {
 		deny(rateLimited(a.rate.retryAfter(now)))
+		return
+	}
+	if m.Kind == AdmitCacheHit {
+		a.rate.add(now)
+		a.settle(ctx, CacheHit)
+		ctx.Respond(&AdmitResult{Limits: a.snapshot(false)})
 		return
 	}
 	if a.failures.count(now) >= a.plan.FailuresPerMinute {

@@ -14,6 +14,10 @@ const (
 	AdmitRender AdmitKind = iota // a sync render: rate, quota reservation, a concurrency slot
 	AdmitJobs                    // async or bulk: rate, quota reservations and queue places for Jobs jobs
 	AdmitStatus                  // usage, jobs, batches, files: the status allowance only
+	// AdmitCacheHit is a sync request served from the response cache: plan features and rate
+	// only, since it renders nothing (no quota, no slot, no failure window). The hit is counted
+	// at once; there is nothing to Settle.
+	AdmitCacheHit
 )
 
 // Admit asks an account actor to let one request in. Account and Plan are the current records
@@ -32,7 +36,7 @@ type Admit struct {
 	Deadline time.Time
 }
 
-// AdmitResult lets the request in. Settle it exactly once with its Ticket (not for AdmitStatus).
+// AdmitResult lets the request in. Settle an AdmitRender exactly once with its Ticket.
 type AdmitResult struct {
 	Ticket uint64
 	Limits LimitsSnapshot

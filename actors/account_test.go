@@ -157,7 +157,7 @@ func codeOf(err error) shotd.Code {
 
 // step is one move of a limits script.
 type step struct {
-	op       string // render (admit and hold), settle (the oldest held render), status, jobs, advance
+	op       string // render (admit and hold), settle (the oldest held render), status, jobs, hit, advance
 	times    int    // repeat; 0 means once
 	jobs     int
 	features []string
@@ -318,6 +318,24 @@ func TestAdmitLimits(t *testing.T) {
 			},
 		},
 		{
+			name: "cache hits need no quota, slot or failure allowance",
+			plan: func(p *shotd.Plan) {
+				p.MonthlyQuota, p.Concurrency, p.FailuresPerMinute, p.RequestsPerMinute = 1, 1, 1, 6
+				p.Features = []string{shotd.FeatureCache}
+			},
+			steps: []step{
+				st("render").rate(5).quota(0).conc(0), // holds the only slot and the quota
+				st("hit").rate(4).quota(0).conc(0),
+				st("render").wants(shotd.CodeQuotaExceeded).rate(3),
+				st("settle").out(actors.Failed).quota(1).conc(1),
+				st("render").wants(shotd.CodeFailureLimit).rate(3),
+				st("hit").rate(2).quota(1).conc(1),
+				st("hit").need(shotd.FeaturePDF).wants(shotd.CodeFeatureNotAvailable).rate(2),
+				st("hit").n(2).rate(0),
+				st("hit").wants(shotd.CodeRateLimited).retry(60).rate(0),
+			},
+		},
+		{
 			name: "plan features",
 			plan: func(p *shotd.Plan) { p.Features = []string{shotd.FeatureCache} },
 			steps: []step{
@@ -346,8 +364,9 @@ func TestAdmitLimits(t *testing.T) {
 					case "advance":
 						clock.Advance(s.advance)
 						continue
-					case "render", "status", "jobs":
-						kind := map[string]actors.AdmitKind{"render": actors.AdmitRender, "status": actors.AdmitStatus, "jobs": actors.AdmitJobs}[s.op]
+					case "render", "status", "jobs", "hit":
+						kind := map[string]actors.AdmitKind{"render": actors.AdmitRender, "status": actors.AdmitStatus,
+							"jobs": actors.AdmitJobs, "hit": actors.AdmitCacheHit}[s.op]
 						res, limits, err = h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: kind, Jobs: s.jobs, Features: s.features})
 						if err == nil && s.op == "render" {
 							held = append(held, res.Ticket)
@@ -601,6 +620,43 @@ func TestNotBilled(t *testing.T) {
 	}
 	if u, _ := h.accounts.Usage(acc, plan); u.Quota.Used != 1 || u.Renders.Succeeded != 1 {
 		t.Fatalf("settled twice: %+v %+v", u.Quota, u.Renders)
+	}
+}
+
+// TestCacheHitAdmission: an admitted hit is counted at once, in memory and in the store, and
+// holds nothing: no reservation, no slot, no ticket to settle.
+func TestCacheHitAdmission(t *testing.T) {
+	h := startAccounts(t, t.TempDir(), nil, 0)
+	plan := testPlan("hits")
+	plan.MonthlyQuota, plan.Concurrency = 1, 1
+	acc := h.account(t, plan.Name, 0)
+	for range 3 {
+		res, l, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitCacheHit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Ticket != 0 || l.QuotaRemaining != 1 || l.ConcurrencyRemaining != 1 {
+			t.Fatalf("hit admitted with ticket %d, limits %+v: it must hold nothing", res.Ticket, l)
+		}
+	}
+	u, err := h.accounts.Usage(acc, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Quota.Used != 0 || u.Quota.Remaining != 1 || u.Renders.CacheHits != 3 || u.Renders.Succeeded != 0 {
+		t.Fatalf("usage %+v %+v: want 3 hits, nothing billed or reserved", u.Quota, u.Renders)
+	}
+	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.CacheHits == 3 })
+	if stored.Used != 0 || stored.Succeeded != 0 {
+		t.Fatalf("stored %+v: want nothing billed", stored)
+	}
+	// The render it did not reserve for is still admitted.
+	res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+	if err != nil {
+		t.Fatalf("render after the hits: %v", err)
+	}
+	if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -271,7 +271,10 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 		return nil, Released, shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored")
 	}
 	if o.Cache {
-		_ = a.cfg.Store.CachePut(cacheKey, rec, o.CacheTTL)
+		// The cache may keep the file longer than the file TTL: the result shows the real expiry.
+		if kept, err := a.cfg.Store.CachePutFile(cacheKey, rec, o.CacheTTL); err == nil {
+			rec = kept
+		}
 	}
 	r := store.ResultOf(rec, "MISS")
 	return &r, Succeeded, nil

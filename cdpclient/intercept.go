@@ -188,7 +188,10 @@ func (in *interceptor) refuse(ctx context.Context, ev *fetch.RequestPausedReply)
 	}
 	switch u.Scheme {
 	case "http", "https":
-		return g.CheckURL(ctx, ev.Request.URL) != nil
+		// A name that does not resolve is no refusal: the request goes on to the egress proxy,
+		// which cannot dial it either and says so (navigation_failed, not host_not_allowed).
+		err := g.CheckURL(ctx, ev.Request.URL)
+		return err != nil && shotd.CodeOf(err) != shotd.CodeNavigationFailed
 	case "data", "blob", "about":
 		return ev.FrameID == in.r.t.frameID && !in.r.html // a page may not navigate itself to data:
 	default:

@@ -51,7 +51,8 @@ func setLimitHeaders(ctx *fasthttp.RequestCtx, l actors.LimitsSnapshot, withQuot
 }
 
 // screenshot serves GET and POST of /api/v1/screenshot and /api/v1/take. Precedence of refusals:
-// authentication, validation, plan features, rate, failures, queue, quota, concurrency.
+// authentication, validation, plan features, rate, failures, queue, quota, concurrency. A cache
+// hit stops after rate: it renders nothing, so it needs no quota and no slot.
 func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	ps, err := requestParams(ctx)
 	if err != nil {
@@ -78,6 +79,13 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 		s.acceptJob(ctx, who, o)
 		return
 	}
+	var cacheKey string
+	if o.Cache {
+		cacheKey = o.ResponseCacheKey(who.account.ID)
+		if s.serveCached(ctx, who, o, cacheKey) {
+			return
+		}
+	}
 	adm, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitRender, Features: o.Features()})
 	if err != nil {
 		setLimitHeaders(ctx, limits, true)
@@ -100,20 +108,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	}
 	defer settle() // a panic or an early return still frees the slot and the reservation
 
-	var cacheKey string
-	if o.Cache {
-		cacheKey = o.ResponseCacheKey(who.account.ID)
-		if rec, ok, err := s.files.CacheGet(cacheKey); err != nil {
-			log.Warn().Err(err).Msg("cache lookup")
-		} else if ok {
-			outcome = actors.CacheHit
-			settle()
-			s.serveStored(ctx, o, rec, "HIT")
-			return
-		}
-	}
-
-	rctx, cancel := context.WithTimeout(context.Background(), o.Timeout+o.Delay+s.set.RenderGrace)
+	rctx, cancel := context.WithTimeout(context.Background(), o.RenderBudget()+s.set.RenderGrace)
 	defer cancel()
 	out, err := s.renderer.Render(rctx, o)
 	if err == nil && s.set.MaxOutputBytes > 0 && len(out.Data) > s.set.MaxOutputBytes {
@@ -136,8 +131,12 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 			return
 		}
 		if o.Cache {
-			if err := s.files.CachePut(cacheKey, rec, o.CacheTTL); err != nil {
+			// The entry may keep the file longer than its own TTL: the answer tells the
+			// expiry the file really has.
+			if cached, err := s.files.CachePutFile(cacheKey, rec, o.CacheTTL); err != nil {
 				log.Warn().Err(err).Msg("cache store")
+			} else {
+				rec = cached
 			}
 		}
 	}
@@ -155,15 +154,45 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	ctx.SetBody(out.Data)
 }
 
-// serveStored answers a stored file: the bytes, or the JSON result with response_type=json.
-func (s *Server) serveStored(ctx *fasthttp.RequestCtx, o *shotd.Options, rec store.FileRecord, cache string) {
-	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
-	ctx.Response.Header.Set("X-Cache", cache)
-	if o != nil && o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, store.ResultOf(rec, cache).View(s.set.PublicURL))
-		return
+// serveCached answers from the response cache and reports whether it answered (a hit, or its
+// refusal). The lookup comes before admission because a hit renders nothing: it is admitted by
+// plan features and rate alone (actors.AdmitCacheHit), so an account at its quota or at its
+// concurrency limit still gets it, unbilled. The file is opened before admission too: when the
+// sweeper removed it after the lookup (at the instant of expiry), the request is a miss and the
+// caller renders, rather than answering file_not_found for a file the client never asked for.
+func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, key string) bool {
+	log := logOf(ctx)
+	rec, ok, err := s.files.CacheGet(key)
+	if err != nil {
+		log.Warn().Err(err).Msg("cache lookup")
+		return false
 	}
-	s.streamFile(ctx, rec)
+	if !ok {
+		return false
+	}
+	f, err := s.files.OpenFile(rec)
+	if err != nil {
+		log.Info().Err(err).Str("file", rec.FileID).Msg("cached file gone; rendering again")
+		return false
+	}
+	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitCacheHit, Features: o.Features()})
+	setLimitHeaders(ctx, limits, true)
+	if err != nil {
+		f.Close()
+		s.fail(ctx, err)
+		return true
+	}
+	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
+	ctx.Response.Header.Set("X-Cache", "HIT")
+	if o.ResponseType == "json" {
+		f.Close() // opened only to know that the file is there
+		writeJSON(ctx, fasthttp.StatusOK, store.ResultOf(rec, "HIT").View(s.set.PublicURL))
+		return true
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType(rec.ContentType)
+	ctx.SetBodyStream(f, int(rec.SizeBytes)) // fasthttp closes f once sent
+	return true
 }
 
 // streamFile sends a stored file with its Content-Type.

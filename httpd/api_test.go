@@ -416,11 +416,73 @@ func TestRenderFailures(t *testing.T) {
 		code   shotd.Code
 	}{
 		{"timeout", a.q("url", page("/slow"), "timeout", "1"), 504, shotd.CodeTimeout},
+		// delay comes after a ready page; it gives a slow one no more time.
+		{"timeout with delay", a.q("url", page("/slow"), "timeout", "1", "delay", "20"), 504, shotd.CodeTimeout},
 		{"connection refused", a.q("url", "http://127.0.0.1:"+closed+"/"), 502, shotd.CodeNavigationFailed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			wantError(t, get(t, "/api/v1/screenshot", c.q), c.status, c.code)
+		})
+	}
+}
+
+// TestBudgetBeyondTimeout: timeout bounds the loading only. A delay longer than the timeout, and a
+// video longer than it, still succeed.
+func TestBudgetBeyondTimeout(t *testing.T) {
+	a := newAccount(t, "default", true)
+	r := get(t, "/api/v1/screenshot", a.q("html", "<h1>late</h1>", "timeout", "1", "delay", "1.5"))
+	if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
+		t.Fatalf("delay 1.5 s, timeout 1 s: %d %s", r.status, codeOf(r))
+	}
+	if ms := headerInt(t, r, "X-Render-Ms"); ms < 1500 {
+		t.Errorf("X-Render-Ms %d, shorter than the delay", ms)
+	}
+	r = get(t, "/api/v1/screenshot", a.q("html", "<h1>video</h1>", "timeout", "1", "format", "mp4",
+		"video_duration", "2", "viewport_width", "320", "viewport_height", "240"))
+	if r.status != 200 || r.header.Get("Content-Type") != "video/mp4" {
+		t.Fatalf("2 s video, timeout 1 s: %d %s", r.status, codeOf(r))
+	}
+}
+
+// TestLongRequestHead: a GET link longer than fasthttp's default 4 KiB read buffer is served; a
+// request head over the server's limit answers 413 content_too_large in the error shape.
+func TestLongRequestHead(t *testing.T) {
+	a := newAccount(t, "default", true)
+	long := "<p>" + strings.Repeat("long link ", 1200) + "</p>" // 12 KB in the query
+	cases := []struct {
+		name   string
+		q      url.Values
+		header map[string]string
+		status int
+	}{
+		{"long url", a.q("html", long, "styles", "p{color:#333}", "viewport_width", "120", "viewport_height", "100"), nil, 200},
+		{"long header", tiny(a), map[string]string{"Cookie": "c=" + strings.Repeat("x", 12<<10)}, 200},
+		{"url over the limit", a.q("html", strings.Repeat("x", 70<<10)), nil, 413},
+		{"headers over the limit", tiny(a), map[string]string{"Cookie": "c=" + strings.Repeat("x", 70<<10)}, 413},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			// Three times: the answer must arrive every time, not a reset connection.
+			for i := range 3 {
+				r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+c.q.Encode(), nil, c.header)
+				if err != nil {
+					t.Fatalf("try %d: no answer: %v", i+1, err)
+				}
+				if c.status == 200 {
+					if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
+						t.Fatalf("got %d %s, want the png", r.status, codeOf(r))
+					}
+					continue
+				}
+				e := wantError(t, r, 413, shotd.CodeContentTooLarge)
+				if !strings.Contains(e.ErrorMessage, "65536 bytes") || !strings.Contains(e.ErrorMessage, "POST") {
+					t.Fatalf("message %q names neither the limit nor the way out", e.ErrorMessage)
+				}
+				if r.header.Get("X-Reference-Id") == "" {
+					t.Fatal("413 without X-Reference-Id")
+				}
+			}
 		})
 	}
 }

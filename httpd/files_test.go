@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -375,8 +376,8 @@ func bodyOf(n int, prefix, suffix string) []byte {
 }
 
 // BenchmarkCacheHitHTTP measures a cache hit through the whole public path on loopback: parse,
-// key lookup, Admit, cache lookup, Settle and the file streamed back. The issue asks for a hit
-// within a millisecond; the client's round trip bounds the server's time from above.
+// key lookup, cache lookup, one Admit and the file streamed back. The issue asks for a hit within
+// a millisecond; the client's round trip bounds the server's time from above.
 func BenchmarkCacheHitHTTP(b *testing.B) {
 	acc, err := env.st.CreateAccount("bench-cache@example.test", "lim_bench", true)
 	if err != nil {
@@ -415,4 +416,217 @@ func BenchmarkCacheHitHTTP(b *testing.B) {
 	slices.Sort(d)
 	b.ReportMetric(float64(d[len(d)/2].Nanoseconds())/1e3, "p50-µs")
 	b.ReportMetric(float64(d[min(len(d)*99/100, len(d)-1)].Nanoseconds())/1e3, "p99-µs")
+}
+
+func init() {
+	testPlans["cache_quota1"] = shotd.Plan{MonthlyQuota: 1, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
+		Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 1000, Features: shotd.AllFeatures}
+}
+
+// plantCache stores data as the cached answer of q, under the key the server computes.
+func plantCache(t *testing.T, a account, q url.Values, data []byte) {
+	t.Helper()
+	var ps shotd.Params
+	for k, vs := range q {
+		ps = append(ps, shotd.Param{Name: k, Values: vs})
+	}
+	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: 64 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := env.st.PutFile(a.acc.ID, &shotd.Output{Data: data, Format: "png", ContentType: "image/png", Width: 120, Height: 100}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := env.st.CachePut(o.ResponseCacheKey(a.acc.ID), rec, time.Hour); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantHit(t *testing.T, r answer, body []byte) {
+	t.Helper()
+	if r.status != 200 || r.header.Get("X-Cache") != "HIT" || !bytes.Equal(r.body, body) {
+		t.Fatalf("got %d %s X-Cache %q, %d bytes; want the cached %d bytes", r.status, codeOf(r), r.header.Get("X-Cache"), len(r.body), len(body))
+	}
+}
+
+// TestCacheHitBeyondLimits: a hit renders nothing, so an account at its quota or at its
+// concurrency limit still gets it, unbilled. It is a request all the same: features and rate
+// apply.
+func TestCacheHitBeyondLimits(t *testing.T) {
+	t.Run("at the quota", func(t *testing.T) {
+		a := newAccount(t, "cache_quota1", true)
+		q := tiny(a, "cache", "true")
+		miss := get(t, "/api/v1/screenshot", q)
+		if miss.status != 200 || miss.header.Get("X-Cache") != "MISS" {
+			t.Fatalf("first: %d %s X-Cache %q", miss.status, codeOf(miss), miss.header.Get("X-Cache"))
+		}
+		hit := get(t, "/api/v1/screenshot", q)
+		wantHit(t, hit, miss.body)
+		if headerInt(t, hit, "X-Quota-Remaining") != 0 {
+			t.Fatalf("X-Quota-Remaining %s on the hit, want 0", hit.header.Get("X-Quota-Remaining"))
+		}
+		wantError(t, get(t, "/api/v1/screenshot", tiny(a)), 402, shotd.CodeQuotaExceeded)
+		if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.CacheHits != 1 || u.Renders.Succeeded != 1 {
+			t.Fatalf("usage %+v %+v: want 1 billed and 1 cache hit", u.Quota, u.Renders)
+		}
+	})
+	t.Run("at the concurrency limit", func(t *testing.T) {
+		a := newAccount(t, "lim_conc", true)
+		q := tiny(a, "cache", "true")
+		miss := get(t, "/api/v1/screenshot", q)
+		if miss.status != 200 || miss.header.Get("X-Cache") != "MISS" {
+			t.Fatalf("first: %d %s X-Cache %q", miss.status, codeOf(miss), miss.header.Get("X-Cache"))
+		}
+		hp := newHoldPage(t)
+		held := make(chan answer, 1)
+		go func() {
+			r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+a.q("url", hp.url(), "viewport_width", "120", "viewport_height", "100").Encode(), nil, nil)
+			if err != nil {
+				r.status = -1
+			}
+			held <- r
+		}()
+		hp.waitArrived(t) // the only slot is taken
+		hit := get(t, "/api/v1/screenshot", q)
+		wantHit(t, hit, miss.body)
+		if headerInt(t, hit, "X-Concurrency-Remaining") != 0 {
+			t.Fatalf("X-Concurrency-Remaining %s on the hit, want 0", hit.header.Get("X-Concurrency-Remaining"))
+		}
+		wantError(t, get(t, "/api/v1/screenshot", tiny(a)), 429, shotd.CodeConcurrencyLimit)
+		hp.open()
+		if r := <-held; r.status != 200 {
+			t.Fatalf("held render: %d %s", r.status, codeOf(r))
+		}
+		if u := usageNow(t, a); u.Quota.Used != 2 || u.Renders.CacheHits != 1 {
+			t.Fatalf("usage %+v %+v: want 2 billed and 1 cache hit", u.Quota, u.Renders)
+		}
+	})
+	t.Run("rate applies", func(t *testing.T) {
+		a := newAccount(t, "lim_rate", true) // 3 a minute
+		q := tiny(a, "cache", "true")
+		miss := get(t, "/api/v1/screenshot", q)
+		wantHit(t, get(t, "/api/v1/screenshot", q), miss.body)
+		hit := get(t, "/api/v1/screenshot", q)
+		wantHit(t, hit, miss.body)
+		wantRateHeaders(t, hit, 3, 0)
+		r := get(t, "/api/v1/screenshot", q)
+		wantError(t, r, 429, shotd.CodeRateLimited)
+		wantRetryAfter(t, r)
+		if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.CacheHits != 2 {
+			t.Fatalf("usage %+v %+v: want 1 billed and 2 cache hits", u.Quota, u.Renders)
+		}
+	})
+	t.Run("features apply", func(t *testing.T) {
+		a := newAccount(t, "lim_nothing", true)
+		q := tiny(a, "cache", "true")
+		plantCache(t, a, q, []byte("\x89PNG\r\n\x1a\nplanted"))
+		e := wantError(t, get(t, "/api/v1/screenshot", q), 403, shotd.CodeFeatureNotAvailable)
+		if !strings.Contains(e.ErrorMessage, "cache") {
+			t.Fatalf("message %q does not name the cache", e.ErrorMessage)
+		}
+		if u := usageNow(t, a); u.Renders.CacheHits != 0 {
+			t.Fatalf("usage %+v: a refused hit was counted", u.Renders)
+		}
+	})
+}
+
+// vanishingFiles is the store with the sweeper's race made certain: the file of every cache hit
+// is removed from disk between the lookup and the open, as at the instant of its expiry.
+type vanishingFiles struct{ *store.Store }
+
+func (v vanishingFiles) CacheGet(key string) (store.FileRecord, bool, error) {
+	rec, ok, err := v.Store.CacheGet(key)
+	if ok {
+		if f, err := v.Store.OpenFile(rec); err == nil {
+			name := f.Name()
+			f.Close()
+			os.Remove(name)
+		}
+	}
+	return rec, ok, err
+}
+
+// startServer runs a second public API on loopback over the package's store, actors and
+// browser; it stops with the test.
+func startServer(t *testing.T, set httpd.Settings, d httpd.Deps) string {
+	t.Helper()
+	srv := httpd.New(set, d)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			t.Errorf("shutdown: %v", err)
+		}
+		<-served
+	})
+	return "http://" + ln.Addr().String()
+}
+
+// TestCachedFileVanished: a hit whose file is gone by the time it is opened renders again.
+func TestCachedFileVanished(t *testing.T) {
+	base := startServer(t, httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, FileTTL: time.Hour},
+		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts,
+			Files: vanishingFiles{env.st}, Records: env.st})
+	a := newAccount(t, "default", true)
+	q := tiny(a, "cache", "true")
+	if r := get(t, "/api/v1/screenshot", q); r.status != 200 || r.header.Get("X-Cache") != "MISS" {
+		t.Fatalf("first: %d %s X-Cache %q", r.status, codeOf(r), r.header.Get("X-Cache"))
+	}
+	r := do(t, http.MethodGet, base+"/api/v1/screenshot?"+q.Encode(), nil, nil)
+	if r.status != 200 || r.header.Get("X-Cache") != "MISS" || r.header.Get("Content-Type") != "image/png" {
+		t.Fatalf("file gone after the lookup: %d %s X-Cache %q; want a fresh render", r.status, codeOf(r), r.header.Get("X-Cache"))
+	}
+	if w, h := imageSize(t, "png", r.body); w != 120 || h != 100 {
+		t.Fatalf("render of %dx%d, want 120x100", w, h)
+	}
+	q.Set("response_type", "json")
+	res := jsonResult(t, do(t, http.MethodGet, base+"/api/v1/screenshot?"+q.Encode(), nil, nil))
+	if res.Cache != "MISS" {
+		t.Fatalf("json result %+v: want a fresh render", res)
+	}
+	if f := get(t, fileURL(t, res), a.q()); f.status != 200 || int64(len(f.body)) != res.SizeBytes {
+		t.Fatalf("the file of the json result: %d %s, %d bytes", f.status, codeOf(f), len(f.body))
+	}
+	if u := usageNow(t, a); u.Quota.Used != 3 || u.Renders.CacheHits != 0 {
+		t.Fatalf("usage %+v %+v: want 3 billed renders and no hit", u.Quota, u.Renders)
+	}
+}
+
+// TestCacheExpiresAt: expires_at of a json result is the file's real expiry: a cache entry that
+// outlives the file's own TTL (an hour here) keeps the file as long; a shorter one does not
+// shorten it.
+func TestCacheExpiresAt(t *testing.T) {
+	cases := []struct {
+		name     string
+		cacheTTL string
+		want     time.Duration
+	}{
+		{"entry outlives the file's ttl", "86400", 24 * time.Hour},
+		{"entry shorter than the file's ttl", "60", time.Hour},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			a := newAccount(t, "default", true)
+			q := tiny(a, "cache", "true", "cache_ttl", c.cacheTTL, "response_type", "json")
+			began := time.Now()
+			miss := jsonResult(t, get(t, "/api/v1/screenshot", q))
+			if miss.Cache != "MISS" {
+				t.Fatalf("first: %+v", miss)
+			}
+			if miss.ExpiresAt.Before(began.Add(c.want-time.Minute)) || miss.ExpiresAt.After(time.Now().Add(c.want+time.Minute)) {
+				t.Fatalf("expires_at %v is %v away, want about %v", miss.ExpiresAt, time.Until(miss.ExpiresAt).Round(time.Minute), c.want)
+			}
+			hit := jsonResult(t, get(t, "/api/v1/screenshot", q))
+			if hit.Cache != "HIT" || hit.FileID != miss.FileID || !hit.ExpiresAt.Equal(miss.ExpiresAt) {
+				t.Fatalf("hit %+v, miss %+v: want the same file and expiry", hit, miss)
+			}
+		})
+	}
 }

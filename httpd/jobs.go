@@ -28,7 +28,10 @@ type JobRecords interface {
 
 // URLChecker refuses addresses the egress guard would refuse, before rendering or queueing.
 type URLChecker interface {
+	// CheckURL is the full check: a name is resolved once and its addresses checked.
 	CheckURL(rawURL, field string) error
+	// CheckLiteral checks only what needs no DNS (IP literals, malformed hosts); names pass.
+	CheckLiteral(rawURL, field string) error
 }
 
 const submitTimeout = 5 * time.Second
@@ -54,15 +57,28 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 
 // checkTargets refuses a url or webhook_url that the egress guard would refuse, before anything
 // renders or is queued. index is the bulk item, or -1.
+//
+// A sync render gets the full check of its url: its answer is the render's, so an unresolvable
+// name is its navigation_failed. Its webhook_url is never used (webhooks belong to jobs) and is
+// not checked beyond the parser's syntax. A job (async or a bulk item) is checked only as far as
+// needs no DNS: api-v1 puts render errors in the job's error_code, not in the 202, so a name is
+// judged when the job renders (the guard refuses a private address there: host_not_allowed; a
+// name that does not resolve: navigation_failed), and the webhook dialer checks every address
+// it connects to.
 func (s *Server) checkTargets(o *shotd.Options, index int) error {
 	if s.urls == nil {
 		return nil
 	}
-	for _, t := range []struct{ field, url string }{{"url", o.URL}, {"webhook_url", o.WebhookURL}} {
+	check := s.urls.CheckLiteral
+	targets := []struct{ field, url string }{{"url", o.URL}, {"webhook_url", o.WebhookURL}}
+	if !o.Async {
+		check, targets = s.urls.CheckURL, targets[:1]
+	}
+	for _, t := range targets {
 		if t.url == "" {
 			continue
 		}
-		if err := s.urls.CheckURL(t.url, t.field); err != nil {
+		if err := check(t.url, t.field); err != nil {
 			e := shotd.AsError(err)
 			if index >= 0 {
 				e.Message = fmt.Sprintf("requests[%d]: %s", index, e.Message)

@@ -655,6 +655,108 @@ func TestWebhookURLNotAllowed(t *testing.T) {
 	}
 }
 
+// TestJobTargetsNeedNoDNS: async and bulk acceptance checks only what needs no DNS. A host name
+// is judged when it is dialed, and its error lands in the job (api-v1 7), never in the 202. A
+// sync render keeps the full check of its url and has no use for webhook_url.
+func TestJobTargetsNeedNoDNS(t *testing.T) {
+	a := newAccount(t, "jobs", true)
+	c := newCanary(t, "127.0.0.3:0")
+	_, port, _ := net.SplitHostPort(c.ln.Addr().String())
+	private := "http://private.shotd.test:" + port + "/" // resolves to the canary
+	unresolvable := "http://" + nowhere + "/"
+	small := func(kv ...any) map[string]any {
+		m := map[string]any{"viewport_width": 200, "viewport_height": 150}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i].(string)] = kv[i+1]
+		}
+		return m
+	}
+	type want struct {
+		status  string
+		code    shotd.Code // the job's error_code
+		webhook string     // the delivery's end; "" when the job has no webhook
+	}
+	check := func(t *testing.T, j jobRecord, w want) {
+		t.Helper()
+		if j.Status != w.status || j.ErrorCode != string(w.code) {
+			t.Fatalf("job %s (%s), want %s (%s)", j.Status, j.ErrorCode, w.status, w.code)
+		}
+		if w.webhook != "" && (j.Webhook == nil || j.Webhook.Status != w.webhook) {
+			t.Fatalf("webhook %+v, want %s", j.Webhook, w.webhook)
+		}
+	}
+
+	t.Run("async", func(t *testing.T) {
+		cases := []struct {
+			name string
+			opts map[string]any
+			want want
+		}{
+			{"url does not resolve", small("url", unresolvable), want{"failed", shotd.CodeNavigationFailed, ""}},
+			{"url names a private address", small("url", private), want{"failed", shotd.CodeHostNotAllowed, ""}},
+			{"url names an allowed address", small("url", strings.Replace(page("/"), "127.0.0.1", "pages.shotd.test", 1)), want{"succeeded", "", ""}},
+			{"webhook_url does not resolve", small("html", "<p>x</p>", "webhook_url", unresolvable+"hook"), want{"succeeded", "", "failed"}},
+			{"webhook_url names a private address", small("html", "<p>x</p>", "webhook_url", private+"hook"), want{"succeeded", "", "failed"}},
+		}
+		for _, cc := range cases {
+			t.Run(cc.name, func(t *testing.T) {
+				id := submit(t, a.key.AccessKey, cc.opts)
+				if cc.want.webhook != "" {
+					check(t, waitDelivered(t, a.key.AccessKey, id), cc.want)
+				} else {
+					check(t, waitFinal(t, a.key.AccessKey, id), cc.want)
+				}
+			})
+		}
+	})
+	t.Run("bulk", func(t *testing.T) {
+		body := map[string]any{"defaults": small(), "requests": []any{
+			map[string]any{"url": unresolvable},
+			map[string]any{"url": private},
+			map[string]any{"html": "<p>x</p>", "webhook_url": unresolvable + "hook"},
+		}}
+		wants := []want{{"failed", shotd.CodeNavigationFailed, ""}, {"failed", shotd.CodeHostNotAllowed, ""}, {"succeeded", "", "failed"}}
+		batchID, ids := bulk(t, a.key.AccessKey, body)
+		waitBatch(t, a.key.AccessKey, batchID, ids)
+		for i, id := range ids {
+			if wants[i].webhook != "" {
+				check(t, waitDelivered(t, a.key.AccessKey, id), wants[i])
+			} else {
+				check(t, getJob(t, a.key.AccessKey, id), wants[i])
+			}
+		}
+	})
+	t.Run("sync", func(t *testing.T) {
+		cases := []struct {
+			name   string
+			opts   map[string]any
+			status int
+			code   shotd.Code
+		}{
+			{"url does not resolve", small("url", unresolvable), 502, shotd.CodeNavigationFailed},
+			{"url names a private address", small("url", private), 403, shotd.CodeHostNotAllowed},
+			{"webhook_url that does not resolve is not used", small("html", "<p>x</p>", "webhook_url", unresolvable+"hook"), 200, ""},
+			{"webhook_url at a private address is not used", small("html", "<p>x</p>", "webhook_url", "http://"+c.ln.Addr().String()+"/hook"), 200, ""},
+		}
+		for _, cc := range cases {
+			t.Run(cc.name, func(t *testing.T) {
+				r := postJSON(t, "/api/v1/screenshot", a.key.AccessKey, mustJSON(t, cc.opts))
+				if cc.status == 200 {
+					if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
+						t.Fatalf("got %d %s, want the png", r.status, codeOf(r))
+					}
+					return
+				}
+				wantError(t, r, cc.status, cc.code)
+			})
+		}
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := c.conns.Load(); n != 0 {
+		t.Fatalf("the canary on %s got %d connections", c.ln.Addr(), n)
+	}
+}
+
 // holdPages serves pages that take a while and counts how many requests are in flight at once.
 type holdPages struct {
 	srv               *httptest.Server

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -83,7 +84,8 @@ func run(m *testing.M) (int, error) {
 
 	// The egress guard as in production, with only 127.0.0.1 allow-listed for the fixture pages:
 	// 127.0.0.3 stands for every address that must never be reached.
-	env.guard = egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}), nil)
+	env.guard = egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}),
+		egress.ResolverFunc(resolveTestName))
 	env.proxy = egress.NewProxy(env.guard, log)
 	if err := env.proxy.Start("127.0.0.1:0"); err != nil {
 		return 1, err
@@ -169,6 +171,23 @@ func run(m *testing.M) (int, error) {
 	env.pages = httptest.NewServer(http.HandlerFunc(pages))
 	defer env.pages.Close()
 	return m.Run(), nil
+}
+
+// testNames are the only names the service resolves in these tests: it never asks real DNS, so
+// nothing leaves loopback. Every other name does not exist.
+var testNames = map[string][]netip.Addr{
+	"pages.shotd.test":   {netip.MustParseAddr("127.0.0.1")}, // allowed: where the fixture pages live
+	"private.shotd.test": {netip.MustParseAddr("127.0.0.3")}, // refused, like every private address
+}
+
+// nowhere is a name that does not resolve.
+const nowhere = "nowhere.shotd.test"
+
+func resolveTestName(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if as, ok := testNames[strings.TrimSuffix(host, ".")]; ok {
+		return as, nil
+	}
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
 }
 
 // pages serves the fixture pages, all on loopback.

@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
@@ -43,7 +44,8 @@ type Files interface {
 	File(accountID, fileID string) (store.FileRecord, error)
 	OpenFile(rec store.FileRecord) (*os.File, error)
 	CacheGet(key string) (store.FileRecord, bool, error)
-	CachePut(key string, rec store.FileRecord, ttl time.Duration) error
+	// CachePutFile returns the file record as the cache entry left it (a later expiry).
+	CachePutFile(key string, rec store.FileRecord, ttl time.Duration) (store.FileRecord, error)
 }
 
 // Settings are the parts of the configuration the public API needs.
@@ -107,6 +109,7 @@ func New(set Settings, d Deps) *Server {
 		Handler:            s.Handler(),
 		Name:               "shotd",
 		MaxRequestBodySize: set.MaxBodyBytes,
+		ReadBufferSize:     maxHeadBytes,
 		ReadTimeout:        60 * time.Second,
 		WriteTimeout:       120 * time.Second,
 		IdleTimeout:        120 * time.Second,
@@ -194,10 +197,28 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	writeError(ctx, s.set.PublicURL, err)
 }
 
+// maxHeadBytes is the read buffer of each connection, which bounds its request line plus headers
+// (fasthttp reads the whole head into it). fasthttp's default of 4 KiB refuses ordinary GET
+// links: a signed link carries its options, and an html or styles option in the query soon
+// passes 4 KiB. 64 KiB holds any URL that common proxies and CDNs pass on (they stop between 8
+// and 32 KiB); a longer one would not reach us through them, and POST carries options of any
+// size in its body. The price is memory: each open connection, idle keep-alive ones included,
+// holds its buffer, so 1000 connections hold 64 MiB.
+const maxHeadBytes = 64 << 10
+
 // parseError answers requests fasthttp could not read, such as a body over the limit, in the
 // error shape instead of a reset connection.
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	ctx.Response.Header.Set("X-Reference-Id", newRef())
+	if small := (*fasthttp.ErrSmallBuffer)(nil); errors.As(err, &small) {
+		// The head did not fit in the read buffer. The client is likely still sending it;
+		// drain a bounded amount so that the answer is not lost to a connection reset.
+		drain(ctx.Conn(), 1<<20, time.Second)
+		writeError(ctx, s.set.PublicURL, shotd.Errorf(shotd.CodeContentTooLarge,
+			"the request line and headers exceed %d bytes; send long options in a POST JSON body", maxHeadBytes))
+		ctx.SetConnectionClose()
+		return
+	}
 	if strings.Contains(err.Error(), "body size exceeds") || err == fasthttp.ErrBodyTooLarge {
 		// fasthttp stops reading at the limit; closing with the rest unread makes the kernel
 		// reset the connection and the client never sees the answer. Drain a bounded amount

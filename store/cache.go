@@ -65,16 +65,23 @@ func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
 // swept before its entry. The file record must exist, belong to rec.AccountID and be unexpired
 // (ErrNotFound otherwise). The file's own TTL is not shortened.
 func (s *Store) CachePut(key string, rec FileRecord, ttl time.Duration) error {
+	_, err := s.CachePutFile(key, rec, ttl)
+	return err
+}
+
+// CachePutFile is CachePut that also returns the file record as the put left it: its ExpiresAt
+// is the file's real expiry, later than rec's when the entry outlives the file's own TTL.
+func (s *Store) CachePutFile(key string, rec FileRecord, ttl time.Duration) (FileRecord, error) {
 	if err := checkCacheKey(key); err != nil {
-		return err
+		return FileRecord{}, err
 	}
 	if ttl <= 0 {
-		return fmt.Errorf("store: cache put: ttl %v must be positive", ttl)
+		return FileRecord{}, fmt.Errorf("store: cache put: ttl %v must be positive", ttl)
 	}
 	t := now()
 	e := cacheEntry{FileID: rec.FileID, AccountID: rec.AccountID, ExpiresAt: t.Add(ttl)}
-	return s.db.Update(func(tx *bbolt.Tx) error {
-		var stored FileRecord
+	var stored FileRecord
+	err := s.db.Update(func(tx *bbolt.Tx) error {
 		ok, err := getJSON(tx.Bucket(bucketFiles), rec.FileID, &stored)
 		if err != nil {
 			return err
@@ -82,11 +89,15 @@ func (s *Store) CachePut(key string, rec FileRecord, ttl time.Duration) error {
 		if !ok || stored.AccountID != rec.AccountID || stored.expired(t) {
 			return fmt.Errorf("store: cache put: file %s: %w", rec.FileID, ErrNotFound)
 		}
-		if _, err := extendFile(tx, rec.FileID, e.ExpiresAt); err != nil {
+		if stored, err = extendFile(tx, rec.FileID, e.ExpiresAt); err != nil {
 			return err
 		}
 		return putJSON(tx.Bucket(bucketCache), key, e)
 	})
+	if err != nil {
+		return FileRecord{}, err
+	}
+	return stored, nil
 }
 
 func checkCacheKey(key string) error {

@@ -178,6 +178,43 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 	}
 }
 
+// TestCachePutFile: the record CachePutFile returns is the file as stored after the put, with
+// the expiry the entry gave it or its own when that is later.
+func TestCachePutFile(t *testing.T) {
+	s, _ := openStore(t)
+	start := time.Now()
+	short := putFile(t, s, "acc_a", "short file, long entry", time.Hour)
+	long := putFile(t, s, "acc_a", "long file, short entry", 48*time.Hour)
+	tests := []struct {
+		name string
+		key  string
+		rec  FileRecord
+		ttl  time.Duration
+		min  time.Duration // the returned expiry is at least start+min
+	}{
+		{"extended", keyA, short, 24 * time.Hour, 24 * time.Hour},
+		{"not shortened", keyB, long, time.Hour, 48 * time.Hour},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.CachePutFile(tt.key, tt.rec, tt.ttl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			stored, err := s.File("acc_a", tt.rec.FileID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != stored || got.ExpiresAt.Before(start.Add(tt.min)) {
+				t.Fatalf("CachePutFile = %+v, stored %+v; want the stored record, expiring after %v", got, stored, start.Add(tt.min))
+			}
+		})
+	}
+	if _, err := s.CachePutFile(keyA, FileRecord{FileID: "f_" + strings.Repeat("C", 22), AccountID: "acc_a"}, time.Hour); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown file: %v, want ErrNotFound", err)
+	}
+}
+
 // TestCacheHitIsFast: a hit is one read transaction; its median must stay far below the
 // millisecond the issue allows, even under -race on a busy machine.
 func TestCacheHitIsFast(t *testing.T) {
