@@ -37,8 +37,9 @@
 //     nowhere. Cookies go where Chrome sends them by their Domain, Path, Secure and SameSite.
 //   - block_resources: fetch() and XMLHttpRequest cannot be told apart at interception, so
 //     either name blocks both; document blocks frames, never the page itself; websocket (and a
-//     block_requests pattern matching a ws:// URL) replaces the page's WebSocket constructor,
-//     as Chrome lets no protocol domain block WebSocket handshakes. The pattern rule is on
+//     block_requests pattern matching a ws:// URL) replaces the WebSocket constructor of every
+//     frame and dedicated worker (workers.go), as Chrome lets no protocol domain block
+//     WebSocket handshakes; shared and service workers are not covered. The pattern rule is on
 //     urlPattern.
 //   - selector wins over full_page; with a selector, clip_x, clip_y and clip_height cut inside
 //     the element's box. A full page is cut at full_page_max_height, at 16,383 px for webp

@@ -20,6 +20,7 @@ import (
 	"github.com/mafredri/cdp/protocol/network"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 
 	"github.com/shotd/shotd"
@@ -70,6 +71,8 @@ type render struct {
 	video     *video           // the recording of mp4, webm and gif; nil for the other formats
 	data      []byte
 
+	// workers announces the page's dedicated workers while WebSockets are blocked (workers.go).
+	workers target.AttachedToTargetClient
 	// stopped reports the frames that stop loading, from just before the navigation on.
 	stopped page.FrameStoppedLoadingClient
 	// replaced: the page replaced its first document before it loaded; loaderID is the new one's.
@@ -145,6 +148,9 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 		}
 		if r.stopped != nil {
 			r.stopped.Close()
+		}
+		if r.workers != nil {
+			r.workers.Close()
 		}
 	}()
 
@@ -333,6 +339,11 @@ func (r *render) prepare(ctx context.Context) error {
 	}
 	if len(r.o.Cookies) > 0 {
 		if err := r.setCookies(ctx); err != nil {
+			return err
+		}
+	}
+	if s := r.rules.webSocketScript(); s != "" {
+		if err := r.blockWorkerSockets(ctx, s); err != nil {
 			return err
 		}
 	}

@@ -267,8 +267,9 @@ func globMatch(pattern, s string) bool {
 // blocks none. Neither Fetch interception nor Network.setBlockedURLs sees WebSocket handshakes
 // (Chromium 156), so block_resources=websocket and the block_requests patterns are applied by
 // replacing the page's WebSocket constructor: a blocked socket fails at once with error and
-// close events (code 1006) and sends nothing. It covers every frame's main world; workers and
-// the Blocker's lists are not covered.
+// close events (code 1006) and sends nothing. It covers every frame's main world and the page's
+// dedicated workers (workers.go); shared and service workers and the Blocker's lists are not
+// covered.
 func (rr *requestRules) webSocketScript() string {
 	if rr == nil || (!rr.blockTypes["websocket"] && len(rr.patterns) == 0) {
 		return ""
@@ -285,7 +286,7 @@ func (rr *requestRules) webSocketScript() string {
 }
 
 const webSocketJS = `(all, pats) => {
-	const Native = window.WebSocket;
+	const Native = globalThis.WebSocket; // a window, or a worker's global scope
 	if (!Native || Native.__shotdBlocking) return;
 	const esc = s => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 	const res = pats.map(p => ({k: p.k, re: new RegExp('^' + p.g.split('*').map(esc).join('.*') + '$', 's')}));
@@ -315,5 +316,5 @@ const webSocketJS = `(all, pats) => {
 	}
 	WebSocket.prototype = Native.prototype;
 	Object.assign(WebSocket, {CONNECTING: 0, OPEN: 1, CLOSING: 2, CLOSED: 3, __shotdBlocking: true});
-	window.WebSocket = WebSocket;
+	globalThis.WebSocket = WebSocket;
 }`

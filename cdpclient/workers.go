@@ -1,0 +1,65 @@
+package cdpclient
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/protocol/target"
+)
+
+// Dedicated workers of a page get the WebSocket blocking too. A worker is a target of its own,
+// which Page.addScriptToEvaluateOnNewDocument does not reach: the page's target auto-attaches to
+// its workers (and only to them, so frames are never held) with waitForDebuggerOnStart, and each
+// worker gets the script by Runtime.evaluate in its global scope before runIfWaitingForDebugger
+// lets its own code start. The messages go through the page connection
+// (Target.sendMessageToTarget): a worker's session has no socket of its own. Shared and service
+// workers belong to the browser, not to the page, and stay uncovered.
+
+// workerMessage is one CDP command sent to a worker's session.
+type workerMessage struct {
+	ID     int    `json:"id"`
+	Method string `json:"method"`
+	Params any    `json:"params,omitempty"`
+}
+
+// workerSetupWait bounds the two commands that set up one worker.
+const workerSetupWait = 5 * time.Second
+
+// blockWorkerSockets starts the auto-attach; the stream ends when the render closes it.
+func (r *render) blockWorkerSockets(ctx context.Context, script string) error {
+	c := r.t.c
+	attached, err := c.Target.AttachedToTarget(ctx)
+	if err != nil {
+		return err
+	}
+	r.workers = attached
+	yes, no, worker := true, false, "worker"
+	filter := target.Filter{{Type: &worker, Exclude: &no}, {Exclude: &yes}}
+	if err := c.Target.SetAutoAttach(ctx, target.NewSetAutoAttachArgs(true, true).SetFlatten(false).SetFilter(filter)); err != nil {
+		return err
+	}
+	eval := runtime.NewEvaluateArgs(script)
+	go func() {
+		for {
+			ev, err := attached.Recv()
+			if err != nil {
+				return // the render closed the stream, or the connection went
+			}
+			// Whatever the evaluation gives, the worker must run: it would wait forever.
+			wctx, cancel := context.WithTimeout(context.Background(), workerSetupWait)
+			for i, m := range []workerMessage{{1, "Runtime.evaluate", eval}, {2, "Runtime.runIfWaitingForDebugger", nil}} {
+				if ev.TargetInfo.Type != "worker" && i == 0 {
+					continue
+				}
+				b, _ := json.Marshal(m)
+				if err := c.Target.SendMessageToTarget(wctx, target.NewSendMessageToTargetArgs(string(b)).SetSessionID(ev.SessionID)); err != nil {
+					r.p.log.Debug().Err(err).Str("worker", ev.TargetInfo.URL).Msg("worker setup")
+				}
+			}
+			cancel()
+		}
+	}()
+	return nil
+}

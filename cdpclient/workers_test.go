@@ -1,0 +1,51 @@
+package cdpclient
+
+import (
+	"net/http"
+	"testing"
+	"time"
+)
+
+// TestWorkerWebSocket: a dedicated worker's WebSocket is blocked like the page's, and the worker
+// still runs (it is held at its start only until it has the blocking script).
+func TestWorkerWebSocket(t *testing.T) {
+	rec := newRecorder()
+	mux := http.NewServeMux()
+	base, _, _ := recorded(t, rec, mux)
+	mux.HandleFunc("/{$}", htmlPage(`<body><script>
+const w = new Worker('/worker.js');
+w.onmessage = e => document.body.insertAdjacentHTML('beforeend', '<p id="' + e.data + '">' + e.data + '</p>');
+</script></body>`))
+	mux.HandleFunc("/worker.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		w.Write([]byte(`const ws = new WebSocket('ws://' + location.host + '/wsw');
+fetch('/alive').then(() => postMessage('alive'));`))
+	})
+	mux.HandleFunc("/alive", func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) })
+	mux.HandleFunc("/wsw", func(w http.ResponseWriter, r *http.Request) { http.Error(w, "no", 400) })
+
+	for _, tt := range []struct {
+		name      string
+		resources []string
+		requests  []string
+		wantWS    int
+	}{
+		{"not blocked", nil, nil, 1},
+		{"block_resources websocket", []string{"websocket"}, nil, 0},
+		{"block_requests pattern", nil, []string{"ws://*/wsw"}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			rec.mu.Lock()
+			rec.got = map[string][]http.Header{}
+			rec.mu.Unlock()
+			o := opts(base + "/")
+			o.BlockResources, o.BlockRequests = tt.resources, tt.requests
+			o.WaitForSelector, o.Timeout = "#alive", 10*time.Second
+			mustRender(t, shared, o) // the worker ran: it posted "alive"
+			time.Sleep(200 * time.Millisecond)
+			if n := rec.count("/wsw"); n != tt.wantWS {
+				t.Errorf("the worker's WebSocket reached the server %d times, want %d", n, tt.wantWS)
+			}
+		})
+	}
+}
