@@ -31,6 +31,7 @@ const (
 	settleQuiet       = 300 * time.Millisecond // quiet network after a click
 	settleMax         = 3 * time.Second        // the network settling after a click ends here at the latest
 	maxSelectorMargin = time.Second            // the largest margin kept before the deadline
+	oneLook           = time.Second            // past the load deadline, the time of the one look for an element (a round trip on a busy host)
 )
 
 // pageActions runs the page behaviour options after the page has loaded, in this order:
@@ -179,7 +180,7 @@ func (r *render) waitElement(ctx context.Context, field, sel string, visible boo
 	// load deadline allows.
 	if !r.load.deadline.IsZero() {
 		deadline = minTime(deadline, r.load.deadline.Add(-min(r.timeout/10, maxSelectorMargin)))
-		deadline = maxTime(deadline, time.Now().Add(pollInterval))
+		deadline = maxTime(deadline, time.Now().Add(oneLook))
 	}
 	notFound := func() error {
 		what := "matched"
