@@ -29,8 +29,9 @@ test: deps
 # choice, see README): its binary (not the /usr/bin wrapper, which does not exec it) put first on
 # PATH under the name the tests look for.
 test-shell:
+	@test -x /usr/lib/chromium/chromium-headless-shell || { echo "test-shell: chromium-headless-shell is not installed (make deps)"; exit 1; }
 	@d=$$(mktemp -d) && ln -s /usr/lib/chromium/chromium-headless-shell $$d/chromium && \
-	  PATH="$$d:$$PATH" $(GO) test -count=1 -timeout 15m ./cdpclient/ ./httpd/ ./cmd/shotd/; rc=$$?; rm -rf $$d; exit $$rc
+	  PATH="$$d:$$PATH" $(GO) test -count=1 -timeout 15m ./cdpclient/ ./actors/ ./httpd/ ./cmd/shotd/; rc=$$?; rm -rf $$d; exit $$rc
 
 test-short:
 	$(GO) test -short -count=1 ./...

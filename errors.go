@@ -69,7 +69,7 @@ var Catalogue = []CodeInfo{
 	{CodeJobNotFound, 404, false, "The job or batch id does not exist for this account."},
 	{CodeFileNotFound, 404, false, "The stored file is gone, expired, the link was altered, or it belongs to another account."},
 	{CodeMethodNotAllowed, 405, false, "The endpoint does not accept this HTTP method; the Allow header lists those it does."},
-	{CodeContentTooLarge, 413, false, "The sent html, markdown, styles or scripts, the request body, or the rendered output exceeds the allowed size."},
+	{CodeContentTooLarge, 413, false, "The sent html, markdown, styles or scripts, the request body, the request line and headers (over 64 KiB; send long options in a POST body), or the rendered output exceeds the allowed size."},
 	{CodeSelectorNotFound, 422, false, "Nothing matched selector, click or wait_for_selector in time."},
 	{CodeRateLimited, 429, true, "Too many requests in the last minute. Retry after the Retry-After seconds."},
 	{CodeConcurrencyLimit, 429, true, "Too many renders of the account are running at once. Retry after the Retry-After seconds."},
@@ -79,8 +79,8 @@ var Catalogue = []CodeInfo{
 	{CodeNavigationFailed, 502, true, "The page could not be loaded: no such domain, server down or connection refused."},
 	{CodeRendererBusy, 503, true, "All render slots are busy. Retry after a short pause."},
 	{CodeRendererUnavailable, 503, true, "No browser is available to render right now. Retry after a short pause."},
-	{CodeServiceUnavailable, 503, true, "The component that checks limits did not answer; the request was refused rather than let through uncounted."},
-	{CodeTimeout, 504, true, "The page was not ready before the timeout option ran out."},
+	{CodeServiceUnavailable, 503, true, "The service could not take the request now: the component that checks limits did not answer (the request was refused rather than let through uncounted), the job queue was too busy to store a job (nothing was queued), or the service is stopping. Retry after a short pause."},
+	{CodeTimeout, 504, true, "The page was not ready before the timeout option ran out, or the render went past its whole budget (timeout, delay, the capture, a video's recording)."},
 	{CodeUnauthorized, 401, false, "Admin API only: the admin token is missing or wrong."},
 }
 

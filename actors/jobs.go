@@ -204,7 +204,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	} else {
 		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
 	}
-	if err != nil && a.owner.isStopping() && interruptedByStop(err) {
+	if err != nil && a.owner.wasCut() && interruptedByStop(err) {
 		// The shutdown took the browser away mid-render (or the pool is closing): the job stays
 		// "rendering" in the store and is queued again at the next start, as a killed run's
 		// would be. Not failed, not billed, no webhook.
@@ -287,6 +287,7 @@ type Jobs struct {
 
 	mu       sync.Mutex
 	stopping bool
+	cut      bool // Close gave up waiting for the running jobs
 	running  sync.WaitGroup
 	stopOnce sync.Once // a second Close (after one cut short) does not stop the actor again
 }
@@ -320,11 +321,12 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	return j, nil
 }
 
-// isStopping reports whether Close has begun.
-func (j *Jobs) isStopping() bool {
+// wasCut reports whether Close stopped waiting for the running jobs: from then on the browser may
+// go away under them.
+func (j *Jobs) wasCut() bool {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return j.stopping
+	return j.cut
 }
 
 // interruptedByStop reports whether a render error is what a stopping service causes (the
@@ -384,6 +386,9 @@ func (j *Jobs) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
+		j.mu.Lock()
+		j.cut = true
+		j.mu.Unlock()
 		return ctx.Err()
 	}
 	var err error

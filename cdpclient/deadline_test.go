@@ -23,12 +23,12 @@ func TestLoadDeadline(t *testing.T) {
 	})
 
 	o := opts(srv.URL + "/box")
-	o.Timeout, o.Delay, o.Selector = time.Second, 1500*time.Millisecond, "#box"
+	o.Timeout, o.Delay, o.Selector = 3*time.Second, 3500*time.Millisecond, "#box"
 	out := mustRender(t, shared, o)
 	if out.Width != 50 || out.Height != 40 {
 		t.Errorf("element capture is %dx%d, want 50x40", out.Width, out.Height)
 	}
-	if out.RenderMs < 1500 {
+	if out.RenderMs < 3500 {
 		t.Errorf("RenderMs %d, shorter than the delay", out.RenderMs)
 	}
 

@@ -175,10 +175,10 @@ const waitElementJS = `async (sel, visible, budget, interval) => {
 // invalid_options.
 func (r *render) waitElement(ctx context.Context, field, sel string, visible bool) error {
 	deadline := selectorDeadline(ctx, r.timeout)
-	// The timeout counts from the start of the render, also for selector in the capture, which
-	// runs after the loading phase (and after delay): at least one look, then no later than the
-	// load deadline allows.
-	if !r.load.deadline.IsZero() {
+	// The timeout counts from the first loading step, also for selector in the capture, which
+	// runs after the loading phase (and after delay): no later than the load deadline allows,
+	// but at least one look. While loading, ctx's deadline is the load deadline already.
+	if !r.load.deadline.IsZero() && !r.load.armed.Load() {
 		deadline = minTime(deadline, r.load.deadline.Add(-min(r.timeout/10, maxSelectorMargin)))
 		deadline = maxTime(deadline, time.Now().Add(oneLook))
 	}

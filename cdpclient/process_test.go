@@ -232,9 +232,15 @@ func TestLaunchFailure(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
+				// Killed at once, gone within moments (a loaded host may still be running
+				// the exit of a process just signalled).
 				for _, f := range strings.Fields(string(b)) {
 					pid, _ := strconv.Atoi(f)
-					if st, ok := procState(pid); ok && st != 'Z' {
+					st, ok := procState(pid)
+					for end := time.Now().Add(3 * time.Second); ok && st != 'Z' && time.Now().Before(end); st, ok = procState(pid) {
+						time.Sleep(20 * time.Millisecond)
+					}
+					if ok && st != 'Z' {
 						t.Errorf("pid %d of the failed launch still alive (state %c)", pid, st)
 					}
 				}

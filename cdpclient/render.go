@@ -113,7 +113,7 @@ func (r *render) steps() []step {
 }
 
 // Render renders o in a fresh browser context and returns the file. Several Renders may run at
-// once on one Process. o.Timeout bounds the whole render.
+// once on one Process. o.RenderBudget bounds the whole render; o.Timeout its loading.
 func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
 	start := time.Now()
 	r, err := newRender(p, o)

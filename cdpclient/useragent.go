@@ -22,8 +22,8 @@ var (
 )
 
 // desktopUserAgent returns the desktop User-Agent for the browser at path, from its --version
-// (run once per path, within wait, in a process group of its own that is killed with it), or ""
-// when that cannot be read.
+// (run within wait, in a process group of its own that is killed with it, and remembered per
+// path once read), or "" when that cannot be read.
 func desktopUserAgent(path string, wait time.Duration) string {
 	if ua, ok := desktopUAs.Load(path); ok {
 		return ua.(string)
@@ -36,7 +36,9 @@ func desktopUserAgent(path string, wait time.Duration) string {
 	cmd.WaitDelay = time.Second // a child that kept stdout open must not hold Output
 	out, _ := cmd.Output()
 	ua := desktopUAFor(string(out))
-	desktopUAs.Store(path, ua)
+	if ua != "" { // a failed read is tried again at the next launch
+		desktopUAs.Store(path, ua)
+	}
 	return ua
 }
 

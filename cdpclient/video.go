@@ -175,8 +175,9 @@ func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float6
 	// The first frame Chrome sends is the compositor's latest: right after a load (and
 	// setDocumentContent) that may still be the blank page. Two animation frames mean the
 	// document has been painted at least once; a page that never paints waits no longer than
-	// paintWait.
-	if err := r.eval(ctx, paintedJS, nil); err != nil && !contextGone(err) {
+	// 1 s. A page that broke requestAnimationFrame or setTimeout only loses the wait.
+	var script *errScript
+	if err := r.eval(ctx, paintedJS, nil); err != nil && !contextGone(err) && !errors.As(err, &script) {
 		return err
 	}
 	frames, err := c.Page.ScreencastFrame(ctx)

@@ -15,7 +15,8 @@ import (
 // worker gets the script by Runtime.evaluate in its global scope before runIfWaitingForDebugger
 // lets its own code start. The messages go through the page connection
 // (Target.sendMessageToTarget): a worker's session has no socket of its own. Shared and service
-// workers belong to the browser, not to the page, and stay uncovered.
+// workers belong to the browser, not to the page, and stay uncovered, as do workers that a worker
+// starts.
 
 // workerMessage is one CDP command sent to a worker's session.
 type workerMessage struct {
@@ -41,25 +42,33 @@ func (r *render) blockWorkerSockets(ctx context.Context, script string) error {
 		return err
 	}
 	eval := runtime.NewEvaluateArgs(script)
-	go func() {
+	send := func(session target.SessionID, m workerMessage) error {
+		b, _ := json.Marshal(m)
+		ctx, cancel := context.WithTimeout(context.Background(), workerSetupWait)
+		defer cancel()
+		return c.Target.SendMessageToTarget(ctx, target.NewSendMessageToTargetArgs(string(b)).SetSessionID(session))
+	}
+	// Tracked by the Process (Close waits for it); it ends when the render closes the stream or
+	// the page's connection goes.
+	if !r.p.spawn(func() {
 		for {
 			ev, err := attached.Recv()
 			if err != nil {
-				return // the render closed the stream, or the connection went
+				return
 			}
-			// Whatever the evaluation gives, the worker must run: it would wait forever.
-			wctx, cancel := context.WithTimeout(context.Background(), workerSetupWait)
-			for i, m := range []workerMessage{{1, "Runtime.evaluate", eval}, {2, "Runtime.runIfWaitingForDebugger", nil}} {
-				if ev.TargetInfo.Type != "worker" && i == 0 {
-					continue
-				}
-				b, _ := json.Marshal(m)
-				if err := c.Target.SendMessageToTarget(wctx, target.NewSendMessageToTargetArgs(string(b)).SetSessionID(ev.SessionID)); err != nil {
-					r.p.log.Debug().Err(err).Str("worker", ev.TargetInfo.URL).Msg("worker setup")
+			if ev.TargetInfo.Type == "worker" {
+				if err := send(ev.SessionID, workerMessage{1, "Runtime.evaluate", eval}); err != nil {
+					r.p.log.Debug().Err(err).Str("worker", ev.TargetInfo.URL).Msg("worker script")
 				}
 			}
-			cancel()
+			// Whatever the evaluation gave, the worker must run: it would wait forever. Its own
+			// deadline, so a slow first message cannot take this one's time.
+			if err := send(ev.SessionID, workerMessage{2, "Runtime.runIfWaitingForDebugger", nil}); err != nil {
+				r.p.log.Debug().Err(err).Str("worker", ev.TargetInfo.URL).Msg("worker resume")
+			}
 		}
-	}()
+	}) {
+		return errClosed
+	}
 	return nil
 }

@@ -431,17 +431,17 @@ func TestRenderFailures(t *testing.T) {
 // video longer than it, still succeed.
 func TestBudgetBeyondTimeout(t *testing.T) {
 	a := newAccount(t, "default", true)
-	r := get(t, "/api/v1/screenshot", a.q("html", "<h1>late</h1>", "timeout", "1", "delay", "1.5"))
+	r := get(t, "/api/v1/screenshot", a.q("html", "<h1>late</h1>", "timeout", "3", "delay", "3.5"))
 	if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
-		t.Fatalf("delay 1.5 s, timeout 1 s: %d %s", r.status, codeOf(r))
+		t.Fatalf("delay 3.5 s, timeout 3 s: %d %s", r.status, codeOf(r))
 	}
-	if ms := headerInt(t, r, "X-Render-Ms"); ms < 1500 {
+	if ms := headerInt(t, r, "X-Render-Ms"); ms < 3500 {
 		t.Errorf("X-Render-Ms %d, shorter than the delay", ms)
 	}
-	r = get(t, "/api/v1/screenshot", a.q("html", "<h1>video</h1>", "timeout", "1", "format", "mp4",
-		"video_duration", "2", "viewport_width", "320", "viewport_height", "240"))
+	r = get(t, "/api/v1/screenshot", a.q("html", "<h1>video</h1>", "timeout", "3", "format", "mp4",
+		"video_duration", "4", "viewport_width", "320", "viewport_height", "240"))
 	if r.status != 200 || r.header.Get("Content-Type") != "video/mp4" {
-		t.Fatalf("2 s video, timeout 1 s: %d %s", r.status, codeOf(r))
+		t.Fatalf("4 s video, timeout 3 s: %d %s", r.status, codeOf(r))
 	}
 }
 

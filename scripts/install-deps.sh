@@ -49,7 +49,9 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   retry $SUDO apt-get update -qq
   retry $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  command -v chromium >/dev/null && command -v ffmpeg >/dev/null
+  for bin in chromium ffmpeg; do
+    command -v "$bin" >/dev/null || { echo "install-deps: $bin is still missing after apt" >&2; exit 1; }
+  done
   echo "install-deps: done ($(chromium --version 2>/dev/null | head -n1))"
 fi
 
