@@ -281,7 +281,7 @@ func (r *render) pageHeight(ctx context.Context) (float64, error) {
 		if maxH <= 0 {
 			maxH = defaultMaxHeight
 		}
-		budget := r.timeout / 2
+		budget := r.load.timeout / 2
 		if d, ok := ctx.Deadline(); ok {
 			budget = time.Until(d) / scrollShare
 		}

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -70,9 +71,13 @@ func TestKillOrphans(t *testing.T) {
 		bystanders = append(bystanders, b)
 	}
 
-	// Wait for Chrome itself (not only the script) to run.
+	// Wait for Chrome itself to run: not only the scripts (ours and Debian's, which execs it).
+	isChrome := func(pid int) bool {
+		exe, _ := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "exe"))
+		return strings.Contains(filepath.Base(exe), "chrom")
+	}
 	for end := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if ps := processesUnder(dir); len(ps) > 1 || (len(ps) == 1 && ps[0] != cmd.Process.Pid) {
+		if slices.ContainsFunc(processesUnder(dir), isChrome) {
 			break
 		}
 		if time.Now().After(end) {

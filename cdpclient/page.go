@@ -174,12 +174,12 @@ const waitElementJS = `async (sel, visible, budget, interval) => {
 // Nothing in time is selector_not_found; a selector the browser cannot parse is
 // invalid_options.
 func (r *render) waitElement(ctx context.Context, field, sel string, visible bool) error {
-	deadline := selectorDeadline(ctx, r.timeout)
+	deadline := selectorDeadline(ctx, r.load.timeout)
 	// The timeout counts from the first loading step, also for selector in the capture, which
 	// runs after the loading phase (and after delay): no later than the load deadline allows,
 	// but at least one look. While loading, ctx's deadline is the load deadline already.
 	if !r.load.deadline.IsZero() && !r.load.armed.Load() {
-		deadline = minTime(deadline, r.load.deadline.Add(-min(r.timeout/10, maxSelectorMargin)))
+		deadline = minTime(deadline, r.load.deadline.Add(-min(r.load.timeout/10, maxSelectorMargin)))
 		deadline = maxTime(deadline, time.Now().Add(oneLook))
 	}
 	notFound := func() error {

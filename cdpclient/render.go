@@ -53,13 +53,12 @@ type render struct {
 	t *tab
 	o *shotd.Options
 
-	format  string
-	width   int
-	height  int
-	scale   float64
-	timeout time.Duration // the timeout option: the loading phase (load)
-	budget  time.Duration // the whole render: Options.RenderBudget
-	load    loadPhase
+	format string
+	width  int
+	height int
+	scale  float64
+	budget time.Duration // the whole render: Options.RenderBudget
+	load   loadPhase     // the loading phase, bounded by the timeout option
 
 	html      bool             // the source is html (o.HTML, or o.Markdown converted), set with Page.setDocumentContent
 	source    string           // that html
@@ -67,6 +66,7 @@ type render struct {
 	net       *netTracker      // requests in flight, for networkidle and click
 	intercept *interceptor     // Fetch interception; nil when nothing needs it
 	rules     *requestRules    // blocking and extra headers; nil when the render has none
+	wsScript  string           // rules' WebSocket blocking for pages and workers; "" for none
 	blocker   Blocker          // list-based blocking; nil when the render asks for none
 	video     *video           // the recording of mp4, webm and gif; nil for the other formats
 	data      []byte
@@ -197,8 +197,8 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 		return nil, shotd.Errorf(shotd.CodeInternalError, "no render options")
 	}
 	r := &render{p: p, o: o, format: o.Format, width: o.ViewportWidth, height: o.ViewportHeight,
-		scale: o.DeviceScaleFactor, timeout: o.LoadTimeout(), budget: o.RenderBudget()}
-	r.load.timeout = r.timeout
+		scale: o.DeviceScaleFactor, budget: o.RenderBudget()}
+	r.load.timeout = o.LoadTimeout()
 	switch {
 	case o.URL != "":
 	case o.HTML != "":
@@ -214,12 +214,12 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	default:
 		return nil, shotd.Errorf(shotd.CodeInternalError, "no source to render")
 	}
-	switch r.format {
-	case "":
+	switch {
+	case r.format == "":
 		r.format = shotd.FormatPNG
-	case shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF:
-	case shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF:
+	case o.IsVideo():
 		r.initVideo()
+	case r.format == shotd.FormatPNG, r.format == shotd.FormatJPEG, r.format == shotd.FormatWebP, r.format == shotd.FormatPDF:
 	default:
 		e := shotd.Errorf(shotd.CodeInvalidOptions, "format %s is not supported yet", r.format)
 		e.Fields = []shotd.FieldError{{Field: "format", Message: "not supported yet"}}
@@ -243,6 +243,7 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 		r.blocker = p.cfg.Blocker(o)
 	}
 	r.rules = newRequestRules(o, r.blocker)
+	r.wsScript = r.rules.webSocketScript()
 	return r, nil
 }
 
@@ -342,12 +343,12 @@ func (r *render) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	if s := r.rules.webSocketScript(); s != "" {
-		if err := r.blockWorkerSockets(ctx, s); err != nil {
+	if r.wsScript != "" {
+		if err := r.blockWorkerSockets(ctx, r.wsScript); err != nil {
 			return err
 		}
 	}
-	for _, s := range []string{r.rules.webSocketScript(), r.startScript()} {
+	for _, s := range []string{r.wsScript, r.startScript()} {
 		if s == "" {
 			continue
 		}
@@ -427,8 +428,8 @@ func (r *render) navigate(ctx context.Context) error {
 		// document.open keeps the window: the WebSocket replacement made now stays for the
 		// document's own scripts. It erases event listeners, though, so the blocker's script
 		// comes after the document is written.
-		if s := r.rules.webSocketScript(); s != "" {
-			if _, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(s)); err != nil {
+		if r.wsScript != "" {
+			if _, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(r.wsScript)); err != nil {
 				return err
 			}
 		}

@@ -20,6 +20,13 @@ type recorder struct {
 
 func newRecorder() *recorder { return &recorder{got: map[string][]http.Header{}} }
 
+// reset forgets what was recorded.
+func (rec *recorder) reset() {
+	rec.mu.Lock()
+	rec.got = map[string][]http.Header{}
+	rec.mu.Unlock()
+}
+
 func (rec *recorder) wrap(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		rec.mu.Lock()
@@ -157,9 +164,7 @@ func TestCookies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec.mu.Lock()
-			rec.got = map[string][]http.Header{}
-			rec.mu.Unlock()
+			rec.reset()
 			o := opts(tt.url)
 			o.Cookies = []shotd.Cookie{tt.cookie}
 			mustRender(t, shared, o)
@@ -251,9 +256,7 @@ func TestBlocking(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			rec.mu.Lock()
-			rec.got = map[string][]http.Header{}
-			rec.mu.Unlock()
+			rec.reset()
 			o := opts(base + "/")
 			o.BlockResources, o.BlockRequests = tt.resources, tt.requests
 			o.Timeout = 10 * time.Second

@@ -35,9 +35,7 @@ fetch('/alive').then(() => postMessage('alive'));`))
 		{"block_requests pattern", nil, []string{"ws://*/wsw"}, 0},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			rec.mu.Lock()
-			rec.got = map[string][]http.Header{}
-			rec.mu.Unlock()
+			rec.reset()
 			o := opts(base + "/")
 			o.BlockResources, o.BlockRequests = tt.resources, tt.requests
 			o.WaitForSelector, o.Timeout = "#alive", 10*time.Second

@@ -363,3 +363,46 @@ func TestIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestCheckURLLiteral: without DNS, names pass (they are checked when dialed) and everything the
+// guard can tell from the URL alone is decided as CheckURL decides it.
+func TestCheckURLLiteral(t *testing.T) {
+	noDNS := ResolverFunc(func(_ context.Context, _, host string) ([]netip.Addr, error) {
+		t.Errorf("CheckURLLiteral resolved %q", host)
+		return nil, errors.New("no DNS here")
+	})
+	g := NewGuard(NewPolicy(prefixes("127.0.0.1/32")), noDNS)
+	g.DenyPort(netip.MustParseAddrPort("127.0.0.1:9222"))
+	const ok, invalid, refused = "", shotd.CodeInvalidOptions, shotd.CodeHostNotAllowed
+	tests := []struct {
+		url  string
+		want shotd.Code
+	}{
+		{"http://private.test/", ok},
+		{"https://does-not-resolve.test:8443/x", ok},
+		{"http://8.8.8.8/", ok},
+		{"http://127.0.0.1/", ok},
+		{"http://10.0.0.7/", refused},
+		{"http://2130706433/", ok},  // 127.0.0.1, allowed here
+		{"http://0x0a.1/", refused}, // 10.0.0.1
+		{"http://[::ffff:169.254.169.254]/", refused},
+		{"http://127.0.0.1:9222/json", refused},
+		{"http://localhost:9222/", refused},
+		{"http://db.localhost/", refused}, // 127.0.0.1 and ::1, which is not allowed
+		{"ftp://8.8.8.8/", invalid},
+		{"http://[::1/", invalid},
+	}
+	for _, tt := range tests {
+		err := g.CheckURLLiteral(tt.url)
+		if got := codeOrEmpty(err); got != tt.want {
+			t.Errorf("CheckURLLiteral(%q) = %v, want %q", tt.url, err, tt.want)
+		}
+	}
+}
+
+func codeOrEmpty(err error) shotd.Code {
+	if err == nil {
+		return ""
+	}
+	return shotd.CodeOf(err)
+}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
 	"strconv"
 	"time"
 
@@ -189,9 +190,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		writeJSON(ctx, fasthttp.StatusOK, store.ResultOf(rec, "HIT").View(s.set.PublicURL))
 		return true
 	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType(rec.ContentType)
-	ctx.SetBodyStream(f, int(rec.SizeBytes)) // fasthttp closes f once sent
+	sendFile(ctx, rec, f)
 	return true
 }
 
@@ -202,9 +201,14 @@ func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
 		s.fail(ctx, shotd.Wrap(shotd.CodeFileNotFound, err, "the file is gone"))
 		return
 	}
+	sendFile(ctx, rec, f)
+}
+
+// sendFile answers 200 with the opened file f of rec; fasthttp closes f once sent.
+func sendFile(ctx *fasthttp.RequestCtx, rec store.FileRecord, f *os.File) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(rec.ContentType)
-	ctx.SetBodyStream(f, int(rec.SizeBytes)) // fasthttp closes f once sent
+	ctx.SetBodyStream(f, int(rec.SizeBytes))
 }
 
 // statusAuth authenticates and admits a status endpoint request (usage, jobs, batches, files),

@@ -307,25 +307,10 @@ func TestContentTooLarge(t *testing.T) {
 // TestOutputTooLarge runs a second server on the same store, actors and browser with tiny
 // output and body limits.
 func TestOutputTooLarge(t *testing.T) {
-	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 200,
+	base := startServer(t, httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 200,
 		MaxBodyBytes: 4 << 10, FileTTL: time.Hour},
 		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts, Files: env.st,
 			Records: env.st})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
-			t.Errorf("shutdown: %v", err)
-		}
-		<-served
-	})
-	base := "http://" + ln.Addr().String()
 	a := newAccount(t, "default", true)
 
 	cases := []struct {

@@ -2,8 +2,6 @@ package httpd
 
 import (
 	"context"
-	"errors"
-	"net/netip"
 	"time"
 
 	"github.com/shotd/shotd"
@@ -24,27 +22,10 @@ func (g GuardURLs) CheckURL(rawURL, field string) error {
 	return renameField(g.Guard.CheckURL(ctx, rawURL), field)
 }
 
-// errNeedsDNS is what the resolver of CheckLiteral answers: the host is a name.
-var errNeedsDNS = errors.New("httpd: the host is a name; it is checked when it is dialed")
-
-// noDNS is a resolver that never resolves.
-var noDNS = egress.ResolverFunc(func(context.Context, string, string) ([]netip.Addr, error) {
-	return nil, errNeedsDNS
-})
-
-// CheckLiteral applies what the guard decides without DNS: a malformed host, an IP literal in
-// any spelling, localhost, a denied port. A name passes: it is checked when it is dialed.
-//
-// The guard itself tells what needs DNS. A guard over the same policy whose resolver refuses
-// to resolve checks the host first; if it asked its resolver, the host is a name. Otherwise the
-// real guard, which also knows the denied ports, decides, and it resolves nothing either.
+// CheckLiteral applies what the guard decides without DNS (egress.Guard.CheckURLLiteral); a name
+// passes: it is checked when it is dialed.
 func (g GuardURLs) CheckLiteral(rawURL, field string) error {
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := egress.NewGuard(g.Guard.Policy(), noDNS).CheckURL(ctx, rawURL); errors.Is(err, errNeedsDNS) {
-		return nil
-	}
-	return renameField(g.Guard.CheckURL(ctx, rawURL), field)
+	return renameField(g.Guard.CheckURLLiteral(rawURL), field)
 }
 
 // renameField names field in the errors of the guard, which speaks of "url".

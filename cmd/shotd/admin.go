@@ -213,32 +213,42 @@ func (c *adminClient) run(ctx context.Context, noun, verb string, args []string)
 	return fmt.Errorf("admin: unknown command %q", noun+" "+verb)
 }
 
-// doField GETs path and prints one field of its JSON answer.
-func (c *adminClient) doField(ctx context.Context, path, field string) error {
-	var buf bytes.Buffer
-	out := c.out
-	c.out = &buf
-	err := c.do(ctx, http.MethodGet, path, nil)
-	c.out = out
-	if err != nil {
-		out.Write(buf.Bytes())
-		return err
-	}
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(buf.Bytes(), &m); err != nil || m[field] == nil {
-		return fmt.Errorf("admin API answer has no %q", field)
-	}
-	var pretty bytes.Buffer
-	if err := json.Indent(&pretty, m[field], "", "  "); err != nil {
-		return err
-	}
-	pretty.WriteByte('\n')
-	_, err = out.Write(pretty.Bytes())
+// do sends one admin request and prints the JSON answer; a non-2xx answer is an error.
+func (c *adminClient) do(ctx context.Context, method, path string, body map[string]any) error {
+	out, err := c.fetch(ctx, method, path, body)
+	c.print(out)
 	return err
 }
 
-// do sends one admin request and prints the JSON answer; a non-2xx answer is an error.
-func (c *adminClient) do(ctx context.Context, method, path string, body map[string]any) error {
+// doField GETs path and prints one field of its JSON answer.
+func (c *adminClient) doField(ctx context.Context, path, field string) error {
+	out, err := c.fetch(ctx, http.MethodGet, path, nil)
+	if err != nil {
+		c.print(out)
+		return err
+	}
+	var m map[string]json.RawMessage
+	if json.Unmarshal(out, &m) != nil || m[field] == nil {
+		return fmt.Errorf("admin API answer has no %q", field)
+	}
+	c.print(m[field])
+	return nil
+}
+
+// print writes a JSON answer indented.
+func (c *adminClient) print(out []byte) {
+	if len(out) == 0 {
+		return
+	}
+	var pretty bytes.Buffer
+	if json.Indent(&pretty, out, "", "  ") == nil {
+		out = append(pretty.Bytes(), '\n')
+	}
+	c.out.Write(out)
+}
+
+// fetch sends one admin request and returns the answer's body; a non-2xx answer is an error.
+func (c *adminClient) fetch(ctx context.Context, method, path string, body map[string]any) ([]byte, error) {
 	var rd io.Reader
 	if body != nil {
 		b, _ := json.Marshal(body)
@@ -248,7 +258,7 @@ func (c *adminClient) do(ctx context.Context, method, path string, body map[stri
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, method, c.base+path, rd)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Authorization", "Bearer "+c.token)
 	if rd != nil {
@@ -256,19 +266,12 @@ func (c *adminClient) do(ctx context.Context, method, path string, body map[stri
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return fmt.Errorf("admin API at %s: %w", c.base, err)
+		return nil, fmt.Errorf("admin API at %s: %w", c.base, err)
 	}
 	defer resp.Body.Close()
 	out, _ := io.ReadAll(resp.Body)
-	if len(out) > 0 {
-		var pretty bytes.Buffer
-		if json.Indent(&pretty, out, "", "  ") == nil {
-			out = append(pretty.Bytes(), '\n')
-		}
-		c.out.Write(out)
-	}
 	if resp.StatusCode >= 300 {
-		return fmt.Errorf("admin API answered %s", resp.Status)
+		return out, fmt.Errorf("admin API answered %s", resp.Status)
 	}
-	return nil
+	return out, nil
 }
