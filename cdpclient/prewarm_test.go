@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp/protocol/browser"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
 
 	"github.com/shotd/shotd"
 )
@@ -110,4 +112,71 @@ func TestYieldToLoads(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestWarmUp: a warmed tab's blank document is as it was (no element, no global), and a page
+// loaded in it sees what it sees in a tab that was not warmed (history, paint entries): a render
+// cannot tell a warmed tab from a new one.
+func TestWarmUp(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<p>hello</p>`))
+	srv, _ := server(t, mux)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, html := range []bool{false, true} {
+		var seen [2]string
+		for i, warm := range []bool{false, true} {
+			seen[i] = warmUpSeen(t, ctx, srv.URL, html, warm)
+		}
+		if seen[0] != seen[1] {
+			t.Errorf("html %v: the page saw %s in a warmed tab, %s in a new one", html, seen[1], seen[0])
+		}
+	}
+}
+
+// warmUpSeen loads url (or writes a document, for html) in a new tab, warmed or not, and
+// returns what the page sees of its history and performance entries.
+func warmUpSeen(t *testing.T, ctx context.Context, url string, html, warm bool) string {
+	t.Helper()
+	const (
+		blank = `JSON.stringify([document.documentElement.outerHTML, Object.keys(window).length, history.length])`
+		paged = `JSON.stringify([history.length, performance.getEntriesByType('paint').length, performance.getEntriesByType('navigation').length, performance.getEntries().length])`
+	)
+	tb, err := shared.newTab(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer shared.disposeTab(tb)
+	eval := func(expr string) string {
+		t.Helper()
+		r, err := tb.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetReturnByValue(true))
+		if err != nil || r.ExceptionDetails != nil {
+			t.Fatalf("evaluate %s: %v %v", expr, err, r.ExceptionDetails)
+		}
+		return string(r.Result.Value)
+	}
+	if warm {
+		before := eval(blank)
+		if err := tb.warmUp(ctx); err != nil {
+			t.Fatalf("warm up: %v", err)
+		}
+		if after := eval(blank); after != before {
+			t.Errorf("warm-up left a trace: %s, before %s", after, before)
+		}
+	}
+	if html {
+		if err := tb.c.Page.SetDocumentContent(ctx, page.NewSetDocumentContentArgs(tb.frameID, `<p>hello</p>`)); err != nil {
+			t.Fatalf("set document content: %v", err)
+		}
+	} else {
+		nav, err := tb.c.Page.Navigate(ctx, page.NewNavigateArgs(url))
+		if err != nil || nav.ErrorText != nil && *nav.ErrorText != "" {
+			t.Fatalf("navigate: %v %v", err, nav)
+		}
+	}
+	for eval(`document.readyState`) != `"complete"` {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // the paint entries
+	return eval(paged)
 }
