@@ -69,8 +69,7 @@ func (b *browserActor) Receive(ctx actor.Context) {
 	case *Render:
 		b.render(ctx, m)
 	case *renderDone:
-		b.inflight--
-		ctx.Send(ctx.Parent(), &RenderFinished{ID: b.id})
+		b.inflight-- // the render's goroutine told the supervisor already
 		if b.draining && b.inflight == 0 && m.gen == b.gen {
 			b.closeCurrent(ctx, "recycled")
 		}
@@ -169,11 +168,17 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 		b.draining = true
 		ctx.Send(ctx.Parent(), &BrowserDown{ID: b.id, Reason: "recycling"})
 	}
-	gen, self, root, br := b.gen, ctx.Self(), ctx.ActorSystem().Root, b.browser
+	gen, self, parent, root, br := b.gen, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root, b.browser
+	id := b.id
 	go func() {
 		out, err := br.Render(m.Ctx, m.Options)
-		root.Send(sender, &RenderResult{Output: out, Err: err})
+		// The slot is given back before the answer goes out: the supervisor then sees it free
+		// before the requester's next render arrives, and a client that sends one render after
+		// another stays on this browser instead of moving to another one whose pre-warmed
+		// contexts it would use up too.
+		root.Send(parent, &RenderFinished{ID: id})
 		root.Send(self, &renderDone{gen: gen})
+		root.Send(sender, &RenderResult{Output: out, Err: err})
 	}()
 }
 

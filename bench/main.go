@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/store"
@@ -31,22 +33,55 @@ func main() {
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for both sides, space separated (for experiments)")
 	only := flag.String("pages", "small,heavy", "pages to measure")
 	browserPath := flag.String("browser", "", "browser binary for both sides (default: chromium on PATH)")
-	gap := flag.Duration("gap", 300*time.Millisecond, "pause between requests of the paced row (0: no paced row)")
+	gaps := flag.String("gap", "300ms,1s", "pauses between the requests of the paced rows, comma separated (\"\": no paced row)")
+	concs := flag.String("conc", "1,2,4", "concurrency of the back-to-back rows, comma separated (\"\": none)")
+	pool := flag.Int("pool", config.Default().Browser.PoolSize, "browser processes of the service (browser.pool_size)")
 	flag.Parse()
-	if err := run(*browserPath, *n, *warm, *gap, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
+	var rows []row
+	for _, f := range strings.FieldsFunc(*concs, func(r rune) bool { return r == ',' }) {
+		c, err := strconv.Atoi(f)
+		if err != nil || c < 1 {
+			usage("-conc: %q is not a concurrency", f)
+		}
+		rows = append(rows, row{label: f, conc: c})
+	}
+	for _, f := range strings.FieldsFunc(*gaps, func(r rune) bool { return r == ',' }) {
+		g, err := time.ParseDuration(f)
+		if err != nil || g <= 0 {
+			usage("-gap: %q is not a pause", f)
+		}
+		rows = append(rows, row{label: "1+" + f, conc: 1, gap: g})
+	}
+	if *pool < 1 {
+		usage("-pool: %d browsers", *pool)
+	}
+	if err := run(*browserPath, *n, *warm, *pool, rows, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(1)
 	}
+}
+
+func usage(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "bench: "+format+"\n", args...)
+	os.Exit(2)
+}
+
+// row is one line of the table: conc clients, each pausing gap between its requests.
+type row struct {
+	label string
+	conc  int
+	gap   time.Duration
 }
 
 // service is shotd assembled in-process as serve assembles it, on loopback.
 type service struct {
 	base  string
 	key   string
+	pids  func() []int // the Chrome processes of the pool
 	close func()
 }
 
-func run(browserPath string, n, warm int, gap time.Duration, extraFlags, pageNames []string) error {
+func run(browserPath string, n, warm, pool int, rows []row, extraFlags, pageNames []string) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
@@ -62,9 +97,9 @@ func run(browserPath string, n, warm int, gap time.Duration, extraFlags, pageNam
 		return err
 	}
 	// Both sides run the same Chrome binary with the same flags, behind the same egress proxy.
-	ccfg := cdpclient.Config{Path: path, Prewarm: 2, Log: log, ExtraFlags: append(cdpclient.ProxyFlags(proxy.Addr()), extraFlags...), Guard: guard}
+	ccfg := cdpclient.Config{Path: path, Prewarm: config.Default().Browser.Prewarm, Log: log, ExtraFlags: append(cdpclient.ProxyFlags(proxy.Addr()), extraFlags...), Guard: guard}
 
-	svc, err := startService(ccfg, log)
+	svc, err := startService(ccfg, pool, log)
 	if err != nil {
 		return err
 	}
@@ -75,21 +110,9 @@ func run(browserPath string, n, warm int, gap time.Duration, extraFlags, pageNam
 	}
 	defer raw.Close(context.Background())
 
-	fmt.Printf("shotd bench %s, %s, GOMAXPROCS-visible cores %d, %d renders per row\n",
-		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n)
-	fmt.Printf("%-6s %5s | %-26s | %-26s | %s\n", "page", "conc", "service p50/p95 ms  r/s", "raw CDP p50/p95 ms  r/s", "p50 ratio")
-	type row struct {
-		label string
-		conc  int
-		gap   time.Duration
-	}
-	rows := []row{{"1", 1, 0}, {"2", 2, 0}, {"4", 4, 0}}
-	if gap > 0 {
-		// One client that pauses between requests, as most API clients do: the service's
-		// background work (disposing the used browser context, preparing the next) then runs
-		// in the pause instead of beside the next render.
-		rows = append(rows, row{"1+gap", 1, gap})
-	}
+	fmt.Printf("shotd bench %s, %s, GOMAXPROCS-visible cores %d, %d renders per row, service pool_size %d\n",
+		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, pool)
+	fmt.Printf("%-6s %-8s | %-32s | %-32s | %s\n", "page", "clients", "service p50/p95 ms  r/s  cpu s", "raw CDP p50/p95 ms  r/s  cpu s", "p50 ratio")
 	for _, pg := range pageNames {
 		target := pages.URL + "/" + pg
 		for _, rw := range rows {
@@ -100,28 +123,36 @@ func run(browserPath string, n, warm int, gap time.Duration, extraFlags, pageNam
 			if _, _, err := measureRaw(raw, target, rw.conc, warm, rw.gap); err != nil {
 				return err
 			}
-			sd, swall, err := measureService(svc, target, rw.conc, n, rw.gap)
+			var sd, rd []time.Duration
+			var swall, rwall time.Duration
+			scpu, err := chromeCPU(svc.pids, func() (err error) {
+				sd, swall, err = measureService(svc, target, rw.conc, n, rw.gap)
+				return err
+			})
 			if err != nil {
 				return err
 			}
-			rd, rwall, err := measureRaw(raw, target, rw.conc, n, rw.gap)
+			rcpu, err := chromeCPU(func() []int { return []int{raw.PID()} }, func() (err error) {
+				rd, rwall, err = measureRaw(raw, target, rw.conc, n, rw.gap)
+				return err
+			})
 			if err != nil {
 				return err
 			}
 			sp50, sp95 := pct(sd, 50), pct(sd, 95)
 			rp50, rp95 := pct(rd, 50), pct(rd, 95)
-			fmt.Printf("%-6s %5s | %7.1f %7.1f %8.2f | %7.1f %7.1f %8.2f | %.2fx\n", pg, rw.label,
-				ms(sp50), ms(sp95), float64(len(sd))/swall.Seconds(),
-				ms(rp50), ms(rp95), float64(len(rd))/rwall.Seconds(), float64(sp50)/float64(rp50))
+			fmt.Printf("%-6s %-8s | %7.1f %7.1f %7.2f %7.3f | %7.1f %7.1f %7.2f %7.3f | %.2fx\n", pg, rw.label,
+				ms(sp50), ms(sp95), float64(len(sd))/swall.Seconds(), scpu.Seconds()/float64(len(sd)),
+				ms(rp50), ms(rp95), float64(len(rd))/rwall.Seconds(), rcpu.Seconds()/float64(len(rd)),
+				float64(sp50)/float64(rp50))
 		}
 	}
-	if gap > 0 {
-		fmt.Printf("1+gap: one client pausing %s between requests; r/s includes the pauses.\n", gap)
-	}
+	fmt.Println("clients: 1+P is one client pausing P between requests (r/s includes the pauses); N is N clients back to back.")
+	fmt.Println("cpu s: CPU seconds of all Chrome processes per render, the background work a row leaves included.")
 	return nil
 }
 
-func startService(ccfg cdpclient.Config, log zerolog.Logger) (*service, error) {
+func startService(ccfg cdpclient.Config, pool int, log zerolog.Logger) (*service, error) {
 	dir, err := os.MkdirTemp("", "shotd-bench-")
 	if err != nil {
 		return nil, err
@@ -141,7 +172,7 @@ func startService(ccfg cdpclient.Config, log zerolog.Logger) (*service, error) {
 	plans := map[string]shotd.Plan{"bench": {Name: "bench", MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30,
 		StatusRequestsPerMinute: 1 << 30, Concurrency: 64, QueueLimit: 64, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}}
 	sys := actors.NewSystem(log)
-	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: 1, SlotsPerBrowser: 4, SlotWait: 30 * time.Second, Log: log,
+	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: pool, SlotsPerBrowser: config.Default().Browser.RendersPerProcess, SlotWait: 30 * time.Second, Log: log,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
 			p, err := cdpclient.Launch(ctx, ccfg)
 			if err != nil {
@@ -169,7 +200,20 @@ func startService(ccfg cdpclient.Config, log zerolog.Logger) (*service, error) {
 			return nil, fmt.Errorf("browser pool not ready")
 		}
 	}
-	return &service{base: "http://" + ln.Addr().String(), key: key.AccessKey, close: func() {
+	pids := func() []int {
+		infos, err := r.Browsers(5 * time.Second)
+		if err != nil {
+			return nil
+		}
+		var pids []int
+		for _, b := range infos {
+			if b.Up {
+				pids = append(pids, b.PID)
+			}
+		}
+		return pids
+	}
+	return &service{base: "http://" + ln.Addr().String(), key: key.AccessKey, pids: pids, close: func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		srv.Shutdown(ctx)
