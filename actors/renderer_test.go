@@ -288,3 +288,34 @@ func mustBrowser(t *testing.T) string {
 	}
 	return p
 }
+
+// TestSlotFreeBeforeAnswer: when a render's answer arrives, the supervisor already counts its
+// slot free, so that a client's next render goes to the same, idle browser (the first one)
+// rather than to another because the first still looked busy.
+func TestSlotFreeBeforeAnswer(t *testing.T) {
+	l := newLauncher(t)
+	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
+	defer closePool()
+	srv, _ := fixture(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for r.Up() < 2 {
+		if time.Now().After(deadline) {
+			t.Fatal("pool not up")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	for i := 0; i < 5; i++ {
+		if _, err := render(r, opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240")); err != nil {
+			t.Fatalf("render %d: %v", i, err)
+		}
+		infos, err := r.Browsers(5 * time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, b := range infos {
+			if b.Inflight != 0 {
+				t.Fatalf("after render %d answered, browser %d still has %d in flight", i, b.ID, b.Inflight)
+			}
+		}
+	}
+}
