@@ -46,6 +46,24 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 		cancel()
 		return nil, err
 	}
+	// A pre-warmed tab has the guard's patterns on already; rules need others.
+	if rules != nil || !r.t.guardFetch {
+		args := fetch.NewEnableArgs().SetPatterns(fetchPatterns(r.p.cfg.Guard != nil, rules))
+		if err := r.t.c.Fetch.Enable(ctx, args); err != nil {
+			in.paused.Close()
+			cancel()
+			return nil, err
+		}
+	}
+	in.wg.Add(1)
+	go in.serve(ctx)
+	return in, nil
+}
+
+// fetchPatterns are the requests a render pauses: documents alone for the guard, every request
+// for rules, and with the guard the answers of documents too, to tell the egress proxy's own
+// refusals and error pages.
+func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
 	doc := network.ResourceTypeDocument
 	var patterns []fetch.RequestPattern
 	if rules != nil {
@@ -54,19 +72,24 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 	} else {
 		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest})
 	}
-	if r.p.cfg.Guard != nil {
-		// The answers of documents, to tell the egress proxy's own refusals and error pages.
+	if guard {
 		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageResponse})
 	}
-	args := fetch.NewEnableArgs().SetPatterns(patterns)
-	if err := r.t.c.Fetch.Enable(ctx, args); err != nil {
-		in.paused.Close()
-		cancel()
-		return nil, err
+	return patterns
+}
+
+// enableGuardFetch turns Fetch on in a pre-warmed tab with the patterns of a render that has
+// the guard and no rules, the usual render, so that the render skips that call (a few
+// milliseconds: Chrome installs the interception in its network service). Nothing requests
+// anything in the blank document until the render, which subscribes to the pauses first.
+func (p *Process) enableGuardFetch(ctx context.Context, t *tab) error {
+	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
+	defer cancel()
+	if err := t.c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns(fetchPatterns(true, nil))); err != nil {
+		return err
 	}
-	in.wg.Add(1)
-	go in.serve(ctx)
-	return in, nil
+	t.guardFetch = true
+	return nil
 }
 
 func (in *interceptor) serve(ctx context.Context) {

@@ -2,6 +2,7 @@ package cdpclient
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"net/url"
@@ -59,6 +60,10 @@ func TestSelfNavigation(t *testing.T) {
 	})
 	mux.HandleFunc("/second", htmlPage(`<!doctype html><body style="margin:0;background:rgb(0,0,255)">second</body>`))
 	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	mux.HandleFunc("/nav.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		fmt.Fprint(w, `location = "/second"`)
+	})
 	srv, _ := server(t, mux)
 	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 	refused := "http://127.0.0.3:" + port + "/x"
@@ -80,6 +85,10 @@ func TestSelfNavigation(t *testing.T) {
 		{name: "location to a 204", o: opts(first(`</head><body><script>location = "/empty"</script>`)), want: green, both: true},
 		{name: "form post to a 204", o: opts(first(`</head><body><form method="post" action="/empty"><input name="a" value="b"></form><script>document.forms[0].submit()</script>`)), want: green},
 		{name: "html source to another page", o: htmlOpts(`<body style="background:rgb(0,128,0)"><script>location = "` + srv.URL + `/second"</script></body>`), want: blue},
+		{name: "script that navigates", o: opts(first(`<script src="/nav.js"></script></head><body>`)), want: blue, both: true},
+		// The guarded process's pre-warmed tabs pause documents alone until a render with
+		// rules asks for every request.
+		{name: "script that navigates, blocked", o: withBlocked(opts(first(`<script src="/nav.js"></script></head><body>`)), "*/nav.js"), want: green, both: true},
 		{name: "popup from scripts", o: withScripts(opts(first(`</head><body>x`)), `window.open("/second")`), want: green, popup: true, both: true},
 		{name: "noopener popup from scripts", o: withScripts(opts(first(`</head><body>x`)), `window.open("/second", "_blank", "noopener")`), want: green, popup: true},
 		{name: "popup from a click", o: withClick(opts(first(`</head><body><a id="p" target="_blank" href="/second">popup</a>`)), "#p"), want: green, popup: true},
@@ -150,6 +159,11 @@ func popupsOf(t *testing.T, p *Process, tb *tab) int {
 		}
 	}
 	return n
+}
+
+func withBlocked(o *shotd.Options, patterns ...string) *shotd.Options {
+	o.BlockRequests = patterns
+	return o
 }
 
 func withWait(o *shotd.Options, w string) *shotd.Options {

@@ -31,6 +31,8 @@ type tab struct {
 	lifecycle      page.LifecycleEventClient
 	metrics        metrics     // the device metrics override in force
 	crashed        atomic.Bool // the renderer of the target crashed
+	// guardFetch: Fetch is on with the patterns of the guard alone (enableGuardFetch).
+	guardFetch bool
 	// slot: t came from the pre-warmed pool and holds its place there until disposed, so that
 	// the replacement is made after the render rather than competing with it for the CPU.
 	slot bool
@@ -314,6 +316,11 @@ func (p *Process) prewarm() {
 		if len(p.ready) > 0 {
 			if err := t.warmUp(p.life); err != nil && p.life.Err() == nil {
 				p.log.Debug().Err(err).Msg("warm up a pre-warmed tab")
+			}
+		}
+		if p.cfg.Guard != nil {
+			if err := p.enableGuardFetch(p.life, t); err != nil && p.life.Err() == nil {
+				p.log.Debug().Err(err).Msg("enable Fetch in a pre-warmed tab")
 			}
 		}
 		p.ready <- t // never blocks: one slot token per place in ready
