@@ -33,8 +33,9 @@ type tab struct {
 	crashed        atomic.Bool // the renderer of the target crashed
 	// guardFetch: Fetch is on with the patterns of the guard alone (enableGuardFetch).
 	guardFetch bool
-	// slot: t came from the pre-warmed pool and holds its place there until disposed, so that
-	// the replacement is made after the render rather than competing with it for the CPU.
+	// slot: t came from the pre-warmed pool and holds its place there until the render releases
+	// it, so that the replacement is made after the render rather than competing with it for the
+	// CPU.
 	slot bool
 }
 
