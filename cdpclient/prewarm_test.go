@@ -140,7 +140,8 @@ func warmUpSeen(t *testing.T, ctx context.Context, url string, html, warm bool) 
 	t.Helper()
 	const (
 		blank = `JSON.stringify([document.documentElement.outerHTML, Object.keys(window).length, history.length])`
-		paged = `JSON.stringify([history.length, performance.getEntriesByType('paint').length, performance.getEntriesByType('navigation').length, performance.getEntries().length])`
+		// Entries whose number depends on timing (long animation frames, say) are left out.
+		paged = `JSON.stringify([history.length, ...['paint', 'navigation', 'resource', 'mark', 'measure'].map(t => performance.getEntriesByType(t).map(e => e.name))])`
 	)
 	tb, err := shared.newTab(ctx)
 	if err != nil {
@@ -177,6 +178,9 @@ func warmUpSeen(t *testing.T, ctx context.Context, url string, html, warm bool) 
 	for eval(`document.readyState`) != `"complete"` {
 		time.Sleep(20 * time.Millisecond)
 	}
-	time.Sleep(100 * time.Millisecond) // the paint entries
+	// Both paint entries come, in either tab, once the page has been drawn.
+	for deadline := time.Now().Add(5 * time.Second); eval(`performance.getEntriesByType('paint').length`) != "2" && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
 	return eval(paged)
 }
