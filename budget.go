@@ -44,17 +44,8 @@ func (o *Options) VideoLength() time.Duration {
 // RenderBudget is the longest the browser may spend on a render of o; see above.
 func (o *Options) RenderBudget() time.Duration {
 	b := o.LoadTimeout() + max(o.Delay, 0) + RenderSlack
-	if o.IsVideo() {
+	if IsVideo(o.Format) {
 		b += VideoRecordAllowance(o.VideoLength())
 	}
 	return b
-}
-
-// IsVideo reports whether o records a video (mp4, webm, gif).
-func (o *Options) IsVideo() bool {
-	switch o.Format {
-	case FormatMP4, FormatWebM, FormatGIF:
-		return true
-	}
-	return false
 }

@@ -82,7 +82,7 @@ func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
 // the guard and no rules, the usual render, so that the render skips that call (a few
 // milliseconds: Chrome installs the interception in its network service). Nothing requests
 // anything in the blank document until the render, which subscribes to the pauses first.
-func (p *Process) enableGuardFetch(ctx context.Context, t *tab) error {
+func (t *tab) enableGuardFetch(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
 	defer cancel()
 	if err := t.c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns(fetchPatterns(true, nil))); err != nil {

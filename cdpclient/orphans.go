@@ -89,7 +89,7 @@ func userDataDir(pid int) (string, bool) {
 	return "", false
 }
 
-var warnedWrappers sync.Map // browser paths wrapperWithoutExec warned about
+var warnedWrappers sync.Map // browser paths wrapperWithoutExec has looked at
 
 // wrapperWithoutExec reports whether path is a shell script that never execs: it then runs
 // Chrome as its child, out of reach of Pdeathsig, which kills only the script when the service

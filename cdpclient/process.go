@@ -263,8 +263,9 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	if wrapperWithoutExec(path) {
-		if _, seen := warnedWrappers.LoadOrStore(path, true); !seen {
+	// Read once per path: the warning once, and no 64 KiB read at every relaunch.
+	if _, seen := warnedWrappers.LoadOrStore(path, true); !seen {
+		if wrapperWithoutExec(path) {
 			cfg.Log.Warn().Str("browser", path).Msg("the browser is a script that does not exec Chrome: Chrome outlives a killed service until its next start; point browser.path at the binary itself")
 		}
 	}

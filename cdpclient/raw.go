@@ -54,10 +54,8 @@ func RawLoop(ctx context.Context, p *Process, url string, n int, gap time.Durati
 		}
 		durs = append(durs, time.Since(start))
 		if gap > 0 {
-			select {
-			case <-time.After(gap):
-			case <-ctx.Done():
-				return durs, shotd.Wrap(shotd.CodeInternalError, ctx.Err(), "raw loop: cancelled")
+			if err := sleep(ctx, gap); err != nil {
+				return durs, shotd.Wrap(shotd.CodeInternalError, err, "raw loop: cancelled")
 			}
 		}
 	}

@@ -217,7 +217,7 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	switch {
 	case r.format == "":
 		r.format = shotd.FormatPNG
-	case o.IsVideo():
+	case shotd.IsVideo(o.Format):
 		r.initVideo()
 	case r.format == shotd.FormatPNG, r.format == shotd.FormatJPEG, r.format == shotd.FormatWebP, r.format == shotd.FormatPDF:
 	default:

@@ -225,29 +225,15 @@ func TestResponseCache(t *testing.T) {
 func TestCacheTTL(t *testing.T) {
 	a := newAccount(t, "default", true)
 	q := a.q("url", page("/"), "viewport_width", "200", "viewport_height", "150", "cache", "true", "cache_ttl", "60")
-	var ps shotd.Params
-	for k, vs := range q {
-		ps = append(ps, shotd.Param{Name: k, Values: vs})
-	}
-	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: 64 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
-	planted := &shotd.Output{Data: []byte("\x89PNG\r\n\x1a\nplanted"), Format: "png", ContentType: "image/png", Width: 200, Height: 150}
-	rec, err := env.st.PutFile(a.acc.ID, planted, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := env.st.CachePut(o.ResponseCacheKey(a.acc.ID), rec, 400*time.Millisecond); err != nil {
-		t.Fatal(err)
-	}
+	planted := []byte("\x89PNG\r\n\x1a\nplanted")
+	plantCache(t, a, q, planted, 400*time.Millisecond)
 	r := get(t, "/api/v1/screenshot", q)
-	if r.header.Get("X-Cache") != "HIT" || !bytes.Equal(r.body, planted.Data) {
+	if r.header.Get("X-Cache") != "HIT" || !bytes.Equal(r.body, planted) {
 		t.Fatalf("before the ttl: %d X-Cache %q, %d bytes; want the planted entry", r.status, r.header.Get("X-Cache"), len(r.body))
 	}
 	time.Sleep(500 * time.Millisecond)
 	r = get(t, "/api/v1/screenshot", q)
-	if r.status != 200 || r.header.Get("X-Cache") != "MISS" || bytes.Equal(r.body, planted.Data) {
+	if r.status != 200 || r.header.Get("X-Cache") != "MISS" || bytes.Equal(r.body, planted) {
 		t.Fatalf("after the ttl: %d X-Cache %q; want a fresh render", r.status, r.header.Get("X-Cache"))
 	}
 	if r := get(t, "/api/v1/screenshot", q); r.header.Get("X-Cache") != "HIT" {
@@ -408,8 +394,8 @@ func init() {
 		Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 1000, Features: shotd.AllFeatures}
 }
 
-// plantCache stores data as the cached answer of q, under the key the server computes.
-func plantCache(t *testing.T, a account, q url.Values, data []byte) {
+// plantCache stores data as the cached answer of q for ttl, under the key the server computes.
+func plantCache(t *testing.T, a account, q url.Values, data []byte, ttl time.Duration) {
 	t.Helper()
 	var ps shotd.Params
 	for k, vs := range q {
@@ -423,7 +409,7 @@ func plantCache(t *testing.T, a account, q url.Values, data []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.st.CachePut(o.ResponseCacheKey(a.acc.ID), rec, time.Hour); err != nil {
+	if err := env.st.CachePut(o.ResponseCacheKey(a.acc.ID), rec, ttl); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -505,7 +491,7 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 	t.Run("features apply", func(t *testing.T) {
 		a := newAccount(t, "lim_nothing", true)
 		q := tiny(a, "cache", "true")
-		plantCache(t, a, q, []byte("\x89PNG\r\n\x1a\nplanted"))
+		plantCache(t, a, q, []byte("\x89PNG\r\n\x1a\nplanted"), time.Hour)
 		e := wantError(t, get(t, "/api/v1/screenshot", q), 403, shotd.CodeFeatureNotAvailable)
 		if !strings.Contains(e.ErrorMessage, "cache") {
 			t.Fatalf("message %q does not name the cache", e.ErrorMessage)
