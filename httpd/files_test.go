@@ -409,7 +409,7 @@ func plantCache(t *testing.T, a account, q url.Values, data []byte, ttl time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := env.st.CachePut(o.ResponseCacheKey(a.acc.ID), rec, ttl); err != nil {
+	if _, err := env.st.CachePutFile(o.ResponseCacheKey(a.acc.ID), rec, ttl); err != nil {
 		t.Fatal(err)
 	}
 }

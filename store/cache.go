@@ -60,17 +60,12 @@ func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
 	return rec, true, nil
 }
 
-// CachePut stores rec's file under key for ttl, replacing any earlier entry, and extends the
+// CachePutFile stores rec's file under key for ttl, replacing any earlier entry, and extends the
 // file's expiry to at least the entry's in the same transaction, so that a cached file is never
 // swept before its entry. The file record must exist, belong to rec.AccountID and be unexpired
-// (ErrNotFound otherwise). The file's own TTL is not shortened.
-func (s *Store) CachePut(key string, rec FileRecord, ttl time.Duration) error {
-	_, err := s.CachePutFile(key, rec, ttl)
-	return err
-}
-
-// CachePutFile is CachePut that also returns the file record as the put left it: its ExpiresAt
-// is the file's real expiry, later than rec's when the entry outlives the file's own TTL.
+// (ErrNotFound otherwise). The file's own TTL is not shortened. It returns the file record as
+// the put left it: its ExpiresAt is the file's real expiry, later than rec's when the entry
+// outlives the file's own TTL.
 func (s *Store) CachePutFile(key string, rec FileRecord, ttl time.Duration) (FileRecord, error) {
 	if err := checkCacheKey(key); err != nil {
 		return FileRecord{}, err

@@ -17,7 +17,7 @@ const (
 func TestCacheGet(t *testing.T) {
 	tests := []struct {
 		name    string
-		prepare func(t *testing.T, s *Store, rec FileRecord) // after CachePut(keyA, rec, time.Hour)
+		prepare func(t *testing.T, s *Store, rec FileRecord) // after CachePutFile(keyA, rec, time.Hour)
 		key     string
 		wantHit bool
 		wantErr bool
@@ -50,7 +50,7 @@ func TestCacheGet(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := openStore(t)
 			rec := putFile(t, s, "acc_a", "cached", time.Hour)
-			if err := s.CachePut(keyA, rec, time.Hour); err != nil {
+			if _, err := s.CachePutFile(keyA, rec, time.Hour); err != nil {
 				t.Fatal(err)
 			}
 			if tt.prepare != nil {
@@ -70,7 +70,7 @@ func TestCacheGet(t *testing.T) {
 	}
 }
 
-func TestCachePut(t *testing.T) {
+func TestCachePutRules(t *testing.T) {
 	s, _ := openStore(t)
 	rec := putFile(t, s, "acc_a", "data", time.Hour)
 	expired := putFile(t, s, "acc_a", "old", time.Hour)
@@ -97,17 +97,17 @@ func TestCachePut(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.CachePut(tt.key, tt.rec, tt.ttl)
+			_, err := s.CachePutFile(tt.key, tt.rec, tt.ttl)
 			switch {
 			case tt.wantErr == nil && err != nil:
-				t.Fatalf("CachePut: %v", err)
+				t.Fatalf("CachePutFile: %v", err)
 			case tt.wantErr == errAny && err == nil,
 				tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
-				t.Fatalf("CachePut = %v, want %v", err, tt.wantErr)
+				t.Fatalf("CachePutFile = %v, want %v", err, tt.wantErr)
 			}
 			_, hit, _ := s.CacheGet(tt.key)
 			if hit != (err == nil) {
-				t.Fatalf("hit %v after CachePut error %v", hit, err)
+				t.Fatalf("hit %v after CachePutFile error %v", hit, err)
 			}
 		})
 	}
@@ -120,10 +120,10 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 	start := time.Now()
 	short := putFile(t, s, "acc_a", "short file, long entry", time.Hour)
 	long := putFile(t, s, "acc_a", "long file, short entry", 48*time.Hour)
-	if err := s.CachePut(keyA, short, 24*time.Hour); err != nil {
+	if _, err := s.CachePutFile(keyA, short, 24*time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.CachePut(keyB, long, time.Hour); err != nil {
+	if _, err := s.CachePutFile(keyB, long, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.File("acc_a", short.FileID)
@@ -220,7 +220,7 @@ func TestCachePutFile(t *testing.T) {
 func TestCacheHitIsFast(t *testing.T) {
 	s, _ := openStore(t)
 	rec := putFile(t, s, "acc_a", "data", time.Hour)
-	if err := s.CachePut(keyA, rec, time.Hour); err != nil {
+	if _, err := s.CachePutFile(keyA, rec, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	d := make([]time.Duration, 501)
@@ -248,7 +248,7 @@ func BenchmarkCacheGet(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	if err := s.CachePut(keyA, rec, time.Hour); err != nil {
+	if _, err := s.CachePutFile(keyA, rec, time.Hour); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -37,7 +37,7 @@ func TestSweepNow(t *testing.T) {
 	start := time.Now()
 	hour := putFile(t, s, "acc_a", "1h", time.Hour)
 	twoHours := putFile(t, s, "acc_b", "2h", 2*time.Hour)
-	if err := s.CachePut(keyA, hour, 30*time.Minute); err != nil {
+	if _, err := s.CachePutFile(keyA, hour, 30*time.Minute); err != nil {
 		t.Fatal(err)
 	}
 
