@@ -115,16 +115,29 @@ func TestSelfNavigation(t *testing.T) {
 				o := *tt.o
 				// A hang ends in a timeout error; the bound is generous for a loaded machine.
 				o.Timeout = 10 * time.Second
-				openPopups := -1
-				if tt.popup {
-					testHookAfterStep = func(step string, tb *tab) {
-						if step == "settle" {
-							openPopups = popupsOf(t, p, tb)
+				if p == guarded {
+					// A pre-warmed tab, whose Fetch is on with the guard's patterns already: the
+					// render must still apply its own rules there.
+					for deadline := time.Now().Add(10 * time.Second); len(p.ready) < cap(p.ready); time.Sleep(10 * time.Millisecond) {
+						if time.Now().After(deadline) {
+							t.Fatal("the guarded pool did not refill")
 						}
 					}
-					defer func() { testHookAfterStep = nil }()
 				}
+				openPopups, prewarmed := -1, false
+				testHookAfterStep = func(step string, tb *tab) {
+					switch {
+					case step == "emulate":
+						prewarmed = tb.guardFetch
+					case step == "settle" && tt.popup:
+						openPopups = popupsOf(t, p, tb)
+					}
+				}
+				defer func() { testHookAfterStep = nil }()
 				out, err := doRender(t, p, &o)
+				if p == guarded && !prewarmed && tt.code == "" {
+					t.Error("the render did not get a pre-warmed tab with the guard's Fetch on")
+				}
 				if tt.code != "" {
 					wantCode(t, err, tt.code)
 				} else {
