@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bytes"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
+	"slices"
 	"time"
+
+	"github.com/shotd/shotd/internal/proc"
 )
 
 func execOutput(name string, args ...string) (string, error) {
@@ -34,40 +32,15 @@ func chromeCPU(pids func() []int, f func() error) (time.Duration, error) {
 	return groupCPU(leaders) - before, nil
 }
 
-// userHZ is the unit of the times in /proc/<pid>/stat on Linux.
-const userHZ = 100
-
-// groupCPU sums the user and system time of every process in the groups led by leaders, and
-// that of the children they reaped (Chrome's zygote reaps its renderers). Each Chrome of shotd
-// leads a process group of its own.
+// groupCPU sums the CPU time of every process in the groups led by leaders, with that of the
+// children they reaped (Chrome's zygote reaps its renderers). Each Chrome of shotd leads a
+// process group of its own.
 func groupCPU(leaders []int) time.Duration {
-	groups := map[string]bool{}
-	for _, pid := range leaders {
-		groups[strconv.Itoa(pid)] = true
-	}
-	ents, _ := os.ReadDir("/proc")
-	var ticks int64
-	for _, e := range ents {
-		if _, err := strconv.Atoi(e.Name()); err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		// After the command: state ppid pgrp ... utime(12) stime(13) cutime(14) cstime(15).
-		f := strings.Fields(string(b[i+1:]))
-		if len(f) < 14 || !groups[f[2]] {
-			continue
-		}
-		for _, v := range f[11:15] {
-			n, _ := strconv.ParseInt(v, 10, 64)
-			ticks += n
+	var sum time.Duration
+	for _, st := range proc.All() {
+		if slices.Contains(leaders, st.PGID) {
+			sum += st.CPU
 		}
 	}
-	return time.Duration(ticks) * time.Second / userHZ
+	return sum
 }

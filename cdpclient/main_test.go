@@ -13,19 +13,22 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // shared is the one browser of the package's tests; each render gets a fresh context anyway.
 var shared *Process
 
 func TestMain(m *testing.M) {
+	if dir := os.Getenv(orphanHelperEnv); dir != "" {
+		os.Exit(orphanHelper(dir)) // a service that TestKillOrphans kills; see there
+	}
 	goroutines := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -99,17 +102,10 @@ func waitGoroutines(base int, within time.Duration) error {
 	}
 }
 
-// procState returns the state letter of /proc/<pid>/stat.
+// procState returns the state letter of pid.
 func procState(pid int) (byte, bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 || i+2 >= len(b) {
-		return 0, false
-	}
-	return b[i+2], true
+	st, ok := proc.Read(pid)
+	return st.State, ok
 }
 
 // mentioning lists the pids whose command line contains s: the crashpad handler, which leaves
@@ -132,25 +128,9 @@ func mentioning(s string) []int {
 
 // groupMembers lists the pids whose process group is pgid.
 func groupMembers(pgid int) []int {
-	ents, _ := os.ReadDir("/proc")
 	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		i := bytes.LastIndexByte(b, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(b[i+1:])) // state ppid pgrp ...
-		if len(f) > 2 && f[2] == strconv.Itoa(pgid) {
-			pids = append(pids, pid)
-		}
+	for _, st := range proc.Group(pgid) {
+		pids = append(pids, st.PID)
 	}
 	return pids
 }

@@ -318,6 +318,15 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
 	}
 	w.Close() // Chrome holds the write end now; EOF comes when its whole group is gone
+	if err := writeGroupRecord(dir, cmd.Process.Pid, cfg.StartTimeout); err != nil {
+		// Without the record a wrapper's Chrome could outlive a killed service unnoticed.
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		_ = cmd.Wait()
+		r.Close()
+		os.RemoveAll(dir)
+		os.RemoveAll(tmp)
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot record the browser's process group")
+	}
 
 	life, cancelLife := context.WithCancelCause(context.Background())
 	p := &Process{
