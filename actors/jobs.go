@@ -204,10 +204,10 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	} else {
 		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
 	}
-	if err != nil && a.owner.wasCut() && interruptedByStop(err) {
-		// The shutdown took the browser away mid-render (or the pool is closing): the job stays
-		// "rendering" in the store and is queued again at the next start, as a killed run's
-		// would be. Not failed, not billed, no webhook.
+	if err != nil && a.owner.life.Err() != nil {
+		// Close gave up waiting and cancelled the render (or the browser went away with the
+		// shutdown): the job stays "rendering" in the store and is queued again at the next
+		// start, as a killed run's would be. Not failed, not billed, no webhook.
 		log.Info().Err(err).Msg("job interrupted by the shutdown; queued again at the next start")
 		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
 		return
@@ -248,7 +248,7 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 	var out *shotd.Output
 	var err error
 	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(context.Background(), o.RenderBudget()+a.cfg.RenderGrace)
+		ctx, cancel := context.WithTimeout(a.owner.life, o.RenderBudget()+a.cfg.RenderGrace)
 		out, err = a.cfg.Render(ctx, o)
 		cancel()
 		if err == nil {
@@ -258,7 +258,11 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 		if (code != shotd.CodeRendererBusy && code != shotd.CodeRendererUnavailable) || time.Now().After(deadline) {
 			break
 		}
-		time.Sleep(backoff(min(attempt, 3)))
+		select {
+		case <-time.After(backoff(min(attempt, 3))):
+		case <-a.owner.life.Done():
+			return nil, Released, err
+		}
 	}
 	if err == nil && a.cfg.MaxOutputBytes > 0 && len(out.Data) > a.cfg.MaxOutputBytes {
 		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, len(out.Data), a.cfg.MaxOutputBytes)
@@ -285,9 +289,13 @@ type Jobs struct {
 	sys *actor.ActorSystem
 	pid *actor.PID
 
+	// life is cancelled when Close gives up waiting: the running renders stop with it, and
+	// their jobs stay "rendering", to be queued again at the next start.
+	life context.Context
+	cut  context.CancelFunc
+
 	mu       sync.Mutex
 	stopping bool
-	cut      bool // Close gave up waiting for the running jobs
 	running  sync.WaitGroup
 	stopOnce sync.Once // a second Close (after one cut short) does not stop the actor again
 }
@@ -311,6 +319,7 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 		return nil, err
 	}
 	j := &Jobs{sys: sys}
+	j.life, j.cut = context.WithCancel(context.Background())
 	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
 		return &jobActor{cfg: cfg, owner: j, restore: restore}
 	}), "jobs")
@@ -319,24 +328,6 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	}
 	j.pid = pid
 	return j, nil
-}
-
-// wasCut reports whether Close stopped waiting for the running jobs: from then on the browser may
-// go away under them.
-func (j *Jobs) wasCut() bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	return j.cut
-}
-
-// interruptedByStop reports whether a render error is what a stopping service causes (the
-// browser closed under the render, the pool gone), rather than the page's own failure.
-func interruptedByStop(err error) bool {
-	switch shotd.CodeOf(err) {
-	case shotd.CodeInternalError, shotd.CodeRendererUnavailable, shotd.CodeRendererBusy:
-		return true
-	}
-	return false
 }
 
 // goRun runs f in a tracked goroutine unless the jobs are stopping.
@@ -386,11 +377,10 @@ func (j *Jobs) Close(ctx context.Context) error {
 	select {
 	case <-done:
 	case <-ctx.Done():
-		j.mu.Lock()
-		j.cut = true
-		j.mu.Unlock()
+		j.cut()
 		return ctx.Err()
 	}
+	j.cut() // nothing runs any more: this only releases the context
 	var err error
 	j.stopOnce.Do(func() { err = j.sys.Root.StopFuture(j.pid).Wait() })
 	return err
