@@ -270,15 +270,15 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 	if err != nil {
 		return nil, OutcomeOf(err), err
 	}
-	rec, err := a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
+	// The cache may keep the file longer than the file TTL: the result shows the real expiry.
+	var rec store.FileRecord
+	if o.Cache {
+		rec, err = a.cfg.Store.PutCachedFile(accountID, out, a.cfg.FileTTL, cacheKey, o.CacheTTL)
+	} else {
+		rec, err = a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
+	}
 	if err != nil {
 		return nil, Released, shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored")
-	}
-	if o.Cache {
-		// The cache may keep the file longer than the file TTL: the result shows the real expiry.
-		if kept, err := a.cfg.Store.CachePutFile(cacheKey, rec, o.CacheTTL); err == nil {
-			rec = kept
-		}
 	}
 	r := store.ResultOf(rec, "MISS")
 	return &r, Succeeded, nil

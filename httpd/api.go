@@ -124,21 +124,18 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 
 	var rec store.FileRecord
 	if o.Cache || o.ResponseType == "json" {
-		ttl := s.set.FileTTL
-		if rec, err = s.files.PutFile(who.account.ID, out, ttl); err != nil {
+		// A cached file is kept as long as its entry, which may be longer than the file TTL:
+		// the answer tells the expiry the file really has.
+		if o.Cache {
+			rec, err = s.files.PutCachedFile(who.account.ID, out, s.set.FileTTL, cacheKey, o.CacheTTL)
+		} else {
+			rec, err = s.files.PutFile(who.account.ID, out, s.set.FileTTL)
+		}
+		if err != nil {
 			outcome = actors.Released
 			settle()
 			s.fail(ctx, shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored"))
 			return
-		}
-		if o.Cache {
-			// The entry may keep the file longer than its own TTL: the answer tells the
-			// expiry the file really has.
-			if cached, err := s.files.CachePutFile(cacheKey, rec, o.CacheTTL); err != nil {
-				log.Warn().Err(err).Msg("cache store")
-			} else {
-				rec = cached
-			}
 		}
 	}
 	outcome = actors.Succeeded

@@ -405,11 +405,8 @@ func plantCache(t *testing.T, a account, q url.Values, data []byte, ttl time.Dur
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := env.st.PutFile(a.acc.ID, &shotd.Output{Data: data, Format: "png", ContentType: "image/png", Width: 120, Height: 100}, time.Hour)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := env.st.CachePutFile(o.ResponseCacheKey(a.acc.ID), rec, ttl); err != nil {
+	out := &shotd.Output{Data: data, Format: "png", ContentType: "image/png", Width: 120, Height: 100}
+	if _, err := env.st.PutCachedFile(a.acc.ID, out, time.Hour, o.ResponseCacheKey(a.acc.ID), ttl); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -44,8 +44,8 @@ type Files interface {
 	File(accountID, fileID string) (store.FileRecord, error)
 	OpenFile(rec store.FileRecord) (*os.File, error)
 	CacheGet(key string) (store.FileRecord, bool, error)
-	// CachePutFile returns the file record as the cache entry left it (a later expiry).
-	CachePutFile(key string, rec store.FileRecord, ttl time.Duration) (store.FileRecord, error)
+	// PutCachedFile is PutFile that also enters the file in the response cache, in one write.
+	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (store.FileRecord, error)
 }
 
 // Settings are the parts of the configuration the public API needs.

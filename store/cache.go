@@ -60,41 +60,6 @@ func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
 	return rec, true, nil
 }
 
-// CachePutFile stores rec's file under key for ttl, replacing any earlier entry, and extends the
-// file's expiry to at least the entry's in the same transaction, so that a cached file is never
-// swept before its entry. The file record must exist, belong to rec.AccountID and be unexpired
-// (ErrNotFound otherwise). The file's own TTL is not shortened. It returns the file record as
-// the put left it: its ExpiresAt is the file's real expiry, later than rec's when the entry
-// outlives the file's own TTL.
-func (s *Store) CachePutFile(key string, rec FileRecord, ttl time.Duration) (FileRecord, error) {
-	if err := checkCacheKey(key); err != nil {
-		return FileRecord{}, err
-	}
-	if ttl <= 0 {
-		return FileRecord{}, fmt.Errorf("store: cache put: ttl %v must be positive", ttl)
-	}
-	t := now()
-	e := cacheEntry{FileID: rec.FileID, AccountID: rec.AccountID, ExpiresAt: t.Add(ttl)}
-	var stored FileRecord
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		ok, err := getJSON(tx.Bucket(bucketFiles), rec.FileID, &stored)
-		if err != nil {
-			return err
-		}
-		if !ok || stored.AccountID != rec.AccountID || stored.expired(t) {
-			return fmt.Errorf("store: cache put: file %s: %w", rec.FileID, ErrNotFound)
-		}
-		if stored, err = extendFile(tx, rec.FileID, e.ExpiresAt); err != nil {
-			return err
-		}
-		return putJSON(tx.Bucket(bucketCache), key, e)
-	})
-	if err != nil {
-		return FileRecord{}, err
-	}
-	return stored, nil
-}
-
 func checkCacheKey(key string) error {
 	if key == "" || len(key) > maxCacheKeyLen {
 		return fmt.Errorf("store: cache key of %d bytes: want 1 to %d hex digits", len(key), maxCacheKeyLen)

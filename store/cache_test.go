@@ -1,7 +1,6 @@
 package store
 
 import (
-	"errors"
 	"os"
 	"slices"
 	"strings"
@@ -17,7 +16,7 @@ const (
 func TestCacheGet(t *testing.T) {
 	tests := []struct {
 		name    string
-		prepare func(t *testing.T, s *Store, rec FileRecord) // after CachePutFile(keyA, rec, time.Hour)
+		prepare func(t *testing.T, s *Store, rec FileRecord) // after PutCachedFile(..., keyA, time.Hour)
 		key     string
 		wantHit bool
 		wantErr bool
@@ -49,8 +48,8 @@ func TestCacheGet(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s, _ := openStore(t)
-			rec := putFile(t, s, "acc_a", "cached", time.Hour)
-			if _, err := s.CachePutFile(keyA, rec, time.Hour); err != nil {
+			rec, err := s.PutCachedFile("acc_a", pngOutput("cached"), time.Hour, keyA, time.Hour)
+			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.prepare != nil {
@@ -70,46 +69,48 @@ func TestCacheGet(t *testing.T) {
 	}
 }
 
-func TestCachePutRules(t *testing.T) {
-	s, _ := openStore(t)
-	rec := putFile(t, s, "acc_a", "data", time.Hour)
-	expired := putFile(t, s, "acc_a", "old", time.Hour)
-	rewrite(t, s, bucketFiles, expired.FileID, func(r *FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
-	foreign := rec
-	foreign.AccountID = "acc_b"
-	unknown := rec
-	unknown.FileID = "f_" + strings.Repeat("C", 22)
-
+func TestPutCachedFileRules(t *testing.T) {
 	tests := []struct {
-		name    string
-		key     string
-		rec     FileRecord
-		ttl     time.Duration
-		wantErr error // errAny: some error
+		name      string
+		accountID string
+		key       string
+		ttl       time.Duration
+		wantErr   bool
 	}{
-		{"stored", keyA, rec, time.Hour, nil},
-		{"replaced", keyA, rec, 2 * time.Hour, nil},
-		{"expired file", keyB, expired, time.Hour, ErrNotFound},
-		{"another account's file", keyB, foreign, time.Hour, ErrNotFound},
-		{"unknown file", keyB, unknown, time.Hour, ErrNotFound},
-		{"zero ttl", keyB, rec, 0, errAny},
-		{"bad key", "xyz", rec, time.Hour, errAny},
+		{"stored", "acc_a", keyA, time.Hour, false},
+		{"zero ttl", "acc_a", keyA, 0, true},
+		{"bad key", "acc_a", "xyz", time.Hour, true},
+		{"no account", "", keyA, time.Hour, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := s.CachePutFile(tt.key, tt.rec, tt.ttl)
-			switch {
-			case tt.wantErr == nil && err != nil:
-				t.Fatalf("CachePutFile: %v", err)
-			case tt.wantErr == errAny && err == nil,
-				tt.wantErr != nil && tt.wantErr != errAny && !errors.Is(err, tt.wantErr):
-				t.Fatalf("CachePutFile = %v, want %v", err, tt.wantErr)
+			s, _ := openStore(t)
+			rec, err := s.PutCachedFile(tt.accountID, pngOutput("data"), time.Hour, tt.key, tt.ttl)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("PutCachedFile = %v, want error %v", err, tt.wantErr)
 			}
-			_, hit, _ := s.CacheGet(tt.key)
-			if hit != (err == nil) {
-				t.Fatalf("hit %v after CachePutFile error %v", hit, err)
+			hit, ok, _ := s.CacheGet(tt.key)
+			if ok != !tt.wantErr || ok && hit != rec {
+				t.Fatalf("CacheGet = %+v, %v after PutCachedFile %+v, %v", hit, ok, rec, err)
+			}
+			// A refused put leaves nothing: no record, no file, no entry.
+			if tt.wantErr && (len(dirNames(t, s)) != 0 || countKeys(t, s, bucketFiles) != 0 || countKeys(t, s, bucketCache) != 0) {
+				t.Fatalf("a refused put left %v on disk, %d records, %d entries", dirNames(t, s), countKeys(t, s, bucketFiles), countKeys(t, s, bucketCache))
 			}
 		})
+	}
+	// A second put under the same key replaces the entry.
+	s, _ := openStore(t)
+	first, err := s.PutCachedFile("acc_a", pngOutput("first"), time.Hour, keyA, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := s.PutCachedFile("acc_a", pngOutput("second"), time.Hour, keyA, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hit, ok, err := s.CacheGet(keyA); !ok || err != nil || hit.FileID != second.FileID || hit.FileID == first.FileID {
+		t.Fatalf("CacheGet = %+v, %v, %v; want the second file %s", hit, ok, err, second.FileID)
 	}
 }
 
@@ -118,12 +119,12 @@ func TestCachePutRules(t *testing.T) {
 func TestCacheKeepsFileAlive(t *testing.T) {
 	s, _ := openStore(t)
 	start := time.Now()
-	short := putFile(t, s, "acc_a", "short file, long entry", time.Hour)
-	long := putFile(t, s, "acc_a", "long file, short entry", 48*time.Hour)
-	if _, err := s.CachePutFile(keyA, short, 24*time.Hour); err != nil {
+	short, err := s.PutCachedFile("acc_a", pngOutput("short file, long entry"), time.Hour, keyA, 24*time.Hour)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.CachePutFile(keyB, long, time.Hour); err != nil {
+	long, err := s.PutCachedFile("acc_a", pngOutput("long file, short entry"), 48*time.Hour, keyB, time.Hour)
+	if err != nil {
 		t.Fatal(err)
 	}
 	got, err := s.File("acc_a", short.FileID)
@@ -133,8 +134,11 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 	if got.ExpiresAt.Before(start.Add(24 * time.Hour)) {
 		t.Fatalf("file expires %v, before its cache entry (24h from %v)", got.ExpiresAt, start)
 	}
-	if got, err := s.File("acc_a", long.FileID); err != nil || !got.ExpiresAt.Equal(long.ExpiresAt) {
-		t.Fatalf("a shorter cache entry changed the file's expiry: %+v, %v", got, err)
+	if got != short {
+		t.Fatalf("PutCachedFile returned %+v, stored %+v", short, got)
+	}
+	if long.ExpiresAt.Before(start.Add(48*time.Hour)) || long.ExpiresAt.After(time.Now().Add(48*time.Hour)) {
+		t.Fatalf("a shorter cache entry changed the file's expiry: %v", long.ExpiresAt)
 	}
 	hit, ok, err := s.CacheGet(keyA)
 	if err != nil || !ok || !hit.ExpiresAt.Equal(got.ExpiresAt) {
@@ -178,49 +182,11 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 	}
 }
 
-// TestCachePutFile: the record CachePutFile returns is the file as stored after the put, with
-// the expiry the entry gave it or its own when that is later.
-func TestCachePutFile(t *testing.T) {
-	s, _ := openStore(t)
-	start := time.Now()
-	short := putFile(t, s, "acc_a", "short file, long entry", time.Hour)
-	long := putFile(t, s, "acc_a", "long file, short entry", 48*time.Hour)
-	tests := []struct {
-		name string
-		key  string
-		rec  FileRecord
-		ttl  time.Duration
-		min  time.Duration // the returned expiry is at least start+min
-	}{
-		{"extended", keyA, short, 24 * time.Hour, 24 * time.Hour},
-		{"not shortened", keyB, long, time.Hour, 48 * time.Hour},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := s.CachePutFile(tt.key, tt.rec, tt.ttl)
-			if err != nil {
-				t.Fatal(err)
-			}
-			stored, err := s.File("acc_a", tt.rec.FileID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != stored || got.ExpiresAt.Before(start.Add(tt.min)) {
-				t.Fatalf("CachePutFile = %+v, stored %+v; want the stored record, expiring after %v", got, stored, start.Add(tt.min))
-			}
-		})
-	}
-	if _, err := s.CachePutFile(keyA, FileRecord{FileID: "f_" + strings.Repeat("C", 22), AccountID: "acc_a"}, time.Hour); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("unknown file: %v, want ErrNotFound", err)
-	}
-}
-
 // TestCacheHitIsFast: a hit is one read transaction; its median must stay far below the
 // millisecond the issue allows, even under -race on a busy machine.
 func TestCacheHitIsFast(t *testing.T) {
 	s, _ := openStore(t)
-	rec := putFile(t, s, "acc_a", "data", time.Hour)
-	if _, err := s.CachePutFile(keyA, rec, time.Hour); err != nil {
+	if _, err := s.PutCachedFile("acc_a", pngOutput("data"), time.Hour, keyA, time.Hour); err != nil {
 		t.Fatal(err)
 	}
 	d := make([]time.Duration, 501)
@@ -244,11 +210,7 @@ func BenchmarkCacheGet(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close(b.Context())
-	rec, err := s.PutFile("acc_a", pngOutput("data"), time.Hour)
-	if err != nil {
-		b.Fatal(err)
-	}
-	if _, err := s.CachePutFile(keyA, rec, time.Hour); err != nil {
+	if _, err := s.PutCachedFile("acc_a", pngOutput("data"), time.Hour, keyA, time.Hour); err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()

@@ -52,6 +52,24 @@ func (r FileRecord) expired(t time.Time) bool { return !t.Before(r.ExpiresAt) }
 // written to a temporary file, synced and renamed to the new id before the record is committed,
 // so a committed record always has its file; on any failure nothing is left behind.
 func (s *Store) PutFile(accountID string, out *shotd.Output, ttl time.Duration) (FileRecord, error) {
+	return s.putFile(accountID, out, ttl, "", 0)
+}
+
+// PutCachedFile is PutFile, and enters the file in the response cache under cacheKey for
+// cacheTTL in the same transaction as its record (one write for a cached render). The file is
+// kept at least as long as the entry, so that it is never swept before the entry; the record
+// returned tells its real expiry.
+func (s *Store) PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (FileRecord, error) {
+	if err := checkCacheKey(cacheKey); err != nil {
+		return FileRecord{}, err
+	}
+	if cacheTTL <= 0 {
+		return FileRecord{}, fmt.Errorf("store: cache put: ttl %v must be positive", cacheTTL)
+	}
+	return s.putFile(accountID, out, ttl, cacheKey, cacheTTL)
+}
+
+func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (FileRecord, error) {
 	switch {
 	case accountID == "":
 		return FileRecord{}, errors.New("store: put file: account id must not be empty")
@@ -73,7 +91,7 @@ func (s *Store) PutFile(accountID string, out *shotd.Output, ttl time.Duration) 
 		Height:      out.Height,
 		RenderMs:    out.RenderMs,
 		CreatedAt:   created,
-		ExpiresAt:   created.Add(ttl),
+		ExpiresAt:   created.Add(max(ttl, cacheTTL)),
 	}
 	path := s.filePath(rec.FileID)
 	if err := s.writeFile(path, out.Data); err != nil {
@@ -84,7 +102,14 @@ func (s *Store) PutFile(accountID string, out *shotd.Output, ttl time.Duration) 
 		if b.Get([]byte(rec.FileID)) != nil { // 128 random bits: never, but never overwrite
 			return fmt.Errorf("store: file %s exists: %w", rec.FileID, ErrConflict)
 		}
-		return putJSON(b, rec.FileID, rec)
+		if err := putJSON(b, rec.FileID, rec); err != nil {
+			return err
+		}
+		if cacheKey == "" {
+			return nil
+		}
+		e := cacheEntry{FileID: rec.FileID, AccountID: accountID, ExpiresAt: created.Add(cacheTTL)}
+		return putJSON(tx.Bucket(bucketCache), cacheKey, e)
 	})
 	if err != nil {
 		_ = os.Remove(path)
@@ -178,33 +203,6 @@ func (s *Store) OpenFile(rec FileRecord) (*os.File, error) {
 		return nil, fmt.Errorf("store: open file %s: %w", rec.FileID, err)
 	}
 	return f, nil
-}
-
-// ExtendFile moves the expiry of fileID to expiresAt when that is later; it never shortens. It
-// returns an error wrapping ErrNotFound when there is no such record.
-func (s *Store) ExtendFile(fileID string, expiresAt time.Time) error {
-	return s.db.Update(func(tx *bbolt.Tx) error {
-		_, err := extendFile(tx, fileID, expiresAt)
-		return err
-	})
-}
-
-// extendFile is ExtendFile inside tx; it returns the record as it is after the change.
-func extendFile(tx *bbolt.Tx, fileID string, expiresAt time.Time) (FileRecord, error) {
-	b := tx.Bucket(bucketFiles)
-	var rec FileRecord
-	ok, err := getJSON(b, fileID, &rec)
-	if err != nil {
-		return FileRecord{}, err
-	}
-	if !ok {
-		return FileRecord{}, fmt.Errorf("store: file %s: %w", fileID, ErrNotFound)
-	}
-	if !expiresAt.After(rec.ExpiresAt) {
-		return rec, nil
-	}
-	rec.ExpiresAt = expiresAt.UTC().Round(0)
-	return rec, putJSON(b, fileID, rec)
 }
 
 func (s *Store) filePath(fileID string) string { return filepath.Join(s.filesDir, fileID) }

@@ -241,43 +241,6 @@ func TestOpenFileRemovedFromDisk(t *testing.T) {
 	}
 }
 
-func TestExtendFile(t *testing.T) {
-	s, _ := openStore(t)
-	rec := putFile(t, s, "acc_a", "data", time.Hour)
-	later := rec.ExpiresAt.Add(time.Hour)
-	tests := []struct {
-		name    string
-		fileID  string
-		to      time.Time
-		want    time.Time
-		wantErr error
-	}{
-		{"later", rec.FileID, later, later, nil},
-		{"earlier never shortens", rec.FileID, rec.ExpiresAt, later, nil},
-		{"in the past", rec.FileID, time.Now().Add(-time.Hour), later, nil},
-		{"non-UTC is stored in UTC", rec.FileID, later.Add(time.Minute).In(time.FixedZone("X", 3600)), later.Add(time.Minute), nil},
-		{"unknown", "f_" + strings.Repeat("B", 22), later, time.Time{}, ErrNotFound},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := s.ExtendFile(tt.fileID, tt.to)
-			if !errors.Is(err, tt.wantErr) || err == nil && tt.wantErr != nil {
-				t.Fatalf("ExtendFile = %v, want %v", err, tt.wantErr)
-			}
-			if err != nil {
-				return
-			}
-			got, err := s.File("acc_a", tt.fileID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if !got.ExpiresAt.Equal(tt.want) || got.ExpiresAt.Location() != time.UTC {
-				t.Fatalf("expires_at %v, want %v in UTC", got.ExpiresAt, tt.want)
-			}
-		})
-	}
-}
-
 func TestFileSurvivesReopen(t *testing.T) {
 	dir := t.TempDir()
 	s := reopen(t, nil, dir)

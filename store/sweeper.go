@@ -120,7 +120,7 @@ func (s *Store) sweepBatch(now time.Time) (n int, more bool, err error) {
 	var removed []string
 	err = s.db.Update(func(tx *bbolt.Tx) error {
 		removed = removed[:0]
-		// Check again: CachePutFile or ExtendFile may have extended a record since the View.
+		// Check again: a cache entry may have been replaced under its key since the View.
 		fb, cb := tx.Bucket(bucketFiles), tx.Bucket(bucketCache)
 		for _, id := range files {
 			if v := fb.Get(id); v != nil && expiredAt(v, now) {

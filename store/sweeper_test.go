@@ -35,11 +35,11 @@ func countKeys(t *testing.T, s *Store, bucket []byte) int {
 func TestSweepNow(t *testing.T) {
 	s, _ := openStore(t)
 	start := time.Now()
-	hour := putFile(t, s, "acc_a", "1h", time.Hour)
-	twoHours := putFile(t, s, "acc_b", "2h", 2*time.Hour)
-	if _, err := s.CachePutFile(keyA, hour, 30*time.Minute); err != nil {
+	hour, err := s.PutCachedFile("acc_a", pngOutput("1h"), time.Hour, keyA, 30*time.Minute)
+	if err != nil {
 		t.Fatal(err)
 	}
+	twoHours := putFile(t, s, "acc_b", "2h", 2*time.Hour)
 
 	steps := []struct {
 		name        string
