@@ -99,7 +99,7 @@ func (r *render) consent(ctx context.Context) error {
 	budget := consentMax
 	if d, ok := ctx.Deadline(); ok {
 		// The same margin as a selector wait keeps: the capture still has time after it.
-		budget = min(budget, time.Until(d)-min(r.load.timeout/10, maxSelectorMargin)-consentSlack)
+		budget = min(budget, time.Until(d)-selectorMargin(r.load.timeout)-consentSlack)
 	}
 	if budget <= 0 {
 		return nil

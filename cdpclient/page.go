@@ -149,8 +149,11 @@ func selectorDeadline(ctx context.Context, timeout time.Duration) time.Time {
 	if !ok {
 		d = time.Now().Add(timeout)
 	}
-	return d.Add(-min(timeout/10, maxSelectorMargin))
+	return d.Add(-selectorMargin(timeout))
 }
+
+// selectorMargin is what a wait inside the page leaves before a deadline for the steps after it.
+func selectorMargin(timeout time.Duration) time.Duration { return min(timeout/10, maxSelectorMargin) }
 
 // waitElementJS polls for the first match of sel until it has a box (and, when visible is set,
 // is not hidden by display, visibility or content-visibility) or budget ms have passed.
@@ -179,7 +182,7 @@ func (r *render) waitElement(ctx context.Context, field, sel string, visible boo
 	// runs after the loading phase (and after delay): no later than the load deadline allows,
 	// but at least one look. While loading, ctx's deadline is the load deadline already.
 	if !r.load.deadline.IsZero() && !r.load.armed.Load() {
-		deadline = minTime(deadline, r.load.deadline.Add(-min(r.load.timeout/10, maxSelectorMargin)))
+		deadline = minTime(deadline, r.load.deadline.Add(-selectorMargin(r.load.timeout)))
 		deadline = maxTime(deadline, time.Now().Add(oneLook))
 	}
 	notFound := func() error {
