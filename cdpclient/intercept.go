@@ -132,13 +132,25 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		return
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
-	if doc && in.refuse(ctx, ev) {
-		if main {
-			in.refused.Store(true)
-			in.failMain()
+	if doc {
+		switch v, reason := in.judge(ctx, ev); v {
+		case refusedDoc:
+			if main {
+				in.refused.Store(true)
+				in.failMain()
+			}
+			_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
+			return
+		case unresolvedDoc:
+			// Failed here as Chrome would fail it, rather than passed on to the proxy to be
+			// looked up (and time out, on a slow resolver) a second time.
+			if main {
+				in.upstream.Store(&reason)
+				in.failMain()
+			}
+			_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonNameNotResolved))
+			return
 		}
-		_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
-		return
 	}
 	args := fetch.NewContinueRequestArgs(ev.RequestID)
 	if rr := in.rules; rr != nil {
@@ -198,27 +210,45 @@ func (in *interceptor) page() string {
 	return ""
 }
 
-// refuse reports whether the egress guard refuses the address of a document request, or its
-// scheme is not one a page may load (file:, chrome:, view-source: and the like never reach the network).
-func (in *interceptor) refuse(ctx context.Context, ev *fetch.RequestPausedReply) bool {
+// docVerdict is what the egress guard makes of a document request.
+type docVerdict int
+
+const (
+	allowedDoc    docVerdict = iota
+	refusedDoc               // a private, local or internal address, or a scheme a page may not load
+	unresolvedDoc            // the name does not resolve
+)
+
+// judge applies the egress guard to a document request: its address, or its scheme when it is
+// not one a page may load (file:, chrome:, view-source: and the like never reach the network).
+// For unresolvedDoc, reason says why.
+func (in *interceptor) judge(ctx context.Context, ev *fetch.RequestPausedReply) (docVerdict, string) {
 	g := in.r.p.cfg.Guard
 	if g == nil {
-		return false
+		return allowedDoc, ""
 	}
 	u, err := url.Parse(ev.Request.URL)
 	if err != nil {
-		return true
+		return refusedDoc, ""
 	}
 	switch u.Scheme {
 	case "http", "https":
-		// A name that does not resolve is no refusal: the request goes on to the egress proxy,
-		// which cannot dial it either and says so (navigation_failed, not host_not_allowed).
-		err := g.CheckURL(ctx, ev.Request.URL)
-		return err != nil && shotd.CodeOf(err) != shotd.CodeNavigationFailed
+		// The proxy checks again when it dials: a name may resolve otherwise by then.
+		switch err := g.CheckURL(ctx, ev.Request.URL); {
+		case err == nil:
+			return allowedDoc, ""
+		case shotd.CodeOf(err) == shotd.CodeNavigationFailed:
+			return unresolvedDoc, shotd.AsError(err).Message
+		default:
+			return refusedDoc, ""
+		}
 	case "data", "blob", "about":
-		return ev.FrameID == in.r.t.frameID && !in.r.html // a page may not navigate itself to data:
+		if ev.FrameID == in.r.t.frameID && !in.r.html { // a page may not navigate itself to data:
+			return refusedDoc, ""
+		}
+		return allowedDoc, ""
 	default:
-		return true
+		return refusedDoc, ""
 	}
 }
 

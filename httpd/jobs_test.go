@@ -708,6 +708,16 @@ func TestJobTargetsNeedNoDNS(t *testing.T) {
 				}
 			})
 		}
+		t.Run("a name that does not resolve is looked up once", func(t *testing.T) {
+			// The render's guard fails the document itself: the egress proxy never looks the
+			// name up a second time.
+			name := "once." + nowhere
+			id := submit(t, a.key.AccessKey, small("url", "http://"+name+"/"))
+			check(t, waitFinal(t, a.key.AccessKey, id), want{"failed", shotd.CodeNavigationFailed, ""})
+			if n := lookupsOf(name); n != 1 {
+				t.Errorf("%s was looked up %d times, want once", name, n)
+			}
+		})
 	})
 	t.Run("bulk", func(t *testing.T) {
 		body := map[string]any{"defaults": small(), "requests": []any{

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -183,7 +185,19 @@ var testNames = map[string][]netip.Addr{
 // nowhere is a name that does not resolve.
 const nowhere = "nowhere.shotd.test"
 
+// lookups counts the lookups of each name the tests resolved.
+var lookups sync.Map // name -> *atomic.Int32
+
+func lookupsOf(name string) int32 {
+	if n, ok := lookups.Load(name); ok {
+		return n.(*atomic.Int32).Load()
+	}
+	return 0
+}
+
 func resolveTestName(_ context.Context, _, host string) ([]netip.Addr, error) {
+	n, _ := lookups.LoadOrStore(strings.TrimSuffix(host, "."), new(atomic.Int32))
+	n.(*atomic.Int32).Add(1)
 	if as, ok := testNames[strings.TrimSuffix(host, ".")]; ok {
 		return as, nil
 	}
