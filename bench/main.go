@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -36,7 +37,18 @@ func main() {
 	gaps := flag.String("gap", "300ms,1s", "pauses between the requests of the paced rows, comma separated (\"\": no paced row)")
 	concs := flag.String("conc", "1,2,4", "concurrency of the back-to-back rows, comma separated (\"\": none)")
 	pool := flag.Int("pool", config.Default().Browser.PoolSize, "browser processes of the service (browser.pool_size)")
+	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile (service, raw loop, proxy, clients) to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			usage("-cpuprofile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			usage("-cpuprofile: %v", err)
+		}
+		defer func() { pprof.StopCPUProfile(); f.Close() }()
+	}
 	var rows []row
 	for _, f := range strings.FieldsFunc(*concs, func(r rune) bool { return r == ',' }) {
 		c, err := strconv.Atoi(f)
@@ -57,6 +69,7 @@ func main() {
 	}
 	if err := run(*browserPath, *n, *warm, *pool, rows, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
+		pprof.StopCPUProfile()
 		os.Exit(1)
 	}
 }
@@ -112,7 +125,7 @@ func run(browserPath string, n, warm, pool int, rows []row, extraFlags, pageName
 
 	fmt.Printf("shotd bench %s, %s, GOMAXPROCS-visible cores %d, %d renders per row, service pool_size %d\n",
 		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, pool)
-	fmt.Printf("%-6s %-8s | %-32s | %-32s | %s\n", "page", "clients", "service p50/p95 ms  r/s  cpu s", "raw CDP p50/p95 ms  r/s  cpu s", "p50 ratio")
+	fmt.Printf("%-6s %-8s | %-40s | %-40s | %s\n", "page", "clients", "service p50/p95 ms   r/s  cpu s  go ms", "raw CDP p50/p95 ms   r/s  cpu s  go ms", "p50 ratio")
 	for _, pg := range pageNames {
 		target := pages.URL + "/" + pg
 		for _, rw := range rows {
@@ -125,14 +138,14 @@ func run(browserPath string, n, warm, pool int, rows []row, extraFlags, pageName
 			}
 			var sd, rd []time.Duration
 			var swall, rwall time.Duration
-			scpu, err := chromeCPU(svc.pids, func() (err error) {
+			scpu, err := measureCPU(svc.pids, func() (err error) {
 				sd, swall, err = measureService(svc, target, rw.conc, n, rw.gap)
 				return err
 			})
 			if err != nil {
 				return err
 			}
-			rcpu, err := chromeCPU(func() []int { return []int{raw.PID()} }, func() (err error) {
+			rcpu, err := measureCPU(func() []int { return []int{raw.PID()} }, func() (err error) {
 				rd, rwall, err = measureRaw(raw, target, rw.conc, n, rw.gap)
 				return err
 			})
@@ -141,14 +154,15 @@ func run(browserPath string, n, warm, pool int, rows []row, extraFlags, pageName
 			}
 			sp50, sp95 := pct(sd, 50), pct(sd, 95)
 			rp50, rp95 := pct(rd, 50), pct(rd, 95)
-			fmt.Printf("%-6s %-8s | %7.1f %7.1f %7.2f %7.3f | %7.1f %7.1f %7.2f %7.3f | %.2fx\n", pg, rw.label,
-				ms(sp50), ms(sp95), float64(len(sd))/swall.Seconds(), scpu.Seconds()/float64(len(sd)),
-				ms(rp50), ms(rp95), float64(len(rd))/rwall.Seconds(), rcpu.Seconds()/float64(len(rd)),
+			fmt.Printf("%-6s %-8s | %7.1f %7.1f %6.2f %6.3f %5.1f | %7.1f %7.1f %6.2f %6.3f %5.1f | %.2fx\n", pg, rw.label,
+				ms(sp50), ms(sp95), float64(len(sd))/swall.Seconds(), scpu.chrome.Seconds()/float64(len(sd)), ms(scpu.self)/float64(len(sd)),
+				ms(rp50), ms(rp95), float64(len(rd))/rwall.Seconds(), rcpu.chrome.Seconds()/float64(len(rd)), ms(rcpu.self)/float64(len(rd)),
 				float64(sp50)/float64(rp50))
 		}
 	}
 	fmt.Println("clients: 1+P is one client pausing P between requests (r/s includes the pauses); N is N clients back to back.")
 	fmt.Println("cpu s: CPU seconds of all Chrome processes per render, the background work a row leaves included.")
+	fmt.Println("go ms: CPU milliseconds of the bench process per render: the service or the raw loop, with the proxy, pages and clients both share.")
 	return nil
 }
 
