@@ -2,8 +2,10 @@ package cdpclient
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -185,4 +187,177 @@ func warmUpSeen(t *testing.T, ctx context.Context, url string, html, warm bool) 
 		time.Sleep(20 * time.Millisecond)
 	}
 	return eval(paged)
+}
+
+// TestPrewarmWarmsBehindAReadyTab: the pre-warmer warms a new tab only when another one is
+// ready in the pool already; the tab that refills an empty pool goes there unwarmed, as a render
+// may be waiting for it. What tells them apart is the paint timing of the blank document: warmUp
+// paints text in it, which records first-contentful-paint, while an unwarmed about:blank has
+// painted nothing.
+func TestPrewarmWarmsBehindAReadyTab(t *testing.T) {
+	p := launchOwn(t, 2)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	full := func(n int) func() bool { return func() bool { return len(p.ready) == n } }
+	waitCond(t, "the pool to fill", 15*time.Second, full(2))
+	// Both places taken: the launch's tabs, warmed or not, are out of the way, and each release
+	// below gives the pre-warmer exactly one place to fill.
+	a, b := mustAcquire(t, ctx, p), mustAcquire(t, ctx, p)
+	p.release(a)
+	waitCond(t, "a tab in the empty pool", 15*time.Second, full(1))
+	p.release(b)
+	waitCond(t, "a second tab beside it", 15*time.Second, full(2))
+
+	first, second := mustAcquire(t, ctx, p), mustAcquire(t, ctx, p) // ready is FIFO
+	defer p.release(first)
+	defer p.release(second)
+	if n := paintEntries(t, ctx, first); n != "[]" {
+		t.Errorf("the tab made for an empty pool was warmed: its blank document has painted %s", n)
+	}
+	// warmUp returned after its capture, so the entries are there; the wait only spares a
+	// slow machine a false alarm.
+	waitCond(t, "first-contentful-paint in the blank document of the tab made beside a ready one (a warm-up)", 5*time.Second, func() bool {
+		return strings.Contains(paintEntries(t, ctx, second), "first-contentful-paint")
+	})
+}
+
+// mustAcquire takes a tab from p's pool; it fails the test when the pool was empty, as acquire
+// then makes a tab of its own, which holds no place in the pool.
+func mustAcquire(t *testing.T, ctx context.Context, p *Process) *tab {
+	t.Helper()
+	tb, err := p.acquire(ctx)
+	if err != nil {
+		t.Fatalf("acquire: %v", err)
+	}
+	if !tb.slot {
+		p.release(tb)
+		t.Fatal("acquire made a new tab: the pool was empty")
+	}
+	return tb
+}
+
+// paintEntries returns the names of the paint timing entries of tb's document, as JSON.
+func paintEntries(t *testing.T, ctx context.Context, tb *tab) string {
+	t.Helper()
+	r, err := tb.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(
+		`JSON.stringify(performance.getEntriesByType('paint').map(e => e.name))`).SetReturnByValue(true))
+	if err != nil || r.ExceptionDetails != nil {
+		t.Fatalf("read paint entries: %v %v", err, r.ExceptionDetails)
+	}
+	var s string
+	if err := json.Unmarshal(r.Result.Value, &s); err != nil {
+		t.Fatalf("paint entries %s: %v", r.Result.Value, err)
+	}
+	return s
+}
+
+// TestReleaseRefillsBesideDisposal: release gives the pool its place back at once, so the
+// replacement is made beside the disposal of the used tab, not after it. The disposal is held
+// back by real means: after disposeGrace it yields while another render loads its page
+// (yieldToLoads, up to maxYield), and render b's page keeps loading here until the test lets its
+// image go. The pre-warmer does not yield then, as the pool is empty, and creating the browser
+// context is its first call. So the replacement's context appears while the used one still
+// exists; were the place given back only after the disposal, the used context would always be
+// gone first.
+func TestReleaseRefillsBesideDisposal(t *testing.T) {
+	arrived := make(chan string, 2)
+	let := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{})}
+	mux := http.NewServeMux()
+	srv, done := server(t, mux)
+	mux.HandleFunc("/page/{name}", func(w http.ResponseWriter, r *http.Request) {
+		htmlPage(`<p>waiting</p><img src="/hold/`+r.PathValue("name")+`">`)(w, r)
+	})
+	mux.HandleFunc("/hold/{name}", func(w http.ResponseWriter, r *http.Request) {
+		arrived <- r.PathValue("name")
+		select {
+		case <-let[r.PathValue("name")]:
+		case <-r.Context().Done():
+		case <-done:
+		}
+	})
+	p := launchOwn(t, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	contexts := func() []browser.ContextID {
+		t.Helper()
+		r, err := p.browser.Target.GetBrowserContexts(ctx)
+		if err != nil {
+			t.Fatalf("get browser contexts: %v", err)
+		}
+		return r.BrowserContextIDs
+	}
+	waitCond(t, "the pool to fill", 15*time.Second, func() bool { return len(p.ready) == 1 })
+	// Nothing else takes from the pool, and the pre-warmer has no place to fill: look at the
+	// ready tab and put it back.
+	pooled := <-p.ready
+	p.ready <- pooled
+	used := pooled.browserContext
+
+	results := make(chan error, 2)
+	start := func(name string) {
+		go func() {
+			_, err := doRender(t, p, opts(srv.URL+"/page/"+name))
+			results <- err
+		}()
+		select {
+		case got := <-arrived:
+			if got != name {
+				t.Fatalf("render %s's image arrived, want %s's", got, name)
+			}
+		case <-time.After(15 * time.Second):
+			t.Fatalf("render %s's page never asked for its image", name)
+		}
+	}
+	start("a") // takes the pooled tab
+	start("b") // the pool is empty: a tab of its own, outside the pool
+	if len(p.ready) != 0 {
+		t.Fatalf("%d tabs ready while render a holds the only place", len(p.ready))
+	}
+	known := contexts()
+	if !slices.Contains(known, used) {
+		t.Fatalf("the pooled tab's context %s is not among %v", used, known)
+	}
+
+	close(let["a"]) // render a ends; b still loads, which holds a's disposal back
+	var created browser.ContextID
+	waitCond(t, "the replacement's browser context", 15*time.Second, func() bool {
+		now := contexts()
+		for _, id := range now {
+			if !slices.Contains(known, id) {
+				created = id
+				if !slices.Contains(now, used) {
+					t.Fatalf("the replacement's context %s appeared only after the used one %s was disposed", id, used)
+				}
+				return true
+			}
+		}
+		return false
+	})
+	if err := <-results; err != nil {
+		t.Fatalf("render a: %v", err)
+	}
+	waitCond(t, "the pool to refill", 15*time.Second, func() bool { return len(p.ready) == 1 })
+	refill := <-p.ready
+	p.ready <- refill
+	if refill.browserContext != created {
+		t.Errorf("the pool was refilled with context %s, want the new %s", refill.browserContext, created)
+	}
+
+	close(let["b"])
+	if err := <-results; err != nil {
+		t.Fatalf("render b: %v", err)
+	}
+	// The disposal was only put off: it still comes.
+	waitCond(t, "the used context's disposal", 10*time.Second, func() bool { return !slices.Contains(contexts(), used) })
+}
+
+// waitCond polls cond until it holds, and fails the test when it does not within the bound.
+func waitCond(t *testing.T, what string, within time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(within); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within %v", what, within)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
