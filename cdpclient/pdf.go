@@ -104,13 +104,14 @@ func (r *render) pdfArgs() (*page.PrintToPDFArgs, [2]float64, [4]float64, error)
 	if err != nil {
 		return nil, size, m, err
 	}
-	if size[0]-m[1]-m[3] <= 0.1 || size[1]-m[0]-m[2] <= 0.1 {
-		return nil, size, m, invalidOption("pdf_margin", "the margins leave no room on the paper")
-	}
 	if o.PDFLandscape {
 		// Wider than tall. Chrome's own landscape flag swaps the sides, which would turn a
 		// ledger (landscape by definition) upright.
 		size = [2]float64{max(size[0], size[1]), min(size[0], size[1])}
+	}
+	// Against the paper as it is printed: turned, left and right margins share the long side.
+	if size[0]-m[1]-m[3] <= 0.1 || size[1]-m[0]-m[2] <= 0.1 {
+		return nil, size, m, invalidOption("pdf_margin", "the margins leave no room on the paper")
 	}
 	args := page.NewPrintToPDFArgs().
 		SetPaperWidth(size[0]).SetPaperHeight(size[1]).

@@ -185,3 +185,47 @@ func TestPDFLayout(t *testing.T) {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// TestPDFMarginRoom: the margins are checked against the paper as it is printed. A4 is 8.27 by
+// 11.69 in: 4.2 in on both sides of the short side leaves no room, on the long side plenty. So
+// turned for pdf_landscape, wide left and right margins render, and wide top and bottom ones are
+// refused as invalid_options before Chrome is asked (which would fail the print, an
+// internal_error).
+func TestPDFMarginRoom(t *testing.T) {
+	tests := []struct {
+		name       string
+		landscape  bool
+		leftRight  bool // the 4.2 in margins on the left and right, else top and bottom
+		wantRefuse bool
+	}{
+		{name: "portrait left and right", leftRight: true, wantRefuse: true},
+		{name: "portrait top and bottom", wantRefuse: false},
+		{name: "landscape left and right", landscape: true, leftRight: true, wantRefuse: false},
+		{name: "landscape top and bottom", landscape: true, wantRefuse: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := pdfOpts(`<p>margins</p>`)
+			o.PDFLandscape = tt.landscape
+			if tt.leftRight {
+				o.PDFMarginLeft, o.PDFMarginRight = "4.2in", "4.2in"
+			} else {
+				o.PDFMarginTop, o.PDFMarginBottom = "4.2in", "4.2in"
+			}
+			if tt.wantRefuse {
+				_, err := doRender(t, shared, o)
+				e := wantCode(t, err, shotd.CodeInvalidOptions)
+				if !strings.Contains(e.Error(), "no room") {
+					t.Errorf("error %v, want the margins' lack of room", e)
+				}
+				return
+			}
+			info := renderPDF(t, o)
+			w, h := paperSizes["a4"][0], paperSizes["a4"][1]
+			if tt.landscape {
+				w, h = h, w
+			}
+			wantBox(t, info.boxes[0], w, h)
+		})
+	}
+}
