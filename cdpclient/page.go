@@ -35,7 +35,8 @@ const (
 )
 
 // pageActions runs the page behaviour options after the page has loaded, in this order:
-// wait_for_selector, styles (hide_selectors, styles, the blocker's CSS), scripts, click.
+// wait_for_selector, styles (hide_selectors, styles, the blocker's CSS), scripts, click; and the
+// styles once more when scripts or click loaded a new document.
 func (r *render) pageActions(ctx context.Context) error {
 	if r.o.WaitForSelector != "" {
 		if err := r.waitElement(ctx, "wait_for_selector", r.o.WaitForSelector, true); err != nil {
@@ -45,15 +46,24 @@ func (r *render) pageActions(ctx context.Context) error {
 	if err := r.addStyles(ctx); err != nil {
 		return err
 	}
+	navigated := false
 	if r.o.Scripts != "" {
-		if err := r.runScripts(ctx); err != nil {
+		nav, err := r.runScripts(ctx)
+		if err != nil {
 			return err
 		}
+		navigated = nav
 	}
 	if r.o.Click != "" {
-		if err := r.click(ctx); err != nil {
+		nav, err := r.click(ctx)
+		if err != nil {
 			return err
 		}
+		navigated = navigated || nav
+	}
+	if navigated {
+		// The styles went with the document they were added to: the new one gets them too.
+		return r.addStyles(ctx)
 	}
 	return nil
 }
@@ -263,7 +273,14 @@ func clipText(s string) string {
 // Content-Security-Policy does not apply to them; they come after the page's own sheets in the
 // cascade and, being CSS rules, also apply to elements added later. A blocker sheet Chrome
 // refuses is left out rather than failing the render.
-const addStylesJS = `(hide, blocker, theirs) => {
+//
+// Constructed sheets ignore @import, so the user's imports are picked out (parsed in an inert
+// document, which fetches nothing) and go into a style element at the end of the document, which
+// keeps them after the page's sheets and before the user's own rules, as in one sheet; it
+// resolves once they have loaded or failed. When the user's CSS brings imports or fonts, it also
+// waits for the fonts that the new rules start loading, so the capture does not show a
+// fallback.
+const addStylesJS = `async (hide, blocker, theirs) => {
 	for (const s of hide) {
 		try { document.querySelector(s); } catch (e) { return {field: 'hide_selectors', error: JSON.stringify(s) + ' is not a valid CSS selector: ' + String(e && e.message || e)}; }
 	}
@@ -276,12 +293,31 @@ const addStylesJS = `(hide, blocker, theirs) => {
 		b.replaceSync(hide.map(s => s + ' { display: none !important; }').join('\n'));
 		sheets.push(b);
 	}
+	let imported = null;
 	if (theirs) {
 		const c = new CSSStyleSheet();
 		try { c.replaceSync(theirs); } catch (e) { return {field: 'styles', error: String(e && e.message || e)}; }
 		sheets.push(c);
+		if (/@import/i.test(theirs)) {
+			const inert = document.implementation.createHTMLDocument('');
+			const parsed = inert.createElement('style');
+			parsed.textContent = theirs;
+			inert.head.appendChild(parsed);
+			const imports = Array.from(parsed.sheet ? parsed.sheet.cssRules : []).filter(r => r.type === 3).map(r => r.cssText);
+			if (imports.length) {
+				const el = document.createElement('style');
+				el.textContent = imports.join('\n');
+				imported = new Promise(done => { el.onload = el.onerror = done; });
+				(document.documentElement || document).appendChild(el);
+			}
+		}
 	}
 	document.adoptedStyleSheets = [...document.adoptedStyleSheets, ...sheets];
+	if (imported || /@font-face/i.test(theirs)) {
+		await imported;
+		void document.documentElement.offsetWidth; // lay out with the new rules: their fonts start loading
+		await document.fonts.ready;
+	}
 	return {};
 }`
 
@@ -311,6 +347,9 @@ func (r *render) addStyles(ctx context.Context) error {
 	return nil
 }
 
+// importsCSS tells whether css may hold an @import rule (addStylesJS decides for sure).
+func importsCSS(css string) bool { return strings.Contains(strings.ToLower(css), "@import") }
+
 // pageURL is the URL of the main document as the interceptor saw it ("" for an html source).
 func (r *render) pageURL() string {
 	if r.intercept != nil {
@@ -324,11 +363,12 @@ func (r *render) pageURL() string {
 
 // runScripts evaluates the scripts option in the page's main world. A promise it returns is
 // awaited; so is a script with a top-level await. An exception fails the render as
-// invalid_options naming scripts. A script that navigates the page is waited for like a click.
-func (r *render) runScripts(ctx context.Context) error {
+// invalid_options naming scripts. A script that navigates the page is waited for like a click;
+// navigated tells whether it did.
+func (r *render) runScripts(ctx context.Context) (navigated bool, err error) {
 	w, err := r.watchNavigation(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.close()
 	eval := func(expr string) (*runtime.EvaluateReply, error) {
@@ -344,12 +384,12 @@ func (r *render) runScripts(ctx context.Context) error {
 	case err != nil && contextGone(err):
 		// The script navigated the page.
 	case err != nil:
-		return err
+		return false, err
 	case rep.ExceptionDetails != nil:
 		msg := exceptionText(rep.ExceptionDetails)
 		e := shotd.Errorf(shotd.CodeInvalidOptions, "scripts threw an exception: %s", msg)
 		e.Fields = []shotd.FieldError{{Field: "scripts", Message: "the script threw an exception: " + msg}}
-		return e
+		return false, e
 	}
 	return w.settle(ctx, scriptNavWindow, false)
 }
@@ -376,9 +416,9 @@ const clickPointJS = `async (sel) => {
 
 // click clicks the first match of the click option with a real (trusted) mouse click in its
 // middle, then lets the page settle: a navigation it starts loads, the network goes quiet.
-func (r *render) click(ctx context.Context) error {
+func (r *render) click(ctx context.Context) (navigated bool, err error) {
 	if err := r.waitElement(ctx, "click", r.o.Click, false); err != nil {
-		return err
+		return false, err
 	}
 	var pt struct {
 		Found bool    `json:"found"`
@@ -386,27 +426,27 @@ func (r *render) click(ctx context.Context) error {
 		Y     float64 `json:"y"`
 	}
 	if err := r.eval(ctx, jsCall(clickPointJS, r.o.Click), &pt); err != nil {
-		return err
+		return false, err
 	}
 	if !pt.Found || math.IsNaN(pt.X) || math.IsNaN(pt.Y) {
-		return shotd.Errorf(shotd.CodeSelectorNotFound, "click %q matched nothing that can be clicked", clipText(r.o.Click))
+		return false, shotd.Errorf(shotd.CodeSelectorNotFound, "click %q matched nothing that can be clicked", clipText(r.o.Click))
 	}
 	w, err := r.watchNavigation(ctx)
 	if err != nil {
-		return err
+		return false, err
 	}
 	defer w.close()
 	in := r.t.c.Input
 	if err := in.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseMoved", pt.X, pt.Y)); err != nil {
-		return err
+		return false, err
 	}
 	if err := in.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mousePressed", pt.X, pt.Y).
 		SetButton(input.MouseButtonLeft).SetButtons(1).SetClickCount(1)); err != nil {
-		return err
+		return false, err
 	}
 	if err := in.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseReleased", pt.X, pt.Y).
 		SetButton(input.MouseButtonLeft).SetClickCount(1)); err != nil {
-		return err
+		return false, err
 	}
 	return w.settle(ctx, clickNavWindow, true)
 }
@@ -448,53 +488,52 @@ func (w *navWatch) close() {
 // settle waits up to window for a navigation of the main frame to start and, if one does,
 // until it has stopped loading (bounded by the render's deadline); then, when network is set
 // and requests are counted, until the network has been quiet for settleQuiet, at most
-// settleMax.
-func (w *navWatch) settle(ctx context.Context, window time.Duration, network bool) error {
+// settleMax. navigated tells whether the main frame started loading.
+func (w *navWatch) settle(ctx context.Context, window time.Duration, network bool) (navigated bool, err error) {
 	main := w.r.t.frameID
 	timer := time.NewTimer(window)
 	defer timer.Stop()
-	navigating := false
 wait:
 	for {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return false, ctx.Err()
 		case <-timer.C:
 			break wait
 		case <-w.started.Ready():
 			ev, err := w.started.Recv()
 			if err != nil {
-				return err
+				return false, err
 			}
 			if ev.FrameID == main {
-				navigating = true
+				navigated = true
 				break wait
 			}
 		case <-w.stopped.Ready():
 			if _, err := w.stopped.Recv(); err != nil { // an iframe's, or a stop before our start
-				return err
+				return false, err
 			}
 		}
 	}
-	for navigating {
+	for loading := navigated; loading; {
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return navigated, ctx.Err()
 		case <-w.stopped.Ready():
 			ev, err := w.stopped.Recv()
 			if err != nil {
-				return err
+				return navigated, err
 			}
-			navigating = ev.FrameID != main
+			loading = ev.FrameID != main
 		}
 	}
 	if !network || w.r.net == nil {
-		return nil
+		return navigated, nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, settleMax)
 	defer cancel()
 	if err := w.r.net.waitIdle(qctx, settleQuiet, owner{}); err != nil && ctx.Err() == nil && qctx.Err() == nil {
-		return err
+		return navigated, err
 	}
-	return ctx.Err()
+	return navigated, ctx.Err()
 }

@@ -1,9 +1,12 @@
 package cdpclient
 
 import (
+	"fmt"
 	"image"
 	"net/http"
+	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -320,4 +323,83 @@ func TestBrowserRejects(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStylesImport: @import rules in styles load, though constructed sheets ignore them: the
+// imported sheet applies, before the user's own rules in the cascade, under a page whose
+// Content-Security-Policy allows no style at all; a font that the import brings is in before the
+// capture.
+func TestStylesImport(t *testing.T) {
+	var fontServed atomic.Bool
+	mux := http.NewServeMux()
+	mux.HandleFunc("/strict", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'none'")
+		htmlPage(`<body style="margin:0"><p>strict</p></body>`)(w, r)
+	})
+	mux.HandleFunc("/plain", htmlPage(`<body style="margin:0"><p>plain</p></body>`))
+	css := func(body string) http.HandlerFunc {
+		return func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/css")
+			fmt.Fprint(w, body)
+		}
+	}
+	mux.HandleFunc("/green.css", css("html, body { background: rgb(0, 255, 0) !important; }"))
+	mux.HandleFunc("/red.css", css("html, body { background: rgb(255, 0, 0); }"))
+	mux.HandleFunc("/font.css", css("@font-face { font-family: Slow; src: url(/slow.ttf); } p { font-family: Slow; }"))
+	mux.HandleFunc("/slow.ttf", func(w http.ResponseWriter, r *http.Request) {
+		font, err := os.ReadFile("/usr/share/fonts/truetype/liberation/LiberationMono-Regular.ttf")
+		if err != nil {
+			http.Error(w, err.Error(), 500)
+			return
+		}
+		w.Header().Set("Content-Type", "font/ttf")
+		w.WriteHeader(200)
+		w.(http.Flusher).Flush()
+		time.Sleep(500 * time.Millisecond) // a capture that does not wait for the font comes now
+		fontServed.Store(true)             // before the body: a render that waited sees it set
+		w.Write(font)
+	})
+	srv, _ := server(t, mux)
+	tests := []struct {
+		name, path, styles string
+		want               [3]uint8
+	}{
+		{name: "import", path: "/plain", styles: `@import url("/green.css");`, want: green},
+		{name: "import under a strict CSP", path: "/strict", styles: `@import "/green.css";`, want: green},
+		{name: "own rules after the import", path: "/plain", styles: `@IMPORT url(/red.css); body { background: rgb(0, 0, 255) }`, want: blue},
+		{name: "html source, absolute import", styles: `@import url("` + srv.URL + `/green.css");`, want: green},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := opts(srv.URL + tt.path)
+			if tt.path == "" {
+				o = htmlOpts(`<body style="margin:0"><p>html</p></body>`)
+			}
+			o.Styles = tt.styles
+			wantPixels(t, decodePNG(t, mustRender(t, shared, o).Data), map[image.Point][3]uint8{{300, 250}: tt.want})
+		})
+	}
+	t.Run("imported font loaded before the capture", func(t *testing.T) {
+		o := opts(srv.URL + "/plain")
+		o.Styles = `@import url(/font.css);`
+		mustRender(t, shared, o)
+		if !fontServed.Load() {
+			t.Error("the capture did not wait for the font of the imported sheet")
+		}
+	})
+}
+
+// TestStylesAfterNavigation: a click that loads a new document gets hide_selectors and styles
+// applied there too.
+func TestStylesAfterNavigation(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/{$}", htmlPage(`<body style="margin:0"><a id=go href="/next" style="display:block;height:100px">next</a></body>`))
+	mux.HandleFunc("/next", htmlPage(`<body style="margin:0"><div class=ad style="height:100px;background:#f00"></div><div style="height:100px;background:#00f"></div></body>`))
+	srv, _ := server(t, mux)
+	o := opts(srv.URL + "/")
+	o.Click = "#go"
+	o.HideSelectors = []string{".ad"}
+	o.Styles = "html, body { background: rgb(0, 255, 0) !important; }"
+	// .ad hidden: the blue box moves to the top; the page below it is green.
+	wantPixels(t, decodePNG(t, mustRender(t, shared, o).Data), map[image.Point][3]uint8{{200, 50}: blue, {200, 150}: green})
 }

@@ -331,6 +331,15 @@ func (r *render) emulatedMedia() *emulation.SetEmulatedMediaArgs {
 // prepare puts in place what must be there before the navigation starts: interception (guard,
 // blocking, extra headers), cookies, the blocker's start script, request counting.
 func (r *render) prepare(ctx context.Context) error {
+	if importsCSS(r.o.Styles) {
+		// The styles' @import rules go into a style element (addStylesJS): the page's
+		// Content-Security-Policy, which could refuse the element or the imported sheet, is
+		// set aside for this render's documents. Only then: it must be set before the
+		// navigation, and every other style is adopted, which no policy refuses.
+		if err := r.t.c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(true)); err != nil {
+			return err
+		}
+	}
 	if r.p.cfg.Guard != nil || r.rules != nil {
 		in, err := startInterceptor(ctx, r, r.rules)
 		if err != nil {
