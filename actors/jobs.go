@@ -239,7 +239,8 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 	var cacheKey string
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
-		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey); err == nil && ok {
+		// A copy older than this job's cache_ttl is a miss: the render below replaces it.
+		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey); err == nil && ok && rec.FreshFor(o.CacheTTL, time.Now()) {
 			r := store.ResultOf(rec, "HIT")
 			return &r, CacheHit, nil
 		}

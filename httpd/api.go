@@ -158,6 +158,8 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 // concurrency limit still gets it, unbilled. The file is opened before admission too: when the
 // sweeper removed it after the lookup (at the instant of expiry), the request is a miss and the
 // caller renders, rather than answering file_not_found for a file the client never asked for.
+// A copy older than the request's own cache_ttl is a miss too, whatever the cache_ttl it was
+// stored with: the caller renders and its result replaces the entry.
 func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, key string) bool {
 	log := logOf(ctx)
 	rec, ok, err := s.files.CacheGet(key)
@@ -165,7 +167,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		log.Warn().Err(err).Msg("cache lookup")
 		return false
 	}
-	if !ok {
+	if !ok || !rec.FreshFor(o.CacheTTL, time.Now()) {
 		return false
 	}
 	f, err := s.files.OpenFile(rec)

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"image/png"
 	"io"
 	"net"
@@ -15,6 +16,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.etcd.io/bbolt"
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
@@ -238,6 +241,94 @@ func TestCacheTTL(t *testing.T) {
 	}
 	if r := get(t, "/api/v1/screenshot", q); r.header.Get("X-Cache") != "HIT" {
 		t.Fatalf("the fresh render was not cached: X-Cache %q", r.header.Get("X-Cache"))
+	}
+}
+
+// TestCacheTTLOfTheRequest: a cached copy answers a request only when it is younger than that
+// request's own cache_ttl, whatever cache_ttl stored it. An older copy is a miss, rendered and
+// billed, and the fresh result replaces the entry. Both the sync and the job path. Instead of
+// waiting a minute the copies are made older with ageFile.
+func TestCacheTTLOfTheRequest(t *testing.T) {
+	a := newAccount(t, "jobs", true)
+	q := func(ttl string) url.Values {
+		return a.q("url", page("/"), "viewport_width", "200", "viewport_height", "150", "cache", "true",
+			"cache_ttl", ttl, "response_type", "json")
+	}
+	call := func(ttl, want string) fileResult {
+		t.Helper()
+		r := get(t, "/api/v1/screenshot", q(ttl))
+		res := jsonResult(t, r)
+		if r.header.Get("X-Cache") != want || res.Cache != want {
+			t.Fatalf("cache_ttl=%s: X-Cache %q, cache %q; want %s", ttl, r.header.Get("X-Cache"), res.Cache, want)
+		}
+		return res
+	}
+	old := call("3600", "MISS")
+	ageFile(t, old.FileID, 2*time.Minute)
+
+	hit := call("3600", "HIT") // two minutes old, younger than an hour
+	rec, err := env.st.File(a.acc.ID, old.FileID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if hit.FileID != old.FileID || !hit.ExpiresAt.Equal(rec.ExpiresAt) {
+		t.Fatalf("hit %s expiring %v, want %s expiring %v (the file's own expiry)", hit.FileID, hit.ExpiresAt, old.FileID, rec.ExpiresAt)
+	}
+	fresh := call("60", "MISS") // two minutes old, older than a minute
+	if fresh.FileID == old.FileID {
+		t.Fatalf("cache_ttl=60 was answered the two-minute-old file %s", old.FileID)
+	}
+	if again := call("60", "HIT"); again.FileID != fresh.FileID {
+		t.Fatalf("cache_ttl=60 again: file %s, want the fresh render %s that replaced the entry", again.FileID, fresh.FileID)
+	}
+	if u := usageNow(t, a); u.Quota.Used != 2 || u.Renders.CacheHits != 2 {
+		t.Fatalf("usage %+v %+v: want 2 billed (the first render, the stale miss) and 2 hits", u.Quota, u.Renders)
+	}
+
+	// The job path decides the same way.
+	ageFile(t, fresh.FileID, 2*time.Minute)
+	job := func(ttl int, want string) *renderResult {
+		t.Helper()
+		id := submit(t, a.key.AccessKey, map[string]any{"url": page("/"), "viewport_width": 200, "viewport_height": 150,
+			"cache": true, "cache_ttl": ttl})
+		j := waitFinal(t, a.key.AccessKey, id)
+		if j.Status != "succeeded" || j.Result == nil || j.Result.Cache != want {
+			t.Fatalf("job with cache_ttl=%d: %s %s, result %+v; want cache %s", ttl, j.Status, j.ErrorCode, j.Result, want)
+		}
+		return j.Result
+	}
+	if r := job(3600, "HIT"); r.FileID != fresh.FileID {
+		t.Fatalf("job hit file %s, want %s", r.FileID, fresh.FileID)
+	}
+	if r := job(60, "MISS"); r.FileID == fresh.FileID {
+		t.Fatalf("job with cache_ttl=60 was answered the two-minute-old file %s", fresh.FileID)
+	}
+	waitUsage(t, a, "3 billed", func(u usageRecord) bool { return u.Quota.Used == 3 })
+}
+
+// ageFile makes a stored file look made d earlier, as if its cache entry were that much older:
+// it moves created_at back in its record, behind the store's API.
+func ageFile(t *testing.T, fileID string, d time.Duration) {
+	t.Helper()
+	err := env.st.DB().Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket([]byte("files")) // store's bucket of file records
+		var rec store.FileRecord
+		v := b.Get([]byte(fileID))
+		if v == nil {
+			return fmt.Errorf("no record of %s", fileID)
+		}
+		if err := json.Unmarshal(v, &rec); err != nil {
+			return err
+		}
+		rec.CreatedAt = rec.CreatedAt.Add(-d)
+		v, err := json.Marshal(rec)
+		if err != nil {
+			return err
+		}
+		return b.Put([]byte(fileID), v)
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -26,6 +26,9 @@ type cacheEntry struct {
 // transaction and one stat, so a hit costs microseconds. The key is a hex hash of the account
 // and the options, computed by the caller; a key that is not hex is an error.
 //
+// The entry's expiry is the cache_ttl of the request that stored it. A request serves the file
+// only when it is also young enough for its own cache_ttl: see FileRecord.FreshFor.
+//
 // A hit can still race the sweeper at the instant of expiry: OpenFile then returns ErrNotFound
 // and the caller renders as on a miss.
 func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
@@ -58,6 +61,15 @@ func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
 		return FileRecord{}, false, nil
 	}
 	return rec, true, nil
+}
+
+// FreshFor reports whether r, found in the response cache, may answer at t a request whose
+// cache_ttl is maxAge: whether it was made less than maxAge before t. CreatedAt is when the
+// render was stored, in the transaction that entered it in the cache. A copy that old or older
+// is a miss for this request even if its entry, stored with a longer cache_ttl, has not
+// expired: the request renders, and its result replaces the entry.
+func (r FileRecord) FreshFor(maxAge time.Duration, t time.Time) bool {
+	return t.Before(r.CreatedAt.Add(maxAge))
 }
 
 func checkCacheKey(key string) error {

@@ -69,6 +69,75 @@ func TestCacheGet(t *testing.T) {
 	}
 }
 
+// TestCacheMaxAge: a request is served a cached copy only when the copy is younger than the
+// request's own cache_ttl, and, as before, its entry and its file are unexpired. The entry is
+// stored with a cache_ttl of a day; the copy is made to look older by moving its CreatedAt.
+func TestCacheMaxAge(t *testing.T) {
+	tests := []struct {
+		name    string
+		age     time.Duration // how long ago the copy was made
+		prepare func(t *testing.T, s *Store, rec FileRecord)
+		maxAge  time.Duration // the asking request's cache_ttl
+		wantHit bool
+	}{
+		{"fresh copy, short max age", 0, nil, time.Minute, true},
+		{"younger than the max age", 59 * time.Second, nil, time.Minute, true},
+		{"older than the max age", 2 * time.Minute, nil, time.Minute, false},
+		{"old copy, long max age", 2 * time.Minute, nil, time.Hour, true},
+		{"entry expired, however long the max age", 0, func(t *testing.T, s *Store, rec FileRecord) {
+			rewrite(t, s, bucketCache, keyA, func(e *cacheEntry) { e.ExpiresAt = time.Now().Add(-time.Millisecond) })
+		}, 30 * 24 * time.Hour, false},
+		{"file expired", 0, func(t *testing.T, s *Store, rec FileRecord) {
+			rewrite(t, s, bucketFiles, rec.FileID, func(r *FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
+		}, time.Hour, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, _ := openStore(t)
+			rec, err := s.PutCachedFile("acc_a", pngOutput("cached"), time.Hour, keyA, 24*time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rewrite(t, s, bucketFiles, rec.FileID, func(r *FileRecord) { r.CreatedAt = r.CreatedAt.Add(-tt.age) })
+			if tt.prepare != nil {
+				tt.prepare(t, s, rec)
+			}
+			got, ok, err := s.CacheGet(keyA)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if hit := ok && got.FreshFor(tt.maxAge, time.Now()); hit != tt.wantHit {
+				t.Fatalf("CacheGet = %+v, %v; FreshFor(%v) = %v; want hit %v", got, ok, tt.maxAge, hit, tt.wantHit)
+			}
+		})
+	}
+}
+
+// TestFreshForBoundary: a copy exactly maxAge old is stale, as a record expires at ExpiresAt
+// exactly; a record without CreatedAt is never fresh.
+func TestFreshForBoundary(t *testing.T) {
+	made := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
+	r := FileRecord{CreatedAt: made}
+	tests := []struct {
+		name string
+		rec  FileRecord
+		at   time.Time
+		want bool
+	}{
+		{"just under max age", r, made.Add(time.Minute - time.Nanosecond), true},
+		{"exactly max age", r, made.Add(time.Minute), false},
+		{"made in the future (clock stepped back)", r, made.Add(-time.Second), true},
+		{"no created_at", FileRecord{}, made, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.rec.FreshFor(time.Minute, tt.at); got != tt.want {
+				t.Fatalf("FreshFor(1m) at %v of a copy made %v = %v, want %v", tt.at, tt.rec.CreatedAt, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestPutCachedFileRules(t *testing.T) {
 	tests := []struct {
 		name      string
