@@ -38,9 +38,6 @@ const (
 	CodeRendererUnavailable Code = "renderer_unavailable"
 	CodeServiceUnavailable  Code = "service_unavailable"
 	CodeTimeout             Code = "timeout"
-	// CodeUnauthorized answers the admin API without a valid admin token. It is not part of the
-	// public API catalogue of api-v1 but shares its error shape.
-	CodeUnauthorized Code = "unauthorized"
 )
 
 // CodeInfo describes one catalogue entry.
@@ -81,7 +78,6 @@ var Catalogue = []CodeInfo{
 	{CodeRendererUnavailable, 503, true, "No browser is available to render right now. Retry after a short pause."},
 	{CodeServiceUnavailable, 503, true, "The service could not take the request now: the component that checks limits did not answer (the request was refused rather than let through uncounted), the job queue was too busy to store a job (nothing was queued), or the service is stopping. Retry after a short pause."},
 	{CodeTimeout, 504, true, "The page was not ready before the timeout option ran out, or the render went past its whole budget (timeout, delay, the capture, a video's recording)."},
-	{CodeUnauthorized, 401, false, "Admin API only: the admin token is missing or wrong."},
 }
 
 var catalogueByCode = func() map[Code]CodeInfo {

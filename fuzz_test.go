@@ -114,8 +114,11 @@ func checkParsed(t *testing.T, ps shotd.Params, lim shotd.Limits) {
 			t.Fatalf("Given lists %q, which was not sent", name)
 		}
 	}
-	if o.HasClip && (o.ClipWidth == 0 && o.Selector == "" || o.ClipHeight == 0) {
+	if o.HasClip && o.Selector == "" && (o.ClipWidth == 0 || o.ClipHeight == 0) {
 		t.Fatalf("a clip without its size: %+v", o)
+	}
+	if o.Selector != "" && o.ClipWidth != 0 {
+		t.Fatalf("selector with clip_width: %+v", o)
 	}
 	if o.Format == shotd.FormatGIF && o.VideoFPS > 15 {
 		t.Fatalf("gif at %d fps", o.VideoFPS)

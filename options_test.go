@@ -210,8 +210,23 @@ func TestCrossRules(t *testing.T) {
 		{"url without host", q("url", "http:///path"), CodeInvalidURL, "url"},
 		{"url with credentials", q("url", "http://u:p@example.com/"), CodeInvalidURL, "url"},
 		{"url bad port", q("url", "http://example.com:99999/"), CodeInvalidURL, "url"},
+		{"url bad ipv4", q("url", "http://999.1.1.1/"), CodeInvalidURL, "url"},
+		{"url ipv4 last part too big", q("url", "http://1.2.3.256/"), CodeInvalidURL, "url"},
+		{"url five-part ipv4", q("url", "http://1.2.3.4.5/"), CodeInvalidURL, "url"},
+		{"url integer over 32 bits", q("url", "http://4294967296/"), CodeInvalidURL, "url"},
+		{"url name ending in a number", q("url", "http://a.123/"), CodeInvalidURL, "url"},
+		{"url name ending in a number, trailing dot", q("url", "https://www.example.123./"), CodeInvalidURL, "url"},
+		{"url name ending in bad octal", q("url", "http://a.09/"), CodeInvalidURL, "url"},
+		{"url name ending in hex", q("url", "http://a.0x1f/"), CodeInvalidURL, "url"},
+		{"url full-width dot before a number", q("url", "http://a．123/"), CodeInvalidURL, "url"},
+		{"url ipv6 zone with a forbidden byte", q("url", "http://[fe80::1%25e$th0]/"), CodeInvalidURL, "url"},
+		{"url bad ipv4, upper-case scheme", q("url", "HTTPS://999.1.1.1/"), CodeInvalidURL, "url"},
+		{"url bad ipv4 and another bad option", q("url", "http://999.1.1.1/", "viewport_width", "5"), CodeInvalidOptions, "url"},
+		{"webhook_url bad ipv4", q("url", "https://a.example/", "webhook_url", "http://999.1.1.1/"), CodeInvalidOptions, "webhook_url"},
 		{"selector with clip_width", q("url", "https://a.example/", "selector", "#x", "clip_width", "10", "clip_height", "10"), CodeInvalidOptions, "selector"},
 		{"clip without size", q("url", "https://a.example/", "clip_x", "10"), CodeInvalidOptions, "clip_width"},
+		{"clip without height", q("url", "https://a.example/", "clip_x", "10", "clip_width", "10"), CodeInvalidOptions, "clip_height"},
+		{"selector with clip_width only", q("url", "https://a.example/", "selector", "#x", "clip_width", "10"), CodeInvalidOptions, "selector"},
 		{"unknown option", q("url", "https://a.example/", "fromat", "png"), CodeInvalidOptions, "fromat"},
 		{"empty html", q("html", ""), CodeInvalidOptions, "html"},
 		{"bad header", q("url", "https://a.example/", "headers", "no colon"), CodeInvalidOptions, "headers"},
@@ -231,6 +246,109 @@ func TestCrossRules(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseOptions(c.ps, Limits{})
 			wantCode(t, err, c.code, c.field)
+		})
+	}
+}
+
+// TestURLHosts: hosts that a browser takes as IPv4 (the last label is a number) are accepted when
+// they are valid IPv4 addresses in any spelling, and refused as invalid_url otherwise; names and
+// IPv6 addresses pass.
+func TestURLHosts(t *testing.T) {
+	cases := []struct {
+		name, url string
+		ok        bool
+	}{
+		{"dotted", "http://8.8.8.8/", true},
+		{"short", "http://127.1/", true},
+		{"integer", "http://2130706433/", true},
+		{"hex and octal parts", "http://0x7f.0.0.01/", true},
+		{"trailing dot", "http://8.8.8.8./", true},
+		{"full-width", "http://８．８．８．８/", true},
+		{"name", "https://www.example.com/", true},
+		{"name ending in letters that look hex", "http://foo.1e/", true},
+		{"name with a number inside", "http://a1.123b.example/", true},
+		{"idn", "http://bücher.example/", true},
+		{"ipv6", "http://[2606:4700::1]:8443/", true},
+		{"ipv6 zone", "http://[fe80::1%25eth0]/", true},
+		{"octet 999", "http://999.1.1.1/", false},
+		{"octet 256", "http://256.0.0.1/", false},
+		{"last part 256", "http://1.2.3.256/", false},
+		{"short, last part too big", "http://1.16777216/", false},
+		{"five parts", "http://1.2.3.4.5/", false},
+		{"over 32 bits", "http://4294967296/", false},
+		{"name ending in a number", "http://a.123/", false},
+		{"name ending in 0x", "http://a.0x/", false},
+		{"name ending in bad octal", "http://a.08/", false},
+		{"idn ending in a number", "http://é.0/", false},
+		{"ideographic dot", "http://a。123/", false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseOptions(q("url", c.url), Limits{})
+			if c.ok {
+				if err != nil {
+					t.Fatalf("%q refused: %v", c.url, err)
+				}
+				return
+			}
+			e := wantCode(t, err, CodeInvalidURL, "url")
+			if len(e.Fields) != 1 {
+				t.Fatalf("invalid_url fields %+v, want the url alone", e.Fields)
+			}
+		})
+	}
+}
+
+// TestBadURLAmongOtherErrors: a malformed http(s) url is invalid_url when it is the only problem,
+// and one item of invalid_options, beside the others, when there are more (api-v1 2.2).
+func TestBadURLAmongOtherErrors(t *testing.T) {
+	cases := []struct {
+		name   string
+		ps     Params
+		code   Code
+		fields []string
+	}{
+		{"url alone", q("url", "http:///x"), CodeInvalidURL, []string{"url"}},
+		{"no host and a bad bound", q("url", "http:///x", "viewport_width", "5"), CodeInvalidOptions, []string{"viewport_width", "url"}},
+		{"bad port and an unknown option", q("url", "http://a.example:0/", "fromat", "png"), CodeInvalidOptions, []string{"fromat", "url"}},
+		{"bad ipv4 and a conflict", q("url", "http://999.1.1.1/", "selector", "#x", "clip_width", "10"), CodeInvalidOptions, []string{"url", "selector"}},
+		{"credentials and a bad webhook", q("url", "http://u:p@a.example/", "webhook_url", "ftp://x/"), CodeInvalidOptions, []string{"url", "webhook_url"}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := ParseOptions(c.ps, Limits{})
+			e := wantCode(t, err, c.code, "")
+			var got []string
+			for _, f := range e.Fields {
+				got = append(got, f.Field)
+			}
+			if fmt.Sprint(got) != fmt.Sprint(c.fields) {
+				t.Fatalf("fields %q, want %q (%+v)", got, c.fields, e.Fields)
+			}
+		})
+	}
+}
+
+// TestSelectorWithClip: with selector the clip options cut inside the element (cdpclient):
+// clip_x and clip_y move its corner and clip_height, optional, caps its height.
+func TestSelectorWithClip(t *testing.T) {
+	cases := []struct {
+		name string
+		ps   Params
+		x, y int
+		h    int
+	}{
+		{"clip_x and clip_y", q("url", "https://a.example/", "selector", "#x", "clip_x", "10", "clip_y", "20"), 10, 20, 0},
+		{"clip_y alone", q("url", "https://a.example/", "selector", "#x", "clip_y", "5"), 0, 5, 0},
+		{"clip_height alone", q("url", "https://a.example/", "selector", "#x", "clip_height", "300"), 0, 0, 300},
+		{"all three", q("url", "https://a.example/", "selector", "#x", "clip_x", "1", "clip_y", "2", "clip_height", "3"), 1, 2, 3},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := mustParse(t, c.ps)
+			if !o.HasClip || o.ClipX != c.x || o.ClipY != c.y || o.ClipHeight != c.h || o.ClipWidth != 0 || o.Selector != "#x" {
+				t.Fatalf("options %+v", o)
+			}
 		})
 	}
 }

@@ -195,12 +195,12 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 	badURL := crossCheck(o, given, fail)
 	applyViewport(o, given)
 
+	if len(errs) == 1 && badURL {
+		// The url is the only problem and it is a malformed http(s) address: invalid_url.
+		return nil, &Error{Code: CodeInvalidURL, Message: "url " + errs[0].Message, Fields: errs}
+	}
 	if len(errs) > 0 {
 		return nil, &Error{Code: CodeInvalidOptions, Message: summarize(errs), Fields: errs}
-	}
-	if badURL != "" {
-		return nil, &Error{Code: CodeInvalidURL, Message: badURL,
-			Fields: []FieldError{{Field: "url", Message: badURL}}}
 	}
 	return o, nil
 }
@@ -330,9 +330,10 @@ func checkSourceSizes(o *Options, lim Limits) *Error {
 	return nil
 }
 
-// crossCheck validates rules between options. It returns a message when url has an http(s)
-// scheme but is not a valid full address (invalid_url); scheme problems are option errors.
-func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...any)) string {
+// crossCheck validates rules between options. Every problem is recorded with fail, the url's
+// too; it reports badURL when url has an http(s) scheme but is not a valid full address, which
+// is invalid_url when it is the only problem. A missing or wrong scheme is an option error.
+func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...any)) (badURL bool) {
 	sources := 0
 	for _, n := range []string{"url", "html", "markdown"} {
 		if given[n] {
@@ -355,14 +356,10 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 	if given["markdown"] && o.Markdown == "" {
 		fail("markdown", "must not be empty")
 	}
-	badURL := ""
 	if given["url"] {
-		msg, schemeOK := checkHTTPURL(o.URL)
-		switch {
-		case msg != "" && !schemeOK:
+		if msg, schemeOK := checkHTTPURL(o.URL); msg != "" {
 			fail("url", "%s", msg)
-		case msg != "":
-			badURL = msg
+			badURL = schemeOK
 		}
 	}
 	if given["webhook_url"] {
@@ -375,9 +372,14 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 	}
 	if given["clip_x"] || given["clip_y"] || given["clip_width"] || given["clip_height"] {
 		o.HasClip = true
-		for _, n := range []string{"clip_width", "clip_height"} {
-			if !given[n] && !(n == "clip_width" && given["selector"]) {
-				fail(n, "is required when an area is clipped")
+		// Without selector the clip options are an area of the page and need its size. With
+		// selector they cut inside the element's box (cdpclient): clip_x and clip_y move its top
+		// left corner, clip_height, optional, caps its height; clip_width conflicts (above).
+		if !given["selector"] {
+			for _, n := range []string{"clip_width", "clip_height"} {
+				if !given[n] {
+					fail(n, "is required when an area is clipped")
+				}
 			}
 		}
 	}
@@ -422,8 +424,8 @@ func checkHTTPURL(raw string) (msg string, schemeOK bool) {
 	if u.User != nil {
 		return "must not carry user:password credentials; use the authorization option", true
 	}
-	if strings.ContainsAny(u.Hostname(), " <>\"{}|\\^`") {
-		return "has an invalid host", true
+	if msg := checkHost(u.Hostname()); msg != "" {
+		return msg, true
 	}
 	if p := u.Port(); p != "" {
 		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
@@ -431,6 +433,24 @@ func checkHTTPURL(raw string) (msg string, schemeOK bool) {
 		}
 	}
 	return "", true
+}
+
+// checkHost returns what is wrong with host, a URL's host without its port as url.URL.Hostname
+// gives it, or "" when a browser would accept it (ParseHost, which the egress guard uses too).
+func checkHost(host string) string {
+	if host == "" {
+		return "has no host"
+	}
+	if _, _, kind := ParseHost(host); kind != HostInvalid {
+		return ""
+	}
+	switch s := strings.ToLower(percentDecode(host)); {
+	case strings.IndexByte(host, ':') >= 0:
+		return "has an invalid IPv6 address"
+	case isASCII(s) && endsInNumber(s):
+		return fmt.Sprintf("has an invalid host: %q ends in a number, so it must be an IPv4 address, and it is not one", clip(host))
+	}
+	return "has an invalid host"
 }
 
 // applyViewport folds the device preset, landscape and video defaults into the viewport fields.

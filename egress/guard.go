@@ -122,9 +122,9 @@ var localhostAddrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.
 // mistake. Errors: host_not_allowed for a refusal or a malformed host, navigation_failed when the
 // name does not resolve. IPv4-mapped results are returned as IPv4.
 func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
-	a, name, kind := parseHost(host)
+	a, name, kind := shotd.ParseHost(host)
 	switch kind {
-	case hostIP:
+	case shotd.HostIP:
 		if err := g.policy.Check(a); err != nil {
 			return nil, withHost(err, host)
 		}
@@ -132,7 +132,7 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 			a = a.Unmap()
 		}
 		return []netip.Addr{a}, nil
-	case hostInvalid:
+	case shotd.HostInvalid:
 		return nil, refused(&RefusedError{Host: host, Reason: "malformed host"})
 	}
 	var addrs []netip.Addr
@@ -186,9 +186,11 @@ func containsAddr(as []netip.Addr, a netip.Addr) bool {
 	return false
 }
 
-// CheckURL is the pre-check of a render's url: it must be http or https with a host (otherwise
-// invalid_options naming the field "url"), the host must not be refused (host_not_allowed; a name
-// is resolved once for that), nor its port denied. A name that does not resolve gives
+// CheckURL is the pre-check of a render's url: it must start with http:// or https:// (otherwise
+// invalid_options naming the field "url", as shotd.ParseOptions answers a missing or wrong
+// scheme), be a valid full address (otherwise invalid_url: no host, a malformed host such as
+// 999.1.1.1, a bad port), its host must not be refused (host_not_allowed; a name is resolved
+// once for that), nor its port denied. A name that does not resolve gives
 // navigation_failed. Passing CheckURL is no licence to dial: the proxy checks again at connect
 // time, which is what defeats DNS rebinding.
 func (g *Guard) CheckURL(ctx context.Context, rawURL string) error {
@@ -203,19 +205,19 @@ func (g *Guard) CheckURLLiteral(rawURL string) error {
 }
 
 func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) error {
+	if !hasHTTPPrefix(rawURL) {
+		return badScheme()
+	}
 	u, err := url.Parse(rawURL)
 	if err != nil {
-		return invalidURL("must be a valid http or https address")
-	}
-	if u.Scheme != "http" && u.Scheme != "https" {
-		return invalidURL("must be an http or https address")
+		return invalidURL("is not a valid address")
 	}
 	host := u.Hostname()
-	if u.Opaque != "" || host == "" {
-		return invalidURL("must have a host")
+	if host == "" {
+		return invalidURL("has no host")
 	}
-	_, name, kind := parseHost(host)
-	if kind == hostInvalid {
+	_, name, kind := shotd.ParseHost(host)
+	if kind == shotd.HostInvalid {
 		return invalidURL("has an invalid host")
 	}
 	port := uint16(80)
@@ -229,7 +231,7 @@ func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) 
 		}
 		port = uint16(n)
 	}
-	if kind == hostName && !resolveNames && !isLocalhostName(name) {
+	if kind == shotd.HostName && !resolveNames && !isLocalhostName(name) {
 		return nil
 	}
 	addrs, err := g.Resolve(ctx, host)
@@ -244,9 +246,31 @@ func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) 
 	return nil
 }
 
-func invalidURL(msg string) *shotd.Error {
+// hasHTTPPrefix reports whether raw starts with http:// or https:// in any case, without
+// surrounding space: the line shotd.ParseOptions draws between a wrong or missing scheme
+// (invalid_options) and a malformed http(s) address (invalid_url).
+func hasHTTPPrefix(raw string) bool {
+	if strings.TrimSpace(raw) != raw {
+		return false
+	}
+	scheme, _, ok := strings.Cut(raw, "://")
+	return ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https"))
+}
+
+// badScheme is the invalid_options answer to a url that is not http:// or https://.
+func badScheme() *shotd.Error {
+	const msg = "must be a full http:// or https:// address"
 	return &shotd.Error{
 		Code:    shotd.CodeInvalidOptions,
+		Message: "url " + msg,
+		Fields:  []shotd.FieldError{{Field: "url", Message: msg}},
+	}
+}
+
+// invalidURL is the invalid_url answer to a malformed http(s) address.
+func invalidURL(msg string) *shotd.Error {
+	return &shotd.Error{
+		Code:    shotd.CodeInvalidURL,
 		Message: "url " + msg,
 		Fields:  []shotd.FieldError{{Field: "url", Message: msg}},
 	}

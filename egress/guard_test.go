@@ -32,7 +32,9 @@ func TestCheckURL(t *testing.T) {
 	loop := NewGuard(NewPolicy(prefixes("127.0.0.1/32")), dns)
 	loop.DenyPort(netip.MustParseAddrPort("127.0.0.1:9222"))
 
-	const ok, invalid, refused, unresolved = "", shotd.CodeInvalidOptions, shotd.CodeHostNotAllowed, shotd.CodeNavigationFailed
+	// invalid: not http:// or https:// (invalid_options); malformed: an http(s) address that is
+	// not a valid full one (invalid_url), as shotd.ParseOptions tells them apart.
+	const ok, invalid, malformed, refused, unresolved = "", shotd.CodeInvalidOptions, shotd.CodeInvalidURL, shotd.CodeHostNotAllowed, shotd.CodeNavigationFailed
 	tests := []struct {
 		name  string
 		guard *Guard
@@ -52,12 +54,26 @@ func TestCheckURL(t *testing.T) {
 		{name: "ws", url: "ws://8.8.8.8/", want: invalid},
 		{name: "no scheme", url: "8.8.8.8/", want: invalid},
 		{name: "opaque http", url: "http:127.0.0.1", want: invalid},
-		{name: "empty host", url: "http:///127.0.0.1", want: invalid},
-		{name: "port zero", url: "http://8.8.8.8:0/", want: invalid},
-		{name: "port too big", url: "http://8.8.8.8:99999/", want: invalid},
-		{name: "five-part ipv4", url: "http://1.2.3.4.5/", want: invalid},
-		{name: "octet over 255", url: "http://256.0.0.1/", want: invalid},
-		{name: "unclosed bracket", url: "http://[::1/", want: invalid},
+		{name: "one slash", url: "http:/8.8.8.8/", want: invalid},
+		{name: "leading space", url: " http://8.8.8.8/", want: invalid},
+		{name: "empty host", url: "http:///127.0.0.1", want: malformed},
+		{name: "port zero", url: "http://8.8.8.8:0/", want: malformed},
+		{name: "port too big", url: "http://8.8.8.8:99999/", want: malformed},
+		{name: "port not a number", url: "http://8.8.8.8:8a/", want: malformed},
+		{name: "five-part ipv4", url: "http://1.2.3.4.5/", want: malformed},
+		{name: "octet over 255", url: "http://256.0.0.1/", want: malformed},
+		{name: "first octet 999", url: "http://999.1.1.1/", want: malformed},
+		{name: "last part too big", url: "http://1.2.3.256/", want: malformed},
+		{name: "integer over 32 bits", url: "http://4294967296/", want: malformed},
+		{name: "name ending in a number", url: "http://a.123/", want: malformed},
+		{name: "name ending in a number, trailing dot", url: "https://www.example.123./", want: malformed},
+		{name: "name ending in hex", url: "http://a.0x1f/", want: malformed},
+		{name: "name ending in bad octal", url: "http://a.09/", want: malformed},
+		{name: "ideographic dot before a number", url: "http://a\u3002123/", want: malformed},
+		{name: "v6 zone with a forbidden byte", url: "http://[fe80::1%25e$th0]/", want: malformed},
+		{name: "unclosed bracket", url: "http://[::1/", want: malformed},
+		{name: "bracketed non-address", url: "http://[zz]/", want: malformed},
+		{name: "upper-case scheme, bad host", url: "HTTPS://999.1.1.1/", want: malformed},
 		{name: "loopback", url: "http://127.0.0.1/", want: refused},
 		{name: "loopback upper scheme", url: "HTTP://127.0.0.1/", want: refused},
 		{name: "loopback trailing dot", url: "http://127.0.0.1./", want: refused},
@@ -114,7 +130,7 @@ func TestCheckURL(t *testing.T) {
 			if se.Code != tt.want {
 				t.Fatalf("CheckURL(%q) code %s (%v), want %s", tt.url, se.Code, err, tt.want)
 			}
-			if tt.want == invalid && (len(se.Fields) != 1 || se.Fields[0].Field != "url") {
+			if (tt.want == invalid || tt.want == malformed) && (len(se.Fields) != 1 || se.Fields[0].Field != "url") {
 				t.Fatalf("CheckURL(%q) fields %+v, want one for url", tt.url, se.Fields)
 			}
 		})
@@ -373,7 +389,7 @@ func TestCheckURLLiteral(t *testing.T) {
 	})
 	g := NewGuard(NewPolicy(prefixes("127.0.0.1/32")), noDNS)
 	g.DenyPort(netip.MustParseAddrPort("127.0.0.1:9222"))
-	const ok, invalid, refused = "", shotd.CodeInvalidOptions, shotd.CodeHostNotAllowed
+	const ok, invalid, malformed, refused = "", shotd.CodeInvalidOptions, shotd.CodeInvalidURL, shotd.CodeHostNotAllowed
 	tests := []struct {
 		url  string
 		want shotd.Code
@@ -390,7 +406,10 @@ func TestCheckURLLiteral(t *testing.T) {
 		{"http://localhost:9222/", refused},
 		{"http://db.localhost/", refused}, // 127.0.0.1 and ::1, which is not allowed
 		{"ftp://8.8.8.8/", invalid},
-		{"http://[::1/", invalid},
+		{"http://[::1/", malformed},
+		{"http://999.1.1.1/", malformed},
+		{"http://a.123/", malformed},
+		{"http://8.8.8.8:0/", malformed},
 	}
 	for _, tt := range tests {
 		err := g.CheckURLLiteral(tt.url)

@@ -327,8 +327,8 @@ func compileDenyHosts(patterns []string) ([]string, error) {
 
 // deniedName reports whether host is a name on the deny list. Literals are never on it.
 func (p *Proxy) deniedName(host string) bool {
-	_, name, kind := parseHost(host)
-	if kind != hostName {
+	_, name, kind := shotd.ParseHost(host)
+	if kind != shotd.HostName {
 		return false
 	}
 	name = strings.TrimSuffix(name, ".")

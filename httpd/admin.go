@@ -90,12 +90,20 @@ func (a *Admin) Shutdown(ctx context.Context) error { return a.srv.ShutdownWithC
 
 func (a *Admin) fail(ctx *fasthttp.RequestCtx, err error) { writeError(ctx, a.publicURL, err) }
 
+// auth lets through a request that carries the admin token as Authorization: Bearer. The 401
+// uses the codes of api-v1 section 7: access_key_required when no Bearer token is sent,
+// access_key_invalid when a wrong one is.
 func (a *Admin) auth(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
 		h := string(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 		tok, ok := strings.CutPrefix(h, "Bearer ")
-		if !ok || a.token == "" || subtle.ConstantTimeCompare([]byte(strings.TrimSpace(tok)), []byte(a.token)) != 1 {
-			a.fail(ctx, shotd.Errorf(shotd.CodeUnauthorized, "send the admin token as Authorization: Bearer <admin_token>"))
+		tok = strings.TrimSpace(tok)
+		switch {
+		case !ok || tok == "":
+			a.fail(ctx, shotd.Errorf(shotd.CodeAccessKeyRequired, "send the admin token as Authorization: Bearer <admin_token>"))
+			return
+		case a.token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) != 1:
+			a.fail(ctx, shotd.Errorf(shotd.CodeAccessKeyInvalid, "the admin token is wrong"))
 			return
 		}
 		next(ctx)

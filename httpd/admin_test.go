@@ -98,8 +98,10 @@ func TestAdminErrors(t *testing.T) {
 		status                          int
 		code                            shotd.Code
 	}{
-		{"no token", "GET", "/admin/v1/accounts/x", "", "", 401, shotd.CodeUnauthorized},
-		{"wrong token", "GET", "/admin/v1/accounts/x", "", "nope", 401, shotd.CodeUnauthorized},
+		{"no token", "GET", "/admin/v1/accounts/x", "", "", 401, shotd.CodeAccessKeyRequired},
+		{"empty bearer", "GET", "/admin/v1/accounts/x", "", " ", 401, shotd.CodeAccessKeyRequired},
+		{"wrong token", "GET", "/admin/v1/accounts/x", "", "nope", 401, shotd.CodeAccessKeyInvalid},
+		{"wrong token on a write", "POST", "/admin/v1/accounts", `{"email":"x@example.test","plan":"default"}`, "nope", 401, shotd.CodeAccessKeyInvalid},
 		{"unknown account", "GET", "/admin/v1/accounts/acc_nope", "", adminToken, 404, shotd.CodeNotFound},
 		{"unknown plan", "POST", "/admin/v1/accounts", `{"email":"x@example.test","plan":"gold"}`, adminToken, 400, shotd.CodeInvalidOptions},
 		{"unknown field", "POST", "/admin/v1/accounts", `{"mail":"x@example.test"}`, adminToken, 400, shotd.CodeInvalidRequest},
