@@ -1,4 +1,5 @@
 // Package shotd holds the domain of the screenshot service: render options with their defaults and
-// bounds, device presets, accounts, keys and plans, and the error catalogue. It does no I/O; every
-// other package depends on it and it depends on none of them.
+// bounds, device presets, accounts, keys and plans, the error catalogue, and the reading of a URL
+// host as browsers read it (ParseHost), which the option parser and the egress guard share. It
+// does no I/O; every other package depends on it and it depends on none of them.
 package shotd
