@@ -155,11 +155,12 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 	}()
 
 	for _, s := range r.steps() {
-		err := s.run(rctx)
-		if err == nil {
-			// A main-frame navigation failed by the interceptor at any time, even after the
-			// wait or during the capture, means Chrome's error page: never an answer.
-			err = r.intercept.failure()
+		err := r.runStep(rctx, s)
+		// A main-frame navigation failed by the interceptor at any time, even after the wait
+		// or during the capture, means Chrome's error page: never an answer. It also cuts the
+		// step short, whatever that step made of it.
+		if ferr := r.intercept.failure(); ferr != nil {
+			err = ferr
 		}
 		if err != nil {
 			return nil, r.fail(ctx, rctx, s.name, err)
@@ -190,6 +191,28 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 		Height:      h,
 		RenderMs:    time.Since(start).Milliseconds(),
 	}, nil
+}
+
+// runStep runs s; when the interceptor fails the main frame's document meanwhile, s's context is
+// cancelled. The page is then becoming Chrome's error page, on which a step may wait for good: a
+// capture started as a form posts the page away waits for a frame that never comes.
+func (r *render) runStep(ctx context.Context, s step) error {
+	failed := r.intercept.mainFailed()
+	if failed == nil {
+		return s.run(ctx) // no interception (yet): the prepare step starts it
+	}
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		select {
+		case <-failed:
+			cancel()
+		case <-done:
+		}
+	}()
+	return s.run(sctx)
 }
 
 func newRender(p *Process, o *shotd.Options) (*render, error) {
