@@ -225,7 +225,11 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		return nil
 	})
 	if uerr != nil {
-		log.Error().Err(uerr).Msg("job end not recorded")
+		// The job stays "rendering" in the store, to be rendered again at the next start: this
+		// run neither bills it nor delivers a webhook, so that the next one may.
+		log.Error().Err(uerr).Msg("job end not recorded; queued again at the next start")
+		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
+		return
 	}
 	if err != nil {
 		log.Info().Str("code", string(shotd.CodeOf(err))).Msg("job failed")
@@ -367,22 +371,39 @@ func (j *Jobs) Submit(m *SubmitJobs, timeout time.Duration) (*SubmitJobsResult, 
 	return r, r.Err
 }
 
-// Close stops starting jobs and waits, up to ctx, for the running ones. A job cut off stays
-// rendering in the store and is queued again at the next start.
+// cutWait is how long Close waits, after its deadline, for the renders it cancelled: they end
+// at once, and their outcomes must reach the actor before it stops.
+const cutWait = 5 * time.Second
+
+// Close stops starting jobs and waits, up to ctx, for the running ones, then stops the job actor
+// once it has handled their outcomes (and passed each on to the account actors, which bill it).
+// A job cut off at the deadline stays rendering in the store and is queued again at the next
+// start; Close then returns ctx's error.
 func (j *Jobs) Close(ctx context.Context) error {
 	j.mu.Lock()
 	j.stopping = true
 	j.mu.Unlock()
 	done := make(chan struct{})
 	go func() { j.running.Wait(); close(done) }()
+	var err error
 	select {
 	case <-done:
 	case <-ctx.Done():
+		err = ctx.Err()
 		j.cut()
-		return ctx.Err()
+		select {
+		case <-done:
+		case <-time.After(cutWait):
+			return err // a render that ignores its cancellation: leave the actor to it
+		}
 	}
 	j.cut() // nothing runs any more: this only releases the context
-	var err error
-	j.stopOnce.Do(func() { err = j.sys.Root.StopFuture(j.pid).Wait() })
+	// Poison, not Stop: a Stop is a system message and would be handled before the jobDone
+	// messages still queued, whose SettleJob bills the job.
+	j.stopOnce.Do(func() {
+		if perr := j.sys.Root.PoisonFuture(j.pid).Wait(); err == nil {
+			err = perr
+		}
+	})
 	return err
 }

@@ -397,3 +397,49 @@ func TestJobCutByShutdown(t *testing.T) {
 		t.Errorf("%d webhook deliveries, want 1 (after the restart only)", n)
 	}
 }
+
+// TestJobEndingAtShutdownIsBilled: a job that succeeds while Close waits for it is billed. Its
+// outcome is a message to the job actor, sent just before Close stops waiting: stopping the
+// actor must not overtake it (a Stop is a system message, handled before any queued user
+// message; the billing, and the account's usage write, were lost that way).
+func TestJobEndingAtShutdownIsBilled(t *testing.T) {
+	for i := range 8 {
+		st := openStore(t, t.TempDir())
+		acc, key := newJobAccount(t, st)
+		started, release := make(chan struct{}), make(chan struct{})
+		render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+			close(started)
+			<-release
+			return &shotd.Output{Data: []byte("png"), Format: shotd.FormatPNG, ContentType: "image/png", Width: 1, Height: 1}, nil
+		}
+		e := startJobs(t, st, render, time.Second)
+		id := e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>last</p>"}`))
+		<-started
+		closed := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			closed <- e.jobs.Close(ctx)
+		}()
+		time.Sleep(20 * time.Millisecond) // Close is waiting for the job
+		close(release)
+		if err := <-closed; err != nil {
+			t.Fatalf("run %d: Close: %v", i, err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		if err := e.accounts.Close(ctx); err != nil {
+			t.Fatalf("run %d: close accounts: %v", i, err)
+		}
+		cancel()
+		if j, err := st.JobByID(id); err != nil || j.Status != store.JobSucceeded {
+			t.Fatalf("run %d: job %+v, %v: want succeeded", i, j, err)
+		}
+		u, err := st.Usage(acc, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Used != 1 || u.Succeeded != 1 {
+			t.Fatalf("run %d: usage %+v after a job that succeeded during the shutdown, want 1 billed", i, u)
+		}
+	}
+}

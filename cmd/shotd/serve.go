@@ -182,10 +182,14 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err := jobs.Close(sctx); err != nil {
 		log.Warn().Err(err).Msg("jobs still running at the deadline stay queued for the next start")
 	}
-	if err := webhooks.Close(sctx); err != nil {
+	// What is left to flush gets a deadline of its own: a render cut at the shutdown deadline
+	// has used that one up, and the account actors must still write the usage they billed.
+	fctx, fcancel := context.WithTimeout(context.Background(), flushTimeout)
+	defer fcancel()
+	if err := webhooks.Close(fctx); err != nil {
 		log.Warn().Err(err).Msg("webhook attempts cut off resume at the next start")
 	}
-	if err := accounts.Close(sctx); err != nil {
+	if err := accounts.Close(fctx); err != nil {
 		log.Warn().Err(err).Msg("account actors did not stop in time; a usage write may be lost")
 	}
 	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -196,6 +200,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log.Info().Msg("stopped")
 	return err
 }
+
+// flushTimeout bounds what the shutdown does after the running jobs: the webhook attempts under
+// way (cut ones resume at the next start) and the account actors' last usage writes.
+const flushTimeout = 10 * time.Second
 
 // bootstrap prepares an empty data directory: the admin token and, on first start, the default
 // account with one key, printed once.
