@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/shotd/shotd"
@@ -248,6 +249,28 @@ func (s *Server) bulkItems(ctx *fasthttp.RequestCtx) ([]*shotd.Options, error) {
 	return opts, nil
 }
 
+// exclusiveGroups are options that stand in for one another: an item that gives one of a group
+// takes none of the group from defaults, so that its own choice wins instead of conflicting
+// (defaults with a url, an item with html; defaults with a selector, an item with a clip area).
+var exclusiveGroups = [][]string{
+	{"url", "html", "markdown"},
+	{"selector", "clip_x", "clip_y", "clip_width", "clip_height"},
+}
+
+// overridden reports whether the item's own options replace the default named name: the item
+// gives it, or another option of its exclusive group.
+func overridden(item shotd.Params, name string) bool {
+	if item.Has(name) {
+		return true
+	}
+	for _, g := range exclusiveGroups {
+		if slices.Contains(g, name) && slices.ContainsFunc(g, item.Has) {
+			return true
+		}
+	}
+	return false
+}
+
 // mergeDefaults puts defaults under an item's own options and makes the item a background job.
 // Authentication parameters belong to the request, not to items.
 func mergeDefaults(item, defaults shotd.Params) shotd.Params {
@@ -262,7 +285,7 @@ func mergeDefaults(item, defaults shotd.Params) shotd.Params {
 		out = append(out, p)
 	}
 	for _, d := range defaults {
-		if !item.Has(d.Name) && d.Name != "async" {
+		if !overridden(item, d.Name) && d.Name != "async" {
 			if d.Name == "access_key" || d.Name == "signature" || d.Name == "expires" {
 				d.Invalid = "belongs to the bulk request's query, not to defaults"
 			}

@@ -1007,6 +1007,14 @@ func TestBulkCompletion(t *testing.T) {
 			"defaults": map[string]any{"viewport_width": 300, "viewport_height": 200},
 			"requests": []any{map[string]any{"url": page("/")}, map[string]any{"url": page("/"), "viewport_width": 500}},
 		}, []string{"succeeded", "succeeded"}, []int{300, 500}, false, 200},
+		// Were defaults merged option by option, the second item would have two sources and the
+		// third a selector with clip_width: both refused.
+		{"an item's own source and area replace those of defaults", map[string]any{
+			"defaults": map[string]any{"url": page("/"), "clip_x": 0, "clip_y": 0, "clip_width": 300, "clip_height": 200,
+				"viewport_width": 400, "viewport_height": 300},
+			"requests": []any{map[string]any{}, map[string]any{"html": "<p>own</p>"},
+				map[string]any{"html": `<html style="height:200px;width:300px"><body style="margin:0"><p>own</p></body></html>`, "selector": "html"}},
+		}, []string{"succeeded", "succeeded", "succeeded"}, []int{300, 300, 300}, false, 200},
 		{"one item fails", map[string]any{
 			"defaults": map[string]any{"viewport_width": 320, "viewport_height": 240, "webhook_url": rc.url()},
 			"requests": []any{map[string]any{"html": "<p>ok</p>"}, map[string]any{"url": "http://127.0.0.1:" + closed + "/"},
