@@ -40,15 +40,24 @@ func setLimitHeaders(ctx *fasthttp.RequestCtx, l actors.LimitsSnapshot, withQuot
 	h := &ctx.Response.Header
 	h.Set("X-RateLimit-Limit", strconv.Itoa(l.RateLimit))
 	h.Set("X-RateLimit-Remaining", strconv.Itoa(l.RateRemaining))
-	h.Set("X-RateLimit-Reset", strconv.FormatInt(l.RateReset.Unix(), 10))
+	h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSecond(l.RateReset).Unix(), 10))
 	if !withQuota {
 		return
 	}
 	h.Set("X-Quota-Limit", strconv.Itoa(l.QuotaLimit))
 	h.Set("X-Quota-Remaining", strconv.Itoa(l.QuotaRemaining))
-	h.Set("X-Quota-Reset", l.QuotaReset.UTC().Format(time.RFC3339))
+	h.Set("X-Quota-Reset", ceilSecond(l.QuotaReset).UTC().Format(time.RFC3339))
 	h.Set("X-Concurrency-Limit", strconv.Itoa(l.ConcurrencyLimit))
 	h.Set("X-Concurrency-Remaining", strconv.Itoa(l.ConcurrencyRemaining))
+}
+
+// ceilSecond rounds t up to a whole second: a reset time in whole seconds must not come before
+// the real one (a client that waits until it would be refused again), as Retry-After rounds up.
+func ceilSecond(t time.Time) time.Time {
+	if r := t.Truncate(time.Second); !r.Equal(t) {
+		return r.Add(time.Second)
+	}
+	return t
 }
 
 // screenshot serves GET and POST of /api/v1/screenshot and /api/v1/take. Precedence of refusals:
