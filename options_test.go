@@ -361,6 +361,30 @@ func TestUnknownOptionSuggestsClosest(t *testing.T) {
 	}
 }
 
+// TestUnknownOptionHuge: a name of megabytes is refused without a suggestion (whose edit
+// distance would cost seconds of CPU) and echoed clipped, in the field and in the message.
+func TestUnknownOptionHuge(t *testing.T) {
+	huge := strings.Repeat("<", 1<<20)
+	for _, ps := range []Params{q("url", "https://a.example/", huge, "1"), q(huge, "1")} {
+		_, err := ParseOptions(ps, Limits{})
+		var e *Error
+		if !errors.As(err, &e) || e.Code != CodeInvalidOptions {
+			t.Fatalf("error %v, want invalid_options", err)
+		}
+		for _, f := range e.Fields {
+			if len(f.Field) > 2*maxSuggestedName || len(f.Message) > 4*maxSuggestedName || strings.Contains(f.Message, "did you mean") {
+				t.Fatalf("field of %d bytes, message of %d bytes: %.100q", len(f.Field), len(f.Message), f.Message)
+			}
+		}
+		if len(e.Message) > 8*maxSuggestedName {
+			t.Fatalf("message of %d bytes", len(e.Message))
+		}
+	}
+	if _, ferr := ParseOption(Param{Name: huge, Values: []string{"1"}}); ferr == nil || len(ferr.Field) > 2*maxSuggestedName {
+		t.Fatalf("ParseOption: %v", ferr)
+	}
+}
+
 func TestSourceTooLarge(t *testing.T) {
 	_, err := ParseOptions(q("html", strings.Repeat("x", 101)), Limits{MaxSourceBytes: 100})
 	wantCode(t, err, CodeContentTooLarge, "html")

@@ -163,7 +163,8 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 	for _, p := range ps {
 		s, ok := optionsByName[p.Name]
 		if !ok {
-			fail(p.Name, "unknown option %q; did you mean %q?", p.Name, ClosestOption(p.Name))
+			e := unknownOption(p.Name)
+			fail(e.Field, "%s", e.Message)
 			continue
 		}
 		if given[p.Name] {
@@ -309,6 +310,21 @@ func bounds(s *OptionSpec, f float64) string {
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
 // clip shortens a value quoted back in a message.
+// maxSuggestedName is the longest unknown name that gets a "did you mean": the edit distance
+// costs its length times each option's, and a name of megabytes would take seconds of CPU. No
+// option name comes near it.
+const maxSuggestedName = 64
+
+// unknownOption is the error of a name that is not an option, with the closest known name
+// suggested. The name is echoed clipped, in the field as in the message.
+func unknownOption(name string) FieldError {
+	field := clip(name)
+	if len(name) > maxSuggestedName {
+		return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q", field)}
+	}
+	return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q; did you mean %q?", name, ClosestOption(name))}
+}
+
 func clip(v string) string {
 	if len(v) > 64 {
 		return v[:64] + "…"
@@ -585,7 +601,8 @@ func checkLength(v string) string {
 func ParseOption(p Param) (any, *FieldError) {
 	s, ok := optionsByName[p.Name]
 	if !ok {
-		return nil, &FieldError{Field: p.Name, Message: fmt.Sprintf("unknown option %q; did you mean %q?", p.Name, ClosestOption(p.Name))}
+		e := unknownOption(p.Name)
+		return nil, &e
 	}
 	if p.Invalid != "" {
 		return nil, &FieldError{Field: p.Name, Message: p.Invalid}
