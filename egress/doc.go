@@ -7,7 +7,8 @@
 //   - Policy classifies one address. It is a pure function over a fixed table of the IANA
 //     special-purpose blocks, looks inside the IPv6 forms that embed an IPv4 address (mapped,
 //     NAT64, 6to4, Teredo), lets network.allow_private through and lets an explicit deny list win
-//     over that. It never does DNS.
+//     over that. It never does DNS. WithHostAddrs adds the host's own interface addresses
+//     (InterfaceAddrs reads them), which reach the host's services as loopback does.
 //   - ParseHostLiteral recognises every spelling of an IP address that a browser accepts in a URL
 //     host (2130706433, 0x7f.1, 0177.0.0.1, 127.1, [::1], fe80::1%25eth0, full-width digits ...),
 //     following the WHATWG URL host parser (shotd.ParseHost), so that a literal is never mistaken

@@ -52,6 +52,9 @@ func IsRefused(err error) bool {
 type Policy struct {
 	allow []netip.Prefix
 	deny  []netip.Prefix
+	// hostAddrs lists the addresses of this machine's own interfaces (nil: none known). A public
+	// address of the host reaches its own services like loopback does: a page must not dial it.
+	hostAddrs func() []netip.Addr
 }
 
 // NewPolicy returns a policy that also lets the allow prefixes through (network.allow_private)
@@ -59,6 +62,18 @@ type Policy struct {
 // read as their IPv4 form; invalid prefixes are ignored.
 func NewPolicy(allow []netip.Prefix, deny ...netip.Prefix) *Policy {
 	return &Policy{allow: normalizePrefixes(allow), deny: normalizePrefixes(deny)}
+}
+
+// WithHostAddrs returns a copy of p that also refuses the addresses addrs lists, the machine's
+// own (InterfaceAddrs), unless an allow prefix covers them. addrs is called at every check and
+// must be cheap and safe for concurrent use.
+func (p *Policy) WithHostAddrs(addrs func() []netip.Addr) *Policy {
+	c := Policy{}
+	if p != nil {
+		c = *p
+	}
+	c.hostAddrs = addrs
+	return &c
 }
 
 func normalizePrefixes(in []netip.Prefix) []netip.Prefix {
@@ -79,7 +94,8 @@ func normalizePrefixes(in []netip.Prefix) []netip.Prefix {
 // Check returns nil when addr may be contacted and otherwise a *shotd.Error with code
 // host_not_allowed whose cause is a *RefusedError. The order is: an invalid address is refused;
 // an address (or an IPv4 address embedded in it) inside a deny prefix is refused; an address
-// inside an allow prefix is allowed; everything special-purpose is refused. An IPv6 zone is
+// inside an allow prefix is allowed; an address of the host itself (WithHostAddrs) is refused;
+// everything special-purpose is refused. An IPv6 zone is
 // ignored and an IPv4-mapped address is the IPv4 address it maps.
 func (p *Policy) Check(addr netip.Addr) error {
 	if reason := p.refusal(addr); reason != "" {
@@ -107,6 +123,13 @@ func (p *Policy) refusal(addr netip.Addr) string {
 		}
 		if containsAny(p.allow, a) {
 			return ""
+		}
+		if p.hostAddrs != nil {
+			for _, h := range p.hostAddrs() {
+				if h.WithZone("").Unmap() == a {
+					return "this host's own address"
+				}
+			}
 		}
 	}
 	return classify(a)

@@ -3,8 +3,10 @@ package egress
 import (
 	"errors"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/shotd/shotd"
 )
@@ -198,5 +200,58 @@ func TestPolicyAllowAndDeny(t *testing.T) {
 				t.Fatalf("IsRefused(%v) = false", err)
 			}
 		})
+	}
+}
+
+// TestPolicyHostAddrs: an address of the host's own interfaces is refused, in every form, unless
+// the allow list names it; the deny list still wins. The addresses are only classified.
+func TestPolicyHostAddrs(t *testing.T) {
+	own := func() []netip.Addr {
+		return []netip.Addr{netip.MustParseAddr("8.8.4.4"), netip.MustParseAddr("2001:4860:4860::8844"), netip.MustParseAddr("::ffff:9.9.9.9")}
+	}
+	tests := []struct {
+		name      string
+		allow     []netip.Prefix
+		deny      []netip.Prefix
+		addr      string
+		refused   bool
+		reasonHas string
+	}{
+		{name: "own v4", addr: "8.8.4.4", refused: true, reasonHas: "own address"},
+		{name: "own v4, mapped form", addr: "::ffff:8.8.4.4", refused: true, reasonHas: "own address"},
+		{name: "own v4 listed mapped", addr: "9.9.9.9", refused: true, reasonHas: "own address"},
+		{name: "own v6", addr: "2001:4860:4860::8844", refused: true, reasonHas: "own address"},
+		{name: "own v6 with a zone", addr: "2001:4860:4860::8844%eth0", refused: true, reasonHas: "own address"},
+		{name: "another public address", addr: "8.8.8.8"},
+		{name: "own but allow-listed", allow: []netip.Prefix{netip.MustParsePrefix("8.8.4.4/32")}, addr: "8.8.4.4"},
+		{name: "own, allow-listed and denied", allow: []netip.Prefix{netip.MustParsePrefix("8.8.4.0/24")}, deny: []netip.Prefix{netip.MustParsePrefix("8.8.4.4/32")}, addr: "8.8.4.4", refused: true, reasonHas: "denied"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := NewPolicy(tt.allow, tt.deny...).WithHostAddrs(own).Check(netip.MustParseAddr(tt.addr))
+			if (err != nil) != tt.refused {
+				t.Fatalf("Check(%s) = %v, want refused=%v", tt.addr, err, tt.refused)
+			}
+			var r *RefusedError
+			if err != nil && (!errors.As(err, &r) || !strings.Contains(r.Reason, tt.reasonHas)) {
+				t.Fatalf("Check(%s) = %v, want a reason with %q", tt.addr, err, tt.reasonHas)
+			}
+		})
+	}
+	if err := (*Policy)(nil).WithHostAddrs(own).Check(netip.MustParseAddr("8.8.4.4")); err == nil {
+		t.Error("a nil policy with the host's addresses let one through")
+	}
+}
+
+// TestInterfaceAddrs: the reader lists this machine's addresses (loopback's at least) and reads
+// them again only after refresh.
+func TestInterfaceAddrs(t *testing.T) {
+	addrs := InterfaceAddrs(time.Hour)
+	first := addrs()
+	if !slices.Contains(first, netip.MustParseAddr("127.0.0.1")) {
+		t.Fatalf("interface addresses %v lack 127.0.0.1", first)
+	}
+	if second := addrs(); len(second) == 0 || &second[0] != &first[0] {
+		t.Error("read again before the refresh")
 	}
 }

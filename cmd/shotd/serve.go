@@ -81,7 +81,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	// Every connection a page or a webhook makes goes through the egress guard: Chrome through the
 	// in-process proxy, webhooks through the guarded dialer.
-	guard := egress.NewGuard(egress.NewPolicy(cfg.Network.AllowPrivatePrefixes()), nil)
+	// The host's own addresses are refused too: on a machine with a public address, that address
+	// reaches the services listening on it as loopback would.
+	policy := egress.NewPolicy(cfg.Network.AllowPrivatePrefixes()).WithHostAddrs(egress.InterfaceAddrs(hostAddrsRefresh))
+	guard := egress.NewGuard(policy, nil)
 	proxy := egress.NewProxy(guard, log.With().Str("component", "egress").Logger())
 	if err := proxy.Start("127.0.0.1:0"); err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
@@ -200,6 +203,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log.Info().Msg("stopped")
 	return err
 }
+
+// hostAddrsRefresh is how often the guard reads the host's interface addresses again.
+const hostAddrsRefresh = 30 * time.Second
 
 // flushTimeout bounds what the shutdown does after the running jobs: the webhook attempts under
 // way (cut ones resume at the next start) and the account actors' last usage writes.
