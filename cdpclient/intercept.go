@@ -109,26 +109,20 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 	main := ev.FrameID == in.r.t.frameID
 	if ev.ResponseStatusCode != nil || ev.ResponseErrorReason != nil {
 		// The answer of a document: the proxy's own refusal or error page is not the site's page.
-		for _, h := range ev.ResponseHeaders {
-			switch {
-			case strings.EqualFold(h.Name, egress.RefusedHeader):
-				if main {
-					in.refused.Store(true)
-					in.failMain()
-				}
-			case strings.EqualFold(h.Name, egress.UpstreamErrorHeader):
-				if main {
-					reason := h.Value
-					in.upstream.Store(&reason)
-					in.failMain()
-				}
-			default:
-				continue
-			}
-			_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
+		refused, upstream, fromProxy := proxyAnswer(ev.Request.URL, ev.ResponseHeaders)
+		if !fromProxy {
+			_ = c.ContinueRequest(ctx, fetch.NewContinueRequestArgs(ev.RequestID))
 			return
 		}
-		_ = c.ContinueRequest(ctx, fetch.NewContinueRequestArgs(ev.RequestID))
+		if main {
+			if refused {
+				in.refused.Store(true)
+			} else {
+				in.upstream.Store(&upstream)
+			}
+			in.failMain()
+		}
+		_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
 		return
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
@@ -168,6 +162,27 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		}
 	}
 	_ = c.ContinueRequest(ctx, args)
+}
+
+// proxyAnswer tells whether the answer to a document request is the egress proxy's own: its
+// refusal (refused) or its error page (upstream, the reason), marked by its headers. Only a
+// plain-http answer can be: an https one comes through a tunnel the proxy cannot write into (its
+// refusal of a tunnel is a failed CONNECT, and the request stage refuses such documents first),
+// so there the headers could only be the site's own, and the proxy strips them from what it
+// forwards.
+func proxyAnswer(url string, headers []fetch.HeaderEntry) (refused bool, upstream string, fromProxy bool) {
+	if !strings.HasPrefix(url, "http:") {
+		return false, "", false
+	}
+	for _, h := range headers {
+		switch {
+		case strings.EqualFold(h.Name, egress.RefusedHeader):
+			return true, "", true
+		case strings.EqualFold(h.Name, egress.UpstreamErrorHeader):
+			return false, h.Value, true
+		}
+	}
+	return false, "", false
 }
 
 // failMain signals, before Chrome hears of it, that a main-frame document was failed on purpose.

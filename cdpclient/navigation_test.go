@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mafredri/cdp/protocol/fetch"
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
@@ -201,4 +202,49 @@ func withClick(o *shotd.Options, sel string) *shotd.Options {
 	o.Click = sel
 	o.Delay = 500 * time.Millisecond
 	return o
+}
+
+// TestSiteSendsProxyHeaders: a page whose site sends the egress proxy's own headers is captured
+// like any other (the proxy strips them), not reported as refused or unreachable.
+func TestSiteSendsProxyHeaders(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(egress.RefusedHeader, "host_not_allowed")
+		w.Header().Set(egress.UpstreamErrorHeader, "timeout")
+		htmlPage(`<body style="margin:0;background:rgb(0,0,255)">site</body>`)(w, r)
+	})
+	srv, _ := server(t, mux)
+	out := mustRender(t, launchGuarded(t), opts(srv.URL+"/"))
+	if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != [3]uint8{0, 0, 255} {
+		t.Errorf("pixel %v, want the site's blue page", got)
+	}
+}
+
+// TestProxyAnswer: the proxy's headers are believed on plain-http answers only; on https ones
+// they can only be the site's own.
+func TestProxyAnswer(t *testing.T) {
+	refusedH := []fetch.HeaderEntry{{Name: "x-shotd-refused", Value: "host_not_allowed"}}
+	upstreamH := []fetch.HeaderEntry{{Name: "Content-Type", Value: "text/plain"}, {Name: egress.UpstreamErrorHeader, Value: "connection refused"}}
+	tests := []struct {
+		name      string
+		url       string
+		headers   []fetch.HeaderEntry
+		refused   bool
+		upstream  string
+		fromProxy bool
+	}{
+		{name: "refusal", url: "http://a.example/", headers: refusedH, refused: true, fromProxy: true},
+		{name: "upstream error", url: "http://a.example/", headers: upstreamH, upstream: "connection refused", fromProxy: true},
+		{name: "a site's page", url: "http://a.example/", headers: []fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html"}}},
+		{name: "https refusal header is the site's", url: "https://a.example/", headers: refusedH},
+		{name: "https upstream header is the site's", url: "https://a.example/", headers: upstreamH},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refused, upstream, fromProxy := proxyAnswer(tt.url, tt.headers)
+			if refused != tt.refused || upstream != tt.upstream || fromProxy != tt.fromProxy {
+				t.Fatalf("proxyAnswer = %v, %q, %v; want %v, %q, %v", refused, upstream, fromProxy, tt.refused, tt.upstream, tt.fromProxy)
+			}
+		})
+	}
 }

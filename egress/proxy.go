@@ -128,6 +128,13 @@ func NewProxy(g *Guard, logger zerolog.Logger) *Proxy {
 			// the proxy adds none, so the site learns nothing about the service.
 			pr.Out.Host = ""
 		},
+		// The proxy's own headers mean something only on its own answers: a site must not make
+		// its page look refused or unreachable.
+		ModifyResponse: func(r *http.Response) error {
+			r.Header.Del(RefusedHeader)
+			r.Header.Del(UpstreamErrorHeader)
+			return nil
+		},
 		Transport:     p.transport,
 		FlushInterval: -1, // stream: a page waiting on a long poll or event stream gets each chunk
 		ErrorLog:      log.New(debugWriter{p.log}, "", 0),

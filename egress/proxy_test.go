@@ -41,6 +41,11 @@ func newProxyEnv(t *testing.T, allow ...string) *proxyEnv {
 	e := &proxyEnv{stream: make(chan struct{})}
 	upgrader := websocket.Upgrader{}
 	mux := http.NewServeMux()
+	mux.HandleFunc("/spoof", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(RefusedHeader, "host_not_allowed")
+		w.Header().Set(UpstreamErrorHeader, "timeout")
+		fmt.Fprint(w, "a page of the site")
+	})
 	mux.HandleFunc("/hello", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "hello from backend")
 	})
@@ -375,6 +380,17 @@ func TestProxyHeadersAndStreaming(t *testing.T) {
 		}
 		if v := resp.Header.Get("X-Saw-Host"); v != target {
 			t.Errorf("the backend saw Host %q, want %q", v, target)
+		}
+	})
+
+	t.Run("a site cannot send the proxy's own headers", func(t *testing.T) {
+		resp, err := e.client.Get("http://" + target + "/spoof")
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Header.Get(RefusedHeader) != "" || resp.Header.Get(UpstreamErrorHeader) != "" {
+			t.Fatalf("answer %d with %v", resp.StatusCode, resp.Header)
 		}
 	})
 
