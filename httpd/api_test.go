@@ -307,6 +307,10 @@ func TestSignedRequests(t *testing.T) {
 		{"expired", "/api/v1/usage", signed(a.key.SecretKey, "/api/v1/usage", url.Values{"access_key": {a.key.AccessKey}, "expires": {past}}), 403, shotd.CodeRequestExpired},
 		{"expires not whole seconds", "/api/v1/usage", url.Values{"access_key": {a.key.AccessKey}, "expires": {"12.5"}}, 400, shotd.CodeInvalidOptions},
 		{"expires in milliseconds", "/api/v1/usage", url.Values{"access_key": {a.key.AccessKey}, "expires": {"1763774400000"}}, 400, shotd.CodeInvalidOptions},
+		// The router goes by the path as sent: a signature must cover that path, not the one it
+		// decodes to.
+		{"jobs link on a files path that decodes to it", "/api/v1/files/..%2fjobs%2fjob_abc",
+			signed(a.key.SecretKey, "/api/v1/jobs/job_abc", url.Values{"access_key": {a.key.AccessKey}}), 403, shotd.CodeSignatureInvalid},
 		{"require signature, none", "/api/v1/usage", url.Values{"access_key": {strict.AccessKey}}, 403, shotd.CodeSignatureRequired},
 		{"require signature, signed", "/api/v1/usage", signed(strict.SecretKey, "/api/v1/usage", url.Values{"access_key": {strict.AccessKey}}), 200, ""},
 	}

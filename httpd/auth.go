@@ -81,8 +81,10 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*princ
 	}
 
 	sig, signed := ps.Get("signature")
-	switch {
-	case signed && !shotd.VerifySignature(key.SecretKey, string(ctx.Path()), ps, sig):
+	// The path as sent, which the router matched: fasthttp's Path() is decoded and cleaned, and
+	// /api/v1/files/..%2fjobs%2fx would verify a signature made for /api/v1/jobs/x.
+	switch path := string(ctx.URI().PathOriginal()); {
+	case signed && !shotd.VerifySignature(key.SecretKey, path, ps, sig):
 		return nil, shotd.Errorf(shotd.CodeSignatureInvalid, "the signature does not match this endpoint, its parameters and the key's secret")
 	case !signed && key.RequireSignature:
 		return nil, shotd.Errorf(shotd.CodeSignatureRequired, "this key requires signed requests")
