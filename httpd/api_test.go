@@ -378,6 +378,7 @@ func TestRequestErrors(t *testing.T) {
 		{"unknown api path without key", "GET", "/api/v1/screenshots", "", nil, 404, shotd.CodeNotFound, ""},
 		{"wrong method", "DELETE", "/api/v1/screenshot" + ak, "", nil, 405, shotd.CodeMethodNotAllowed, ""},
 		{"post on usage", "POST", "/api/v1/usage" + ak, "", nil, 405, shotd.CodeMethodNotAllowed, ""},
+		{"the whole server's path", "GET", "/*", "", nil, 404, shotd.CodeNotFound, ""},
 		{"post without json type", "POST", "/api/v1/screenshot" + ak, `{"url":"http://x.test"}`, map[string]string{"Content-Type": "text/plain"}, 400, shotd.CodeInvalidRequest, ""},
 		{"post invalid json", "POST", "/api/v1/screenshot" + ak, `{"url":`, jsonCT, 400, shotd.CodeInvalidRequest, ""},
 		{"post json array", "POST", "/api/v1/screenshot" + ak, `["url"]`, jsonCT, 400, shotd.CodeInvalidRequest, ""},

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -126,16 +127,24 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.RedirectFixedPath = false
 	r.HandleOPTIONS = false
 	r.HandleMethodNotAllowed = true
+	notFound := func(ctx *fasthttp.RequestCtx) {
+		s.fail(ctx, shotd.Errorf(shotd.CodeNotFound, "%s is not an API endpoint", ctx.Path()))
+	}
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
 		// The router lists OPTIONS too, which no endpoint accepts.
 		allow := strings.ReplaceAll(string(ctx.Response.Header.Peek("Allow")), ", OPTIONS", "")
 		allow = strings.TrimPrefix(allow, "OPTIONS, ")
+		if slices.Contains(strings.Split(allow, ", "), string(ctx.Method())) {
+			// The methods of the whole server, which the router gives for "*" and "/*": no
+			// endpoint there.
+			ctx.Response.Header.Del("Allow")
+			notFound(ctx)
+			return
+		}
 		ctx.Response.Header.Set("Allow", allow)
 		s.fail(ctx, shotd.Errorf(shotd.CodeMethodNotAllowed, "%s is not accepted here; use %s", ctx.Method(), allow))
 	}
-	r.NotFound = func(ctx *fasthttp.RequestCtx) {
-		s.fail(ctx, shotd.Errorf(shotd.CodeNotFound, "%s is not an API endpoint", ctx.Path()))
-	}
+	r.NotFound = notFound
 
 	for _, path := range []string{"/api/v1/screenshot", "/api/v1/take"} {
 		r.GET(path, s.screenshot)
@@ -209,7 +218,13 @@ const maxHeadBytes = 64 << 10
 // parseError answers requests fasthttp could not read, such as a body over the limit, in the
 // error shape instead of a reset connection.
 func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
-	ctx.Response.Header.Set("X-Reference-Id", newRef())
+	ref := newRef()
+	ctx.Response.Header.Set("X-Reference-Id", ref)
+	// Such a request never reaches wrap: its log line and its count are written here.
+	defer func() {
+		s.log.Info().Str("ref", ref).Err(err).Int("status", ctx.Response.StatusCode()).Msg("request not read")
+		s.metrics.request("unread", ctx.Response.StatusCode())
+	}()
 	if small := (*fasthttp.ErrSmallBuffer)(nil); errors.As(err, &small) {
 		// The head did not fit in the read buffer. The client is likely still sending it;
 		// drain a bounded amount so that the answer is not lost to a connection reset.
