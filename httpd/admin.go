@@ -73,11 +73,17 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 	}
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
-	s := &Server{log: log, set: Settings{PublicURL: publicURL}}
-	a.srv = &fasthttp.Server{Handler: s.wrap(r.Handler), Name: "shotd-admin", MaxRequestBodySize: 1 << 20,
+	s := &Server{log: log, set: Settings{PublicURL: publicURL, MaxBodyBytes: adminMaxBody}}
+	// Requests it cannot read are answered in the error shape with a reference id, as on the
+	// public listener.
+	a.srv = &fasthttp.Server{Handler: s.wrap(r.Handler), Name: "shotd-admin", MaxRequestBodySize: adminMaxBody,
+		ReadBufferSize: maxHeadBytes, ErrorHandler: s.parseError,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, Logger: fasthttpLogger{log}}
 	return a
 }
+
+// adminMaxBody bounds an admin request's body: accounts and keys are a few fields each.
+const adminMaxBody = 1 << 20
 
 // Handler returns the admin request handler.
 func (a *Admin) Handler() fasthttp.RequestHandler { return a.srv.Handler }

@@ -111,10 +111,16 @@ func TestAdminErrors(t *testing.T) {
 		{"unknown key", "DELETE", "/admin/v1/keys/sk_nope", "", adminToken, 404, shotd.CodeNotFound},
 		{"wrong method", "PUT", "/admin/v1/keys/sk_nope", "", adminToken, 405, shotd.CodeMethodNotAllowed},
 		{"unknown path", "GET", "/admin/v2/nope", "", adminToken, 404, shotd.CodeNotFound},
+		// Read by fasthttp before any handler: still the error shape, with a reference id.
+		{"body over the limit", "POST", "/admin/v1/accounts", `{"email":"` + strings.Repeat("x", 1<<20) + `"}`, adminToken, 413, shotd.CodeContentTooLarge},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			wantError(t, adminDo(t, c.method, c.path, c.body, c.token), c.status, c.code)
+			r := adminDo(t, c.method, c.path, c.body, c.token)
+			wantError(t, r, c.status, c.code)
+			if r.header.Get("X-Reference-Id") == "" {
+				t.Error("no X-Reference-Id")
+			}
 		})
 	}
 }
