@@ -451,7 +451,8 @@ func TestLimitHeaders(t *testing.T) {
 	}{
 		{"quota limit", "X-Quota-Limit", strconv.Itoa(plan.MonthlyQuota)},
 		{"quota remaining", "X-Quota-Remaining", strconv.Itoa(u.Quota.Remaining)},
-		{"quota reset", "X-Quota-Reset", u.Quota.Reset.UTC().Format(time.RFC3339)},
+		// In whole seconds, rounded up: never before the real reset.
+		{"quota reset", "X-Quota-Reset", u.Quota.Reset.UTC().Add(time.Second - 1).Truncate(time.Second).Format(time.RFC3339)},
 		{"rate limit", "X-RateLimit-Limit", strconv.Itoa(plan.RequestsPerMinute)},
 		{"rate remaining", "X-RateLimit-Remaining", strconv.Itoa(plan.RequestsPerMinute - 1)},
 		{"concurrency limit", "X-Concurrency-Limit", strconv.Itoa(plan.Concurrency)},
