@@ -70,7 +70,10 @@ func (b *browserActor) Receive(ctx actor.Context) {
 		b.render(ctx, m)
 	case *renderDone:
 		b.inflight-- // the render's goroutine told the supervisor already
-		if b.draining && b.inflight == 0 && m.gen == b.gen {
+		// inflight counts the renders of every generation, draining is the current one's: the
+		// last render to end may be one of a Chrome that died before, and the recycle is due
+		// all the same.
+		if b.draining && b.inflight == 0 {
 			b.closeCurrent(ctx, "recycled")
 		}
 	case *ChromeExited:

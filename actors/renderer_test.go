@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -317,5 +318,103 @@ func TestSlotFreeBeforeAnswer(t *testing.T) {
 				t.Fatalf("after render %d answered, browser %d still has %d in flight", i, b.ID, b.Inflight)
 			}
 		}
+	}
+}
+
+// heldBrowser is a real browser whose renders report back only once release is closed: a render
+// whose goroutine is still finishing when its Chrome has died and been replaced.
+type heldBrowser struct {
+	actors.Browser
+	release chan struct{}
+}
+
+func (h *heldBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	out, err := h.Browser.Render(ctx, o)
+	<-h.release
+	return out, err
+}
+
+// TestRecycleAfterDeadGenerationRender: a browser that is draining for its recycle closes and is
+// replaced when its last render ends, even when that render is one of a Chrome that died before
+// (the recycled browser stayed draining, and down, for good).
+func TestRecycleAfterDeadGenerationRender(t *testing.T) {
+	l := newLauncher(t)
+	release := make(chan struct{})
+	var first sync.Once
+	launch := func(ctx context.Context) (actors.Browser, error) {
+		b, err := l.launch(ctx)
+		if err != nil {
+			return nil, err
+		}
+		held := false
+		first.Do(func() { held = true })
+		if held {
+			return &heldBrowser{Browser: b, release: release}, nil
+		}
+		return b, nil
+	}
+	sys := actors.NewSystem(zerolog.Nop())
+	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, RecycleAfter: 2,
+		SlotWait: 10 * time.Second, Launch: launch, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := r.Close(ctx); err != nil {
+			t.Errorf("close: %v", err)
+		}
+		sys.Shutdown()
+		l.noneLeft(t)
+	}()
+	waitReady(t, r)
+	srv, _ := fixture(t)
+	bs, err := r.Browsers(time.Second)
+	if err != nil || len(bs) != 1 {
+		t.Fatalf("browsers: %+v %v", bs, err)
+	}
+	firstPID := bs[0].PID
+
+	held := make(chan error, 1)
+	go func() {
+		_, err := render(r, opts(t, "url", srv.URL))
+		held <- err
+	}()
+	upOther := func(not ...int) int {
+		t.Helper()
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			bs, _ := r.Browsers(time.Second)
+			if len(bs) == 1 && bs[0].Up && bs[0].PID != 0 && !slices.Contains(not, bs[0].PID) {
+				return bs[0].PID
+			}
+		}
+		t.Fatalf("no browser up other than %v", not)
+		return 0
+	}
+	// The held render is in flight on the first Chrome: kill it, and a second one comes up.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if bs, _ := r.Browsers(time.Second); len(bs) == 1 && bs[0].Inflight == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the held render is not in flight")
+		}
+	}
+	if err := syscall.Kill(-firstPID, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	secondPID := upOther(firstPID)
+	// Two renders on the second: it is due for recycling, and drains.
+	for i := range 2 {
+		if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+			t.Fatalf("render %d on the second chrome: %v", i, err)
+		}
+	}
+	close(release) // the first Chrome's render reports back last
+	<-held
+	upOther(firstPID, secondPID)
+	if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+		t.Fatalf("render after the recycle: %v", err)
 	}
 }
