@@ -826,6 +826,26 @@ func TestLimitsUnavailable(t *testing.T) {
 	})
 }
 
+// TestLateJobAdmissionGrantsNothing: a job admission that the account actor handles near the end
+// of the asker's wait (here at 85% of it) is refused rather than granted: its grant could arrive
+// after the asker gave up, and nothing would give its queue place and quota back.
+func TestLateJobAdmissionGrantsNothing(t *testing.T) {
+	su := &slowUsage{release: make(chan struct{})}
+	h := startAccountsOn(t, t.TempDir(), func(s *store.Store) actors.UsageStore { su.Store = s; return su },
+		actors.AccountsConfig{Timeout: time.Second})
+	plan := testPlan("late")
+	plan.QueueLimit = 1
+	acc := h.account(t, plan.Name, 0)
+	time.AfterFunc(850*time.Millisecond, func() { close(su.release) })
+	if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitJobs, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("a job admission handled at 85%% of the wait: %v, want service_unavailable", err)
+	}
+	// The only queue place is free.
+	if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitJobs, Jobs: 1}); err != nil {
+		t.Fatalf("job after the late one: %v", err)
+	}
+}
+
 // TestPassivation: an idle account actor stops and a new one continues from the store, also
 // after it was busy at an earlier idle check; and no admission is lost to a passivation that
 // crosses it.

@@ -188,13 +188,18 @@ func (a *Accounts) ask(msg any) (any, error) {
 // When the answer does not come in time the request is refused with service_unavailable. A
 // render the actor admits after that is released at once (the Settle follows the Admit through
 // the same mailboxes, so it always finds the ticket); the actor also refuses an Admit it handles
-// after its Deadline, which keeps a late job admission from holding queue places.
+// after its Deadline, three quarters into the timeout, which keeps a late job admission from
+// holding queue places.
 func (a *Accounts) Admit(m *Admit) (*AdmitResult, LimitsSnapshot, error) {
 	msg := *m
 	if msg.Kind == AdmitRender {
 		msg.Ticket = a.tickets.Add(1) &^ (1 << 63)
 	}
-	msg.Deadline = time.Now().Add(a.timeout)
+	// The actor grants nothing after Deadline, which comes a quarter of the timeout before the
+	// asker gives up: a grant sent in time has that long to arrive. A job admission has no
+	// ticket to release it by, and a grant that arrived late would hold its queue places and
+	// quota until the restart.
+	msg.Deadline = time.Now().Add(a.timeout - a.timeout/4)
 	res, err := a.ask(&msg)
 	if err != nil {
 		if msg.Kind == AdmitRender {
