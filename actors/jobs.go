@@ -129,7 +129,14 @@ func (a *jobActor) restoreJobs(ctx actor.Context) {
 			a.cfg.Log.Error().Err(err).Str("account", id).Msg("restore jobs: account")
 			continue
 		}
-		plan := a.cfg.Plans[acc.Plan]
+		plan, ok := a.cfg.Plans[acc.Plan]
+		if !ok {
+			// The plan was removed from the config: no slot would ever be granted, and every
+			// request of the account is refused alike.
+			a.cfg.Log.Error().Str("account", id).Str("plan", acc.Plan).Int("jobs", len(jobs)).Msg("restore jobs: plan not configured; the jobs fail")
+			a.failRestored(jobs, shotd.Errorf(shotd.CodeInternalError, "the account's plan is not configured"))
+			continue
+		}
 		ctx.Send(a.cfg.Accounts.PID(), &RestoreJobs{Account: acc, Plan: plan, Count: len(jobs)})
 		ctx.Send(ctx.Self(), &jobsCreated{jobs: jobs, account: acc, plan: plan})
 	}
@@ -212,18 +219,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
 		return
 	}
-	final, uerr := a.cfg.Store.UpdateJob(j.JobID, func(j *store.Job) error {
-		if err != nil {
-			e := shotd.AsError(err)
-			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = store.JobFailed, string(e.Code), e.Message, nil
-		} else {
-			j.Status, j.Result, j.ErrorCode, j.ErrorMessage = store.JobSucceeded, result, "", ""
-		}
-		if j.Webhook != nil {
-			j.Webhook.Status = store.WebhookPending
-		}
-		return nil
-	})
+	final, uerr := a.recordEnd(j.JobID, result, err)
 	if uerr != nil {
 		// The job stays "rendering" in the store, to be rendered again at the next start: this
 		// run neither bills it nor delivers a webhook, so that the next one may.
@@ -235,6 +231,40 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		log.Info().Str("code", string(shotd.CodeOf(err))).Msg("job failed")
 	}
 	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil})
+}
+
+// recordEnd writes a job's end in one transaction: succeeded with result, or failed with err's
+// code and message; a webhook, if the job has one, becomes pending.
+func (a *jobActor) recordEnd(jobID string, result *store.JobResult, err error) (store.Job, error) {
+	return a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+		if err != nil {
+			e := shotd.AsError(err)
+			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = store.JobFailed, string(e.Code), e.Message, nil
+		} else {
+			j.Status, j.Result, j.ErrorCode, j.ErrorMessage = store.JobSucceeded, result, "", ""
+		}
+		if j.Webhook != nil {
+			j.Webhook.Status = store.WebhookPending
+		}
+		return nil
+	})
+}
+
+// failRestored ends jobs found at start that can never run, off the mailbox: each failed with
+// err in its own transaction, its webhook delivered.
+func (a *jobActor) failRestored(jobs []store.Job, err error) {
+	a.owner.goRun(func() {
+		for _, j := range jobs {
+			final, uerr := a.recordEnd(j.JobID, nil, err)
+			if uerr != nil {
+				a.cfg.Log.Error().Err(uerr).Str("job", j.JobID).Msg("restore jobs: end not recorded")
+				continue
+			}
+			if final.Webhook != nil && a.cfg.Webhooks != nil {
+				a.cfg.Webhooks.Deliver(j.JobID)
+			}
+		}
+	})
 }
 
 // render renders (or serves from the cache) and stores the file. A busy or restarting browser

@@ -443,3 +443,54 @@ func TestJobEndingAtShutdownIsBilled(t *testing.T) {
 		}
 	}
 }
+
+// TestRestoredJobsOfARemovedPlan: jobs found at start for an account whose plan is no longer in
+// the config can never get a slot: they fail (as the account's requests do) and deliver their
+// webhooks, instead of staying queued for good. Nothing renders.
+func TestRestoredJobsOfARemovedPlan(t *testing.T) {
+	var deliveries atomic.Int32
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deliveries.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+	st := openStore(t, t.TempDir())
+	acc, err := st.CreateAccount("gone@example.test", "discontinued", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := st.CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(jobOptions(t, `{"html":"<p>x</p>","async":true}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []store.Job{
+		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &store.WebhookState{URL: recv.URL + "/hook", Sign: true}},
+		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw},
+	}
+	if err := st.CreateJobs(jobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.UpdateJob(jobs[1].JobID, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	sc := &script{}
+	startJobs(t, st, sc.render, time.Second) // its plans: "default" only
+	for _, j := range jobs {
+		got := waitJobFinal(t, st, j.JobID, 10*time.Second)
+		if got.Status != store.JobFailed || got.ErrorCode != string(shotd.CodeInternalError) {
+			t.Fatalf("job %s: %s %s, want failed internal_error", j.JobID, got.Status, got.ErrorCode)
+		}
+	}
+	for end := time.Now().Add(5 * time.Second); deliveries.Load() != 1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("%d webhook deliveries, want 1", deliveries.Load())
+		}
+	}
+	if n := sc.count(); n != 0 {
+		t.Fatalf("%d renders, want none", n)
+	}
+}
