@@ -711,7 +711,7 @@ func TestJobTargetsNeedNoDNS(t *testing.T) {
 		t.Run("a name that does not resolve is looked up once", func(t *testing.T) {
 			// The render's guard fails the document itself: the egress proxy never looks the
 			// name up a second time.
-			name := "once." + nowhere
+			name := fmt.Sprintf("once-%d.%s", time.Now().UnixNano(), nowhere) // its own count in every run (-count)
 			id := submit(t, a.key.AccessKey, small("url", "http://"+name+"/"))
 			check(t, waitFinal(t, a.key.AccessKey, id), want{"failed", shotd.CodeNavigationFailed, ""})
 			if n := lookupsOf(name); n != 1 {
