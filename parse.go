@@ -309,7 +309,6 @@ func bounds(s *OptionSpec, f float64) string {
 
 func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 
-// clip shortens a value quoted back in a message.
 // maxSuggestedName is the longest unknown name that gets a "did you mean": the edit distance
 // costs its length times each option's, and a name of megabytes would take seconds of CPU. No
 // option name comes near it.
@@ -325,6 +324,7 @@ func unknownOption(name string) FieldError {
 	return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q; did you mean %q?", name, ClosestOption(name))}
 }
 
+// clip shortens a value quoted back in a message.
 func clip(v string) string {
 	if len(v) > 64 {
 		return v[:64] + "…"
@@ -389,8 +389,9 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 	if given["clip_x"] || given["clip_y"] || given["clip_width"] || given["clip_height"] {
 		o.HasClip = true
 		// Without selector the clip options are an area of the page and need its size. With
-		// selector they cut inside the element's box (cdpclient): clip_x and clip_y move its top
-		// left corner, clip_height, optional, caps its height; clip_width conflicts (above).
+		// selector they cut inside the element's box (cdpclient): clip_x and clip_y take that much
+		// off its left and top, clip_height, optional, caps its height; clip_width conflicts
+		// (above).
 		if !given["selector"] {
 			for _, n := range []string{"clip_width", "clip_height"} {
 				if !given[n] {
