@@ -274,7 +274,7 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
 		// A copy older than this job's cache_ttl is a miss: the render below replaces it.
-		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey); err == nil && ok && rec.FreshFor(o.CacheTTL, time.Now()) {
+		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey, o.CacheTTL); err == nil && ok {
 			r := store.ResultOf(rec, "HIT")
 			return &r, CacheHit, nil
 		}

@@ -171,12 +171,12 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 // stored with: the caller renders and its result replaces the entry.
 func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, key string) bool {
 	log := logOf(ctx)
-	rec, ok, err := s.files.CacheGet(key)
+	rec, ok, err := s.files.CacheGet(key, o.CacheTTL)
 	if err != nil {
 		log.Warn().Err(err).Msg("cache lookup")
 		return false
 	}
-	if !ok || !rec.FreshFor(o.CacheTTL, time.Now()) {
+	if !ok {
 		return false
 	}
 	f, err := s.files.OpenFile(rec)

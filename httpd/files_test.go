@@ -594,8 +594,8 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 // is removed from disk between the lookup and the open, as at the instant of its expiry.
 type vanishingFiles struct{ *store.Store }
 
-func (v vanishingFiles) CacheGet(key string) (store.FileRecord, bool, error) {
-	rec, ok, err := v.Store.CacheGet(key)
+func (v vanishingFiles) CacheGet(key string, maxAge time.Duration) (store.FileRecord, bool, error) {
+	rec, ok, err := v.Store.CacheGet(key, maxAge)
 	if ok {
 		if f, err := v.Store.OpenFile(rec); err == nil {
 			name := f.Name()

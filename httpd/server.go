@@ -44,7 +44,7 @@ type Files interface {
 	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (store.FileRecord, error)
 	File(accountID, fileID string) (store.FileRecord, error)
 	OpenFile(rec store.FileRecord) (*os.File, error)
-	CacheGet(key string) (store.FileRecord, bool, error)
+	CacheGet(key string, maxAge time.Duration) (store.FileRecord, bool, error)
 	// PutCachedFile is PutFile that also enters the file in the response cache, in one write.
 	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (store.FileRecord, error)
 }

@@ -21,17 +21,16 @@ type cacheEntry struct {
 	ExpiresAt time.Time `json:"expires_at"`
 }
 
-// CacheGet returns the file stored under key. ok is true only when the entry and its file
-// record are unexpired, belong to the same account and the file is on disk. It is one read
-// transaction and one stat, so a hit costs microseconds. The key is a hex hash of the account
-// and the options, computed by the caller; a key that is not hex is an error.
-//
-// The entry's expiry is the cache_ttl of the request that stored it. A request serves the file
-// only when it is also young enough for its own cache_ttl: see FileRecord.FreshFor.
+// CacheGet returns the file stored under key for a request whose cache_ttl is maxAge. ok is true
+// only when the entry and its file record are unexpired, belong to the same account, the file is
+// on disk, and the copy was made less than maxAge ago (freshFor): the entry's own expiry is the
+// cache_ttl of the request that stored it, which may be longer. It is one read transaction and
+// one stat, so a hit costs microseconds. The key is a hex hash of the account and the options,
+// computed by the caller; a key that is not hex is an error.
 //
 // A hit can still race the sweeper at the instant of expiry: OpenFile then returns ErrNotFound
 // and the caller renders as on a miss.
-func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
+func (s *Store) CacheGet(key string, maxAge time.Duration) (FileRecord, bool, error) {
 	if err := checkCacheKey(key); err != nil {
 		return FileRecord{}, false, err
 	}
@@ -45,7 +44,7 @@ func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
 			return err
 		}
 		found, err = getJSON(tx.Bucket(bucketFiles), e.FileID, &rec)
-		if err != nil || !found || rec.expired(t) || rec.AccountID != e.AccountID {
+		if err != nil || !found || rec.expired(t) || rec.AccountID != e.AccountID || !rec.freshFor(maxAge, t) {
 			return err
 		}
 		ok = true
@@ -63,12 +62,12 @@ func (s *Store) CacheGet(key string) (FileRecord, bool, error) {
 	return rec, true, nil
 }
 
-// FreshFor reports whether r, found in the response cache, may answer at t a request whose
+// freshFor reports whether r, found in the response cache, may answer at t a request whose
 // cache_ttl is maxAge: whether it was made less than maxAge before t. CreatedAt is when the
 // render was stored, in the transaction that entered it in the cache. A copy that old or older
 // is a miss for this request even if its entry, stored with a longer cache_ttl, has not
 // expired: the request renders, and its result replaces the entry.
-func (r FileRecord) FreshFor(maxAge time.Duration, t time.Time) bool {
+func (r FileRecord) freshFor(maxAge time.Duration, t time.Time) bool {
 	return t.Before(r.CreatedAt.Add(maxAge))
 }
 

@@ -55,7 +55,7 @@ func TestCacheGet(t *testing.T) {
 			if tt.prepare != nil {
 				tt.prepare(t, s, rec)
 			}
-			got, hit, err := s.CacheGet(tt.key)
+			got, hit, err := s.CacheGet(tt.key, time.Hour)
 			if (err != nil) != tt.wantErr || hit != tt.wantHit {
 				t.Fatalf("CacheGet = %+v, %v, %v; want hit %v, error %v", got, hit, err, tt.wantHit, tt.wantErr)
 			}
@@ -102,12 +102,12 @@ func TestCacheMaxAge(t *testing.T) {
 			if tt.prepare != nil {
 				tt.prepare(t, s, rec)
 			}
-			got, ok, err := s.CacheGet(keyA)
+			got, hit, err := s.CacheGet(keyA, tt.maxAge)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if hit := ok && got.FreshFor(tt.maxAge, time.Now()); hit != tt.wantHit {
-				t.Fatalf("CacheGet = %+v, %v; FreshFor(%v) = %v; want hit %v", got, ok, tt.maxAge, hit, tt.wantHit)
+			if hit != tt.wantHit {
+				t.Fatalf("CacheGet(max age %v) = %+v, %v; want hit %v", tt.maxAge, got, hit, tt.wantHit)
 			}
 		})
 	}
@@ -131,8 +131,8 @@ func TestFreshForBoundary(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.rec.FreshFor(time.Minute, tt.at); got != tt.want {
-				t.Fatalf("FreshFor(1m) at %v of a copy made %v = %v, want %v", tt.at, tt.rec.CreatedAt, got, tt.want)
+			if got := tt.rec.freshFor(time.Minute, tt.at); got != tt.want {
+				t.Fatalf("freshFor(1m) at %v of a copy made %v = %v, want %v", tt.at, tt.rec.CreatedAt, got, tt.want)
 			}
 		})
 	}
@@ -158,7 +158,7 @@ func TestPutCachedFileRules(t *testing.T) {
 			if (err != nil) != tt.wantErr {
 				t.Fatalf("PutCachedFile = %v, want error %v", err, tt.wantErr)
 			}
-			hit, ok, _ := s.CacheGet(tt.key)
+			hit, ok, _ := s.CacheGet(tt.key, time.Hour)
 			if ok != !tt.wantErr || ok && hit != rec {
 				t.Fatalf("CacheGet = %+v, %v after PutCachedFile %+v, %v", hit, ok, rec, err)
 			}
@@ -178,7 +178,7 @@ func TestPutCachedFileRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if hit, ok, err := s.CacheGet(keyA); !ok || err != nil || hit.FileID != second.FileID || hit.FileID == first.FileID {
+	if hit, ok, err := s.CacheGet(keyA, time.Hour); !ok || err != nil || hit.FileID != second.FileID || hit.FileID == first.FileID {
 		t.Fatalf("CacheGet = %+v, %v, %v; want the second file %s", hit, ok, err, second.FileID)
 	}
 }
@@ -209,7 +209,7 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 	if long.ExpiresAt.Before(start.Add(48*time.Hour)) || long.ExpiresAt.After(time.Now().Add(48*time.Hour)) {
 		t.Fatalf("a shorter cache entry changed the file's expiry: %v", long.ExpiresAt)
 	}
-	hit, ok, err := s.CacheGet(keyA)
+	hit, ok, err := s.CacheGet(keyA, time.Hour)
 	if err != nil || !ok || !hit.ExpiresAt.Equal(got.ExpiresAt) {
 		t.Fatalf("CacheGet = %+v, %v, %v; want the extended record", hit, ok, err)
 	}
@@ -243,7 +243,7 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 			}
 			if st.wantEntries == 1 {
 				// CacheGet uses the real clock: the entry still serves after the sweep.
-				if _, ok, err := s.CacheGet(keyA); !ok || err != nil {
+				if _, ok, err := s.CacheGet(keyA, time.Hour); !ok || err != nil {
 					t.Fatalf("CacheGet after sweep: %v, %v", ok, err)
 				}
 			}
@@ -261,7 +261,7 @@ func TestCacheHitIsFast(t *testing.T) {
 	d := make([]time.Duration, 501)
 	for i := range d {
 		start := time.Now()
-		_, ok, err := s.CacheGet(keyA)
+		_, ok, err := s.CacheGet(keyA, time.Hour)
 		d[i] = time.Since(start)
 		if !ok || err != nil {
 			t.Fatalf("CacheGet = %v, %v", ok, err)
@@ -284,7 +284,7 @@ func BenchmarkCacheGet(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, ok, err := s.CacheGet(keyA); !ok || err != nil {
+		if _, ok, err := s.CacheGet(keyA, time.Hour); !ok || err != nil {
 			b.Fatalf("CacheGet = %v, %v", ok, err)
 		}
 	}
