@@ -23,11 +23,11 @@ type interceptor struct {
 	r      *render
 	rules  *requestRules // nil: the guard alone
 	paused fetch.RequestPausedClient
-	// failed is closed once a document of the main frame has been failed on purpose: refused by
-	// the guard, or answered by the egress proxy's own error page. Chrome then loads its error page
-	// under a new loader, which must never be waited for nor captured; failure says why.
-	failed   chan struct{}
-	failOnce sync.Once
+	// failed is cancelled once a document of the main frame has been failed on purpose: refused
+	// by the guard, or answered by the egress proxy's own error page. Chrome then loads its error
+	// page under a new loader, which must never be waited for nor captured; failure says why.
+	failed   context.Context
+	failMain context.CancelFunc     // signals, before Chrome hears of it, that failed is so
 	refused  atomic.Bool            // the main frame's document was refused by the guard
 	upstream atomic.Pointer[string] // the egress proxy's reason when it could not reach the main document's server
 	// pageURL is the URL of the main frame's latest document request (redirect hops included),
@@ -40,7 +40,8 @@ type interceptor struct {
 // startInterceptor enables Fetch for the render and serves paused requests until stop.
 func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*interceptor, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	in := &interceptor{r: r, rules: rules, cancel: cancel, failed: make(chan struct{})}
+	in := &interceptor{r: r, rules: rules, cancel: cancel}
+	in.failed, in.failMain = context.WithCancel(context.Background())
 	var err error
 	if in.paused, err = r.t.c.Fetch.RequestPaused(ctx); err != nil {
 		cancel()
@@ -185,18 +186,13 @@ func proxyAnswer(url string, headers []fetch.HeaderEntry) (refused bool, upstrea
 	return false, "", false
 }
 
-// failMain signals, before Chrome hears of it, that a main-frame document was failed on purpose.
-func (in *interceptor) failMain() { in.failOnce.Do(func() { close(in.failed) }) }
-
 // failure is the render's error once a main-frame document was failed on purpose, else nil. A
 // refusal wins over an unreachable server: some hop was refused either way.
 func (in *interceptor) failure() error {
 	if in == nil {
 		return nil
 	}
-	select {
-	case <-in.failed:
-	default:
+	if in.failed.Err() == nil {
 		return nil
 	}
 	if in.refused.Load() {
@@ -214,7 +210,7 @@ func (in *interceptor) mainFailed() <-chan struct{} {
 	if in == nil {
 		return nil
 	}
-	return in.failed
+	return in.failed.Done()
 }
 
 // page is the main document's URL as far as seen; "" for an html source.

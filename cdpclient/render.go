@@ -197,21 +197,12 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 // cancelled. The page is then becoming Chrome's error page, on which a step may wait for good: a
 // capture started as a form posts the page away waits for a frame that never comes.
 func (r *render) runStep(ctx context.Context, s step) error {
-	failed := r.intercept.mainFailed()
-	if failed == nil {
+	if r.intercept == nil {
 		return s.run(ctx) // no interception (yet): the prepare step starts it
 	}
 	sctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		select {
-		case <-failed:
-			cancel()
-		case <-done:
-		}
-	}()
+	defer context.AfterFunc(r.intercept.failed, cancel)()
 	return s.run(sctx)
 }
 
