@@ -419,6 +419,14 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 
 // checkHTTPURL checks a full http or https address. schemeOK tells whether the scheme was right,
 // so that a malformed http(s) address can be told from a wrong or missing scheme.
+// HasHTTPScheme reports whether raw is an http:// or https:// address as far as its scheme goes:
+// the line between a wrong or missing scheme (invalid_options) and a malformed http(s) address
+// (invalid_url), which the egress guard draws where it checks a url too.
+func HasHTTPScheme(raw string) bool {
+	msg, schemeOK := checkHTTPURL(raw)
+	return msg == "" || schemeOK
+}
+
 func checkHTTPURL(raw string) (msg string, schemeOK bool) {
 	if strings.TrimSpace(raw) != raw || raw == "" {
 		return "must be a full http:// or https:// address without surrounding spaces", false

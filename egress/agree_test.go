@@ -33,7 +33,7 @@ func checkAgreement(t *testing.T, g *Guard, raw string) {
 	// On the host alone the two agree both ways (the parser refuses more than the host, such as
 	// user:password, so its other refusals are left out).
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != "" || !hasHTTPPrefix(raw) {
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != "" || !shotd.HasHTTPScheme(raw) {
 		return
 	}
 	_, _, kind := shotd.ParseHost(u.Hostname())

@@ -205,7 +205,7 @@ func (g *Guard) CheckURLLiteral(rawURL string) error {
 }
 
 func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) error {
-	if !hasHTTPPrefix(rawURL) {
+	if !shotd.HasHTTPScheme(rawURL) {
 		return badScheme()
 	}
 	u, err := url.Parse(rawURL)
@@ -244,17 +244,6 @@ func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) 
 		}
 	}
 	return nil
-}
-
-// hasHTTPPrefix reports whether raw starts with http:// or https:// in any case, without
-// surrounding space: the line shotd.ParseOptions draws between a wrong or missing scheme
-// (invalid_options) and a malformed http(s) address (invalid_url).
-func hasHTTPPrefix(raw string) bool {
-	if strings.TrimSpace(raw) != raw {
-		return false
-	}
-	scheme, _, ok := strings.Cut(raw, "://")
-	return ok && (strings.EqualFold(scheme, "http") || strings.EqualFold(scheme, "https"))
 }
 
 // badScheme is the invalid_options answer to a url that is not http:// or https://.
