@@ -346,12 +346,21 @@ func checkSourceSizes(o *Options, lim Limits) *Error {
 	return nil
 }
 
+// SourceOptions are the sources of a render, exactly one of which is given. AreaOptions pick the
+// part of the page to capture: an element (selector) and a clip area (ClipOptions) within the
+// page or that element. A bulk item that gives one of a group takes none of it from the defaults.
+var (
+	SourceOptions = []string{"url", "html", "markdown"}
+	ClipOptions   = []string{"clip_x", "clip_y", "clip_width", "clip_height"}
+	AreaOptions   = append([]string{"selector"}, ClipOptions...)
+)
+
 // crossCheck validates rules between options. Every problem is recorded with fail, the url's
 // too; it reports badURL when url has an http(s) scheme but is not a valid full address, which
 // is invalid_url when it is the only problem. A missing or wrong scheme is an option error.
 func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...any)) (badURL bool) {
 	sources := 0
-	for _, n := range []string{"url", "html", "markdown"} {
+	for _, n := range SourceOptions {
 		if given[n] {
 			sources++
 		}
@@ -386,7 +395,7 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 	if given["selector"] && given["clip_width"] {
 		fail("selector", "conflicts with clip_width: capture either an element or an area")
 	}
-	if given["clip_x"] || given["clip_y"] || given["clip_width"] || given["clip_height"] {
+	if slices.ContainsFunc(ClipOptions, func(n string) bool { return given[n] }) {
 		o.HasClip = true
 		// Without selector the clip options are an area of the page and need its size. With
 		// selector they cut inside the element's box (cdpclient): clip_x and clip_y take that much
