@@ -280,7 +280,7 @@ func clipText(s string) string {
 // resolves once they have loaded or failed. When the user's CSS brings imports or fonts, it also
 // waits for the fonts that the new rules start loading, so the capture does not show a
 // fallback.
-const addStylesJS = `async (hide, blocker, theirs) => {
+const addStylesJS = `async (hide, blocker, theirs, imports) => {
 	for (const s of hide) {
 		try { document.querySelector(s); } catch (e) { return {field: 'hide_selectors', error: JSON.stringify(s) + ' is not a valid CSS selector: ' + String(e && e.message || e)}; }
 	}
@@ -298,7 +298,7 @@ const addStylesJS = `async (hide, blocker, theirs) => {
 		const c = new CSSStyleSheet();
 		try { c.replaceSync(theirs); } catch (e) { return {field: 'styles', error: String(e && e.message || e)}; }
 		sheets.push(c);
-		if (/@import/i.test(theirs)) {
+		if (imports) {
 			const inert = document.implementation.createHTMLDocument('');
 			const parsed = inert.createElement('style');
 			parsed.textContent = theirs;
@@ -338,7 +338,7 @@ func (r *render) addStyles(ctx context.Context) error {
 		Field string `json:"field"`
 		Error string `json:"error"`
 	}
-	if err := r.eval(ctx, jsCall(addStylesJS, hide, blocker, r.o.Styles), &res); err != nil {
+	if err := r.eval(ctx, jsCall(addStylesJS, hide, blocker, r.o.Styles, importsCSS(r.o.Styles)), &res); err != nil {
 		return err
 	}
 	if res.Field != "" {
@@ -347,7 +347,8 @@ func (r *render) addStyles(ctx context.Context) error {
 	return nil
 }
 
-// importsCSS tells whether css may hold an @import rule (addStylesJS decides for sure).
+// importsCSS tells whether css may hold an @import rule: prepare sets the page's CSP aside for
+// it, and addStylesJS looks for the rules (the inert parse decides for sure).
 func importsCSS(css string) bool { return strings.Contains(strings.ToLower(css), "@import") }
 
 // pageURL is the URL of the main document as the interceptor saw it ("" for an html source).
