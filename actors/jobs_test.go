@@ -151,7 +151,13 @@ func waitJobFinal(t *testing.T, st *store.Store, id string, timeout time.Duratio
 
 func newJobAccount(t *testing.T, st *store.Store) (shotd.Account, shotd.Key) {
 	t.Helper()
-	acc, err := st.CreateAccount("jobs@example.test", "default", true)
+	return newJobAccountOn(t, st, "default")
+}
+
+// newJobAccountOn is newJobAccount with an account on plan.
+func newJobAccountOn(t *testing.T, st *store.Store, plan string) (shotd.Account, shotd.Key) {
+	t.Helper()
+	acc, err := st.CreateAccount("jobs@example.test", plan, true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -342,16 +348,23 @@ func TestSubmitTooLate(t *testing.T) {
 	}
 }
 
+// hookCounter is a webhook receiver that answers 204 and counts the deliveries.
+func hookCounter(t *testing.T) (url string, deliveries *atomic.Int32) {
+	t.Helper()
+	deliveries = new(atomic.Int32)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		deliveries.Add(1)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(recv.Close)
+	return recv.URL, deliveries
+}
+
 // TestJobCutByShutdown: a job whose render the shutdown breaks (Close gave up waiting, then the
 // browser went away under it) is not failed: it stays rendering in the store, delivers no
 // webhook, and the next start renders it.
 func TestJobCutByShutdown(t *testing.T) {
-	var hooks atomic.Int32
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hooks.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer recv.Close()
+	hookURL, hooks := hookCounter(t)
 	st := openStore(t, t.TempDir())
 	acc, key := newJobAccount(t, st)
 
@@ -365,7 +378,7 @@ func TestJobCutByShutdown(t *testing.T) {
 		return nil, shotd.Errorf(shotd.CodeNavigationFailed, "the page did not answer")
 	}
 	e := startJobs(t, st, cut, time.Second)
-	id := e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>cut</p>","webhook_url":"`+recv.URL+`/hook"}`))
+	id := e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>cut</p>","webhook_url":"`+hookURL+`/hook"}`))
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -448,27 +461,15 @@ func TestJobEndingAtShutdownIsBilled(t *testing.T) {
 // the config can never get a slot: they fail (as the account's requests do) and deliver their
 // webhooks, instead of staying queued for good. Nothing renders.
 func TestRestoredJobsOfARemovedPlan(t *testing.T) {
-	var deliveries atomic.Int32
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		deliveries.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer recv.Close()
+	hookURL, deliveries := hookCounter(t)
 	st := openStore(t, t.TempDir())
-	acc, err := st.CreateAccount("gone@example.test", "discontinued", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := st.CreateKey(acc.ID, "k", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	acc, key := newJobAccountOn(t, st, "discontinued")
 	raw, err := json.Marshal(jobOptions(t, `{"html":"<p>x</p>","async":true}`))
 	if err != nil {
 		t.Fatal(err)
 	}
 	jobs := []store.Job{
-		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &store.WebhookState{URL: recv.URL + "/hook", Sign: true}},
+		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &store.WebhookState{URL: hookURL + "/hook", Sign: true}},
 		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw},
 	}
 	if err := st.CreateJobs(jobs, nil); err != nil {

@@ -155,6 +155,7 @@ func TestPolicyInvalidAddr(t *testing.T) {
 	}
 }
 
+// TestPolicyAllowAndDeny: the allow and deny lists and the host's own addresses, in their order.
 func TestPolicyAllowAndDeny(t *testing.T) {
 	pfx := func(ss ...string) []netip.Prefix {
 		var out []netip.Prefix
@@ -163,12 +164,18 @@ func TestPolicyAllowAndDeny(t *testing.T) {
 		}
 		return out
 	}
+	// own lists the host's own addresses (WithHostAddrs); the public ones are only classified.
+	own := func() []netip.Addr {
+		return []netip.Addr{netip.MustParseAddr("8.8.4.4"), netip.MustParseAddr("2001:4860:4860::8844"), netip.MustParseAddr("::ffff:9.9.9.9")}
+	}
 	tests := []struct {
-		name    string
-		allow   []netip.Prefix
-		deny    []netip.Prefix
-		addr    string
-		refused bool
+		name      string
+		allow     []netip.Prefix
+		deny      []netip.Prefix
+		own       func() []netip.Addr
+		addr      string
+		refused   bool
+		reasonHas string // when refused: part of the RefusedError's reason ("" = any)
 	}{
 		{name: "allowed loopback", allow: pfx("127.0.0.1/32"), addr: "127.0.0.1"},
 		{name: "allowed loopback, other loopback", allow: pfx("127.0.0.1/32"), addr: "127.0.0.3", refused: true},
@@ -189,48 +196,28 @@ func TestPolicyAllowAndDeny(t *testing.T) {
 		{name: "deny a public address, 6to4 form", deny: pfx("8.8.8.8/32"), addr: "2002:808:808::", refused: true},
 		{name: "deny a public address, teredo client", deny: pfx("8.8.8.8/32"), addr: "2001:0:4136:e378:8000:63bf:f7f7:f7f7", refused: true},
 		{name: "invalid prefixes ignored", allow: []netip.Prefix{{}}, addr: "127.0.0.1", refused: true},
+		// The host's own addresses are refused in every form unless allow-listed; deny still wins.
+		{name: "own v4", own: own, addr: "8.8.4.4", refused: true, reasonHas: "own address"},
+		{name: "own v4, mapped form", own: own, addr: "::ffff:8.8.4.4", refused: true, reasonHas: "own address"},
+		{name: "own v4 listed mapped", own: own, addr: "9.9.9.9", refused: true, reasonHas: "own address"},
+		{name: "own v6", own: own, addr: "2001:4860:4860::8844", refused: true, reasonHas: "own address"},
+		{name: "own v6 with a zone", own: own, addr: "2001:4860:4860::8844%eth0", refused: true, reasonHas: "own address"},
+		{name: "not own, public", own: own, addr: "8.8.8.8"},
+		{name: "own but allow-listed", own: own, allow: pfx("8.8.4.4/32"), addr: "8.8.4.4"},
+		{name: "own, allow-listed and denied", own: own, allow: pfx("8.8.4.0/24"), deny: pfx("8.8.4.4/32"), addr: "8.8.4.4", refused: true, reasonHas: "denied"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := NewPolicy(tt.allow, tt.deny...).Check(netip.MustParseAddr(tt.addr))
+			p := NewPolicy(tt.allow, tt.deny...)
+			if tt.own != nil {
+				p = p.WithHostAddrs(tt.own)
+			}
+			err := p.Check(netip.MustParseAddr(tt.addr))
 			if (err != nil) != tt.refused {
 				t.Fatalf("Check(%s) = %v, want refused=%v", tt.addr, err, tt.refused)
 			}
 			if err != nil && !IsRefused(err) {
 				t.Fatalf("IsRefused(%v) = false", err)
-			}
-		})
-	}
-}
-
-// TestPolicyHostAddrs: an address of the host's own interfaces is refused, in every form, unless
-// the allow list names it; the deny list still wins. The addresses are only classified.
-func TestPolicyHostAddrs(t *testing.T) {
-	own := func() []netip.Addr {
-		return []netip.Addr{netip.MustParseAddr("8.8.4.4"), netip.MustParseAddr("2001:4860:4860::8844"), netip.MustParseAddr("::ffff:9.9.9.9")}
-	}
-	tests := []struct {
-		name      string
-		allow     []netip.Prefix
-		deny      []netip.Prefix
-		addr      string
-		refused   bool
-		reasonHas string
-	}{
-		{name: "own v4", addr: "8.8.4.4", refused: true, reasonHas: "own address"},
-		{name: "own v4, mapped form", addr: "::ffff:8.8.4.4", refused: true, reasonHas: "own address"},
-		{name: "own v4 listed mapped", addr: "9.9.9.9", refused: true, reasonHas: "own address"},
-		{name: "own v6", addr: "2001:4860:4860::8844", refused: true, reasonHas: "own address"},
-		{name: "own v6 with a zone", addr: "2001:4860:4860::8844%eth0", refused: true, reasonHas: "own address"},
-		{name: "another public address", addr: "8.8.8.8"},
-		{name: "own but allow-listed", allow: []netip.Prefix{netip.MustParsePrefix("8.8.4.4/32")}, addr: "8.8.4.4"},
-		{name: "own, allow-listed and denied", allow: []netip.Prefix{netip.MustParsePrefix("8.8.4.0/24")}, deny: []netip.Prefix{netip.MustParsePrefix("8.8.4.4/32")}, addr: "8.8.4.4", refused: true, reasonHas: "denied"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := NewPolicy(tt.allow, tt.deny...).WithHostAddrs(own).Check(netip.MustParseAddr(tt.addr))
-			if (err != nil) != tt.refused {
-				t.Fatalf("Check(%s) = %v, want refused=%v", tt.addr, err, tt.refused)
 			}
 			var r *RefusedError
 			if err != nil && (!errors.As(err, &r) || !strings.Contains(r.Reason, tt.reasonHas)) {
@@ -238,6 +225,11 @@ func TestPolicyHostAddrs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestNilPolicyHostAddrs: a nil policy given the host's addresses refuses them too.
+func TestNilPolicyHostAddrs(t *testing.T) {
+	own := func() []netip.Addr { return []netip.Addr{netip.MustParseAddr("8.8.4.4")} }
 	if err := (*Policy)(nil).WithHostAddrs(own).Check(netip.MustParseAddr("8.8.4.4")); err == nil {
 		t.Error("a nil policy with the host's addresses let one through")
 	}
