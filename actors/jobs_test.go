@@ -17,6 +17,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/store"
+	"go.etcd.io/bbolt"
 )
 
 // The job actor's own logic, with a scripted render function: a busy or restarting browser pool
@@ -493,5 +494,45 @@ func TestRestoredJobsOfARemovedPlan(t *testing.T) {
 	}
 	if n := sc.count(); n != 0 {
 		t.Fatalf("%d renders, want none", n)
+	}
+}
+
+// TestJobEndNotRecorded: when the job's final write fails (here its record is gone from the
+// real store when the render ends), the success is not billed: the job is left for the next
+// start to render, which bills it then.
+func TestJobEndNotRecorded(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	acc, key := newJobAccount(t, st)
+	var id atomic.Value
+	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		// The final UpdateJob finds no job: a write that fails.
+		err := st.DB().Update(func(tx *bbolt.Tx) error { return tx.Bucket([]byte("jobs")).Delete([]byte(id.Load().(string))) })
+		if err != nil {
+			return nil, err
+		}
+		return &shotd.Output{Data: []byte("png"), Format: shotd.FormatPNG, ContentType: "image/png", Width: 1, Height: 1}, nil
+	}
+	submitted := make(chan struct{})
+	e := startJobs(t, st, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		<-submitted
+		return render(ctx, o)
+	}, time.Second)
+	id.Store(e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>x</p>"}`)))
+	close(submitted)
+	// The job's slot and reservation come back, unbilled.
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		u, err := e.accounts.Usage(acc, jobsPlan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Jobs.Waiting == 0 && u.Jobs.Running == 0 {
+			if u.Quota.Used != 0 || u.Renders.Succeeded != 0 {
+				t.Fatalf("usage %+v: a job whose end was not recorded was billed", u)
+			}
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("usage %+v: the job still holds its place", u)
+		}
 	}
 }
