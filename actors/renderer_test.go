@@ -18,6 +18,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/internal/testenv"
 )
 
 // launcher starts real Chromium processes and remembers every pid it started.
@@ -33,7 +34,7 @@ func (l *launcher) launch(ctx context.Context) (actors.Browser, error) {
 	if l.fail {
 		return nil, errors.New("launch refused by test")
 	}
-	p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: l.path, Prewarm: 1, Dir: l.dir})
+	p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: l.path, Isolation: testenv.Isolation(), Prewarm: 1, Dir: l.dir})
 	if err != nil {
 		return nil, err
 	}
@@ -283,7 +284,7 @@ func TestRecycleAfterN(t *testing.T) {
 
 func mustBrowser(t *testing.T) string {
 	t.Helper()
-	p, err := cdpclient.FindBrowser("")
+	p, err := cdpclient.FindBrowser(testenv.Browser())
 	if err != nil {
 		t.Fatal(err)
 	}

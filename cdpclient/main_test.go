@@ -20,6 +20,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/internal/testenv"
 )
 
 // shared is the one browser of the package's tests; each render gets a fresh context anyway.
@@ -32,7 +33,7 @@ func TestMain(m *testing.M) {
 	goroutines := runtime.NumGoroutine()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	p, err := Launch(ctx, Config{Log: zerolog.New(os.Stderr).Level(zerolog.ErrorLevel)})
+	p, err := Launch(ctx, Config{Path: testenv.Browser(), Isolation: testenv.Isolation(), Log: zerolog.New(os.Stderr).Level(zerolog.ErrorLevel)})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "launch chrome:", err)
 		os.Exit(1)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
+	"github.com/shotd/shotd/internal/testenv"
 )
 
 // launchGuarded starts a Process of the test's own behind the real egress guard and proxy, with
@@ -28,7 +29,7 @@ func launchGuarded(t *testing.T) *Process {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := Launch(ctx, Config{Prewarm: 1, Dir: t.TempDir(), Guard: guard, ExtraFlags: ProxyFlags(proxy.Addr()),
+	p, err := Launch(ctx, Config{Path: testenv.Browser(), Isolation: testenv.Isolation(), Prewarm: 1, Dir: t.TempDir(), Guard: guard, ExtraFlags: ProxyFlags(proxy.Addr()),
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
 		proxy.Close(context.Background())

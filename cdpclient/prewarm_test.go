@@ -16,9 +16,13 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// TestDisposal: whatever its outcome, every render's browser context is disposed soon after it
-// (the disposal waits for other loads, at most maxYield), and the pool is full again.
+// TestDisposal: with context isolation, whatever its outcome, every render's browser context is
+// disposed soon after it (the disposal waits for other loads, at most maxYield), and the pool is
+// full again. TestWipe* cover the reuse of wipe isolation.
 func TestDisposal(t *testing.T) {
+	if shared.cfg.Isolation != IsolationContext {
+		t.Skip("the shared browser reuses its tabs (wipe isolation); SHOTD_TEST_ISOLATION=context runs this")
+	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", htmlPage(`<p>hello</p>`))
 	srv, _ := server(t, mux)
@@ -195,7 +199,7 @@ func warmUpSeen(t *testing.T, ctx context.Context, url string, html, warm bool) 
 // paints text in it, which records first-contentful-paint, while an unwarmed about:blank has
 // painted nothing.
 func TestPrewarmWarmsBehindAReadyTab(t *testing.T) {
-	p := launchOwn(t, 2)
+	p := launchIsolated(t, 2, IsolationContext) // the pool holds Prewarm tabs, none reused
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	full := func(n int) func() bool { return func() bool { return len(p.ready) == n } }
@@ -203,14 +207,14 @@ func TestPrewarmWarmsBehindAReadyTab(t *testing.T) {
 	// Both places taken: the launch's tabs, warmed or not, are out of the way, and each release
 	// below gives the pre-warmer exactly one place to fill.
 	a, b := mustAcquire(t, ctx, p), mustAcquire(t, ctx, p)
-	p.release(a)
+	p.release(a, false)
 	waitCond(t, "a tab in the empty pool", 15*time.Second, full(1))
-	p.release(b)
+	p.release(b, false)
 	waitCond(t, "a second tab beside it", 15*time.Second, full(2))
 
 	first, second := mustAcquire(t, ctx, p), mustAcquire(t, ctx, p) // ready is FIFO
-	defer p.release(first)
-	defer p.release(second)
+	defer p.release(first, false)
+	defer p.release(second, false)
 	if n := paintEntries(t, ctx, first); n != "[]" {
 		t.Errorf("the tab made for an empty pool was warmed: its blank document has painted %s", n)
 	}
@@ -230,7 +234,7 @@ func mustAcquire(t *testing.T, ctx context.Context, p *Process) *tab {
 		t.Fatalf("acquire: %v", err)
 	}
 	if !tb.slot {
-		p.release(tb)
+		p.release(tb, false)
 		t.Fatal("acquire made a new tab: the pool was empty")
 	}
 	return tb
@@ -275,7 +279,7 @@ func TestReleaseRefillsBesideDisposal(t *testing.T) {
 		case <-done:
 		}
 	})
-	p := launchOwn(t, 1)
+	p := launchIsolated(t, 1, IsolationContext) // every used tab disposed
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	contexts := func() []browser.ContextID {

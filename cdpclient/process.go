@@ -30,7 +30,17 @@ type Config struct {
 	Path         string        // browser binary; "" = FindBrowser("")
 	ExtraFlags   []string      // appended to the launch flags (e.g. --proxy-server=...); a repeated flag wins over ours, but feature lists are merged
 	StartTimeout time.Duration // deadline for "DevTools listening on"; default 20s
-	Prewarm      int           // ready (browser context + target) pairs kept; default 2, < 0: none
+	// Prewarm is the number of tabs (a browser context with its target) kept ready beyond
+	// those serving; default 2, < 0: none, and no tab is reused either.
+	Prewarm int
+	// Isolation is IsolationWipe (default) or IsolationContext.
+	Isolation string
+	// Renders is how many renders run on this Chrome at once (browser.renders_per_process).
+	// With wipe isolation the pool holds a tab for each of them plus Prewarm; default 4.
+	Renders int
+	// TabReuse is how many renders one tab serves before it is replaced, with wipe isolation;
+	// default 50.
+	TabReuse int
 	// Dir is the parent of the user-data dirs, and of Chrome's TMPDIR when the path is short
 	// enough for Chrome's unix sockets (else that goes to os.TempDir()); "" = os.TempDir(). A
 	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
@@ -70,6 +80,7 @@ func ProxyFlags(addr string) []string {
 const (
 	defaultStartTimeout = 20 * time.Second
 	defaultPrewarm      = 2
+	defaultRenders      = 4
 	browserCloseTimeout = 2 * time.Second        // Browser.close before the group is killed
 	gracefulExitWait    = time.Second            // how long Chrome may take to exit after Browser.close
 	reapTimeout         = 10 * time.Second       // bound of the waits after the SIGKILL, whatever Close's ctx
@@ -84,11 +95,18 @@ var (
 	errClosed         = errors.New("process closed")
 )
 
-// browserNames are tried on PATH, in order, when Config.Path is empty.
+// HeadlessShell is Debian's chromium-headless-shell binary (package chromium-headless-shell):
+// the same Chromium without the browser's windows and UI, so a new tab costs about half the CPU
+// and a render about two thirds. The default browser when installed. Its /usr/bin wrapper
+// script runs it as a child instead of exec'ing it, so the binary itself is named here.
+const HeadlessShell = "/usr/lib/chromium/chromium-headless-shell"
+
+// browserNames are tried on PATH, in order, when Config.Path is empty and HeadlessShell is
+// missing.
 var browserNames = []string{"chromium", "chromium-browser", "google-chrome"}
 
 // FindBrowser returns path when it is set and executable (a bare name is looked up on PATH), else
-// the first of chromium, chromium-browser, google-chrome found on PATH.
+// HeadlessShell, else the first of chromium, chromium-browser, google-chrome found on PATH.
 func FindBrowser(path string) (string, error) {
 	if path != "" {
 		p, err := exec.LookPath(path)
@@ -97,12 +115,15 @@ func FindBrowser(path string) (string, error) {
 		}
 		return p, nil
 	}
+	if p, err := exec.LookPath(HeadlessShell); err == nil {
+		return p, nil
+	}
 	for _, name := range browserNames {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
 	}
-	return "", shotd.Errorf(shotd.CodeRendererUnavailable, "no browser found on PATH (tried %s)", strings.Join(browserNames, ", "))
+	return "", shotd.Errorf(shotd.CodeRendererUnavailable, "no browser found (tried %s, then %s on PATH)", HeadlessShell, strings.Join(browserNames, ", "))
 }
 
 // launchFlags are the Chrome flags of a render-farm browser: headless, no background traffic of
@@ -243,7 +264,8 @@ type Process struct {
 	closing bool
 	wg      sync.WaitGroup
 
-	ready   chan *tab     // pre-warmed pairs
+	ready   chan *tab     // tabs ready for a render: pre-warmed, or wiped after one
+	tabs    sync.Map      // browser.ContextID -> *tab, for the origins of watchTargets
 	slots   chan struct{} // one token per pair the pre-warmer may create
 	loading atomic.Int32  // renders between their start and the end of their wait step
 
@@ -259,12 +281,28 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	if cfg.Prewarm == 0 {
 		cfg.Prewarm = defaultPrewarm
 	}
+	switch cfg.Isolation {
+	case "":
+		cfg.Isolation = IsolationWipe
+	case IsolationWipe, IsolationContext:
+	default:
+		return nil, shotd.Errorf(shotd.CodeInternalError, "unknown browser isolation %q", cfg.Isolation)
+	}
+	if cfg.Renders <= 0 {
+		cfg.Renders = defaultRenders
+	}
+	if cfg.TabReuse <= 0 {
+		cfg.TabReuse = defaultReuse
+	}
 	path, err := FindBrowser(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
 	// Read once per path: the warning once, and no 64 KiB read at every relaunch.
 	if _, seen := warnedWrappers.LoadOrStore(path, true); !seen {
+		if cfg.Path == "" && path != HeadlessShell {
+			cfg.Log.Warn().Str("browser", path).Msg("chromium-headless-shell is not installed (" + HeadlessShell + "): falling back to full Chromium, which renders slower and costs more CPU per tab")
+		}
 		if wrapperWithoutExec(path) {
 			cfg.Log.Warn().Str("browser", path).Msg("the browser is a script that does not exec Chrome: Chrome outlives a killed service until its next start; point browser.path at the binary itself")
 		}
@@ -357,6 +395,9 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	}
 
 	n := max(cfg.Prewarm, 0)
+	if cfg.Isolation == IsolationWipe && n > 0 {
+		n += cfg.Renders
+	}
 	p.ready = make(chan *tab, n)
 	p.slots = make(chan struct{}, n)
 	for range n {
@@ -404,46 +445,79 @@ func (p *Process) connect(ctx context.Context, found <-chan string) error {
 		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot connect to the browser")
 	}
 	p.browser = cdp.NewClient(p.conn)
-	return p.closePopups(ctx)
+	return p.watchTargets(ctx)
 }
 
-// closePopups closes every window a page opens (window.open, a target=_blank link or form) as
-// soon as Chrome reports it. A popup takes the focus from its opener, whose captures then wait
-// for a frame that never comes; it is outside the render's Fetch interception too (the egress
-// proxy still guards it). Renders' own targets have no opener, popups always have one, even with
-// noopener. The watcher ends with the browser connection.
-func (p *Process) closePopups(ctx context.Context) error {
+// watchTargets closes every window a page opens (window.open, a target=_blank link or form) as
+// soon as Chrome reports it, and records for the wipe the origins of the frames in processes of
+// their own (cross-site iframes) and of the workers of every tab, which the tab's own connection
+// does not see. A popup takes the focus from its opener, whose captures then wait for a frame
+// that never comes; it is outside the render's Fetch interception too (the egress proxy still
+// guards it). Renders' own targets have no opener, popups always have one, even with noopener.
+// The watcher ends with the browser connection.
+func (p *Process) watchTargets(ctx context.Context) error {
 	created, err := p.browser.Target.TargetCreated(p.life)
 	if err != nil {
 		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot watch the browser's targets")
 	}
-	page := "page"
-	if err := p.browser.Target.SetDiscoverTargets(ctx, target.NewSetDiscoverTargetsArgs(true).
-		SetFilter(target.Filter{{Type: &page}})); err != nil {
+	changed, err := p.browser.Target.TargetInfoChanged(p.life)
+	if err != nil {
 		created.Close()
+		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot watch the browser's targets")
+	}
+	var filter target.Filter
+	for _, kind := range []string{"page", "iframe", "worker", "shared_worker", "service_worker"} {
+		filter = append(filter, target.FilterEntry{Type: &kind})
+	}
+	if err := p.browser.Target.SetDiscoverTargets(ctx, target.NewSetDiscoverTargetsArgs(true).SetFilter(filter)); err != nil {
+		created.Close()
+		changed.Close()
 		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot watch the browser's targets")
 	}
 	p.wg.Add(1)
 	go func() {
 		defer p.wg.Done()
 		defer created.Close()
+		defer changed.Close()
 		for {
-			ev, err := created.Recv()
-			if err != nil {
-				return
+			var info target.Info
+			select {
+			case <-created.Ready():
+				ev, err := created.Recv()
+				if err != nil {
+					return
+				}
+				info = ev.TargetInfo
+			case <-changed.Ready():
+				ev, err := changed.Recv()
+				if err != nil {
+					return
+				}
+				info = ev.TargetInfo
 			}
-			if ev.TargetInfo.OpenerID == nil {
+			p.noteOrigin(info)
+			if info.Type != "page" || info.OpenerID == nil {
 				continue
 			}
 			cctx, cancel := context.WithTimeout(p.life, disposeTimeout)
-			_, err = p.browser.Target.CloseTarget(cctx, target.NewCloseTargetArgs(ev.TargetInfo.TargetID))
+			_, err = p.browser.Target.CloseTarget(cctx, target.NewCloseTargetArgs(info.TargetID))
 			cancel()
 			if err != nil && p.life.Err() == nil {
-				p.log.Debug().Err(err).Str("target", string(ev.TargetInfo.TargetID)).Msg("close popup")
+				p.log.Debug().Err(err).Str("target", string(info.TargetID)).Msg("close popup")
 			}
 		}
 	}()
 	return nil
+}
+
+// noteOrigin records the origin of a frame or worker target with the tab of its browser context.
+func (p *Process) noteOrigin(info target.Info) {
+	if info.BrowserContextID == nil {
+		return
+	}
+	if t, ok := p.tabs.Load(*info.BrowserContextID); ok {
+		t.(*tab).origins.add(info.URL, info.Type == "page")
+	}
 }
 
 // reap is the only caller of cmd.Wait. It first waits without reaping: while the leader is an
@@ -581,14 +655,7 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	if p.conn != nil {
 		p.conn.Close()
 	}
-	for drained := false; !drained; {
-		select {
-		case t := <-p.ready: // nil after a failed Launch: never ready
-			t.conn.Close()
-		default:
-			drained = true
-		}
-	}
+	p.drainReady() // ready is nil after a failed Launch: never ready
 	// With the group dead nobody holds the write end any more; closing the read end also
 	// unblocks the reader should an escaped helper still hold it.
 	select {

@@ -17,14 +17,21 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/testenv"
 )
 
 // launchOwn starts a Process of the test's own, for tests that kill or close it.
 func launchOwn(t *testing.T, prewarm int) *Process {
 	t.Helper()
+	return launchIsolated(t, prewarm, testenv.Isolation())
+}
+
+// launchIsolated is launchOwn with the isolation given.
+func launchIsolated(t *testing.T, prewarm int, isolation string) *Process {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := Launch(ctx, Config{Prewarm: prewarm, Dir: t.TempDir(), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
+	p, err := Launch(ctx, Config{Path: testenv.Browser(), Isolation: isolation, Prewarm: prewarm, Dir: t.TempDir(), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
 	if err != nil {
 		t.Fatalf("launch: %v", err)
 	}
@@ -313,7 +320,7 @@ func TestTmpDir(t *testing.T) {
 			}
 			defer os.RemoveAll(sysTmp)
 			t.Setenv("TMPDIR", sysTmp)
-			p, err := Launch(context.Background(), Config{Prewarm: -1, Dir: dir, Log: zerolog.Nop()})
+			p, err := Launch(context.Background(), Config{Path: testenv.Browser(), Prewarm: -1, Dir: dir, Log: zerolog.Nop()})
 			if err != nil {
 				t.Fatalf("launch: %v", err)
 			}

@@ -114,7 +114,7 @@ func (r *render) steps() []step {
 
 // Render renders o in a fresh browser context and returns the file. Several Renders may run at
 // once on one Process. o.RenderBudget bounds the whole render; o.Timeout its loading.
-func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output, rerr error) {
 	start := time.Now()
 	r, err := newRender(p, o)
 	if err != nil {
@@ -141,7 +141,10 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 	if err != nil {
 		return nil, r.fail(ctx, rctx, "open target", err)
 	}
-	defer p.release(r.t)
+	defer func() { p.release(r.t, reusableAfter(rerr)) }()
+	if r.video != nil {
+		r.t.over.tainted = true // the screencast and its frames: a fresh tab is simpler than undoing them
+	}
 	defer func() {
 		if r.intercept != nil {
 			r.intercept.stop()
@@ -191,6 +194,18 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, 
 		Height:      h,
 		RenderMs:    time.Since(start).Milliseconds(),
 	}, nil
+}
+
+// reusableAfter tells whether a tab may serve again after a render that ended with err: after a
+// success, or a failure of the page's own making that leaves the tab working. A timeout, a crash
+// or an error inside Chrome replaces it.
+func reusableAfter(err error) bool {
+	switch shotd.CodeOf(err) {
+	case "", shotd.CodeInvalidOptions, shotd.CodeSelectorNotFound, shotd.CodeNavigationFailed,
+		shotd.CodeHostNotAllowed, shotd.CodeContentTooLarge:
+		return true
+	}
+	return false
 }
 
 // runStep runs s; when the interceptor fails the main frame's document meanwhile, s's context is
@@ -278,22 +293,26 @@ func (r *render) emulate(ctx context.Context) error {
 		return err
 	}
 	if r.o.HasTouch {
+		r.t.over.touch = true
 		if err := c.Emulation.SetTouchEmulationEnabled(ctx, emulation.NewSetTouchEmulationEnabledArgs(true).SetMaxTouchPoints(touchMaxPoints)); err != nil {
 			return err
 		}
 	}
 	if r.o.UserAgent != "" {
 		// The Emulation override covers both the User-Agent header and navigator.userAgent.
+		r.t.over.userAgent = true
 		if err := c.Emulation.SetUserAgentOverride(ctx, emulation.NewSetUserAgentOverrideArgs(r.o.UserAgent)); err != nil {
 			return err
 		}
 	}
 	if args := r.emulatedMedia(); args != nil {
+		r.t.over.media = true
 		if err := c.Emulation.SetEmulatedMedia(ctx, args); err != nil {
 			return err
 		}
 	}
 	if r.o.TimeZone != "" {
+		r.t.over.timeZone = true
 		if err := c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs(r.o.TimeZone)); err != nil {
 			// The parser checks the name against Go's zone database; Chrome's ICU may still
 			// not know it.
@@ -306,6 +325,7 @@ func (r *render) emulate(ctx context.Context) error {
 	if r.o.OmitBackground && (r.format == shotd.FormatPNG || r.format == shotd.FormatWebP) {
 		// Where the page paints no background of its own the capture stays transparent.
 		transparent := 0.0
+		r.t.over.background = true
 		if err := c.Emulation.SetDefaultBackgroundColorOverride(ctx, emulation.NewSetDefaultBackgroundColorOverrideArgs().
 			SetColor(dom.RGBA{A: &transparent})); err != nil {
 			return err
@@ -350,6 +370,7 @@ func (r *render) prepare(ctx context.Context) error {
 		// Content-Security-Policy, which could refuse the element or the imported sheet, is
 		// set aside for this render's documents. Only then: it must be set before the
 		// navigation, and every other style is adopted, which no policy refuses.
+		r.t.over.bypassCSP = true
 		if err := r.t.c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(true)); err != nil {
 			return err
 		}
@@ -377,15 +398,19 @@ func (r *render) prepare(ctx context.Context) error {
 		}
 		// Every new document of every frame; an html source's own document is not one
 		// (Page.setDocumentContent writes into the blank one): navigate runs them there.
-		if _, err := r.t.c.Page.AddScriptToEvaluateOnNewDocument(ctx, page.NewAddScriptToEvaluateOnNewDocumentArgs(s)); err != nil {
+		added, err := r.t.c.Page.AddScriptToEvaluateOnNewDocument(ctx, page.NewAddScriptToEvaluateOnNewDocumentArgs(s))
+		if err != nil {
+			r.t.over.tainted = true // it may be in place, under an identifier not known
 			return err
 		}
+		r.t.over.scripts = append(r.t.over.scripts, added.Identifier)
 	}
 	if r.o.WaitUntil == shotd.WaitNetworkIdle || r.o.Click != "" {
 		// Chrome's own networkIdle lifecycle event does not come reliably (never after
 		// Page.setDocumentContent, for one), so requests are counted here. Only for networkidle
 		// and for the settling after a click: Network events cost a message per request and
 		// event.
+		r.t.over.network = true
 		n, err := trackNetwork(ctx, r.t)
 		if err != nil {
 			return err
@@ -468,6 +493,7 @@ func (r *render) navigate(ctx context.Context) error {
 		}
 		return nil
 	}
+	r.t.origins.add(r.o.URL, true) // committed or not, its storage is wiped after
 	nav, err := c.Page.Navigate(ctx, page.NewNavigateArgs(r.o.URL))
 	if err != nil {
 		return err

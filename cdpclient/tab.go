@@ -37,6 +37,10 @@ type tab struct {
 	// it, so that the replacement is made after the render rather than competing with it for the
 	// CPU.
 	slot bool
+
+	uses    int       // renders served, for Config.TabReuse
+	over    overrides // what the current render changed (wipe.go)
+	origins originSet // origins committed since the last wipe
 }
 
 // metrics is one Emulation.setDeviceMetricsOverride.
@@ -111,10 +115,17 @@ func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
 	if err != nil {
 		return t, err
 	}
+	// Chrome sends these anyway with Page enabled: frames of the page's own process. Frames in
+	// other processes and workers come from the browser's target events (watchTargets).
+	navigated, err := t.c.Page.FrameNavigated(context.Background())
+	if err != nil {
+		return t, err
+	}
 	// The goroutine gets its own copy: the deferred cleanup above sets the named result t to nil
 	// on error while the watcher may still be reading it.
 	watched := t
-	if !p.spawn(func() { p.watchTab(watched, dialogs, crashes) }) {
+	p.tabs.Store(t.browserContext, t)
+	if !p.spawn(func() { p.watchTab(watched, dialogs, crashes, navigated) }) {
 		return t, errClosed
 	}
 	if err = t.c.Inspector.Enable(ctx); err != nil {
@@ -169,11 +180,18 @@ func (t *tab) warmUp(ctx context.Context) error {
 }
 
 // watchTab dismisses JavaScript dialogs, which would stall the page (and its load event) until
-// the timeout, and ends the target's connection when its renderer crashes, so that the render
-// fails at once. It returns when the connection closes.
-func (p *Process) watchTab(t *tab, dialogs page.JavascriptDialogOpeningClient, crashes inspector.TargetCrashedClient) {
+// the timeout, ends the target's connection when its renderer crashes, so that the render
+// fails at once, and records the origins the page's frames commit for the wipe. It returns when
+// the connection closes.
+func (p *Process) watchTab(t *tab, dialogs page.JavascriptDialogOpeningClient, crashes inspector.TargetCrashedClient, navigated page.FrameNavigatedClient) {
 	for {
 		select {
+		case <-navigated.Ready():
+			ev, err := navigated.Recv()
+			if err != nil {
+				return
+			}
+			t.origins.add(ev.Frame.SecurityOrigin, ev.Frame.ParentID == nil)
 		case <-dialogs.Ready():
 			ev, err := dialogs.Recv()
 			if err != nil {
@@ -205,6 +223,7 @@ func (p *Process) disposeTab(t *tab) {
 	if t.conn != nil {
 		t.conn.Close()
 	}
+	p.tabs.Delete(t.browserContext)
 	if p.life.Err() != nil {
 		return // the browser is gone or going, and its contexts with it
 	}
@@ -215,11 +234,56 @@ func (p *Process) disposeTab(t *tab) {
 	}
 }
 
-// release disposes t off the caller's path, then lets the pre-warmer replace it; Close waits for
-// it. The disposal waits for the other renders' pages to load (yieldToLoads): closing a window
-// occupies Chrome's UI thread for tens of milliseconds, which a navigation next to it would wait
-// for. The page's connection closes at once.
-func (p *Process) release(t *tab) {
+// release takes t back after a render. With wipe isolation a tab that may serve again
+// (reusable: the render did not time out or fail inside Chrome, and t has served fewer than
+// Config.TabReuse renders) is wiped off the caller's path and returns to the pool; every other
+// tab is disposed and replaced. Close waits for both.
+func (p *Process) release(t *tab, reusable bool) {
+	if p.cfg.Isolation == IsolationWipe && reusable && t.uses < p.cfg.TabReuse {
+		if !t.slot {
+			// A tab made inline joins the pool when it has a free place, which the pre-warmer
+			// then need not fill.
+			select {
+			case <-p.slots:
+				t.slot = true
+			default:
+			}
+		}
+		if t.slot && p.spawn(func() { p.recycle(t) }) {
+			return
+		}
+	}
+	p.discard(t)
+}
+
+// recycle wipes t and puts it back among the ready tabs, or replaces it when the wipe fails.
+func (p *Process) recycle(t *tab) {
+	// Under load the next render starts a few milliseconds after this one answered: give it
+	// the moment to announce itself, then keep off Chrome's UI thread while it loads, as long
+	// as another tab is ready for the render after it.
+	select {
+	case <-time.After(disposeGrace):
+	case <-p.life.Done():
+	}
+	p.yieldToLoads(true)
+	if err := p.wipe(t); err != nil {
+		if p.life.Err() == nil {
+			p.log.Info().Err(err).Str("browser_context", string(t.browserContext)).Msg("tab not known clean: replaced")
+		}
+		p.discard(t)
+		return
+	}
+	p.ready <- t // never blocks: t holds its slot's place
+	if p.life.Err() != nil {
+		p.drainReady() // Close may have drained ready already
+	}
+}
+
+// discard disposes t off the caller's path and lets the pre-warmer replace it. The disposal
+// waits for the other renders' pages to load (yieldToLoads): closing a window occupies Chrome's
+// UI thread for tens of milliseconds, which a navigation next to it would wait for. The page's
+// connection closes at once.
+func (p *Process) discard(t *tab) {
 	if t.conn != nil {
 		t.conn.Close()
 	}
@@ -227,12 +291,11 @@ func (p *Process) release(t *tab) {
 	// next tab matters to the next render, the disposal only frees memory. The pool holds one
 	// undisposed tab more for a moment.
 	if t.slot {
+		t.slot = false
 		p.slots <- struct{}{}
 	}
 	// When Close has begun nothing is spawned: the browser and its contexts are about to go.
 	p.spawn(func() {
-		// Under load the next render starts a few milliseconds after this one answered: give
-		// it the moment to announce itself.
 		select {
 		case <-time.After(disposeGrace):
 		case <-p.life.Done():
@@ -242,20 +305,37 @@ func (p *Process) release(t *tab) {
 	})
 }
 
-// acquire returns a pre-warmed tab, or creates one inline when none is ready.
+// drainReady closes the connections of the tabs left in ready.
+func (p *Process) drainReady() {
+	for {
+		select {
+		case t := <-p.ready:
+			t.conn.Close()
+		default:
+			return
+		}
+	}
+}
+
+// acquire returns a ready tab, or creates one inline when none is ready.
 func (p *Process) acquire(ctx context.Context) (*tab, error) {
 	for {
 		select {
 		case t := <-p.ready:
 			t.slot = true
 			if t.conn.Context().Err() != nil {
-				p.release(t) // its target died while waiting
+				p.discard(t) // its target died while waiting
 				continue
 			}
+			t.uses++
 			return t, nil
 		default:
 		}
-		return p.newTab(ctx)
+		t, err := p.newTab(ctx)
+		if err == nil {
+			t.uses++
+		}
+		return t, err
 	}
 }
 
@@ -326,12 +406,7 @@ func (p *Process) prewarm() {
 		}
 		p.ready <- t // never blocks: one slot token per place in ready
 		if p.life.Err() != nil {
-			// Close may have drained ready already; do not leave this one behind.
-			select {
-			case t := <-p.ready:
-				t.conn.Close()
-			default:
-			}
+			p.drainReady() // Close may have drained ready already; leave none behind
 			return
 		}
 	}

@@ -36,6 +36,7 @@ func (r *render) blockWorkerSockets(ctx context.Context, script string) error {
 		return err
 	}
 	r.workers = attached
+	r.t.over.autoAttach = true
 	yes, no, worker := true, false, "worker"
 	filter := target.Filter{{Type: &worker, Exclude: &no}, {Exclude: &yes}}
 	if err := c.Target.SetAutoAttach(ctx, target.NewSetAutoAttachArgs(true, true).SetFlatten(false).SetFilter(filter)); err != nil {

@@ -53,6 +53,8 @@ type Browser struct {
 	RecycleAfter               int    `toml:"recycle_after"`
 	StartTimeoutSeconds        int    `toml:"start_timeout_seconds"`
 	Prewarm                    int    `toml:"prewarm"`
+	Isolation                  string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
+	TabReuse                   int    `toml:"tab_reuse"`
 	SlotWaitMs                 int    `toml:"slot_wait_ms"`
 	RenderDeadlineGraceSeconds int    `toml:"render_deadline_grace_seconds"`
 }
@@ -102,6 +104,12 @@ type Log struct {
 	Format string `toml:"format"` // LogConsole or LogJSON
 }
 
+// Browser isolation between renders (browser.isolation).
+const (
+	IsolationWipe    = "wipe"    // reused tabs, each alone in its context, wiped after every render
+	IsolationContext = "context" // a fresh browser context and tab per render
+)
+
 // Log formats.
 const (
 	LogConsole = "console"
@@ -125,6 +133,8 @@ func Default() *Config {
 			RecycleAfter:               200,
 			StartTimeoutSeconds:        20,
 			Prewarm:                    2,
+			Isolation:                  IsolationWipe,
+			TabReuse:                   50,
 			SlotWaitMs:                 2000,
 			RenderDeadlineGraceSeconds: 10,
 		},

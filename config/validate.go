@@ -80,6 +80,10 @@ func (c *Config) Validate() error {
 	if b.Prewarm < 0 || b.Prewarm > 16 {
 		v.addf("browser.prewarm", "must be between 0 and 16, got %d", b.Prewarm)
 	}
+	if b.Isolation != IsolationWipe && b.Isolation != IsolationContext {
+		v.addf("browser.isolation", "must be %q or %q, got %q", IsolationWipe, IsolationContext, b.Isolation)
+	}
+	v.between("browser.tab_reuse", b.TabReuse, 1, 100_000)
 	v.between("browser.slot_wait_ms", b.SlotWaitMs, 0, 600_000)
 	v.between("browser.render_deadline_grace_seconds", b.RenderDeadlineGraceSeconds, 0, 600)
 

@@ -22,6 +22,7 @@ import (
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/testenv"
 	"github.com/shotd/shotd/store"
 )
 
@@ -94,7 +95,7 @@ func run(m *testing.M) (int, error) {
 	}
 	defer env.proxy.Close(context.Background())
 
-	path, err := cdpclient.FindBrowser("")
+	path, err := cdpclient.FindBrowser(testenv.Browser())
 	if err != nil {
 		return 1, err
 	}
@@ -102,7 +103,7 @@ func run(m *testing.M) (int, error) {
 	defer sys.Shutdown()
 	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: 1, SlotsPerBrowser: 4, SlotWait: 2 * time.Second, Log: log,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
-			p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: path, Prewarm: 2, Log: log,
+			p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: path, Isolation: testenv.Isolation(), Prewarm: 2, Log: log,
 				ExtraFlags: cdpclient.ProxyFlags(env.proxy.Addr()), Guard: env.guard})
 			if err != nil {
 				return nil, err

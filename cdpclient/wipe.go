@@ -1,0 +1,303 @@
+package cdpclient
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/browser"
+	"github.com/mafredri/cdp/protocol/emulation"
+	"github.com/mafredri/cdp/protocol/fetch"
+	"github.com/mafredri/cdp/protocol/network"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/protocol/storage"
+	"github.com/mafredri/cdp/protocol/target"
+	"golang.org/x/net/publicsuffix"
+)
+
+// Isolation modes (Config.Isolation).
+const (
+	// IsolationWipe reuses a tab, alone in its browser context, for up to Config.TabReuse
+	// renders and wipes it clean after each (wipe).
+	IsolationWipe = "wipe"
+	// IsolationContext gives every render a fresh browser context and target, disposed after
+	// it: separate renderer processes between renders, at about 60 to 130 ms of Chrome CPU each.
+	IsolationContext = "context"
+)
+
+// Timing of a tab's cleaning.
+const (
+	cleanTimeout = 5 * time.Second // the whole cleaning; past it the tab is replaced
+	leaveTimeout = 2 * time.Second // the page's own navigation to about:blank, unload handlers included
+	defaultReuse = 50              // Config.TabReuse
+	blankURL     = "about:blank"   // where a cleaned tab rests
+	leaveJS      = `location.href='about:blank'`
+)
+
+// overrides are what a render changed in its tab beyond a fresh tab's state, so that the wipe
+// undoes exactly that. A render sets them as it makes each change.
+type overrides struct {
+	touch, userAgent, media, timeZone, background, bypassCSP bool
+	network                                                  bool                    // Network.enable (networkidle, click)
+	autoAttach                                               bool                    // Target.setAutoAttach for dedicated workers
+	scripts                                                  []page.ScriptIdentifier // Page.addScriptToEvaluateOnNewDocument
+	tainted                                                  bool                    // a change the wipe does not undo: replace the tab
+}
+
+// originSet collects the origins a tab's frames and workers committed, and the sites of its
+// main frame's documents, for the wipe: Chrome keeps storage per storage key, the origin for a
+// top-level document and its same-site frames, the origin and the top-level site for a
+// cross-site frame (storage partitioning), and clears it per key.
+type originSet struct {
+	mu      sync.Mutex
+	origins map[string]struct{}
+	tops    map[string]struct{} // sites of main-frame documents
+}
+
+// add records the origin of rawURL (an origin or any URL of it), top for a main-frame document;
+// opaque and non-network origins hold no storage and are skipped.
+func (s *originSet) add(rawURL string, top bool) {
+	u, err := url.Parse(rawURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return
+	}
+	o := u.Scheme + "://" + u.Host
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.origins == nil {
+		s.origins, s.tops = map[string]struct{}{}, map[string]struct{}{}
+	}
+	s.origins[o] = struct{}{}
+	if top {
+		s.tops[site(u)] = struct{}{}
+	}
+}
+
+// storageKeys returns what to clear: every origin, and every partitioned key of an origin under
+// a top-level site of another site; it empties the set. A partitioned key is written as Chrome
+// serialises it ("<origin>/^0<top-level site>", Chromium 156). Frames of a top-level site that
+// sit below a cross-site frame get keys of a third kind, which are not cleared here.
+func (s *originSet) storageKeys() (origins, partitioned []string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for o := range s.origins {
+		origins = append(origins, o)
+		u, _ := url.Parse(o)
+		for top := range s.tops {
+			if top != site(u) {
+				partitioned = append(partitioned, o+"/^0"+top)
+			}
+		}
+	}
+	s.origins, s.tops = nil, nil
+	return origins, partitioned
+}
+
+// site is the schemeful site of u: its scheme and registrable domain (an IP address or a
+// single-label host stands for itself), without the port.
+func site(u *url.URL) string {
+	host := u.Hostname()
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if net.ParseIP(u.Hostname()) == nil && strings.Contains(host, ".") {
+		if d, err := publicsuffix.EffectiveTLDPlusOne(host); err == nil {
+			host = d
+		}
+	}
+	return u.Scheme + "://" + host
+}
+
+// errNotClean is the cause of a cleaning that could not finish: the tab is replaced.
+var errNotClean = errors.New("tab not known clean")
+
+// wipe returns t to the state of a fresh tab in a fresh browser context, so that the next render,
+// of any account, finds nothing of this one:
+//
+//  1. Every request from now on is failed inside Chrome, so that nothing the leaving page sends
+//     (a beacon from an unload handler, a keepalive fetch) can bring a cookie back after the wipe.
+//  2. The page leaves itself for about:blank (location.href): its pagehide, unload and
+//     visibilitychange handlers run now, before the wipe, and its timers, workers and frames
+//     end. A navigation from inside stays in the page's renderer process, where a
+//     browser-initiated one would start a new one. The blank document it lands on has an
+//     opaque origin, as a fresh tab's. window.name, which such a navigation keeps, is emptied.
+//  3. The context's cookies and HTTP cache go, and every origin that a frame or worker of the
+//     render committed loses its storage (localStorage, sessionStorage, IndexedDB, Cache
+//     Storage, service workers, file systems, shared storage); the history is reset and the
+//     context's permissions too.
+//  4. What the render set in the tab (emulation, scripts for new documents, interception,
+//     Network, worker auto-attach) is undone.
+//
+// Any failure leaves the tab not known clean: the caller replaces it.
+func (p *Process) wipe(t *tab) error {
+	if t.over.tainted || t.crashed.Load() || t.conn.Context().Err() != nil {
+		return errNotClean
+	}
+	ctx, cancel := context.WithTimeout(p.life, cleanTimeout)
+	defer cancel()
+	c := t.c
+
+	paused, err := c.Fetch.RequestPaused(ctx)
+	if err != nil {
+		return err
+	}
+	defer paused.Close()
+	all := "*"
+	if err := c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns([]fetch.RequestPattern{
+		{URLPattern: &all, RequestStage: fetch.RequestStageRequest}})); err != nil {
+		return fmt.Errorf("block requests: %w", err)
+	}
+	t.guardFetch = false
+	var blockers sync.WaitGroup
+	blockers.Go(func() {
+		for {
+			ev, err := paused.Recv()
+			if err != nil {
+				return
+			}
+			_ = c.Fetch.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
+		}
+	})
+	defer func() {
+		paused.Close()
+		blockers.Wait()
+	}()
+
+	if err := t.leave(ctx); err != nil {
+		return err
+	}
+	if err := p.clearState(ctx, t); err != nil {
+		return err
+	}
+	if err := t.undoOverrides(ctx); err != nil {
+		return err
+	}
+	if p.cfg.Guard != nil {
+		if err := t.enableGuardFetch(ctx); err != nil {
+			return fmt.Errorf("guard patterns: %w", err)
+		}
+	} else if err := c.Fetch.Disable(ctx); err != nil {
+		return fmt.Errorf("fetch disable: %w", err)
+	}
+	// The blank document's lifecycle events are no render's.
+	return drainLifecycle(t)
+}
+
+// leave makes the page navigate itself to about:blank and waits for the blank document, then
+// empties window.name.
+func (t *tab) leave(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
+	defer cancel()
+	navigated, err := t.c.Page.FrameNavigated(ctx)
+	if err != nil {
+		return err
+	}
+	defer navigated.Close()
+	res, err := t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(leaveJS))
+	if err != nil {
+		return fmt.Errorf("leave: %w", err)
+	}
+	if res.ExceptionDetails != nil {
+		return fmt.Errorf("leave: %w: the page threw", errNotClean)
+	}
+	for {
+		ev, err := navigated.Recv()
+		if err != nil {
+			return fmt.Errorf("leave: %w", err) // a page that holds on (a beforeunload prompt, a busy loop)
+		}
+		if ev.Frame.ParentID == nil && ev.Frame.URL == blankURL {
+			break
+		}
+	}
+	res, err = t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(`window.name='';location.origin`).SetReturnByValue(true))
+	if err != nil {
+		return fmt.Errorf("leave: %w", err)
+	}
+	if res.ExceptionDetails != nil || string(res.Result.Value) != `"null"` {
+		// The blank document must have an opaque origin, as a fresh tab's has: an html source
+		// written into it next must not run as the previous page's origin.
+		return fmt.Errorf("leave: %w: the blank document's origin is %s", errNotClean, res.Result.Value)
+	}
+	return nil
+}
+
+// clearState drops the browser context's cookies, HTTP cache and permissions, the storage of
+// every origin the tab committed, and the history, all at once.
+func (p *Process) clearState(ctx context.Context, t *tab) error {
+	c := t.c
+	calls := []func() error{
+		func() error { return c.Network.ClearBrowserCookies(ctx) },
+		func() error { return c.Network.ClearBrowserCache(ctx) },
+		func() error { return c.Page.ResetNavigationHistory(ctx) },
+		func() error {
+			return p.browser.Browser.ResetPermissions(ctx, browser.NewResetPermissionsArgs().SetBrowserContextID(t.browserContext))
+		},
+	}
+	origins, partitioned := t.origins.storageKeys()
+	for _, o := range origins {
+		calls = append(calls, func() error {
+			return c.Storage.ClearDataForOrigin(ctx, storage.NewClearDataForOriginArgs(o, "all"))
+		})
+	}
+	for _, k := range partitioned {
+		calls = append(calls, func() error {
+			return c.Storage.ClearDataForStorageKey(ctx, storage.NewClearDataForStorageKeyArgs(k, "all"))
+		})
+	}
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, f := range calls {
+		wg.Go(func() { errs[i] = f() })
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("clear: %w", err)
+	}
+	return nil
+}
+
+// undoOverrides resets what the render set in the tab; a fresh tab has none of it.
+func (t *tab) undoOverrides(ctx context.Context) error {
+	c, o := t.c, &t.over
+	var errs []error
+	do := func(set bool, f func() error) {
+		if set {
+			errs = append(errs, f())
+		}
+	}
+	do(o.touch, func() error {
+		return c.Emulation.SetTouchEmulationEnabled(ctx, emulation.NewSetTouchEmulationEnabledArgs(false))
+	})
+	// An empty user agent, media, time zone or colour ends that override.
+	do(o.userAgent, func() error {
+		return c.Emulation.SetUserAgentOverride(ctx, emulation.NewSetUserAgentOverrideArgs(""))
+	})
+	do(o.media, func() error {
+		return c.Emulation.SetEmulatedMedia(ctx, emulation.NewSetEmulatedMediaArgs().SetMedia("").SetFeatures([]emulation.MediaFeature{}))
+	})
+	do(o.timeZone, func() error {
+		return c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs(""))
+	})
+	do(o.background, func() error {
+		return c.Emulation.SetDefaultBackgroundColorOverride(ctx, emulation.NewSetDefaultBackgroundColorOverrideArgs())
+	})
+	do(o.bypassCSP, func() error { return c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(false)) })
+	do(o.network, func() error { return c.Network.Disable(ctx) })
+	do(o.autoAttach, func() error {
+		return c.Target.SetAutoAttach(ctx, target.NewSetAutoAttachArgs(false, false))
+	})
+	for _, id := range o.scripts {
+		errs = append(errs, c.Page.RemoveScriptToEvaluateOnNewDocument(ctx, page.NewRemoveScriptToEvaluateOnNewDocumentArgs(id)))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("undo overrides: %w", err)
+	}
+	t.over = overrides{}
+	return nil
+}

@@ -1,0 +1,362 @@
+package cdpclient
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/browser"
+
+	"github.com/shotd/shotd"
+)
+
+// stateSite serves the pages of the wipe tests on two origins of two sites: the page on
+// 127.0.0.1, and a cross-site iframe on localhost (its own renderer process). reports carries
+// what the probe script found; styles counts the fetches of a stylesheet served with max-age.
+type stateSite struct {
+	page, frame *httptest.Server
+	reports     chan string
+	styles      atomic.Int32
+	beacons     atomic.Int32
+}
+
+func newStateSite(t *testing.T) *stateSite {
+	s := &stateSite{reports: make(chan string, 16)}
+	frame := http.NewServeMux()
+	frame.HandleFunc("/frame", htmlPage(stateFrameHTML))
+	s.frame = httptest.NewServer(frame)
+	t.Cleanup(s.frame.Close)
+	// The iframe's origin is another site: localhost, not 127.0.0.1.
+	frameURL := strings.Replace(s.frame.URL, "127.0.0.1", "localhost", 1) + "/frame"
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		src := frameURL
+		if r.URL.Query().Has("dirty") {
+			src += "?dirty"
+		}
+		htmlPage(`<!doctype html><link rel="stylesheet" href="/style.css"><h1>state</h1><iframe src="`+src+`"></iframe>`)(w, r)
+	})
+	mux.HandleFunc("/style.css", func(w http.ResponseWriter, r *http.Request) {
+		s.styles.Add(1)
+		w.Header().Set("Content-Type", "text/css")
+		w.Header().Set("Cache-Control", "max-age=3600")
+		fmt.Fprint(w, "h1{color:#123456}")
+	})
+	mux.HandleFunc("/beacon", func(w http.ResponseWriter, r *http.Request) {
+		s.beacons.Add(1)
+		http.SetCookie(w, &http.Cookie{Name: "beacon", Value: "dirty", MaxAge: 3600})
+	})
+	mux.HandleFunc("/worker.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		fmt.Fprint(w, stateWorkerJS)
+	})
+	mux.HandleFunc("/sw.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		fmt.Fprint(w, `self.addEventListener('fetch', () => {});`)
+	})
+	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		s.reports <- string(b)
+	})
+	s.page = httptest.NewServer(mux)
+	t.Cleanup(s.page.Close)
+	return s
+}
+
+// stateFrameHTML is the cross-site iframe: with ?dirty it stores state of its own (partitioned
+// under the page's site); it always answers the page's probe with what it finds.
+const stateFrameHTML = `<!doctype html><script>
+if (location.search.includes('dirty')) {
+	document.cookie = 'frame=dirty; max-age=3600';
+	localStorage.setItem('frame', 'dirty');
+	indexedDB.open('framedb', 1);
+}
+addEventListener('message', async e => {
+	const dbs = (await indexedDB.databases()).map(d => d.name).sort();
+	e.source.postMessage({cookie: document.cookie, local: Object.keys(localStorage).sort(), idb: dbs}, '*');
+});
+</script>`
+
+// stateWorkerJS keeps writing storage for as long as it lives: a worker that outlives the wipe
+// would bring its database back.
+const stateWorkerJS = `
+let n = 0;
+const write = () => { const r = indexedDB.open('worker' + (n++ % 2), 1); r.onupgradeneeded = () => r.result.createObjectStore('s'); };
+write();
+setInterval(write, 10);
+`
+
+// dirtyJS stores every kind of state a page can leave behind, from the page, from handlers that
+// run when it is left, and through its worker and its iframe.
+const dirtyJS = `(async () => {
+	document.cookie = 'page=dirty; max-age=3600';
+	localStorage.setItem('page', 'dirty');
+	sessionStorage.setItem('page', 'dirty');
+	await new Promise(res => { const r = indexedDB.open('pagedb', 1); r.onupgradeneeded = () => r.result.createObjectStore('s'); r.onsuccess = res; r.onerror = res; });
+	const c = await caches.open('pagecache');
+	await c.put('/cached', new Response('dirty'));
+	await navigator.serviceWorker.register('/sw.js');
+	await navigator.serviceWorker.ready;
+	window.name = 'dirty';
+	history.pushState({}, '', '#dirty');
+	new Worker('/worker.js');
+	addEventListener('pagehide', () => { document.cookie = 'pagehide=dirty; max-age=3600'; localStorage.setItem('pagehide', 'dirty'); });
+	addEventListener('unload', () => {
+		document.cookie = 'unload=dirty; max-age=3600';
+		localStorage.setItem('unload', 'dirty');
+		navigator.sendBeacon('/beacon');
+		fetch('/beacon', {keepalive: true, method: 'POST'});
+	});
+	await new Promise(res => setTimeout(res, 100)); // the worker's first writes
+})()`
+
+// probeJS reports what the page finds: storage of every kind, its iframe's, what survives of
+// window and history, and the emulation in force.
+const probeJS = `(async () => {
+	const frame = await new Promise(res => {
+		addEventListener('message', e => res(e.data), {once: true});
+		document.querySelector('iframe').contentWindow.postMessage('probe', '*');
+	});
+	const out = {
+		cookie: document.cookie,
+		local: Object.keys(localStorage).sort(),
+		session: Object.keys(sessionStorage).sort(),
+		idb: (await indexedDB.databases()).map(d => d.name).sort(),
+		caches: (await caches.keys()).sort(),
+		serviceWorkers: (await navigator.serviceWorker.getRegistrations()).length,
+		name: window.name,
+		history: history.length,
+		userAgent: navigator.userAgent,
+		timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+		dark: matchMedia('(prefers-color-scheme: dark)').matches,
+		touch: navigator.maxTouchPoints,
+		frame,
+	};
+	await fetch('/report', {method: 'POST', body: JSON.stringify(out)});
+})()`
+
+// htmlProbeJS is probeJS for an html source, which has no origin of its own.
+const htmlProbeJS = `document.title = JSON.stringify({name: window.name, history: history.length, origin: location.origin, ua: navigator.userAgent})`
+
+// probe renders the state page with probeJS and returns the report.
+func (s *stateSite) probe(t *testing.T, p *Process) string {
+	t.Helper()
+	o := opts(s.page.URL + "/page")
+	o.Scripts = probeJS
+	mustRender(t, p, o)
+	select {
+	case r := <-s.reports:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("the probe reported nothing")
+		return ""
+	}
+}
+
+// renderContext renders o on p and returns the browser context it ran in.
+func renderContext(t *testing.T, p *Process, o *shotd.Options) browser.ContextID {
+	t.Helper()
+	var used browser.ContextID
+	testHookAfterStep = func(step string, tb *tab) {
+		if step == "emulate" {
+			used = tb.browserContext
+		}
+	}
+	defer func() { testHookAfterStep = nil }()
+	mustRender(t, p, o)
+	return used
+}
+
+// nextTab waits until p's pool is full (every used tab wiped and back), then orders it so that
+// the next render gets the tab of browser context id. It fails when that tab was not reused.
+func nextTab(t *testing.T, p *Process, id browser.ContextID) {
+	t.Helper()
+	waitCond(t, "the pool to fill", 15*time.Second, func() bool { return len(p.ready) == cap(p.ready) })
+	var rest []*tab
+	var found *tab
+	for len(p.ready) > 0 {
+		tb := <-p.ready
+		if tb.browserContext == id {
+			found = tb
+		} else {
+			rest = append(rest, tb)
+		}
+	}
+	if found == nil {
+		for _, tb := range rest {
+			p.ready <- tb
+		}
+		t.Fatalf("the tab of context %s is not back in the pool: it was replaced, not wiped", id)
+	}
+	p.ready <- found
+	for _, tb := range rest {
+		p.ready <- tb
+	}
+}
+
+// TestWipeLeavesNothing: a render whose page stores every kind of state (cookies, local and
+// session storage, IndexedDB, Cache Storage, a service worker, window.name, history), from
+// its pagehide and unload handlers too (a beacon that sets a cookie among them), from a worker
+// that keeps writing and from a cross-site iframe, and whose options set emulation overrides,
+// is followed in the same tab by a render of the same page that finds exactly what a fresh tab
+// finds, and refetches a stylesheet cached with max-age. An html source after it gets an opaque
+// origin, as in a fresh tab.
+func TestWipeLeavesNothing(t *testing.T) {
+	s := newStateSite(t)
+	p := launchIsolated(t, 1, IsolationWipe)
+
+	fresh := s.probe(t, p)
+	htmlFresh := htmlProbe(t, p)
+	if strings.Contains(fresh, "dirty") {
+		t.Fatalf("a fresh tab found state: %s", fresh)
+	}
+
+	dirty := opts(s.page.URL + "/page?dirty")
+	dirty.Scripts = dirtyJS
+	dirty.UserAgent = "Dirty/1.0"
+	dirty.TimeZone = "Asia/Tokyo"
+	dirty.DarkMode = true
+	dirty.HasTouch = true
+	used := renderContext(t, p, dirty)
+
+	nextTab(t, p, used)
+	styles := s.styles.Load()
+	var again string
+	if got := renderContextProbe(t, p, s, &again); got != used {
+		t.Fatalf("the probe ran in context %s, not in the dirty tab's %s", got, used)
+	}
+	if again != fresh {
+		t.Errorf("the reused tab is not as a fresh one:\n fresh  %s\n reused %s", fresh, again)
+	}
+	if n := s.styles.Load() - styles; n != 1 {
+		t.Errorf("the stylesheet cached with max-age was fetched %d times by the next render, want 1", n)
+	}
+
+	nextTab(t, p, used)
+	if got := htmlProbe(t, p); got != htmlFresh {
+		t.Errorf("an html source in the reused tab is not as in a fresh one:\n fresh  %s\n reused %s", htmlFresh, got)
+	}
+}
+
+// renderContextProbe is probe that also returns the browser context it ran in.
+func renderContextProbe(t *testing.T, p *Process, s *stateSite, report *string) browser.ContextID {
+	t.Helper()
+	o := opts(s.page.URL + "/page")
+	o.Scripts = probeJS
+	id := renderContext(t, p, o)
+	select {
+	case *report = <-s.reports:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the probe reported nothing")
+	}
+	return id
+}
+
+// htmlProbe renders an html source that reports its window name, history length, origin and
+// User-Agent in its title, read back through a hook.
+func htmlProbe(t *testing.T, p *Process) string {
+	t.Helper()
+	var title string
+	testHookAfterStep = func(step string, tb *tab) {
+		if step == "page" {
+			var s string
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			r := &render{t: tb, p: p}
+			if err := r.eval(ctx, "document.title", &s); err == nil {
+				title = s
+			}
+		}
+	}
+	defer func() { testHookAfterStep = nil }()
+	o := htmlOpts(`<p>html</p>`)
+	o.Scripts = htmlProbeJS
+	mustRender(t, p, o)
+	if !strings.Contains(title, `"origin":"null"`) {
+		t.Errorf("an html source runs with origin %s, want an opaque one", title)
+	}
+	return title
+}
+
+// TestWipeConcurrentCookies: six renders at once, each with its own cookie, twice over (the
+// second round on wiped tabs), each see their own cookie alone.
+func TestWipeConcurrentCookies(t *testing.T) {
+	reports := make(chan string, 12)
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<p>cookies</p>`))
+	mux.HandleFunc("/report", func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		reports <- string(b)
+	})
+	srv, _ := server(t, mux)
+	p := launchIsolated(t, 2, IsolationWipe)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	host = host[:strings.IndexByte(host, ':')]
+	for round := range 2 {
+		var wg sync.WaitGroup
+		for i := range 6 {
+			wg.Go(func() {
+				o := opts(srv.URL + "/")
+				o.Cookies = []shotd.Cookie{{Name: "who", Value: fmt.Sprint(i), Domain: host}}
+				// Reported before the page sets a cookie of its own, which a tab reused
+				// without the wipe would show the next render.
+				o.Scripts = fmt.Sprintf(`fetch('/report', {method: 'POST', body: %d + ' ' + document.cookie}).then(() => { document.cookie = 'left%d=1' })`, i, i)
+				if _, err := doRender(t, p, o); err != nil {
+					t.Errorf("round %d render %d: %v", round, i, err)
+				}
+			})
+		}
+		wg.Wait()
+		for range 6 {
+			select {
+			case r := <-reports:
+				i, cookie, _ := strings.Cut(r, " ")
+				if cookie != "who="+i {
+					t.Errorf("round %d: render %s saw cookies %q", round, i, cookie)
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatalf("round %d: a render reported nothing", round)
+			}
+		}
+		waitCond(t, "the pool to fill", 15*time.Second, func() bool { return len(p.ready) == cap(p.ready) })
+	}
+}
+
+// TestWipeFailureReplacesTab: a page whose pagehide handler holds its renderer longer than the
+// wipe may wait is not known clean: its tab is disposed and replaced, and the next render works
+// in a fresh one.
+func TestWipeFailureReplacesTab(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<p>stuck</p><script>
+addEventListener('pagehide', () => { const end = Date.now() + 3 * 1000; while (Date.now() < end) {} });
+</script>`))
+	srv, _ := server(t, mux)
+	p := launchIsolated(t, 1, IsolationWipe)
+	used := renderContext(t, p, opts(srv.URL+"/"))
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	waitCond(t, "the stuck tab's context to be disposed", 15*time.Second, func() bool {
+		r, err := p.browser.Target.GetBrowserContexts(ctx)
+		if err != nil {
+			t.Fatalf("get browser contexts: %v", err)
+		}
+		for _, id := range r.BrowserContextIDs {
+			if id == used {
+				return false
+			}
+		}
+		return true
+	})
+	waitCond(t, "the pool to fill", 15*time.Second, func() bool { return len(p.ready) == cap(p.ready) })
+	if got := renderContext(t, p, htmlOpts(`<p>next</p>`)); got == used {
+		t.Error("the next render ran in the tab that was not known clean")
+	}
+}
