@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.Version=$(VERSION)
 FUZZTIME  ?= 20s
 
-.PHONY: all build run test test-shell test-short lint bench fuzz deps clean
+.PHONY: all build run test test-context test-short lint bench fuzz deps clean
 
 all: build
 
@@ -18,20 +18,19 @@ build:
 run: deps build
 	./$(BIN) serve
 
-# The whole suite: real Chromium, real bbolt, real HTTP on loopback.
+# The whole suite: real Chromium (the default chromium-headless-shell, tabs wiped between
+# renders), real bbolt, real HTTP on loopback; then the suites that render once more the other way.
 test: deps
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -count=1 -timeout 25m ./...
-	$(MAKE) --no-print-directory test-shell
+	$(MAKE) --no-print-directory test-context
 
-# The suites that run Chrome once more on Debian's chromium-headless-shell (browser.path's faster
-# choice, see README): its binary (not the /usr/bin wrapper, which does not exec it) put first on
-# PATH under the name the tests look for.
-test-shell:
-	@test -x /usr/lib/chromium/chromium-headless-shell || { echo "test-shell: chromium-headless-shell is not installed (make deps)"; exit 1; }
-	@d=$$(mktemp -d) && ln -s /usr/lib/chromium/chromium-headless-shell $$d/chromium && \
-	  PATH="$$d:$$PATH" $(GO) test -count=1 -timeout 15m ./cdpclient/ ./actors/ ./httpd/ ./cmd/shotd/; rc=$$?; rm -rf $$d; exit $$rc
+# The suites that render, on full Chromium with a fresh browser context per render
+# (browser.isolation = "context"): the other browser and the other isolation.
+test-context:
+	SHOTD_TEST_BROWSER=/usr/lib/chromium/chromium SHOTD_TEST_ISOLATION=context \
+	  $(GO) test -count=1 -timeout 15m ./cdpclient/ ./actors/ ./httpd/
 
 test-short:
 	$(GO) test -short -count=1 ./...

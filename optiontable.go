@@ -103,11 +103,12 @@ func (s *OptionSpec) checked(fn func(string) string) *OptionSpec { s.check = fn;
 
 // Enumerations of api-v1 section 4.2.
 var (
-	Formats        = []string{FormatPNG, FormatJPEG, FormatWebP, FormatPDF, FormatMP4, FormatWebM, FormatGIF}
-	ResponseTypes  = []string{"by_format", "json"}
-	WaitConditions = []string{WaitLoad, WaitDOMContentLoaded, WaitNetworkIdle, WaitCommit}
-	MediaTypes     = []string{"screen", "print"}
-	ResourceTypes  = []string{"document", "stylesheet", "image", "media", "font", "script", "xhr",
+	Formats         = []string{FormatPNG, FormatJPEG, FormatWebP, FormatPDF, FormatMP4, FormatWebM, FormatGIF}
+	ResponseTypes   = []string{"by_format", "json"}
+	PNGCompressions = []string{PNGFast, PNGBest}
+	WaitConditions  = []string{WaitLoad, WaitDOMContentLoaded, WaitNetworkIdle, WaitCommit}
+	MediaTypes      = []string{"screen", "print"}
+	ResourceTypes   = []string{"document", "stylesheet", "image", "media", "font", "script", "xhr",
 		"fetch", "websocket", "texttrack", "eventsource", "manifest", "other"}
 	PaperFormats = []string{"a0", "a1", "a2", "a3", "a4", "a5", "a6", "letter", "legal", "tabloid", "ledger"}
 	Easings      = []string{"ease_in_out", "linear"}
@@ -129,6 +130,8 @@ var OptionTable = []*OptionSpec{
 		func(o *Options, v int) { o.ImageWidth = v }).withBounds(1, 8000),
 	integer("Output", "image_height", "", "Resize final image height.",
 		func(o *Options, v int) { o.ImageHeight = v }).withBounds(1, 8000),
+	enum("Output", "png_compression", PNGFast, "PNG encoding: fast (files about a tenth larger) or best (smallest file, slower).", PNGCompressions,
+		func(o *Options, v string) { o.PNGCompression = v }),
 	boolean("Output", "omit_background", "false", "Transparent page background (png, webp).",
 		func(o *Options, v bool) { o.OmitBackground = v }),
 	enum("Output", "response_type", "by_format", "Return the file itself, or JSON with a link to it.", ResponseTypes,

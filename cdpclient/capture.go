@@ -233,30 +233,46 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 	return &area{x: x0, y: y0, w: x1 - x0, h: y1 - y0}, nil
 }
 
-// scrollPageJS scrolls through the page in viewport steps, waiting after each so that lazy
-// images and infinite-scroll loaders fire, until maxH or the time budget; then waits (at most
-// imgMs) for the displayed images above maxH that are still loading, returns to the top, and
-// reports the document height. scrollTo with behavior 'instant' overrides a smooth scroll-behavior of the page.
-const scrollPageJS = `async (maxH, stepMs, budget, imgMs) => {
+// scrollPageJS scrolls through the page in viewport steps until maxH or the time budget, so
+// that lazy images and infinite-scroll loaders fire. After each step it waits two animation
+// frames, in which intersection observers and the browser's own lazy loading see the new view,
+// and longer only while the page is still adding content (child nodes, up to settleMs); images
+// load meanwhile, in parallel. Then it waits (at most imgMs) for the displayed images above maxH
+// that are still loading, and for content still being added, scrolling on should the page have
+// grown; returns to the top and reports the document height. scrollTo with behavior 'instant'
+// overrides a smooth scroll-behavior of the page.
+const scrollPageJS = `async (maxH, budget, settleMs, imgMs) => {
 	const t0 = performance.now();
 	const sleep = ms => new Promise(res => setTimeout(res, ms));
 	const frame = () => new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
 	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
 	const step = Math.max(innerHeight, 100);
-	for (let y = 0; y < Math.min(height(), maxH) && performance.now() - t0 < budget; y += step) {
-		scrollTo({top: y, left: 0, behavior: 'instant'});
-		await sleep(stepMs);
+	let added = 0; // when the page last added nodes
+	const mo = new MutationObserver(() => { added = performance.now(); });
+	mo.observe(document, {childList: true, subtree: true});
+	const settle = async limit => {
+		while (performance.now() - added < 50 && performance.now() < limit) await sleep(25);
+	};
+	const pending = () => [...document.images].some(i => {
+		if (i.complete) return false;
+		const r = i.getBoundingClientRect();
+		return r.width > 0 && r.height > 0 && r.top + scrollY < maxH;
+	});
+	let y = 0;
+	const scrollOn = async () => {
+		for (; y < Math.min(height(), maxH) && performance.now() - t0 < budget; y += step) {
+			scrollTo({top: y, left: 0, behavior: 'instant'});
+			await frame();
+			await settle(Math.min(performance.now() + settleMs, t0 + budget));
+		}
+	};
+	await scrollOn();
+	const end = Math.min(performance.now() + imgMs, t0 + budget);
+	while (performance.now() < end && (pending() || performance.now() - added < 50)) {
+		await sleep(25);
+		if (y < Math.min(height(), maxH)) await scrollOn();
 	}
-	const imgEnd = Math.min(performance.now() + imgMs, t0 + budget);
-	while (performance.now() < imgEnd) {
-		const pending = [...document.images].some(i => {
-			if (i.complete) return false;
-			const r = i.getBoundingClientRect();
-			return r.width > 0 && r.height > 0 && r.top + scrollY < maxH;
-		});
-		if (!pending) break;
-		await sleep(50);
-	}
+	mo.disconnect();
 	scrollTo({top: 0, left: 0, behavior: 'instant'});
 	await frame();
 	return height();
@@ -266,7 +282,7 @@ const measureHeightJS = `Math.max(document.documentElement.scrollHeight, documen
 
 // Timing of full_page_scroll.
 const (
-	scrollStep      = 100 * time.Millisecond // wait after each viewport step
+	scrollSettle    = 300 * time.Millisecond // the longest wait after a step for content still being added
 	scrollImageWait = 2 * time.Second        // wait for images still loading after the scroll
 	scrollShare     = 2                      // the scroll may take 1/scrollShare of the time left
 )
@@ -285,7 +301,7 @@ func (r *render) pageHeight(ctx context.Context) (float64, error) {
 		if d, ok := ctx.Deadline(); ok {
 			budget = time.Until(d) / scrollShare
 		}
-		expr = jsCall(scrollPageJS, maxH, scrollStep.Milliseconds(), budget.Milliseconds(), scrollImageWait.Milliseconds())
+		expr = jsCall(scrollPageJS, maxH, budget.Milliseconds(), scrollSettle.Milliseconds(), scrollImageWait.Milliseconds())
 	}
 	if err := r.eval(ctx, expr, &h); err != nil {
 		return 0, fmt.Errorf("measure the page: %w", err)

@@ -5,6 +5,7 @@ import (
 	"image"
 	"image/jpeg"
 	"net/http"
+	"strings"
 	"testing"
 
 	"golang.org/x/image/webp"
@@ -109,4 +110,31 @@ func TestOmitBackground(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPNGCompression: png_compression=fast (the default) and best encode the same pixels; best
+// makes the smaller file of a page with text and gradients.
+func TestPNGCompression(t *testing.T) {
+	html := `<body style="margin:0;background:linear-gradient(45deg,#fde,#def)">` + strings.Repeat(`<p>Lorem ipsum dolor sit amet, consectetur adipiscing elit.</p>`, 40) + `</body>`
+	sizes := map[string]int{}
+	var imgs []image.Image
+	for _, c := range []string{shotd.PNGFast, shotd.PNGBest} {
+		o := htmlOpts(html)
+		o.PNGCompression = c
+		out := mustRender(t, shared, o)
+		sizes[c] = len(out.Data)
+		imgs = append(imgs, decodePNG(t, out.Data))
+	}
+	if sizes[shotd.PNGBest] >= sizes[shotd.PNGFast] {
+		t.Errorf("best is %d bytes, fast %d: want best smaller", sizes[shotd.PNGBest], sizes[shotd.PNGFast])
+	}
+	b := imgs[0].Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 7 {
+		for x := b.Min.X; x < b.Max.X; x += 7 {
+			if imgs[0].At(x, y) != imgs[1].At(x, y) {
+				t.Fatalf("pixel (%d,%d) differs between fast and best", x, y)
+			}
+		}
+	}
+	t.Logf("fast %d bytes, best %d bytes (+%.0f%%)", sizes[shotd.PNGFast], sizes[shotd.PNGBest], 100*float64(sizes[shotd.PNGFast]-sizes[shotd.PNGBest])/float64(sizes[shotd.PNGBest]))
 }

@@ -664,8 +664,13 @@ func (r *render) quality() int {
 // shoot has Chrome encode one capture; clip nil is the viewport.
 func (r *render) shoot(ctx context.Context, format string, clip *page.Viewport) ([]byte, error) {
 	args := page.NewCaptureScreenshotArgs().SetFormat(format)
-	if format == shotd.FormatJPEG || format == shotd.FormatWebP {
+	switch {
+	case format == shotd.FormatJPEG || format == shotd.FormatWebP:
 		args.SetQuality(r.quality())
+	case format != r.format || r.o.PNGCompression != shotd.PNGBest:
+		// A PNG that is only an intermediate (tiles, resizing, webp) always; the file itself
+		// unless png_compression=best asks for the smallest.
+		args.SetOptimizeForSpeed(true)
 	}
 	if clip != nil {
 		// Beyond the viewport: Chrome lays out a larger view just for the capture, without
