@@ -130,7 +130,7 @@ var OptionTable = []*OptionSpec{
 		func(o *Options, v int) { o.ImageWidth = v }).withBounds(1, 8000),
 	integer("Output", "image_height", "", "Resize final image height.",
 		func(o *Options, v int) { o.ImageHeight = v }).withBounds(1, 8000),
-	enum("Output", "png_compression", PNGFast, "PNG encoding: fast (files about a tenth larger) or best (smallest file, slower).", PNGCompressions,
+	enum("Output", "png_compression", PNGFast, "PNG encoding: fast (quicker, larger file) or best (the smallest file, slower).", PNGCompressions,
 		func(o *Options, v string) { o.PNGCompression = v }),
 	boolean("Output", "omit_background", "false", "Transparent page background (png, webp).",
 		func(o *Options, v bool) { o.OmitBackground = v }),

@@ -1,8 +1,11 @@
-// Command bench measures shotd against its floor: PNG renders of a small and a heavy local page
-// through the real HTTP API (back to back by 1, 2 and 4 clients, and by one client pausing between
-// requests), side by side in one run with a raw mafredri/cdp loop (one reused tab per client:
-// navigate, wait for load, capture) on an identically configured Chrome. It prints p50, p95,
-// throughput, the Chrome CPU and the bench process's own CPU per render of each side, and the
-// ratio of the service's p50 to the floor's. `make bench` runs it; -conc, -gap, -pool, -pages, -n
-// and -browser pick what it measures, -cpuprofile writes a Go CPU profile of the run.
+// Command bench measures shotd against its floor, in one run on one machine: renders of local
+// pages through the real HTTP API of the service as serve configures it by default, side by side
+// with a raw mafredri/cdp loop (one reused tab per client: navigate, wait for load, capture, with
+// none of the service's isolation or checks) on chromium-headless-shell, and another on full
+// Chromium. Rows: a small page as PNG by 1, 2 and 4 clients back to back, a heavy page as PNG, the
+// small page as PDF, and the heavy page as a full-page PNG (the service scrolls it for lazy
+// content first). It prints p50, p95, renders per second and Chrome CPU per render of each side,
+// and the service's p50 and throughput against each raw loop. `make bench` runs it; -rows, -n,
+// -gap, -pool, -isolation, -browser and -chromium pick what it measures, -cpuprofile writes a Go
+// CPU profile of the run.
 package main

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -29,14 +30,15 @@ import (
 )
 
 func main() {
-	n := flag.Int("n", 30, "renders per scenario and concurrency")
+	n := flag.Int("n", 30, "renders per row and side")
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
-	extra := flag.String("chrome-flags", "", "extra Chrome flags for both sides, space separated (for experiments)")
-	only := flag.String("pages", "small,heavy", "pages to measure")
-	browserPath := flag.String("browser", "", "browser binary for both sides (default: chromium on PATH)")
-	gaps := flag.String("gap", "300ms,1s", "pauses between the requests of the paced rows, comma separated (\"\": no paced row)")
-	concs := flag.String("conc", "1,2,4", "concurrency of the back-to-back rows, comma separated (\"\": none)")
+	extra := flag.String("chrome-flags", "", "extra Chrome flags for every side, space separated (for experiments)")
+	rowsFlag := flag.String("rows", "small:1,2,4 heavy:1 pdf:1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll)")
+	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
+	chromium := flag.String("chromium", "/usr/lib/chromium/chromium", "full Chromium for the second raw loop (\"\": none)")
+	gaps := flag.String("gap", "", "pauses between the requests of one client, as extra rows of the small page, comma separated (e.g. 300ms,1s)")
 	pool := flag.Int("pool", config.Default().Browser.PoolSize, "browser processes of the service (browser.pool_size)")
+	isolation := flag.String("isolation", config.Default().Browser.Isolation, "browser.isolation of the service: wipe or context")
 	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile (service, raw loop, proxy, clients) to this file")
 	flag.Parse()
 	if *cpuProfile != "" {
@@ -50,24 +52,31 @@ func main() {
 		defer func() { pprof.StopCPUProfile(); f.Close() }()
 	}
 	var rows []row
-	for _, f := range strings.FieldsFunc(*concs, func(r rune) bool { return r == ',' }) {
-		c, err := strconv.Atoi(f)
-		if err != nil || c < 1 {
-			usage("-conc: %q is not a concurrency", f)
+	for _, spec := range strings.Fields(*rowsFlag) {
+		name, list, ok := strings.Cut(spec, ":")
+		sc, known := scenarios[name]
+		if !ok || !known {
+			usage("-rows: %q is not scenario:clients (scenarios: small, heavy, pdf, full)", spec)
 		}
-		rows = append(rows, row{label: f, conc: c})
+		for _, f := range strings.Split(list, ",") {
+			c, err := strconv.Atoi(f)
+			if err != nil || c < 1 {
+				usage("-rows: %q is not a client count", f)
+			}
+			rows = append(rows, row{scenario: sc, label: f, conc: c})
+		}
 	}
 	for _, f := range strings.FieldsFunc(*gaps, func(r rune) bool { return r == ',' }) {
 		g, err := time.ParseDuration(f)
 		if err != nil || g <= 0 {
 			usage("-gap: %q is not a pause", f)
 		}
-		rows = append(rows, row{label: "1+" + f, conc: 1, gap: g})
+		rows = append(rows, row{scenario: scenarios["small"], label: "1+" + f, conc: 1, gap: g})
 	}
 	if *pool < 1 {
 		usage("-pool: %d browsers", *pool)
 	}
-	if err := run(*browserPath, *n, *warm, *pool, rows, strings.Fields(*extra), strings.Split(*only, ",")); err != nil {
+	if err := run(*browserPath, *chromium, *isolation, *n, *warm, *pool, rows, strings.Fields(*extra)); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -79,11 +88,28 @@ func usage(format string, args ...any) {
 	os.Exit(2)
 }
 
-// row is one line of the table: conc clients, each pausing gap between its requests.
+// scenario is what a row renders: a page, and the options of the service's request with the
+// raw loop's capture that matches them.
+type scenario struct {
+	name  string
+	page  string     // fixture path
+	query url.Values // the service's options beside url
+	raw   string     // cdpclient.RawPNG, RawPDF or RawFullPage
+}
+
+var scenarios = map[string]scenario{
+	"small": {"small png", "/small", url.Values{}, cdpclient.RawPNG},
+	"heavy": {"heavy png", "/heavy", url.Values{}, cdpclient.RawPNG},
+	"pdf":   {"small pdf", "/small", url.Values{"format": {"pdf"}}, cdpclient.RawPDF},
+	"full":  {"heavy full", "/heavy", url.Values{"full_page": {"true"}}, cdpclient.RawFullPage},
+}
+
+// row is one line of the table: conc clients of a scenario, each pausing gap between requests.
 type row struct {
-	label string
-	conc  int
-	gap   time.Duration
+	scenario scenario
+	label    string
+	conc     int
+	gap      time.Duration
 }
 
 // service is shotd assembled in-process as serve assembles it, on loopback.
@@ -94,7 +120,22 @@ type service struct {
 	close func()
 }
 
-func run(browserPath string, n, warm, pool int, rows []row, extraFlags, pageNames []string) error {
+// side is one of the measured: the service, or a raw loop on a Chrome of its own.
+type side struct {
+	name    string
+	measure func(target string, r row, n int) ([]time.Duration, time.Duration, error)
+	pids    func() []int
+}
+
+// result is one side's figures for one row.
+type result struct {
+	p50, p95  time.Duration
+	perSecond float64
+	cpu       cpuUse
+	renders   int
+}
+
+func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []row, extraFlags []string) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
@@ -109,60 +150,75 @@ func run(browserPath string, n, warm, pool int, rows []row, extraFlags, pageName
 	if err != nil {
 		return err
 	}
-	// Both sides run the same Chrome binary with the same flags, behind the same egress proxy.
-	ccfg := cdpclient.Config{Path: path, Prewarm: config.Default().Browser.Prewarm, Log: log, ExtraFlags: append(cdpclient.ProxyFlags(proxy.Addr()), extraFlags...), Guard: guard}
-
+	// Every side runs with the same flags, behind the same egress proxy; the service as serve
+	// configures it by default.
+	def := config.Default().Browser
+	ccfg := cdpclient.Config{Path: path, Prewarm: def.Prewarm, Isolation: isolation, Renders: def.RendersPerProcess,
+		TabReuse: def.TabReuse, Log: log, ExtraFlags: append(cdpclient.ProxyFlags(proxy.Addr()), extraFlags...), Guard: guard}
 	svc, err := startService(ccfg, pool, log)
 	if err != nil {
 		return err
 	}
 	defer svc.close()
-	raw, err := cdpclient.Launch(context.Background(), ccfg)
-	if err != nil {
-		return err
+	sides := []side{{name: "service", measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
+		return measureService(svc, target, r, n)
+	}, pids: svc.pids}}
+	floors := []string{path}
+	if chromiumPath != "" && chromiumPath != path {
+		floors = append(floors, chromiumPath)
 	}
-	defer raw.Close(context.Background())
-
-	fmt.Printf("shotd bench %s, %s, GOMAXPROCS-visible cores %d, %d renders per row, service pool_size %d\n",
-		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, pool)
-	fmt.Printf("%-6s %-8s | %-40s | %-40s | %s\n", "page", "clients", "service p50/p95 ms   r/s  cpu s  go ms", "raw CDP p50/p95 ms   r/s  cpu s  go ms", "p50 ratio")
-	for _, pg := range pageNames {
-		target := pages.URL + "/" + pg
-		for _, rw := range rows {
-			// Interleave warm-ups so neither side profits from the other's cold start.
-			if _, _, err := measureService(svc, target, rw.conc, warm, rw.gap); err != nil {
-				return err
-			}
-			if _, _, err := measureRaw(raw, target, rw.conc, warm, rw.gap); err != nil {
-				return err
-			}
-			var sd, rd []time.Duration
-			var swall, rwall time.Duration
-			scpu, err := measureCPU(svc.pids, func() (err error) {
-				sd, swall, err = measureService(svc, target, rw.conc, n, rw.gap)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			rcpu, err := measureCPU(func() []int { return []int{raw.PID()} }, func() (err error) {
-				rd, rwall, err = measureRaw(raw, target, rw.conc, n, rw.gap)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			sp50, sp95 := pct(sd, 50), pct(sd, 95)
-			rp50, rp95 := pct(rd, 50), pct(rd, 95)
-			fmt.Printf("%-6s %-8s | %7.1f %7.1f %6.2f %6.3f %5.1f | %7.1f %7.1f %6.2f %6.3f %5.1f | %.2fx\n", pg, rw.label,
-				ms(sp50), ms(sp95), float64(len(sd))/swall.Seconds(), scpu.chrome.Seconds()/float64(len(sd)), ms(scpu.self)/float64(len(sd)),
-				ms(rp50), ms(rp95), float64(len(rd))/rwall.Seconds(), rcpu.chrome.Seconds()/float64(len(rd)), ms(rcpu.self)/float64(len(rd)),
-				float64(sp50)/float64(rp50))
+	for _, fp := range floors {
+		fcfg := ccfg
+		fcfg.Path = fp
+		raw, err := cdpclient.Launch(context.Background(), fcfg)
+		if err != nil {
+			return fmt.Errorf("raw loop on %s: %w", fp, err)
 		}
+		defer raw.Close(context.Background())
+		sides = append(sides, side{name: "raw " + filepath.Base(fp), measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
+			return measureRaw(raw, target, r, n)
+		}, pids: func() []int { return []int{raw.PID()} }})
 	}
-	fmt.Println("clients: 1+P is one client pausing P between requests (r/s includes the pauses); N is N clients back to back.")
-	fmt.Println("cpu s: CPU seconds of all Chrome processes per render, the background work a row leaves included.")
-	fmt.Println("go ms: CPU milliseconds of the bench process per render: the service or the raw loop, with the proxy, pages and clients both share.")
+
+	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side, service: pool_size %d, isolation %s, %s\n",
+		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, pool, isolation, filepath.Base(path))
+	fmt.Printf("%-11s %-7s", "scenario", "clients")
+	for _, s := range sides {
+		fmt.Printf(" | %-34s", s.name+" p50/p95 ms  r/s  cpu s")
+	}
+	fmt.Printf(" | p50 and r/s of the service against each raw loop\n")
+	for _, rw := range rows {
+		target := pages.URL + rw.scenario.page
+		res := make([]result, len(sides))
+		for i, s := range sides {
+			// Warm up each side right before it is measured, so that none profits from
+			// another's cold start.
+			if _, _, err := s.measure(target, rw, warm); err != nil {
+				return err
+			}
+			var d []time.Duration
+			var wall time.Duration
+			cpu, err := measureCPU(s.pids, func() (err error) {
+				d, wall, err = s.measure(target, rw, n)
+				return err
+			})
+			if err != nil {
+				return err
+			}
+			res[i] = result{p50: pct(d, 50), p95: pct(d, 95), perSecond: float64(len(d)) / wall.Seconds(), cpu: cpu, renders: len(d)}
+		}
+		fmt.Printf("%-11s %-7s", rw.scenario.name, rw.label)
+		for _, r := range res {
+			fmt.Printf(" | %7.1f %7.1f %6.2f %6.3f    ", ms(r.p50), ms(r.p95), r.perSecond, r.cpu.chrome.Seconds()/float64(r.renders))
+		}
+		for _, r := range res[1:] {
+			fmt.Printf(" | %.2fx %.2fx", float64(res[0].p50)/float64(r.p50), res[0].perSecond/r.perSecond)
+		}
+		fmt.Println()
+	}
+	fmt.Println("clients: N is N clients back to back; 1+P is one client pausing P between requests (r/s includes the pauses).")
+	fmt.Println("cpu s: CPU seconds of all of a side's Chrome processes per render, the background work a row leaves included.")
+	fmt.Println("last columns: the service's p50 over the raw loop's (lower is better), and its renders per second over the raw loop's (higher is better).")
 	return nil
 }
 
@@ -238,13 +294,20 @@ func startService(ccfg cdpclient.Config, pool int, log zerolog.Logger) (*service
 	}}, nil
 }
 
-// measureService sends n PNG renders of target through the HTTP API, conc at a time, each client
-// pausing gap between its requests.
-func measureService(s *service, target string, conc, n int, gap time.Duration) ([]time.Duration, time.Duration, error) {
+// measureService sends n renders of target through the HTTP API, r.conc at a time, each client
+// pausing r.gap between its requests.
+func measureService(s *service, target string, r row, n int) ([]time.Duration, time.Duration, error) {
 	q := url.Values{"access_key": {s.key}, "url": {target}}
+	for k, v := range r.scenario.query {
+		q[k] = v
+	}
+	want := "image/png"
+	if r.scenario.raw == cdpclient.RawPDF {
+		want = "application/pdf"
+	}
 	u := s.base + "/api/v1/screenshot?" + q.Encode()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: conc}}
-	return parallel(conc, n, gap, func() error {
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: r.conc}}
+	return parallel(r.conc, n, r.gap, func() error {
 		resp, err := client.Get(u)
 		if err != nil {
 			return err
@@ -253,39 +316,37 @@ func measureService(s *service, target string, conc, n int, gap time.Duration) (
 		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
 			return err
 		}
-		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/png" {
+		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != want {
 			return fmt.Errorf("service answered %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
 		return nil
 	})
 }
 
-// measureRaw runs conc raw loops, each on its own reused tab, n renders in all, each loop
-// pausing gap between renders.
-func measureRaw(p *cdpclient.Process, target string, conc, n int, gap time.Duration) ([]time.Duration, time.Duration, error) {
+// measureRaw runs r.conc raw loops, each on its own reused tab, n renders in all, each loop
+// pausing r.gap between renders.
+func measureRaw(p *cdpclient.Process, target string, r row, n int) ([]time.Duration, time.Duration, error) {
 	var mu sync.Mutex
 	var all []time.Duration
 	var firstErr error
 	start := time.Now()
 	var wg sync.WaitGroup
-	for i := 0; i < conc; i++ {
-		share := n / conc
-		if i < n%conc {
+	for i := 0; i < r.conc; i++ {
+		share := n / r.conc
+		if i < n%r.conc {
 			share++
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			d, err := cdpclient.RawLoop(ctx, p, target, share, gap)
+			d, err := cdpclient.RawLoop(ctx, p, target, r.scenario.raw, share, r.gap)
 			mu.Lock()
 			defer mu.Unlock()
 			all = append(all, d...)
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-		}()
+		})
 	}
 	wg.Wait()
 	return all, time.Since(start), firstErr

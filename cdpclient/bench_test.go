@@ -48,7 +48,7 @@ func BenchmarkRawLoop(b *testing.B) {
 	mux.HandleFunc("/", htmlPage(benchPage))
 	srv, _ := server(b, mux)
 	b.ResetTimer()
-	durs, err := RawLoop(b.Context(), shared, srv.URL, b.N, 0)
+	durs, err := RawLoop(b.Context(), shared, srv.URL, RawPNG, b.N, 0)
 	if err != nil {
 		b.Fatal(err)
 	}

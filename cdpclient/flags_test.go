@@ -1,6 +1,9 @@
 package cdpclient
 
 import (
+	"bytes"
+	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -60,5 +63,24 @@ func TestDesktopUAFor(t *testing.T) {
 	}
 	if got := desktopUAFor("chromium: not found"); got != "" {
 		t.Errorf("no version: %q", got)
+	}
+}
+
+// TestChromeEnv: Chrome's environment has no SHOTD_* variable nor the listed credentials; the
+// rest passes through. The running Chrome's own environ is checked too.
+func TestChromeEnv(t *testing.T) {
+	got := chromeEnv([]string{"PATH=/usr/bin", "SHOTD_ADMIN_TOKEN=secret", "SHOTD_X=1", "AWS_SECRET_ACCESS_KEY=k", "HOME=/root", "SHOTDX=kept"})
+	want := []string{"PATH=/usr/bin", "HOME=/root", "SHOTDX=kept"}
+	if !slices.Equal(got, want) {
+		t.Errorf("chromeEnv = %q, want %q", got, want)
+	}
+	t.Setenv("SHOTD_ADMIN_TOKEN", "must-not-reach-chrome")
+	p := launchOwn(t, -1)
+	environ, err := os.ReadFile(fmt.Sprintf("/proc/%d/environ", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(environ, []byte("SHOTD_")) {
+		t.Error("the running Chrome's environment has a SHOTD_ variable")
 	}
 }

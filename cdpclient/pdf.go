@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/protocol/io"
 	"github.com/mafredri/cdp/protocol/page"
 
@@ -159,31 +160,40 @@ func (r *render) printPDF(ctx context.Context) error {
 		r.data = rep.Data
 		return nil
 	}
+	r.data, err = readStream(ctx, r.t.c, *rep.Stream, r.p.cfg.MaxOutputBytes)
+	return err
+}
+
+// readStream reads a Chrome IO stream to its end and releases it, whatever happens. Past max
+// bytes (limits.max_output_bytes; 0: none) it stops with content_too_large, so a page that
+// prints into a huge file costs no more memory than the limit.
+func readStream(ctx context.Context, c *cdp.Client, h io.StreamHandle, max int64) ([]byte, error) {
 	defer func() {
-		// Release the stream in Chrome whatever happened, on a deadline of its own.
+		// On a deadline of its own: the caller's may be what ended the read.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
 		defer cancel()
-		_ = r.t.c.IO.Close(cctx, io.NewCloseArgs(*rep.Stream))
+		_ = c.IO.Close(cctx, io.NewCloseArgs(h))
 	}()
 	var out []byte
 	for {
-		chunk, err := r.t.c.IO.Read(ctx, io.NewReadArgs(*rep.Stream).SetSize(pdfReadChunk))
+		chunk, err := c.IO.Read(ctx, io.NewReadArgs(h).SetSize(pdfReadChunk))
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if chunk.Base64Encoded != nil && *chunk.Base64Encoded {
 			b, err := base64.StdEncoding.DecodeString(chunk.Data)
 			if err != nil {
-				return fmt.Errorf("read pdf stream: %w", err)
+				return nil, fmt.Errorf("read stream: %w", err)
 			}
 			out = append(out, b...)
 		} else {
 			out = append(out, chunk.Data...)
 		}
+		if max > 0 && int64(len(out)) > max {
+			return nil, shotd.Errorf(shotd.CodeContentTooLarge, "the file is larger than the server's limit of %d bytes", max)
+		}
 		if chunk.EOF {
-			break
+			return out, nil
 		}
 	}
-	r.data = out
-	return nil
 }

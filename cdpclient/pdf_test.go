@@ -229,3 +229,19 @@ func TestPDFMarginRoom(t *testing.T) {
 		})
 	}
 }
+
+// TestPDFMaxOutputBytes: a PDF larger than limits.max_output_bytes is content_too_large, its read
+// from Chrome cut at the limit; a smaller one comes whole.
+func TestPDFMaxOutputBytes(t *testing.T) {
+	p := videoProcess(t, Config{Dir: t.TempDir(), MaxOutputBytes: 20_000})
+	big := pdfOpts(strings.Repeat(`<p style="font-size:40px">A page that prints many pages of text.</p>`, 400))
+	_, err := doRender(t, p, big)
+	wantCode(t, err, shotd.CodeContentTooLarge)
+	out, err := doRender(t, p, pdfOpts(`<p>small</p>`))
+	if err != nil {
+		t.Fatalf("small pdf: %v", err)
+	}
+	if !strings.HasPrefix(string(out.Data), "%PDF") || len(out.Data) > 20_000 {
+		t.Errorf("small pdf: %d bytes starting %q", len(out.Data), out.Data[:min(8, len(out.Data))])
+	}
+}

@@ -53,8 +53,9 @@ type Config struct {
 	// (block_ads, block_trackers, block_cookie_banners, block_chats); it returns nil when the
 	// render asks for none. nil: no list-based blocking at all.
 	Blocker func(o *shotd.Options) Blocker
-	// MaxOutputBytes bounds a recorded video (limits.max_output_bytes): a larger one is
-	// content_too_large, and ffmpeg stops writing soon after it passes the limit. 0: no limit.
+	// MaxOutputBytes bounds a PDF, read from Chrome in chunks, and a recorded video
+	// (limits.max_output_bytes): a larger one is content_too_large, the PDF's read stops there
+	// and ffmpeg stops writing soon after it passes the limit. 0: no limit.
 	MaxOutputBytes int64
 	Log            zerolog.Logger
 }
@@ -211,6 +212,28 @@ func mergeFeatures(flags []string) []string {
 	return out
 }
 
+// chromeEnv is the environment Chrome gets: the service's, less every SHOTD_* variable (the
+// admin token, storage credentials) and the variables named below, which a renderer exploit
+// could otherwise read from /proc/self/environ.
+func chromeEnv(env []string) []string {
+	out := make([]string, 0, len(env))
+	for _, kv := range env {
+		name, _, _ := strings.Cut(kv, "=")
+		if strings.HasPrefix(name, "SHOTD_") || secretEnv[name] {
+			continue
+		}
+		out = append(out, kv)
+	}
+	return out
+}
+
+// secretEnv are credentials that tools on the host commonly read from the environment and that
+// Chrome never needs.
+var secretEnv = map[string]bool{
+	"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
+	"MINIO_ROOT_USER": true, "MINIO_ROOT_PASSWORD": true, "NOTIFY_SOCKET": true,
+}
+
 // maxTmpDir bounds the length of Chrome's TMPDIR. Chrome puts unix sockets there
 // (<TMPDIR>/org.chromium.Chromium.XXXXXX/SingletonSocket, 45 bytes more), a socket path may
 // not exceed 108 bytes, and Chrome aborts when one would.
@@ -338,7 +361,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		os.RemoveAll(dir)
 		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser temp directory")
 	}
-	cmd.Env = append(os.Environ(),
+	cmd.Env = append(chromeEnv(os.Environ()),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_CACHE_HOME="+filepath.Join(dir, "xdg-cache"),
 		"TMPDIR="+tmp)

@@ -3,17 +3,26 @@ package cdpclient
 import (
 	"context"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
 
 	"github.com/shotd/shotd"
 )
 
+// Kinds of RawLoop capture.
+const (
+	RawPNG      = "png"  // the viewport as PNG
+	RawPDF      = "pdf"  // Page.printToPDF, A4, the file read back from its stream
+	RawFullPage = "full" // the whole page as PNG, measured after the load, without scrolling
+)
+
 // RawLoop is the floor the service is measured against: ONE target, reused n times for navigate,
-// wait for load, capture png, with none of Render's per-request isolation, pausing gap after
-// each. It returns the duration of each iteration, pauses left out.
-func RawLoop(ctx context.Context, p *Process, url string, n int, gap time.Duration) ([]time.Duration, error) {
+// wait for load, capture (kind), with none of Render's isolation, checks or options, pausing gap
+// after each. It returns the duration of each iteration, pauses left out.
+func RawLoop(ctx context.Context, p *Process, url, kind string, n int, gap time.Duration) ([]time.Duration, error) {
 	t, err := p.newTab(ctx)
 	if err != nil {
 		return nil, shotd.Wrap(shotd.CodeInternalError, err, "raw loop: cannot open a target")
@@ -49,7 +58,7 @@ func RawLoop(ctx context.Context, p *Process, url string, n int, gap time.Durati
 				break
 			}
 		}
-		if _, err := c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png")); err != nil {
+		if err := rawCapture(ctx, t, kind); err != nil {
 			return durs, shotd.Wrap(shotd.CodeInternalError, err, fmt.Sprintf("raw loop: capture %d", i))
 		}
 		durs = append(durs, time.Since(start))
@@ -60,4 +69,37 @@ func RawLoop(ctx context.Context, p *Process, url string, n int, gap time.Durati
 		}
 	}
 	return durs, nil
+}
+
+// rawCapture takes the capture of one RawLoop iteration, with Chrome's defaults.
+func rawCapture(ctx context.Context, t *tab, kind string) error {
+	c := t.c
+	switch kind {
+	case RawPDF:
+		pdf, err := c.Page.PrintToPDF(ctx, page.NewPrintToPDFArgs().SetPaperWidth(8.27).SetPaperHeight(11.69).
+			SetTransferMode("ReturnAsStream"))
+		if err != nil {
+			return err
+		}
+		if pdf.Stream == nil {
+			return fmt.Errorf("no stream")
+		}
+		_, err = readStream(ctx, c, *pdf.Stream, math.MaxInt64)
+		return err
+	case RawFullPage:
+		res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(measureHeightJS).SetReturnByValue(true))
+		if err != nil {
+			return err
+		}
+		var h float64
+		if _, err := fmt.Sscan(string(res.Result.Value), &h); err != nil {
+			return err
+		}
+		_, err = c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png").
+			SetClip(page.Viewport{Width: defaultWidth, Height: h, Scale: 1}).SetCaptureBeyondViewport(true))
+		return err
+	default:
+		_, err := c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png"))
+		return err
+	}
 }

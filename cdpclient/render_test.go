@@ -631,17 +631,21 @@ func TestRawLoop(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", htmlPage("<h1>raw</h1>"))
 	srv, _ := server(t, mux)
-	durs, err := RawLoop(t.Context(), shared, srv.URL, 3, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(durs) != 3 {
-		t.Fatalf("%d durations, want 3", len(durs))
-	}
-	for _, d := range durs {
-		if d <= 0 {
-			t.Errorf("duration %v", d)
-		}
+	for _, kind := range []string{RawPNG, RawPDF, RawFullPage} {
+		t.Run(kind, func(t *testing.T) {
+			durs, err := RawLoop(t.Context(), shared, srv.URL, kind, 3, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(durs) != 3 {
+				t.Fatalf("%d durations, want 3", len(durs))
+			}
+			for _, d := range durs {
+				if d <= 0 {
+					t.Errorf("duration %v", d)
+				}
+			}
+		})
 	}
 }
 
