@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
@@ -41,6 +42,13 @@ type Config struct {
 	// TabReuse is how many renders one tab serves before it is replaced, with wipe isolation;
 	// default 50.
 	TabReuse int
+	// JSHeapMB caps the JavaScript heap of each renderer (V8's old space): a page that allocates
+	// past it crashes its tab, and the render fails with page_crashed. 0: Chrome's own limit
+	// (about 4 GB).
+	JSHeapMB int
+	// RendererLimit bounds the renderer processes of this Chrome (--renderer-process-limit);
+	// 0: Chrome's own bound, from the machine's memory.
+	RendererLimit int
 	// Dir is the parent of the user-data dirs, and of Chrome's TMPDIR when the path is short
 	// enough for Chrome's unix sockets (else that goes to os.TempDir()); "" = os.TempDir(). A
 	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
@@ -93,6 +101,7 @@ const (
 
 var (
 	errBrowserStopped = errors.New("chrome stopped")
+	errTabGone        = errors.New("the tab's connection closed")
 	errClosed         = errors.New("process closed")
 )
 
@@ -166,6 +175,11 @@ func launchFlags(userDataDir string) []string {
 		"--force-color-profile=srgb",               // the same colours whatever the host's display profile
 		"--hide-scrollbars",
 		"--mute-audio",
+		// Cross-site iframes stay in their page's renderer instead of one process each, so a
+		// page of many such frames cannot multiply the renderers (and the memory) of a render.
+		// Renders are apart from each other anyway: every tab has a browser context, and
+		// contexts never share a renderer.
+		"--disable-site-isolation-trials",
 		// Background services a render farm never wants; the back-forward cache is useless for
 		// one-shot targets.
 		"--disable-features=" + strings.Join([]string{
@@ -341,6 +355,12 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	}
 
 	flags := launchFlags(dir)
+	if cfg.JSHeapMB > 0 {
+		flags = append(flags, fmt.Sprintf("--js-flags=--max-old-space-size=%d", cfg.JSHeapMB))
+	}
+	if cfg.RendererLimit > 0 {
+		flags = append(flags, fmt.Sprintf("--renderer-process-limit=%d", cfg.RendererLimit))
+	}
 	if ua := desktopUserAgent(path, min(cfg.StartTimeout, 10*time.Second)); ua != "" {
 		flags = append(flags, "--user-agent="+ua) // before ExtraFlags, which may set their own
 	} else {
@@ -468,6 +488,11 @@ func (p *Process) connect(ctx context.Context, found <-chan string) error {
 		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot connect to the browser")
 	}
 	p.browser = cdp.NewClient(p.conn)
+	// Downloads are denied in every context (newTab denies them in its own): no page writes to
+	// the disk.
+	if err := p.browser.Browser.SetDownloadBehavior(ctx, browser.NewSetDownloadBehaviorArgs("deny")); err != nil {
+		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot deny downloads")
+	}
 	return p.watchTargets(ctx)
 }
 

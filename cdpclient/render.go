@@ -142,6 +142,9 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 		return nil, r.fail(ctx, rctx, "open target", err)
 	}
 	defer func() { p.release(r.t, reusableAfter(rerr)) }()
+	// The tab's connection closing (its renderer crashed, watchTab) ends the render at once,
+	// whatever it waits for.
+	defer context.AfterFunc(r.t.conn.Context(), func() { cancel(errTabGone) })()
 	if r.video != nil {
 		r.t.over.tainted = true // the screencast and its frames: a fresh tab is simpler than undoing them
 	}
@@ -716,6 +719,10 @@ func (r *render) fail(ctx, rctx context.Context, stepName string, err error) *sh
 	cause := fmt.Errorf("%s: %w", stepName, err)
 	var e *shotd.Error
 	switch {
+	case r.t != nil && r.t.crashed.Load():
+		// Whatever the step made of it: a crash also closes the connection, and a step may
+		// have been waiting for the deadline.
+		e = shotd.Wrap(shotd.CodePageCrashed, cause, "the page crashed its tab during the render, most often by using more memory than a page may")
 	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errRenderTimeout):
 		e = shotd.Wrap(shotd.CodeTimeout, cause, fmt.Sprintf("the render did not finish within %s (timeout, delay, and %s for the capture)", r.budget, shotd.RenderSlack))
 	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errBrowserStopped):
@@ -723,8 +730,6 @@ func (r *render) fail(ctx, rctx context.Context, stepName string, err error) *sh
 	case ctx.Err() != nil:
 		e = shotd.Wrap(shotd.CodeInternalError, cause, "the render was cancelled")
 	case errors.As(err, &e):
-	case r.t != nil && r.t.crashed.Load():
-		e = shotd.Wrap(shotd.CodeInternalError, cause, "the page crashed during the render")
 	case isConnClosed(err) || r.p.life.Err() != nil:
 		e = shotd.Wrap(shotd.CodeInternalError, cause, "the browser stopped during the render")
 	default:

@@ -658,7 +658,7 @@ func TestPageTrouble(t *testing.T) {
 		want [3]uint8
 	}{
 		{name: "alert", o: htmlOpts(`<body style="background:rgb(0,255,0)"><script>alert('hi'); confirm('sure?'); prompt('name')</script></body>`), want: [3]uint8{0, 255, 0}},
-		{name: "crash", o: htmlOpts(`<p>about to crash</p>`), code: shotd.CodeInternalError},
+		{name: "crash", o: htmlOpts(`<p>about to crash</p>`), code: shotd.CodePageCrashed},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -92,6 +92,9 @@ func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
 			t = nil
 		}
 	}()
+	if err := p.browser.Browser.SetDownloadBehavior(ctx, browser.NewSetDownloadBehaviorArgs("deny").SetBrowserContextID(t.browserContext)); err != nil {
+		return t, err
+	}
 	tr, err := p.browser.Target.CreateTarget(ctx, target.NewCreateTargetArgs("about:blank").SetBrowserContextID(t.browserContext))
 	if err != nil {
 		return t, err

@@ -55,6 +55,8 @@ type Browser struct {
 	Prewarm                    int    `toml:"prewarm"`
 	Isolation                  string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
 	TabReuse                   int    `toml:"tab_reuse"`
+	JSHeapMB                   int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
+	RendererProcessLimit       int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
 	SlotWaitMs                 int    `toml:"slot_wait_ms"`
 	RenderDeadlineGraceSeconds int    `toml:"render_deadline_grace_seconds"`
 }
@@ -102,6 +104,30 @@ const DefaultAutoconsent = "/usr/local/share/shotd/autoconsent/autoconsent.stand
 type Log struct {
 	Level  string `toml:"level"`
 	Format string `toml:"format"` // LogConsole or LogJSON
+}
+
+// HeapMB is the JavaScript heap cap of each renderer: js_heap_mb, or when 0 the machine's memory
+// (memTotal bytes) shared among twice the renders that can run at once, between 256 MB and 4 GB.
+// A renderer takes about its heap plus 200 MB, so every render running at once with a page at
+// its cap still fits in half the machine.
+func (b Browser) HeapMB(memTotal int64) int {
+	if b.JSHeapMB > 0 {
+		return b.JSHeapMB
+	}
+	if memTotal <= 0 {
+		return 1024
+	}
+	per := memTotal >> 20 / int64(2*max(1, b.PoolSize*b.RendersPerProcess))
+	return int(min(max(per, 256), 4096))
+}
+
+// RendererLimit is each Chrome's bound on renderer processes: renderer_process_limit, or when
+// 0 one per tab the Chrome keeps (renders_per_process + prewarm) and two to spare.
+func (b Browser) RendererLimit() int {
+	if b.RendererProcessLimit > 0 {
+		return b.RendererProcessLimit
+	}
+	return b.RendersPerProcess + b.Prewarm + 2
 }
 
 // Browser isolation between renders (browser.isolation).

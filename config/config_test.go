@@ -377,6 +377,8 @@ func TestValidate(t *testing.T) {
 		{"browser.isolation unknown", func(c *Config) { c.Browser.Isolation = "none" }, `browser.isolation: must be "wipe" or "context", got "none"`},
 		{"browser.isolation context", func(c *Config) { c.Browser.Isolation = "context" }, ""},
 		{"browser.tab_reuse zero", func(c *Config) { c.Browser.TabReuse = 0 }, "browser.tab_reuse: must be between 1 and 100000, got 0"},
+		{"browser.js_heap_mb too small", func(c *Config) { c.Browser.JSHeapMB = 10 }, "browser.js_heap_mb: must be between 64 and 65536, got 10"},
+		{"browser.renderer_process_limit negative", func(c *Config) { c.Browser.RendererProcessLimit = -1 }, "browser.renderer_process_limit: must be between 0 and 1000, got -1"},
 		{"browser.slot_wait_ms negative", func(c *Config) { c.Browser.SlotWaitMs = -1 }, "browser.slot_wait_ms: must be between 0 and 600000, got -1"},
 		{"browser.render_deadline_grace_seconds negative", func(c *Config) { c.Browser.RenderDeadlineGraceSeconds = -1 }, "browser.render_deadline_grace_seconds: must be between 0 and 600, got -1"},
 		{"allow_private garbage", func(c *Config) { c.Network.AllowPrivate = []string{"10.0.0.0/8", "intranet"} }, `network.allow_private[1]: "intranet" is not an IP address or CIDR`},
@@ -608,4 +610,31 @@ func mustLoad(t *testing.T, path string, env []string) *Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+func TestBrowserMemory(t *testing.T) {
+	const gb = int64(1) << 30
+	tests := []struct {
+		name     string
+		b        Browser
+		mem      int64
+		heap     int
+		renderer int
+	}{
+		{"defaults on 24 GB", Default().Browser, 24 * gb, 1536, 8},
+		{"small machine floors at 256 MB", Default().Browser, 2 * gb, 256, 8},
+		{"large machine caps at 4 GB", Browser{PoolSize: 1, RendersPerProcess: 1}, 64 * gb, 4096, 3},
+		{"unknown memory", Default().Browser, 0, 1024, 8},
+		{"configured", Browser{JSHeapMB: 700, RendererProcessLimit: 5, PoolSize: 2, RendersPerProcess: 4}, 24 * gb, 700, 5},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.b.HeapMB(tt.mem); got != tt.heap {
+				t.Errorf("HeapMB = %d, want %d", got, tt.heap)
+			}
+			if got := tt.b.RendererLimit(); got != tt.renderer {
+				t.Errorf("RendererLimit = %d, want %d", got, tt.renderer)
+			}
+		})
+	}
 }

@@ -84,6 +84,10 @@ func (c *Config) Validate() error {
 		v.addf("browser.isolation", "must be %q or %q, got %q", IsolationWipe, IsolationContext, b.Isolation)
 	}
 	v.between("browser.tab_reuse", b.TabReuse, 1, 100_000)
+	if b.JSHeapMB != 0 {
+		v.between("browser.js_heap_mb", b.JSHeapMB, 64, 65_536)
+	}
+	v.between("browser.renderer_process_limit", b.RendererProcessLimit, 0, 1_000)
 	v.between("browser.slot_wait_ms", b.SlotWaitMs, 0, 600_000)
 	v.between("browser.render_deadline_grace_seconds", b.RenderDeadlineGraceSeconds, 0, 600)
 

@@ -25,6 +25,7 @@ import (
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/store"
 )
 
@@ -102,6 +103,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	loadConsent(lists, cfg.Blocking.Autoconsent, log)
 	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
 		Isolation: cfg.Browser.Isolation, Renders: cfg.Browser.RendersPerProcess, TabReuse: cfg.Browser.TabReuse,
+		JSHeapMB: cfg.Browser.HeapMB(proc.MemTotal()), RendererLimit: cfg.Browser.RendererLimit(),
 		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard,
 		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
 		Blocker: func(o *shotd.Options) cdpclient.Blocker {

@@ -108,3 +108,21 @@ func Ticks(d time.Duration) uint64 {
 	}
 	return uint64((d*TicksPerSecond + time.Second - 1) / time.Second)
 }
+
+// MemTotal is the machine's memory in bytes (MemTotal of /proc/meminfo), 0 when unknown.
+func MemTotal() int64 {
+	b, err := os.ReadFile("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
+			if err != nil {
+				return 0
+			}
+			return kb << 10
+		}
+	}
+	return 0
+}

@@ -77,3 +77,9 @@ func TestTicks(t *testing.T) {
 		}
 	}
 }
+
+func TestMemTotal(t *testing.T) {
+	if m := MemTotal(); m < 64<<20 {
+		t.Errorf("MemTotal = %d bytes", m)
+	}
+}
