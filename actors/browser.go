@@ -17,6 +17,9 @@ type Browser interface {
 	Exited() <-chan struct{}
 	Disconnected() <-chan struct{}
 	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
+	// Probe asks the browser process for a trivial answer: it fails when the process does not
+	// answer in time although it lives (stopped, deadlocked).
+	Probe(ctx context.Context) error
 	Close(ctx context.Context) error
 }
 
@@ -28,6 +31,7 @@ type browserActor struct {
 	id           int
 	launch       Launcher
 	recycleAfter int
+	health       health
 	log          zerolog.Logger
 
 	gen      int     // generation of the current (or launching) process
@@ -76,6 +80,13 @@ func (b *browserActor) Receive(ctx actor.Context) {
 		if b.draining && b.inflight == 0 {
 			b.closeCurrent(ctx, "recycled")
 		}
+	case *chromeUnresponsive:
+		if m.gen != b.gen || b.browser == nil {
+			return
+		}
+		b.log.Error().Int("chrome_gen", m.gen).Int("pid", b.browser.PID()).Int("missed", m.missed).
+			Msg("chrome does not answer its health probe: killed and replaced")
+		b.closeCurrent(ctx, "unresponsive")
 	case *ChromeExited:
 		if m.Gen != b.gen || b.browser == nil {
 			return // the second signal of the same death, or an old process
@@ -154,6 +165,7 @@ func (b *browserActor) started(ctx actor.Context, m *chromeStarted) {
 		}
 		root.Send(self, &ChromeExited{Gen: gen, Reason: reason})
 	}()
+	go b.health.watch(br, func(missed int) { root.Send(self, &chromeUnresponsive{gen: gen, missed: missed}) })
 	ctx.Send(ctx.Parent(), &BrowserUp{ID: b.id, Gen: m.gen, PID: m.browser.PID()})
 }
 

@@ -73,6 +73,11 @@ type (
 	chromeClosed struct {
 		gen int
 	}
+	// chromeUnresponsive: the process of generation gen missed its health probe missed times
+	// in a row.
+	chromeUnresponsive struct {
+		gen, missed int
+	}
 	launchChrome struct{}
 	renderDone   struct {
 		gen int

@@ -17,7 +17,13 @@ type PoolConfig struct {
 	SlotsPerBrowser int           // renders one process serves at once
 	RecycleAfter    int           // renders before a process is replaced; 0 = never
 	SlotWait        time.Duration // how long a render waits for a free slot
-	Launch          Launcher
+	// Health: every ProbeEvery each Chrome must answer a probe within ProbeTimeout; after
+	// ProbeFailures misses in a row it is killed and replaced. Zero values take the defaults
+	// (health.go).
+	ProbeEvery    time.Duration
+	ProbeTimeout  time.Duration
+	ProbeFailures int
+	Launch        Launcher
 	Log             zerolog.Logger
 }
 

@@ -83,9 +83,14 @@ func newLauncher(t *testing.T) *launcher {
 
 func newPool(t *testing.T, l *launcher, size, slots, recycle int, wait time.Duration) (*actors.Renderer, func()) {
 	t.Helper()
-	sys := actors.NewSystem(zerolog.Nop())
-	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: size, SlotsPerBrowser: slots, RecycleAfter: recycle,
+	return newPoolConfig(t, actors.PoolConfig{Size: size, SlotsPerBrowser: slots, RecycleAfter: recycle,
 		SlotWait: wait, Launch: l.launch, Log: zerolog.Nop()})
+}
+
+func newPoolConfig(t *testing.T, cfg actors.PoolConfig) (*actors.Renderer, func()) {
+	t.Helper()
+	sys := actors.NewSystem(zerolog.Nop())
+	r, err := actors.StartRenderer(sys, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,6 +234,69 @@ func TestChromeKilledMidRender(t *testing.T) {
 	}
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", oldPID)); !os.IsNotExist(err) {
 		t.Fatalf("killed chrome %d was not reaped", oldPID)
+	}
+	closePool()
+	l.noneLeft(t)
+	l.noDirsLeft(t)
+}
+
+// TestWedgedChromeReplaced stops the pool's only Chrome (SIGSTOP: the process lives and its
+// DevTools socket stays open, as with a deadlocked browser) while a render waits on it: the
+// health probe finds it, its process group is killed, the render answers renderer_unavailable
+// (the service's fault: released, not counted) instead of waiting for its timeout, and a new
+// Chrome renders.
+func TestWedgedChromeReplaced(t *testing.T) {
+	l := newLauncher(t)
+	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, SlotWait: 5 * time.Second,
+		ProbeEvery: 200 * time.Millisecond, ProbeTimeout: time.Second, ProbeFailures: 2, Launch: l.launch, Log: zerolog.Nop()})
+	waitReady(t, r)
+	srv, hit := fixture(t)
+	res := make(chan error, 1)
+	go func() {
+		_, err := render(r, opts(t, "url", srv.URL+"/hang", "timeout", "60"))
+		res <- err
+	}()
+	select {
+	case <-hit:
+	case <-time.After(20 * time.Second):
+		t.Fatal("render never reached the page")
+	}
+	bs, err := r.Browsers(time.Second)
+	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
+		t.Fatalf("browsers: %+v %v", bs, err)
+	}
+	stopped := bs[0].PID
+	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Kill(stopped, syscall.SIGCONT) // in case the test fails before the kill
+	select {
+	case err := <-res:
+		if code := shotd.CodeOf(err); code != shotd.CodeRendererUnavailable {
+			t.Fatalf("render on the stopped Chrome: %v, want renderer_unavailable", err)
+		}
+		if actors.OutcomeOf(err) != actors.Released {
+			t.Errorf("the lost render is not released: %v", actors.OutcomeOf(err))
+		}
+	case <-time.After(50 * time.Second):
+		t.Fatal("the render on the stopped Chrome did not answer")
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bs, _ = r.Browsers(time.Second)
+		if len(bs) == 1 && bs[0].Up && bs[0].PID != stopped && bs[0].PID != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("pool did not replace the stopped Chrome: %+v", bs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+		t.Fatalf("render after recovery: %v", err)
+	}
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d", stopped)); !os.IsNotExist(err) {
+		t.Errorf("the stopped chrome %d is still there", stopped)
 	}
 	closePool()
 	l.noneLeft(t)

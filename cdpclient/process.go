@@ -775,3 +775,13 @@ func isDone(c <-chan struct{}) bool {
 		return false
 	}
 }
+
+// Probe asks the browser process for its version: an answer within ctx shows that its UI thread
+// and DevTools connection work. Renders do not wait for it.
+func (p *Process) Probe(ctx context.Context) error {
+	if p.life.Err() != nil {
+		return context.Cause(p.life)
+	}
+	_, err := p.browser.Browser.GetVersion(ctx)
+	return err
+}

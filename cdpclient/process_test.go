@@ -70,7 +70,7 @@ func closed(c <-chan struct{}, within time.Duration) bool {
 	}
 }
 
-// TestKillMidRender: SIGKILL of the whole group while a render waits answers internal_error at
+// TestKillMidRender: SIGKILL of the whole group while a render waits answers renderer_unavailable at
 // once, and both crash signals fire.
 func TestKillMidRender(t *testing.T) {
 	arrived := make(chan struct{}, 1)
@@ -114,7 +114,7 @@ func TestKillMidRender(t *testing.T) {
 		t.Fatal("render did not return within 5s of the kill")
 	}
 	took := time.Since(killedAt)
-	e := wantCode(t, err, shotd.CodeInternalError)
+	e := wantCode(t, err, shotd.CodeRendererUnavailable)
 	if !shotd.Info(e.Code).Retryable || !strings.Contains(e.Message, "browser stopped") {
 		t.Errorf("error %v: want a retryable 'browser stopped'", e)
 	}
@@ -128,7 +128,7 @@ func TestKillMidRender(t *testing.T) {
 		t.Error("Disconnected not closed")
 	}
 	// A render on the dead process fails at once too.
-	if _, err := doRender(t, p, opts(srv.URL)); shotd.CodeOf(err) != shotd.CodeInternalError {
+	if _, err := doRender(t, p, opts(srv.URL)); shotd.CodeOf(err) != shotd.CodeRendererUnavailable {
 		t.Errorf("render after the crash: %v", err)
 	}
 	if err := p.Close(context.Background()); err != nil {
@@ -178,7 +178,7 @@ func TestClose(t *testing.T) {
 	if ents, _ := os.ReadDir(p.cfg.Dir); len(ents) != 0 {
 		t.Errorf("left in Config.Dir: %v", ents)
 	}
-	if _, err := doRender(t, p, opts(srv.URL)); shotd.CodeOf(err) != shotd.CodeInternalError {
+	if _, err := doRender(t, p, opts(srv.URL)); shotd.CodeOf(err) != shotd.CodeRendererUnavailable {
 		t.Errorf("render after close: %v", err)
 	}
 	srv.CloseClientConnections()

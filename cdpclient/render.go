@@ -121,7 +121,7 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 		return nil, err
 	}
 	if p.life.Err() != nil {
-		return nil, shotd.Wrap(shotd.CodeInternalError, context.Cause(p.life), "the browser is not running")
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, context.Cause(p.life), "the browser is not running")
 	}
 
 	rctx, cancelTimeout := context.WithTimeoutCause(ctx, r.budget, errRenderTimeout)
@@ -726,12 +726,16 @@ func (r *render) fail(ctx, rctx context.Context, stepName string, err error) *sh
 	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errRenderTimeout):
 		e = shotd.Wrap(shotd.CodeTimeout, cause, fmt.Sprintf("the render did not finish within %s (timeout, delay, and %s for the capture)", r.budget, shotd.RenderSlack))
 	case rctx.Err() != nil && errors.Is(context.Cause(rctx), errBrowserStopped):
-		e = shotd.Wrap(shotd.CodeInternalError, cause, "the browser stopped during the render")
+		// The service's fault, not the page's: renderer_unavailable is released, not counted
+		// against the account, and a job tries again.
+		e = shotd.Wrap(shotd.CodeRendererUnavailable, cause, "the browser stopped during the render")
 	case ctx.Err() != nil:
 		e = shotd.Wrap(shotd.CodeInternalError, cause, "the render was cancelled")
 	case errors.As(err, &e):
-	case isConnClosed(err) || r.p.life.Err() != nil:
-		e = shotd.Wrap(shotd.CodeInternalError, cause, "the browser stopped during the render")
+	case r.p.life.Err() != nil:
+		e = shotd.Wrap(shotd.CodeRendererUnavailable, cause, "the browser stopped during the render")
+	case isConnClosed(err):
+		e = shotd.Wrap(shotd.CodeInternalError, cause, "the tab's connection closed during the render")
 	default:
 		e = shotd.Wrap(shotd.CodeInternalError, cause, "the render failed")
 	}
