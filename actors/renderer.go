@@ -24,7 +24,7 @@ type PoolConfig struct {
 	ProbeTimeout  time.Duration
 	ProbeFailures int
 	Launch        Launcher
-	Log             zerolog.Logger
+	Log           zerolog.Logger
 }
 
 // Renderer is the render pool seen from outside the actor system: it asks the supervisor and
