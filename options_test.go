@@ -240,6 +240,10 @@ func TestCrossRules(t *testing.T) {
 		{"expires millis", q("url", "https://a.example/", "expires", "1763774400000"), CodeInvalidOptions, "expires"},
 		{"expires fraction", q("url", "https://a.example/", "expires", "1763774400.5"), CodeInvalidOptions, "expires"},
 		{"block_resources bad item", q("url", "https://a.example/", "block_resources", "image,bogus"), CodeInvalidOptions, "block_resources"},
+		{"block_requests pattern too long", q("url", "https://a.example/", "block_requests", "*"+strings.Repeat("a", maxPatternBytes)), CodeInvalidOptions, "block_requests"},
+		// Each bound holds, the product does not (issue 19, item 8): 149 M device pixels.
+		{"viewport over the pixel cap", q("url", "https://a.example/", "viewport_width", "3840", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
+		{"preset over the pixel cap", q("url", "https://a.example/", "viewport_device", "desktop_4k", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
 		{"repeated scalar", Params{{Name: "url", Values: []string{"https://a.example/", "https://b.example/"}}}, CodeInvalidOptions, "url"},
 	}
 	for _, c := range cases {
@@ -400,7 +404,8 @@ func TestArrays(t *testing.T) {
 		want []string
 	}{
 		{"comma in query", q("url", "https://a.example/", "hide_selectors", ".a,.b , #c"), []string{".a", ".b", "#c"}},
-		{"json array keeps commas", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"a, b", "c"}, Array: true}}, []string{"a, b", "c"}},
+		// Split as in the query: the two forms sign alike and must mean the same (issue 19).
+		{"json array items split on commas", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"a, b", "c"}, Array: true}}, []string{"a", "b", "c"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

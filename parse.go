@@ -203,7 +203,27 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 	if len(errs) > 0 {
 		return nil, &Error{Code: CodeInvalidOptions, Message: summarize(errs), Fields: errs}
 	}
+	if tooLarge := checkViewportPixels(o); tooLarge != nil {
+		return nil, tooLarge
+	}
 	return o, nil
+}
+
+// MaxCapturePixels bounds every image Chrome captures for a render, in device pixels (4 bytes
+// each: 512 MiB). cdpclient cuts a full page to it and refuses a larger clip or element.
+const MaxCapturePixels = 1 << 27
+
+// checkViewportPixels refuses a viewport whose capture alone passes MaxCapturePixels: each
+// bound holds on its own, but 3840 x 4320 at scale 3 is 149 M device pixels, and the viewport
+// capture (and a video's frames) would take it whole.
+func checkViewportPixels(o *Options) *Error {
+	px := float64(o.ViewportWidth) * float64(o.ViewportHeight) * o.DeviceScaleFactor * o.DeviceScaleFactor
+	if px <= MaxCapturePixels {
+		return nil
+	}
+	msg := fmt.Sprintf("viewport %dx%d at device_scale_factor %s is %.0f device pixels; the limit is %d",
+		o.ViewportWidth, o.ViewportHeight, fmtNum(o.DeviceScaleFactor), px, MaxCapturePixels)
+	return &Error{Code: CodeContentTooLarge, Message: msg, Fields: []FieldError{{Field: "device_scale_factor", Message: msg}}}
 }
 
 func summarize(errs []FieldError) string {
@@ -218,7 +238,10 @@ func convert(s *OptionSpec, values []string, array bool) (any, string) {
 	if s.Kind == KindList {
 		var items []string
 		for _, v := range values {
-			if s.Array == ArrayComma && !array {
+			// A comma-separated option splits its JSON array items too: a signature covers the
+			// values, not the form they came in, so `x=a,b` and ["a,b"], which sign alike, must
+			// mean the same two items (issue 19, item 7).
+			if s.Array == ArrayComma {
 				for _, it := range strings.Split(v, ",") {
 					if it = strings.TrimSpace(it); it != "" {
 						items = append(items, it)
@@ -526,6 +549,18 @@ func checkSelector(v string) string {
 		return "must be a non-empty CSS selector"
 	case len(v) > 1024:
 		return "selector is longer than 1024 characters"
+	}
+	return ""
+}
+
+// maxPatternBytes bounds one block_requests pattern. Every request of a render is matched
+// against every pattern, so the pattern length multiplies into the interceptor's work; no real
+// URL pattern comes near it.
+const maxPatternBytes = 2048
+
+func checkPattern(v string) string {
+	if len(v) > maxPatternBytes {
+		return fmt.Sprintf("pattern is longer than %d characters", maxPatternBytes)
 	}
 	return ""
 }
