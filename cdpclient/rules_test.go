@@ -2,6 +2,7 @@ package cdpclient
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mafredri/cdp/protocol/network"
@@ -29,6 +30,17 @@ func TestGlobMatch(t *testing.T) {
 		{"only star", "*", "", true},
 		{"empty pattern", "", "x", false},
 		{"star crosses slash", "a*z", "a/b/c/z", true},
+		{"prefix and suffix overlap", "ab*ba", "aba", false},
+		{"prefix and suffix touch", "ab*ba", "abba", true},
+		{"adjacent stars", "a**b", "ab", true},
+		{"piece repeats", "*aa*aa*", "aaa", false},
+		{"piece repeats enough", "*aa*aa*", "aaaa", true},
+		{"empty string empty pattern", "", "", true},
+		{"empty string literal", "a", "", false},
+		// Issue 19: the old matcher took len(s) x len(pattern) steps, about 1.7 ns each: some
+		// 30 minutes here, past go test's timeout; a linear one takes milliseconds.
+		{"long url long pattern", "*" + strings.Repeat("a", 128<<10) + "b*", strings.Repeat("a", 8<<20), false},
+		{"many stars", strings.Repeat("*a", 30<<10) + "*b", strings.Repeat("a", 2<<20), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
