@@ -48,63 +48,6 @@ func (ps Params) Has(name string) bool {
 	return false
 }
 
-// ParamsFromJSON reads a JSON object of options. Values keep their JSON text for numbers and
-// booleans (operator contract 5.1); strings are unquoted; arrays become one value per item.
-// Invalid JSON, or JSON that is not an object, is an invalid_request error.
-func ParamsFromJSON(body []byte) (Params, error) {
-	var raw map[string]json.RawMessage
-	// json.Valid first: a decoder alone would accept trailing text such as "{}}".
-	if !json.Valid(body) {
-		return nil, Errorf(CodeInvalidRequest, "the body must be one valid JSON object of options")
-	}
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return nil, Errorf(CodeInvalidRequest, "the body must be a JSON object of options")
-	}
-	return paramsFromRaw(raw), nil
-}
-
-// ParamsFromRaw converts already split JSON members (bulk items, defaults) into Params.
-func paramsFromRaw(raw map[string]json.RawMessage) Params {
-	names := make([]string, 0, len(raw))
-	for k := range raw {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	ps := make(Params, 0, len(raw))
-	for _, name := range names {
-		v := bytes.TrimSpace(raw[name])
-		p := Param{Name: name}
-		switch {
-		case len(v) == 0 || string(v) == "null":
-			continue // null means "not given"
-		case v[0] == '[':
-			p.Array = true
-			var items []json.RawMessage
-			if err := json.Unmarshal(v, &items); err != nil {
-				p.Invalid = "must be an array of strings"
-				break
-			}
-			for _, it := range items {
-				s, ok := jsonScalar(it)
-				if !ok || (len(it) > 0 && it[0] != '"') {
-					p.Invalid = "must be an array of strings"
-					break
-				}
-				p.Values = append(p.Values, s)
-			}
-		default:
-			s, ok := jsonScalar(v)
-			if !ok {
-				p.Invalid = "must be a string, number or boolean"
-				break
-			}
-			p.Values = []string{s}
-		}
-		ps = append(ps, p)
-	}
-	return ps
-}
-
 // jsonScalar returns the text of a JSON string, number or boolean.
 func jsonScalar(v json.RawMessage) (string, bool) {
 	v = bytes.TrimSpace(v)
@@ -160,10 +103,12 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 	}
 
 	given := map[string]bool{}
+	unknown := 0
 	for _, p := range ps {
 		s, ok := optionsByName[p.Name]
 		if !ok {
-			e := unknownOption(p.Name)
+			unknown++
+			e := unknownOption(p.Name, unknown <= maxSuggestions)
 			fail(e.Field, "%s", e.Message)
 			continue
 		}
@@ -261,8 +206,8 @@ func convert(s *OptionSpec, values []string, array bool) (any, string) {
 				}
 			}
 		}
-		if len(items) > 100 {
-			return nil, "at most 100 items"
+		if len(items) > MaxListItems {
+			return nil, fmt.Sprintf("at most %d items", MaxListItems)
 		}
 		return items, ""
 	}
@@ -337,11 +282,15 @@ func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // option name comes near it.
 const maxSuggestedName = 64
 
+// maxSuggestions is how many unknown names of one request get a "did you mean": each costs an
+// edit distance to every option, and a body of thousands of made-up names cost seconds.
+const maxSuggestions = 3
+
 // unknownOption is the error of a name that is not an option, with the closest known name
-// suggested. The name is echoed clipped, in the field as in the message.
-func unknownOption(name string) FieldError {
+// suggested when suggest is set. The name is echoed clipped, in the field as in the message.
+func unknownOption(name string, suggest bool) FieldError {
 	field := clip(name)
-	if len(name) > maxSuggestedName {
+	if !suggest || len(name) > maxSuggestedName {
 		return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q", field)}
 	}
 	return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q; did you mean %q?", name, ClosestOption(name))}
@@ -654,7 +603,7 @@ func checkLength(v string) string {
 func ParseOption(p Param) (any, *FieldError) {
 	s, ok := optionsByName[p.Name]
 	if !ok {
-		e := unknownOption(p.Name)
+		e := unknownOption(p.Name, true)
 		return nil, &e
 	}
 	if p.Invalid != "" {
