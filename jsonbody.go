@@ -287,3 +287,50 @@ func JSONString(body []byte, name string) (string, bool) {
 	}
 	return "", false
 }
+
+// RawMember is a member of a JSON object (Name set) or an item of an array: its value's text, a
+// slice of the input, not a copy.
+type RawMember struct {
+	Name  string
+	Value []byte
+}
+
+// SplitJSON splits valid JSON text into the members of its object or the items of its array,
+// stopping after max of them (more reports that there were more). kind is the first byte of the
+// value: '{', '[', or another for a scalar, which has no parts. It copies nothing but the
+// names, so a body of a million items costs nothing beyond max. Invalid JSON is
+// invalid_request.
+func SplitJSON(body []byte, max int) (parts []RawMember, kind byte, more bool, err error) {
+	if !json.Valid(body) {
+		return nil, 0, false, Errorf(CodeInvalidRequest, "the body must be valid JSON")
+	}
+	s := jsonScanner{b: body}
+	s.space()
+	kind = s.peek()
+	if kind != '{' && kind != '[' {
+		return nil, kind, false, nil
+	}
+	s.i++
+	for {
+		s.space()
+		if s.next('}') || s.next(']') {
+			return parts, kind, false, nil
+		}
+		s.next(',')
+		s.space()
+		if len(parts) == max {
+			return parts, kind, true, nil
+		}
+		var m RawMember
+		if kind == '{' {
+			_ = json.Unmarshal(s.str(), &m.Name) // valid JSON: cannot fail
+			s.space()
+			s.next(':')
+			s.space()
+		}
+		start := s.i
+		s.skip()
+		m.Value = s.b[start:s.i]
+		parts = append(parts, m)
+	}
+}
