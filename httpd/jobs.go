@@ -2,6 +2,7 @@ package httpd
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/markdown"
 	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
@@ -65,7 +67,19 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 // judged when the job renders (the guard refuses a private address there: host_not_allowed; a
 // name that does not resolve: navigation_failed), and the webhook dialer checks every address
 // it connects to.
+//
+// A markdown source is converted here, before it can take a browser slot or a queue place: past
+// the converter's limits, or not converted in time, it is refused (content_too_large) now; the
+// renderer's own conversion then finds the page in the converter's cache.
 func (s *Server) checkTargets(o *shotd.Options, index int) error {
+	if o.Markdown != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), markdown.ConvertTimeout)
+		_, err := markdown.Convert(ctx, o.Markdown, o.DarkMode)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	if s.urls == nil {
 		return nil
 	}

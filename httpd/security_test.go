@@ -130,3 +130,25 @@ func TestKeyInBody(t *testing.T) {
 		})
 	}
 }
+
+// TestMarkdownRefusedBeforeSlot: a markdown source past the converter's limits is refused with
+// content_too_large before it takes a browser slot or a queue place (issue 19: 32 KB of nested
+// ">" took 0.6 s of a slot, 5 MiB would take hours).
+func TestMarkdownRefusedBeforeSlot(t *testing.T) {
+	a := newAccount(t, "default", true)
+	md := `{"markdown":"` + strings.Repeat(">", 32<<10) + ` x"`
+	ak := "X-Access-Key: " + a.key.AccessKey + "\r\n"
+	cases := []struct{ name, target, body string }{
+		{"sync", "/api/v1/screenshot", md + `}`},
+		{"async", "/api/v1/screenshot", md + `,"async":true}`},
+		{"bulk", "/api/v1/bulk", `{"requests":[` + md + `}]}`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status, code := rawPost(t, env.base, c.target, ak, []byte(c.body))
+			if status != 413 || code != string(shotd.CodeContentTooLarge) {
+				t.Fatalf("answer %d %s, want 413 content_too_large", status, code)
+			}
+		})
+	}
+}
