@@ -260,4 +260,3 @@ func convertWithin(src string, dark bool) (string, error) {
 	defer cancel()
 	return Convert(ctx, src, dark)
 }
-
