@@ -1,6 +1,8 @@
 package shotd_test
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"net/url"
@@ -135,16 +137,32 @@ func FuzzParseOptionsQuery(f *testing.F) {
 // FuzzParseOptionsJSON feeds raw POST bodies to ParamsFromJSON and then ParseOptions.
 func FuzzParseOptionsJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, maxSource uint16) {
-		ps, err := shotd.ParamsFromJSON(body)
+		lim := shotd.Limits{MaxSourceBytes: int(maxSource)}
+		ps, err := shotd.ReadJSONParams(body, lim)
 		if err != nil {
 			var e *shotd.Error
-			if !errors.As(err, &e) || e.Code != shotd.CodeInvalidRequest || e.Message == "" {
-				t.Fatalf("ParamsFromJSON error is not invalid_request: %v", err)
+			if !errors.As(err, &e) || e.Message == "" {
+				t.Fatalf("ReadJSONParams error is not a catalogue error: %v", err)
+			}
+			switch e.Code {
+			case shotd.CodeInvalidRequest:
+				if json.Valid(body) && len(body) > 0 && strings.TrimSpace(string(body))[0] == '{' {
+					t.Fatalf("valid object refused as invalid_request: %v", err)
+				}
+			case shotd.CodeInvalidOptions, shotd.CodeContentTooLarge: // a limit of the stream
+				if len(e.Fields) == 0 {
+					t.Fatalf("%s without fields", e.Code)
+				}
+			default:
+				t.Fatalf("ReadJSONParams error %v", err)
 			}
 			if ps != nil {
-				t.Fatalf("ParamsFromJSON returned params and an error")
+				t.Fatalf("ReadJSONParams returned params and an error")
 			}
 			return
+		}
+		if want, ok := referenceParams(body); !ok || !reflect.DeepEqual(ps, want) {
+			t.Fatalf("ReadJSONParams = %+v, want %+v as encoding/json reads it", ps, want)
 		}
 		names := make([]string, 0, len(ps))
 		for _, p := range ps {
@@ -268,4 +286,65 @@ func flipHex(sig string) string {
 		c = '1'
 	}
 	return string(c) + sig[1:]
+}
+
+// referenceParams reads a JSON object of options with encoding/json, as ParamsFromJSON did before
+// it became a bounded stream: the fuzz target checks that both agree below the limits.
+func referenceParams(body []byte) (shotd.Params, bool) {
+	var raw map[string]json.RawMessage
+	if !json.Valid(body) || json.Unmarshal(body, &raw) != nil || raw == nil {
+		return nil, false
+	}
+	names := make([]string, 0, len(raw))
+	for k := range raw {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	var ps shotd.Params
+	for _, name := range names {
+		v := bytes.TrimSpace(raw[name])
+		p := shotd.Param{Name: name}
+		scalar := func(v []byte) (string, bool) {
+			var x any
+			d := json.NewDecoder(bytes.NewReader(v))
+			d.UseNumber()
+			if d.Decode(&x) != nil {
+				return "", false
+			}
+			switch x := x.(type) {
+			case string:
+				return x, true
+			case json.Number:
+				return x.String(), true
+			case bool:
+				return string(v), true
+			}
+			return "", false
+		}
+		switch {
+		case string(v) == "null":
+			continue
+		case v[0] == '[':
+			p.Array = true
+			var items []json.RawMessage
+			_ = json.Unmarshal(v, &items)
+			for _, it := range items {
+				s, ok := scalar(it)
+				if !ok || it[0] != '"' {
+					p.Invalid, p.Values = "must be an array of strings", nil
+					break
+				}
+				p.Values = append(p.Values, s)
+			}
+		default:
+			s, ok := scalar(v)
+			if !ok {
+				p.Invalid = "must be a string, number or boolean"
+				break
+			}
+			p.Values = []string{s}
+		}
+		ps = append(ps, p)
+	}
+	return ps, true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -240,6 +241,10 @@ func TestCrossRules(t *testing.T) {
 		{"expires millis", q("url", "https://a.example/", "expires", "1763774400000"), CodeInvalidOptions, "expires"},
 		{"expires fraction", q("url", "https://a.example/", "expires", "1763774400.5"), CodeInvalidOptions, "expires"},
 		{"block_resources bad item", q("url", "https://a.example/", "block_resources", "image,bogus"), CodeInvalidOptions, "block_resources"},
+		{"block_requests pattern too long", q("url", "https://a.example/", "block_requests", "*"+strings.Repeat("a", maxPatternBytes)), CodeInvalidOptions, "block_requests"},
+		// Each bound holds, the product does not (issue 19, item 8): 149 M device pixels.
+		{"viewport over the pixel cap", q("url", "https://a.example/", "viewport_width", "3840", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
+		{"preset over the pixel cap", q("url", "https://a.example/", "viewport_device", "desktop_4k", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
 		{"repeated scalar", Params{{Name: "url", Values: []string{"https://a.example/", "https://b.example/"}}}, CodeInvalidOptions, "url"},
 	}
 	for _, c := range cases {
@@ -400,7 +405,8 @@ func TestArrays(t *testing.T) {
 		want []string
 	}{
 		{"comma in query", q("url", "https://a.example/", "hide_selectors", ".a,.b , #c"), []string{".a", ".b", "#c"}},
-		{"json array keeps commas", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"a, b", "c"}, Array: true}}, []string{"a, b", "c"}},
+		// Split as in the query: the two forms sign alike and must mean the same (issue 19).
+		{"json array items split on commas", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"a, b", "c"}, Array: true}}, []string{"a", "b", "c"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -511,5 +517,82 @@ func TestCacheKey(t *testing.T) {
 				t.Fatalf("same key = %v, want %v", got, c.same)
 			}
 		})
+	}
+}
+
+// allocated returns the bytes fn allocates.
+func allocated(fn func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	fn()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
+
+// TestReadJSONParamsLimits: the body is read as a stream that stops at the first limit, so a
+// body of 21 MiB (the default body limit) costs what the limit lets through, not what it holds
+// (issue 19: 2.1 GB of allocations for one-letter hide_selectors items).
+func TestReadJSONParamsLimits(t *testing.T) {
+	const size = 21 << 20
+	items := `{"hide_selectors":["a"` + strings.Repeat(`,"a"`, size/4) + `]}`
+	var names strings.Builder
+	names.WriteString(`{"x0":1`)
+	for i := 1; names.Len() < size; i++ {
+		fmt.Fprintf(&names, `,"x%d":1`, i)
+	}
+	names.WriteString("}")
+	cases := []struct {
+		name  string
+		body  string
+		lim   Limits
+		code  Code
+		field string
+	}{
+		{"array items", items, Limits{}, CodeInvalidOptions, "hide_selectors"},
+		{"members", names.String(), Limits{}, CodeInvalidOptions, ""},
+		{"long string", `{"html":"` + strings.Repeat("x", size) + `"}`, Limits{MaxSourceBytes: 5 << 20}, CodeContentTooLarge, "html"},
+		{"long escaped string", `{"styles":"` + strings.Repeat(`\u0041`, size/6) + `"}`, Limits{MaxSourceBytes: 1 << 20}, CodeContentTooLarge, "styles"},
+		{"long name", `{"` + strings.Repeat("n", size) + `":1}`, Limits{}, CodeInvalidOptions, ""},
+		{"101 items", `{"block_requests":["a"` + strings.Repeat(`,"a"`, MaxListItems) + `]}`, Limits{}, CodeInvalidOptions, "block_requests"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			body := []byte(c.body)
+			var err error
+			n := allocated(func() { _, err = ReadJSONParams(body, c.lim) })
+			e := wantCode(t, err, c.code, c.field)
+			if len(e.Message) > 512 {
+				t.Fatalf("message of %d bytes", len(e.Message))
+			}
+			if n > 4<<20 {
+				t.Fatalf("a %d-byte body cost %d bytes of allocations", len(body), n)
+			}
+		})
+	}
+	// At the limits everything is read.
+	ps, err := ReadJSONParams([]byte(`{"url":"https://a.example/","block_requests":["a"`+strings.Repeat(`,"a"`, MaxListItems-1)+`],"html":null}`), Limits{MaxSourceBytes: 20})
+	if err != nil || len(ps) != 2 || len(ps[0].Values) != MaxListItems {
+		t.Fatalf("at the limits: %v %+v", err, ps)
+	}
+}
+
+// TestSuggestionsBounded: only the first few unknown names get a "did you mean", which costs an
+// edit distance to every option (issue 19: 4.6 s of CPU for a 2 MiB body of made-up names).
+func TestSuggestionsBounded(t *testing.T) {
+	ps := q("url", "https://a.example/")
+	for i := range 10 {
+		ps = append(ps, Param{Name: fmt.Sprintf("viewport_widht%d", i), Values: []string{"1"}})
+	}
+	_, err := ParseOptions(ps, Limits{})
+	e := wantCode(t, err, CodeInvalidOptions, "viewport_widht0")
+	suggested := 0
+	for _, f := range e.Fields {
+		if strings.Contains(f.Message, "did you mean") {
+			suggested++
+		}
+	}
+	if suggested != maxSuggestions {
+		t.Fatalf("%d suggestions, want %d", suggested, maxSuggestions)
 	}
 }

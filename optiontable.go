@@ -205,7 +205,7 @@ var OptionTable = []*OptionSpec{
 	withEnum(list("Blocking", "block_resources", ArrayComma, "Block whole resource kinds.",
 		func(o *Options, v []string) { o.BlockResources = v }), ResourceTypes),
 	list("Blocking", "block_requests", ArrayComma, "Block matching request URLs (`*` wildcard).",
-		func(o *Options, v []string) { o.BlockRequests = v }),
+		func(o *Options, v []string) { o.BlockRequests = v }).checked(checkPattern),
 
 	// PDF.
 	enum("PDF", "pdf_paper_format", "a4", "Paper size.", PaperFormats, func(o *Options, v string) { o.PDFPaperFormat = v }),

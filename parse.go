@@ -48,63 +48,6 @@ func (ps Params) Has(name string) bool {
 	return false
 }
 
-// ParamsFromJSON reads a JSON object of options. Values keep their JSON text for numbers and
-// booleans (operator contract 5.1); strings are unquoted; arrays become one value per item.
-// Invalid JSON, or JSON that is not an object, is an invalid_request error.
-func ParamsFromJSON(body []byte) (Params, error) {
-	var raw map[string]json.RawMessage
-	// json.Valid first: a decoder alone would accept trailing text such as "{}}".
-	if !json.Valid(body) {
-		return nil, Errorf(CodeInvalidRequest, "the body must be one valid JSON object of options")
-	}
-	if err := json.Unmarshal(body, &raw); err != nil || raw == nil {
-		return nil, Errorf(CodeInvalidRequest, "the body must be a JSON object of options")
-	}
-	return paramsFromRaw(raw), nil
-}
-
-// ParamsFromRaw converts already split JSON members (bulk items, defaults) into Params.
-func paramsFromRaw(raw map[string]json.RawMessage) Params {
-	names := make([]string, 0, len(raw))
-	for k := range raw {
-		names = append(names, k)
-	}
-	slices.Sort(names)
-	ps := make(Params, 0, len(raw))
-	for _, name := range names {
-		v := bytes.TrimSpace(raw[name])
-		p := Param{Name: name}
-		switch {
-		case len(v) == 0 || string(v) == "null":
-			continue // null means "not given"
-		case v[0] == '[':
-			p.Array = true
-			var items []json.RawMessage
-			if err := json.Unmarshal(v, &items); err != nil {
-				p.Invalid = "must be an array of strings"
-				break
-			}
-			for _, it := range items {
-				s, ok := jsonScalar(it)
-				if !ok || (len(it) > 0 && it[0] != '"') {
-					p.Invalid = "must be an array of strings"
-					break
-				}
-				p.Values = append(p.Values, s)
-			}
-		default:
-			s, ok := jsonScalar(v)
-			if !ok {
-				p.Invalid = "must be a string, number or boolean"
-				break
-			}
-			p.Values = []string{s}
-		}
-		ps = append(ps, p)
-	}
-	return ps
-}
-
 // jsonScalar returns the text of a JSON string, number or boolean.
 func jsonScalar(v json.RawMessage) (string, bool) {
 	v = bytes.TrimSpace(v)
@@ -160,10 +103,12 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 	}
 
 	given := map[string]bool{}
+	unknown := 0
 	for _, p := range ps {
 		s, ok := optionsByName[p.Name]
 		if !ok {
-			e := unknownOption(p.Name)
+			unknown++
+			e := unknownOption(p.Name, unknown <= maxSuggestions)
 			fail(e.Field, "%s", e.Message)
 			continue
 		}
@@ -203,7 +148,27 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 	if len(errs) > 0 {
 		return nil, &Error{Code: CodeInvalidOptions, Message: summarize(errs), Fields: errs}
 	}
+	if tooLarge := checkViewportPixels(o); tooLarge != nil {
+		return nil, tooLarge
+	}
 	return o, nil
+}
+
+// MaxCapturePixels bounds every image Chrome captures for a render, in device pixels (4 bytes
+// each: 512 MiB). cdpclient cuts a full page to it and refuses a larger clip or element.
+const MaxCapturePixels = 1 << 27
+
+// checkViewportPixels refuses a viewport whose capture alone passes MaxCapturePixels: each
+// bound holds on its own, but 3840 x 4320 at scale 3 is 149 M device pixels, and the viewport
+// capture (and a video's frames) would take it whole.
+func checkViewportPixels(o *Options) *Error {
+	px := float64(o.ViewportWidth) * float64(o.ViewportHeight) * o.DeviceScaleFactor * o.DeviceScaleFactor
+	if px <= MaxCapturePixels {
+		return nil
+	}
+	msg := fmt.Sprintf("viewport %dx%d at device_scale_factor %s is %.0f device pixels; the limit is %d",
+		o.ViewportWidth, o.ViewportHeight, fmtNum(o.DeviceScaleFactor), px, MaxCapturePixels)
+	return &Error{Code: CodeContentTooLarge, Message: msg, Fields: []FieldError{{Field: "device_scale_factor", Message: msg}}}
 }
 
 func summarize(errs []FieldError) string {
@@ -218,7 +183,10 @@ func convert(s *OptionSpec, values []string, array bool) (any, string) {
 	if s.Kind == KindList {
 		var items []string
 		for _, v := range values {
-			if s.Array == ArrayComma && !array {
+			// A comma-separated option splits its JSON array items too: a signature covers the
+			// values, not the form they came in, so `x=a,b` and ["a,b"], which sign alike, must
+			// mean the same two items (issue 19, item 7).
+			if s.Array == ArrayComma {
 				for _, it := range strings.Split(v, ",") {
 					if it = strings.TrimSpace(it); it != "" {
 						items = append(items, it)
@@ -238,8 +206,8 @@ func convert(s *OptionSpec, values []string, array bool) (any, string) {
 				}
 			}
 		}
-		if len(items) > 100 {
-			return nil, "at most 100 items"
+		if len(items) > MaxListItems {
+			return nil, fmt.Sprintf("at most %d items", MaxListItems)
 		}
 		return items, ""
 	}
@@ -314,11 +282,15 @@ func fmtNum(f float64) string { return strconv.FormatFloat(f, 'f', -1, 64) }
 // option name comes near it.
 const maxSuggestedName = 64
 
+// maxSuggestions is how many unknown names of one request get a "did you mean": each costs an
+// edit distance to every option, and a body of thousands of made-up names cost seconds.
+const maxSuggestions = 3
+
 // unknownOption is the error of a name that is not an option, with the closest known name
-// suggested. The name is echoed clipped, in the field as in the message.
-func unknownOption(name string) FieldError {
+// suggested when suggest is set. The name is echoed clipped, in the field as in the message.
+func unknownOption(name string, suggest bool) FieldError {
 	field := clip(name)
-	if len(name) > maxSuggestedName {
+	if !suggest || len(name) > maxSuggestedName {
 		return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q", field)}
 	}
 	return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q; did you mean %q?", name, ClosestOption(name))}
@@ -530,6 +502,18 @@ func checkSelector(v string) string {
 	return ""
 }
 
+// maxPatternBytes bounds one block_requests pattern. Every request of a render is matched
+// against every pattern, so the pattern length multiplies into the interceptor's work; no real
+// URL pattern comes near it.
+const maxPatternBytes = 2048
+
+func checkPattern(v string) string {
+	if len(v) > maxPatternBytes {
+		return fmt.Sprintf("pattern is longer than %d characters", maxPatternBytes)
+	}
+	return ""
+}
+
 func checkHeaderValue(v string) string {
 	if strings.ContainsAny(v, "\r\n\x00") {
 		return "must not contain line breaks or NUL"
@@ -619,7 +603,7 @@ func checkLength(v string) string {
 func ParseOption(p Param) (any, *FieldError) {
 	s, ok := optionsByName[p.Name]
 	if !ok {
-		e := unknownOption(p.Name)
+		e := unknownOption(p.Name, true)
 		return nil, &e
 	}
 	if p.Invalid != "" {

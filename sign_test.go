@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"testing"
 )
 
@@ -94,5 +95,38 @@ func TestCatalogueComplete(t *testing.T) {
 	}
 	if len(seen) != 28 {
 		t.Fatalf("catalogue has %d codes, want the 28 of api-v1", len(seen))
+	}
+}
+
+// TestSignatureOneMeaning: a signed query link re-sent as a POST body signs alike, so it must
+// also mean the same (issue 19, item 7): `block_requests=*ads*,*track*` and ["*ads*,*track*"]
+// used to be two patterns and one.
+func TestSignatureOneMeaning(t *testing.T) {
+	cases := []struct {
+		name, option, query, json string
+	}{
+		{"patterns", "block_requests", "*ads*,*track*", `["*ads*,*track*"]`},
+		{"patterns with spaces", "block_requests", "*ads* , *track*", `["*ads* , *track*"]`},
+		{"selectors", "hide_selectors", ".a,.b", `[".a,.b"]`},
+		{"resource kinds", "block_resources", "image,font", `["image,font"]`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			name := c.option
+			fromQuery := q("url", "https://a.example/", name, c.query)
+			fromJSON, err := ParamsFromJSON([]byte(`{"url":"https://a.example/","` + name + `":` + c.json + `}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if CanonicalQuery(fromQuery) != CanonicalQuery(fromJSON) {
+				t.Fatalf("the forms sign differently: %q, %q", CanonicalQuery(fromQuery), CanonicalQuery(fromJSON))
+			}
+			a, b := mustParse(t, fromQuery), mustParse(t, fromJSON)
+			got := [][]string{a.BlockRequests, a.HideSelectors, a.BlockResources}
+			want := [][]string{b.BlockRequests, b.HideSelectors, b.BlockResources}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("same signature, two meanings: query %q, json %q", got, want)
+			}
+		})
 	}
 }

@@ -24,6 +24,9 @@ type requestRules struct {
 	scoped []fetch.HeaderEntry
 	global []fetch.HeaderEntry
 	target string // hostKey of the url option; "" for an html source: scoped headers go nowhere
+	// targetTLS: the url option is https, so scoped headers never go out in clear text, not
+	// even to its host after a redirect to http.
+	targetTLS bool
 }
 
 // newRequestRules returns the rules of o, or nil when there are none.
@@ -31,7 +34,7 @@ func newRequestRules(o *shotd.Options, b Blocker) *requestRules {
 	if b == nil && len(o.BlockResources) == 0 && len(o.BlockRequests) == 0 && len(o.Headers) == 0 && o.Authorization == "" {
 		return nil
 	}
-	rr := &requestRules{blocker: b, target: hostKey(o.URL)}
+	rr := &requestRules{blocker: b, target: hostKey(o.URL), targetTLS: secureScheme(o.URL)}
 	if len(o.BlockResources) > 0 {
 		rr.blockTypes = make(map[string]bool, len(o.BlockResources))
 		for _, t := range o.BlockResources {
@@ -61,14 +64,12 @@ func newRequestRules(o *shotd.Options, b Blocker) *requestRules {
 }
 
 // scopedHeader reports whether a header carries credentials and so goes to the site of url
-// alone: Cookie, Authorization, and any name with key, token, secret, auth or api in it
-// (X-Api-Key, X-Auth-Token, ...). It errs on the side of scoping.
+// alone: any name with auth, token, key, secret, session, password, jwt, cookie, credential or
+// api in it (Authorization, Cookie, X-Api-Key, X-Session, X-JWT, ...). It errs on the side of
+// scoping: a header scoped wrongly only misses the other hosts.
 func scopedHeader(name string) bool {
 	n := strings.ToLower(name)
-	if n == "cookie" || n == "authorization" {
-		return true
-	}
-	for _, w := range []string{"key", "token", "secret", "auth", "api"} {
+	for _, w := range []string{"auth", "token", "key", "secret", "session", "passw", "jwt", "cookie", "credential", "api"} {
 		if strings.Contains(n, w) {
 			return true
 		}
@@ -100,6 +101,12 @@ func hostKey(raw string) string {
 	return net.JoinHostPort(host, port)
 }
 
+// secureScheme reports whether raw is an https (or wss) address.
+func secureScheme(raw string) bool {
+	scheme, _, ok := strings.Cut(raw, "://")
+	return ok && (strings.EqualFold(scheme, "https") || strings.EqualFold(scheme, "wss"))
+}
+
 // setHeader replaces the entry of h's name (case-insensitively) or appends h.
 func setHeader(hs []fetch.HeaderEntry, h fetch.HeaderEntry) []fetch.HeaderEntry {
 	for i := range hs {
@@ -116,7 +123,9 @@ func setHeader(hs []fetch.HeaderEntry, h fetch.HeaderEntry) []fetch.HeaderEntry 
 // so it starts from the request's own.
 func (rr *requestRules) headersFor(rawURL string, own network.Headers) []fetch.HeaderEntry {
 	extra := rr.global
-	if len(rr.scoped) > 0 && rr.target != "" && hostKey(rawURL) == rr.target {
+	// The same host, and no step down from https to http: an http target may follow its own
+	// redirect to https, an https target's credentials never travel in clear text.
+	if len(rr.scoped) > 0 && rr.target != "" && hostKey(rawURL) == rr.target && (!rr.targetTLS || secureScheme(rawURL)) {
 		extra = append(append([]fetch.HeaderEntry(nil), rr.global...), rr.scoped...)
 	}
 	if len(extra) == 0 {
@@ -236,31 +245,31 @@ func (p urlPattern) match(rawURL string) bool {
 	}
 }
 
-// globMatch matches s against a pattern where "*" is any run of characters, in linear time
-// for each star (the classic greedy algorithm with one backtrack point).
+// globMatch matches s against a pattern where "*" is any run of characters. It runs in time
+// linear in len(s) plus len(pattern): the pieces between stars are literal, so the leftmost
+// place of each piece after the previous one is never worse than a later one, and no
+// backtracking is needed. (The greedy algorithm with one backtrack point this replaces cost
+// len(s) x len(pattern): minutes for a long URL against a long pattern, with the render's slot
+// held.)
 func globMatch(pattern, s string) bool {
-	p, i := 0, 0
-	star, mark := -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			star, mark = p, i
-			p++
-		case p < len(pattern) && pattern[p] == s[i]:
-			p++
-			i++
-		case star >= 0:
-			p = star + 1
-			mark++
-			i = mark
-		default:
+	pieces := strings.Split(pattern, "*")
+	if len(pieces) == 1 {
+		return pattern == s
+	}
+	first, last := pieces[0], pieces[len(pieces)-1]
+	if len(s) < len(first)+len(last) || !strings.HasPrefix(s, first) || !strings.HasSuffix(s, last) {
+		return false
+	}
+	// The middle pieces, in order, within what the first and last leave.
+	rest := s[len(first) : len(s)-len(last)]
+	for _, piece := range pieces[1 : len(pieces)-1] {
+		i := strings.Index(rest, piece)
+		if i < 0 {
 			return false
 		}
+		rest = rest[i+len(piece):]
 	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
+	return true
 }
 
 // webSocketScript returns the script that blocks WebSocket connections, "" when the render

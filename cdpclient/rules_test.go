@@ -2,6 +2,7 @@ package cdpclient
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/mafredri/cdp/protocol/network"
@@ -29,6 +30,17 @@ func TestGlobMatch(t *testing.T) {
 		{"only star", "*", "", true},
 		{"empty pattern", "", "x", false},
 		{"star crosses slash", "a*z", "a/b/c/z", true},
+		{"prefix and suffix overlap", "ab*ba", "aba", false},
+		{"prefix and suffix touch", "ab*ba", "abba", true},
+		{"adjacent stars", "a**b", "ab", true},
+		{"piece repeats", "*aa*aa*", "aaa", false},
+		{"piece repeats enough", "*aa*aa*", "aaaa", true},
+		{"empty string empty pattern", "", "", true},
+		{"empty string literal", "a", "", false},
+		// Issue 19: the old matcher took len(s) x len(pattern) steps, about 1.7 ns each: some
+		// 30 minutes here, past go test's timeout; a linear one takes milliseconds.
+		{"long url long pattern", "*" + strings.Repeat("a", 128<<10) + "b*", strings.Repeat("a", 8<<20), false},
+		{"many stars", strings.Repeat("*a", 30<<10) + "*b", strings.Repeat("a", 2<<20), false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -107,6 +119,13 @@ func TestScopedHeader(t *testing.T) {
 		{"token", "X-Auth-Token", true},
 		{"secret", "X-Client-Secret", true},
 		{"key", "Ocp-Apim-Subscription-Key", true},
+		// Issue 19: names the old rule (cookie, authorization, key, token, secret, auth, api) missed.
+		{"session", "X-Session", true},
+		{"session id", "Session-Id", true},
+		{"jwt", "X-JWT", true},
+		{"password", "X-Password", true},
+		{"credential", "X-Amz-Credential", true},
+		{"cookie-like", "X-Cookie-Jar", true},
 		{"plain", "X-Trace-Id", false},
 		{"accept language", "Accept-Language", false},
 	}
@@ -162,6 +181,41 @@ func TestHeadersFor(t *testing.T) {
 	html := newRequestRules(&shotd.Options{HTML: "<p>", Authorization: "x"}, nil)
 	if hs := html.headersFor("http://a.example/", nil); hs != nil {
 		t.Errorf("html source: scoped headers %v sent to a host", hs)
+	}
+}
+
+// TestHeadersForScheme: scoped headers follow the target's scheme (issue 19): an https target's
+// credentials never go to its host over http (a redirect down), while an http target's follow a
+// redirect up to https, and plain headers go everywhere.
+func TestHeadersForScheme(t *testing.T) {
+	tests := []struct {
+		name, target, url string
+		scoped            bool
+	}{
+		{"https to https", "https://site.example/", "https://site.example/a", true},
+		{"https down to http", "https://site.example/", "http://site.example/a", false},
+		{"https down to http, explicit port", "https://site.example:443/", "http://site.example:443/a", false},
+		{"https to wss", "https://site.example/", "wss://site.example/s", true},
+		{"https to ws", "https://site.example/", "ws://site.example/s", false},
+		{"http to http", "http://site.example/", "http://site.example/a", true},
+		{"http up to https", "http://site.example/", "https://site.example/a", true},
+		{"upper-case scheme", "HTTPS://site.example/", "http://site.example/a", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rr := newRequestRules(&shotd.Options{URL: tt.target, Authorization: "Bearer b",
+				Headers: []shotd.Header{{Name: "X-Session", Value: "s"}, {Name: "X-Trace", Value: "t"}}}, nil)
+			got := map[string]string{}
+			for _, h := range rr.headersFor(tt.url, nil) {
+				got[lower(h.Name)] = h.Value
+			}
+			if got["x-trace"] != "t" {
+				t.Errorf("plain header missing: %v", got)
+			}
+			if has := got["authorization"] != "" || got["x-session"] != ""; has != tt.scoped {
+				t.Errorf("scoped headers sent = %v, want %v (%v)", has, tt.scoped, got)
+			}
+		})
 	}
 }
 

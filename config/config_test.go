@@ -109,7 +109,7 @@ func TestDefaultIsAFreshCopy(t *testing.T) {
 const fullFile = `
 listen = "0.0.0.0:9000"
 admin_listen = "127.0.0.1:9001"
-admin_token = "s3cret-token"
+admin_token = "s3cret-token-s3cret-token-s3cret-token"
 data_dir = "/var/lib/shotd"
 public_url = "https://shots.example.com/base/"
 shutdown_timeout_seconds = 5
@@ -167,7 +167,7 @@ monthly_quota = 5
 
 func fullConfig() *Config {
 	return &Config{
-		Listen: "0.0.0.0:9000", AdminListen: "127.0.0.1:9001", AdminToken: "s3cret-token",
+		Listen: "0.0.0.0:9000", AdminListen: "127.0.0.1:9001", AdminToken: "s3cret-token-s3cret-token-s3cret-token",
 		DataDir: "/var/lib/shotd", PublicURL: "https://shots.example.com/base", ShutdownTimeoutSeconds: 5,
 		Browser: Browser{Path: "/bin/sh", PoolSize: 8, RendersPerProcess: 2, RecycleAfter: 50,
 			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
@@ -346,6 +346,8 @@ func TestValidate(t *testing.T) {
 		{"both on random ports", func(c *Config) { c.Listen, c.AdminListen = "127.0.0.1:0", "127.0.0.1:0" }, ""},
 		{"admin_token with space", func(c *Config) { c.AdminToken = "a b" }, "admin_token: must not contain spaces"},
 		{"admin_token with newline", func(c *Config) { c.AdminToken = "ab\n" }, "admin_token: must not contain spaces or control characters"},
+		// Issue 19: a short token guards every account and key.
+		{"admin_token short", func(c *Config) { c.AdminToken = strings.Repeat("t", MinAdminToken-1) }, "admin_token: must be at least 32 bytes"},
 		{"data_dir empty", func(c *Config) { c.DataDir = " " }, "data_dir: must not be empty"},
 		{"public_url ftp", func(c *Config) { c.PublicURL = "ftp://example.com" }, `public_url: scheme must be http or https, got "ftp://example.com"`},
 		{"public_url relative", func(c *Config) { c.PublicURL = "/shots" }, "public_url: scheme must be http or https"},
@@ -487,10 +489,10 @@ func TestEnvOverrides(t *testing.T) {
 		{"file kept without env", "[browser]\npool_size = 3\n", nil,
 			func(c *Config) bool { return c.Browser.PoolSize == 3 }, ""},
 		{"top-level keys", "", []string{"SHOTD_LISTEN=127.0.0.1:9000", "SHOTD_ADMIN_LISTEN=127.0.0.1:9001",
-			"SHOTD_ADMIN_TOKEN=tok", "SHOTD_DATA_DIR=/tmp/x", "SHOTD_PUBLIC_URL=https://a.example/",
+			"SHOTD_ADMIN_TOKEN=tok-tok-tok-tok-tok-tok-tok-tok-tok", "SHOTD_DATA_DIR=/tmp/x", "SHOTD_PUBLIC_URL=https://a.example/",
 			"SHOTD_SHUTDOWN_TIMEOUT_SECONDS=9"},
 			func(c *Config) bool {
-				return c.Listen == "127.0.0.1:9000" && c.AdminListen == "127.0.0.1:9001" && c.AdminToken == "tok" &&
+				return c.Listen == "127.0.0.1:9000" && c.AdminListen == "127.0.0.1:9001" && c.AdminToken == "tok-tok-tok-tok-tok-tok-tok-tok-tok" &&
 					c.DataDir == "/tmp/x" && c.PublicURL == "https://a.example" && c.ShutdownTimeoutSeconds == 9
 			}, ""},
 		{"string in section", "", []string{"SHOTD_BROWSER_PATH=sh", "SHOTD_LOG_FORMAT=json", "SHOTD_LOG_LEVEL=warn"},

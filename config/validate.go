@@ -38,6 +38,9 @@ var planName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // Validate checks every key and returns an *Error listing all problems, each as
 // "key: problem". It also normalizes: public_url loses its trailing slash and a plan without a
 // Name gets its key.
+// MinAdminToken is the shortest admin_token accepted.
+const MinAdminToken = 32
+
 func (c *Config) Validate() error {
 	v := &validator{}
 
@@ -48,6 +51,9 @@ func (c *Config) Validate() error {
 	}
 	if strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		v.addf("admin_token", "must not contain spaces or control characters")
+	} else if c.AdminToken != "" && len(c.AdminToken) < MinAdminToken {
+		// It guards every account and key: a short one falls to guessing.
+		v.addf("admin_token", "must be at least %d bytes (or empty: one is generated at first start)", MinAdminToken)
 	}
 	if strings.TrimSpace(c.DataDir) == "" {
 		v.addf("data_dir", "must not be empty")

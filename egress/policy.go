@@ -157,7 +157,7 @@ func mustPrefix(s string) netip.Prefix { return netip.MustParsePrefix(s) }
 // v4Blocks are the IPv4 special-purpose blocks that must never be dialled: the IANA registry's
 // entries that are not globally reachable, plus multicast, the reserved 240/4 and the deprecated
 // 6to4 relay anycast. More specific entries come first so that the reason is the precise one.
-var v4Blocks = []block{
+var v4Blocks = append(metadataV4, []block{
 	{prefix: mustPrefix("0.0.0.0/8"), reason: "this network"}, // Linux connects 0.0.0.0 to loopback
 	{prefix: mustPrefix("10.0.0.0/8"), reason: "private"},
 	{prefix: mustPrefix("100.64.0.0/10"), reason: "shared address space (cgnat)"},
@@ -174,6 +174,41 @@ var v4Blocks = []block{
 	{prefix: mustPrefix("224.0.0.0/4"), reason: "multicast"},
 	{prefix: mustPrefix("255.255.255.255/32"), reason: "broadcast"},
 	{prefix: mustPrefix("240.0.0.0/4"), reason: "reserved"},
+}...)
+
+// metadataV4 are the cloud metadata and platform addresses, which answer a virtual machine with
+// its credentials or its platform's secrets. Most sit in a block refused anyway; they are listed
+// for a precise reason in the log, and the ones outside every private range (Azure's
+// WireServer, IBM's service network) are refused only because they are here. An allow_private
+// entry still lets one through. Sources:
+//   - 169.254.169.254: AWS, GCP, Azure, Oracle, DigitalOcean, Hetzner, OpenStack instance
+//     metadata (docs.aws.amazon.com/AWSEC2/latest/UserGuide/instancedata-data-retrieval.html,
+//     cloud.google.com/compute/docs/metadata/querying-metadata,
+//     learn.microsoft.com/azure/virtual-machines/instance-metadata-service).
+//   - 169.254.170.2: AWS ECS task metadata and credentials
+//     (docs.aws.amazon.com/AmazonECS/latest/developerguide/task-iam-roles.html).
+//   - 169.254.169.253, 169.254.169.123: AWS VPC DNS and time sync.
+//   - 169.254.0.23: Tencent Cloud metadata (cloud.tencent.com/document/product/213/4934).
+//   - 169.254.42.42: Scaleway metadata (www.scaleway.com/en/docs/instances/).
+//   - 100.100.100.200: Alibaba Cloud metadata (www.alibabacloud.com/help/en/ecs/user-guide/
+//     view-instance-metadata).
+//   - 192.0.0.192: Oracle Cloud legacy metadata (docs.oracle.com/iaas/Content/Compute/Tasks/
+//     gettingmetadata.htm).
+//   - 168.63.129.16: Azure WireServer and platform DNS, health probes and the VM agent's
+//     channel (learn.microsoft.com/azure/virtual-network/what-is-ip-address-168-63-129-16).
+//   - 161.26.0.0/16: IBM Cloud's service network: DNS, NTP, metadata of classic infrastructure
+//     (cloud.ibm.com/docs/vpc?topic=vpc-service-endpoints-for-vpc).
+var metadataV4 = []block{
+	{prefix: mustPrefix("169.254.169.254/32"), reason: "link-local: cloud metadata"},
+	{prefix: mustPrefix("169.254.170.2/32"), reason: "link-local: aws ecs task metadata"},
+	{prefix: mustPrefix("169.254.169.253/32"), reason: "link-local: aws vpc dns"},
+	{prefix: mustPrefix("169.254.169.123/32"), reason: "link-local: aws time sync"},
+	{prefix: mustPrefix("169.254.0.23/32"), reason: "link-local: tencent cloud metadata"},
+	{prefix: mustPrefix("169.254.42.42/32"), reason: "link-local: scaleway metadata"},
+	{prefix: mustPrefix("100.100.100.200/32"), reason: "shared address space (cgnat): alibaba cloud metadata"},
+	{prefix: mustPrefix("192.0.0.192/32"), reason: "ietf protocol assignments: oracle cloud metadata"},
+	{prefix: mustPrefix("168.63.129.16/32"), reason: "platform: azure wireserver"},
+	{prefix: mustPrefix("161.26.0.0/16"), reason: "platform: ibm cloud service network"},
 }
 
 // v6Blocks are the IPv6 special-purpose blocks. Forms that embed an IPv4 address are refused when
@@ -183,21 +218,23 @@ var v4Blocks = []block{
 var v6Blocks = []block{
 	{prefix: mustPrefix("::/128"), reason: "unspecified"},
 	{prefix: mustPrefix("::1/128"), reason: "loopback"},
-	{prefix: mustPrefix("::/96"), reason: "ipv4-compatible"},               // deprecated by RFC 4291
-	{prefix: mustPrefix("::ffff:0:0:0/96"), reason: "ipv4-translated"},     // SIIT, RFC 2765
-	{prefix: mustPrefix("64:ff9b::/96"), reason: "nat64", embed: lastV4},   // RFC 6052 well-known
-	{prefix: mustPrefix("64:ff9b:1::/48"), reason: "nat64 local-use"},      // RFC 8215, not global
-	{prefix: mustPrefix("100::/64"), reason: "discard-only"},               // RFC 6666
-	{prefix: mustPrefix("2001::/32"), reason: "teredo", embed: teredoV4},   // RFC 4380
-	{prefix: mustPrefix("2001::/23"), reason: "ietf protocol assignments"}, // benchmarking, ORCHID ...
-	{prefix: mustPrefix("2001:db8::/32"), reason: "documentation"},         // RFC 3849
-	{prefix: mustPrefix("2002::/16"), reason: "6to4", embed: sixToFourV4},  // RFC 3056
-	{prefix: mustPrefix("3fff::/20"), reason: "documentation"},             // RFC 9637
-	{prefix: mustPrefix("5f00::/16"), reason: "srv6 sids"},                 // RFC 9602, not global
-	{prefix: mustPrefix("fc00::/7"), reason: "unique-local"},               // RFC 4193
-	{prefix: mustPrefix("fe80::/10"), reason: "link-local"},                // RFC 4291
-	{prefix: mustPrefix("fec0::/10"), reason: "site-local"},                // deprecated by RFC 3879
-	{prefix: mustPrefix("ff00::/8"), reason: "multicast"},                  // RFC 4291
+	{prefix: mustPrefix("::/96"), reason: "ipv4-compatible"},                        // deprecated by RFC 4291
+	{prefix: mustPrefix("::ffff:0:0:0/96"), reason: "ipv4-translated"},              // SIIT, RFC 2765
+	{prefix: mustPrefix("64:ff9b::/96"), reason: "nat64", embed: lastV4},            // RFC 6052 well-known
+	{prefix: mustPrefix("64:ff9b:1::/48"), reason: "nat64 local-use"},               // RFC 8215, not global
+	{prefix: mustPrefix("100::/64"), reason: "discard-only"},                        // RFC 6666
+	{prefix: mustPrefix("2001::/32"), reason: "teredo", embed: teredoV4},            // RFC 4380
+	{prefix: mustPrefix("2001::/23"), reason: "ietf protocol assignments"},          // benchmarking, ORCHID ...
+	{prefix: mustPrefix("2001:db8::/32"), reason: "documentation"},                  // RFC 3849
+	{prefix: mustPrefix("2002::/16"), reason: "6to4", embed: sixToFourV4},           // RFC 3056
+	{prefix: mustPrefix("3fff::/20"), reason: "documentation"},                      // RFC 9637
+	{prefix: mustPrefix("5f00::/16"), reason: "srv6 sids"},                          // RFC 9602, not global
+	{prefix: mustPrefix("fd00:ec2::254/128"), reason: "unique-local: aws metadata"}, // IMDS over IPv6
+	{prefix: mustPrefix("fd00:ec2::/32"), reason: "unique-local: aws platform"},     // DNS, time sync
+	{prefix: mustPrefix("fc00::/7"), reason: "unique-local"},                        // RFC 4193
+	{prefix: mustPrefix("fe80::/10"), reason: "link-local"},                         // RFC 4291
+	{prefix: mustPrefix("fec0::/10"), reason: "site-local"},                         // deprecated by RFC 3879
+	{prefix: mustPrefix("ff00::/8"), reason: "multicast"},                           // RFC 4291
 }
 
 // globalUnicast6 is where IANA allocates global IPv6 unicast; the rest is reserved.

@@ -45,6 +45,19 @@ func TestPolicyCheck(t *testing.T) {
 		{name: "multicast high", addr: "239.255.255.250", refused: true, reason: "multicast"},
 		{name: "reserved 240", addr: "240.0.0.1", refused: true, reason: "reserved"},
 		{name: "broadcast", addr: "255.255.255.255", refused: true, reason: "broadcast"},
+		// Cloud metadata and platform addresses (issue 19): the WireServer and IBM's service
+		// network are in no private range, and were allowed.
+		{name: "azure wireserver", addr: "168.63.129.16", refused: true, reason: "azure wireserver"},
+		{name: "azure wireserver mapped", addr: "::ffff:168.63.129.16", refused: true, reason: "azure wireserver"},
+		{name: "azure wireserver nat64", addr: "64:ff9b::a83f:8110", refused: true, reason: "azure wireserver"},
+		{name: "ibm service network", addr: "161.26.0.10", refused: true, reason: "ibm cloud"},
+		{name: "aws ecs task metadata", addr: "169.254.170.2", refused: true, reason: "aws ecs"},
+		{name: "alibaba metadata", addr: "100.100.100.200", refused: true, reason: "alibaba"},
+		{name: "oracle legacy metadata", addr: "192.0.0.192", refused: true, reason: "oracle"},
+		{name: "tencent metadata", addr: "169.254.0.23", refused: true, reason: "tencent"},
+		{name: "aws metadata v6", addr: "fd00:ec2::254", refused: true, reason: "aws metadata"},
+		{name: "next to the wireserver", addr: "168.63.129.17"},
+		{name: "next to ibm", addr: "161.27.0.1"},
 		// IPv4 allowed
 		{name: "public dns", addr: "8.8.8.8"},
 		{name: "public 1.1.1.1", addr: "1.1.1.1"},
@@ -184,6 +197,7 @@ func TestPolicyAllowAndDeny(t *testing.T) {
 		{name: "allowed loopback, 6to4 form stays refused", allow: pfx("127.0.0.1/32"), addr: "2002:7f00:1::", refused: true},
 		{name: "allowed as mapped prefix", allow: pfx("::ffff:10.0.0.0/104"), addr: "10.9.8.7"},
 		{name: "allowed intranet", allow: pfx("10.0.0.0/8"), addr: "10.1.2.3"},
+		{name: "allowed wireserver", allow: pfx("168.63.129.16/32"), addr: "168.63.129.16"},
 		{name: "allowed intranet, other private", allow: pfx("10.0.0.0/8"), addr: "192.168.0.1", refused: true},
 		{name: "allowed ula", allow: pfx("fd00::/8"), addr: "fd00::5"},
 		{name: "allowed link-local with zone", allow: pfx("fe80::/10"), addr: "fe80::1%eth0"},

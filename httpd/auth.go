@@ -39,6 +39,11 @@ func accessKey(ctx *fasthttp.RequestCtx, ps shotd.Params) string {
 	if v, ok := ps.Get("access_key"); ok && v != "" {
 		return v
 	}
+	return headerKey(ctx)
+}
+
+// headerKey is the key of the X-Access-Key or Authorization: Bearer header.
+func headerKey(ctx *fasthttp.RequestCtx) string {
 	if v := ctx.Request.Header.Peek("X-Access-Key"); len(v) > 0 {
 		return string(bytes.TrimSpace(v))
 	}
@@ -51,7 +56,19 @@ func accessKey(ctx *fasthttp.RequestCtx, ps shotd.Params) string {
 // authenticate checks the key, the account, the signature and expires, in that order. ps is every
 // parameter of the request (query and JSON body), as the signature covers them all.
 func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*principal, error) {
-	ak := accessKey(ctx, ps)
+	who, err := s.identify(accessKey(ctx, ps))
+	if err != nil {
+		return nil, err
+	}
+	if err := s.verify(ctx, who, ps); err != nil {
+		return nil, err
+	}
+	return who, nil
+}
+
+// identify finds the key ak and its account and plan: the checks that need no parameter but
+// the key, so that a request is refused before its body is parsed.
+func (s *Server) identify(ak string) (*principal, error) {
 	if ak == "" {
 		return nil, shotd.Errorf(shotd.CodeAccessKeyRequired, "send your access key as access_key, X-Access-Key or Authorization: Bearer")
 	}
@@ -66,7 +83,15 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*princ
 	case !account.EmailVerified:
 		return nil, shotd.Errorf(shotd.CodeEmailNotVerified, "verify the account's email address before using its keys")
 	}
+	plan, ok := s.plans[account.Plan]
+	if !ok {
+		return nil, shotd.Wrap(shotd.CodeInternalError, errors.New("account plan "+account.Plan+" is not configured"), "the account's plan is not configured")
+	}
+	return &principal{key: key, account: account, plan: plan}, nil
+}
 
+// verify checks the signature and expires of an identified request against all its parameters.
+func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps shotd.Params) error {
 	var expires int64
 	hasExpires := false
 	for _, p := range ps {
@@ -75,7 +100,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*princ
 		}
 		v, ferr := shotd.ParseOption(p)
 		if ferr != nil {
-			return nil, &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "expires: " + ferr.Message, Fields: []shotd.FieldError{*ferr}}
+			return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "expires: " + ferr.Message, Fields: []shotd.FieldError{*ferr}}
 		}
 		expires, hasExpires = int64(v.(int)), true
 	}
@@ -84,20 +109,15 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*princ
 	// The path as sent, which the router matched: fasthttp's Path() is decoded and cleaned, and
 	// /api/v1/files/..%2fjobs%2fx would verify a signature made for /api/v1/jobs/x.
 	switch path := string(ctx.URI().PathOriginal()); {
-	case signed && !shotd.VerifySignature(key.SecretKey, path, ps, sig):
-		return nil, shotd.Errorf(shotd.CodeSignatureInvalid, "the signature does not match this endpoint, its parameters and the key's secret")
-	case !signed && key.RequireSignature:
-		return nil, shotd.Errorf(shotd.CodeSignatureRequired, "this key requires signed requests")
+	case signed && !shotd.VerifySignature(who.key.SecretKey, path, ps, sig):
+		return shotd.Errorf(shotd.CodeSignatureInvalid, "the signature does not match this endpoint, its parameters and the key's secret")
+	case !signed && who.key.RequireSignature:
+		return shotd.Errorf(shotd.CodeSignatureRequired, "this key requires signed requests")
 	}
 	if hasExpires && s.now().Unix() > expires {
-		return nil, shotd.Errorf(shotd.CodeRequestExpired, "the request expired at %d", expires)
+		return shotd.Errorf(shotd.CodeRequestExpired, "the request expired at %d", expires)
 	}
-
-	plan, ok := s.plans[account.Plan]
-	if !ok {
-		return nil, shotd.Wrap(shotd.CodeInternalError, errors.New("account plan "+account.Plan+" is not configured"), "the account's plan is not configured")
-	}
-	return &principal{key: key, account: account, plan: plan}, nil
+	return nil
 }
 
 // statusParams validates the query of a status endpoint: only the authentication parameters.

@@ -2,9 +2,9 @@ package httpd
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/markdown"
 	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
@@ -66,7 +67,19 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 // judged when the job renders (the guard refuses a private address there: host_not_allowed; a
 // name that does not resolve: navigation_failed), and the webhook dialer checks every address
 // it connects to.
+//
+// A markdown source is converted here, before it can take a browser slot or a queue place: past
+// the converter's limits, or not converted in time, it is refused (content_too_large) now; the
+// renderer's own conversion then finds the page in the converter's cache.
 func (s *Server) checkTargets(o *shotd.Options, index int) error {
+	if o.Markdown != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), markdown.ConvertTimeout)
+		_, err := markdown.Convert(ctx, o.Markdown, o.DarkMode)
+		cancel()
+		if err != nil {
+			return err
+		}
+	}
 	if s.urls == nil {
 		return nil
 	}
@@ -188,41 +201,63 @@ func (s *Server) bulkItems(ctx *fasthttp.RequestCtx) ([]*shotd.Options, error) {
 	if mt, _, _ := bytes.Cut(ct, []byte(";")); !bytes.EqualFold(bytes.TrimSpace(mt), []byte("application/json")) {
 		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "send the bulk body as a JSON object with Content-Type: application/json")
 	}
-	var body struct {
-		Requests *[]json.RawMessage `json:"requests"`
-		Defaults json.RawMessage    `json:"defaults"`
+	// Split as slices of the body, stopping past the item limit: decoding the list first cost a
+	// copy of every item, however many there were.
+	const shape = "the body must be a JSON object {\"requests\": [...], \"defaults\": {...}}"
+	members, kind, more, err := shotd.SplitJSON(ctx.PostBody(), 2)
+	if err != nil || kind != '{' || more {
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
 	}
-	dec := json.NewDecoder(bytes.NewReader(ctx.PostBody()))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&body); err != nil || dec.More() {
-		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "the body must be a JSON object {\"requests\": [...], \"defaults\": {...}}")
+	var requests, defaultsRaw []byte
+	for _, m := range members {
+		switch m.Name {
+		case "requests":
+			requests = m.Value
+		case "defaults":
+			defaultsRaw = m.Value
+		default:
+			return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
+		}
 	}
-	if body.Requests == nil {
+	if requests == nil || string(requests) == "null" {
 		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "the body has no requests list")
 	}
-	n := len(*body.Requests)
-	if n == 0 || (s.set.BulkMaxItems > 0 && n > s.set.BulkMaxItems) {
-		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "requests must hold 1 to %d items, got %d", s.set.BulkMaxItems, n)
+	maxItems := s.set.BulkMaxItems
+	if maxItems <= 0 {
+		maxItems = 1 << 30
 	}
+	items, kind, more, _ := shotd.SplitJSON(requests, maxItems)
+	if kind != '[' {
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
+	}
+	n := len(items)
+	if n == 0 || more {
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "requests must hold 1 to %d items", s.set.BulkMaxItems)
+	}
+	lim := shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes}
 	var defaults shotd.Params
-	if len(body.Defaults) > 0 && string(body.Defaults) != "null" {
-		d, err := shotd.ParamsFromJSON(body.Defaults)
-		if err != nil {
+	if len(defaultsRaw) > 0 && string(defaultsRaw) != "null" {
+		d, err := shotd.ReadJSONParams(defaultsRaw, lim)
+		if e := shotd.AsError(err); e != nil && e.Code == shotd.CodeInvalidRequest {
 			return nil, shotd.Errorf(shotd.CodeInvalidRequest, "defaults must be a JSON object of options")
+		} else if e != nil {
+			return nil, e // a limit of the stream: the whole request is refused
 		}
 		defaults = d
 	}
 	var errs []shotd.FieldError
 	opts := make([]*shotd.Options, 0, n)
-	for i, raw := range *body.Requests {
+	for i, raw := range items {
 		index := i
-		item, err := shotd.ParamsFromJSON(raw)
-		if err != nil {
+		item, err := shotd.ReadJSONParams(raw.Value, lim)
+		if shotd.CodeOf(err) == shotd.CodeInvalidRequest {
 			errs = append(errs, shotd.FieldError{Field: "requests", Message: "each item must be a JSON object of options", Index: &index})
 			continue
 		}
-		ps := mergeDefaults(item, defaults)
-		o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+		var o *shotd.Options
+		if err == nil {
+			o, err = shotd.ParseOptions(mergeDefaults(item, defaults), lim)
+		}
 		if err == nil {
 			err = s.checkTargets(o, index)
 		}

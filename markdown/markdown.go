@@ -17,6 +17,7 @@ import (
 	"github.com/yuin/goldmark/parser"
 	goldhtml "github.com/yuin/goldmark/renderer/html"
 	"github.com/yuin/goldmark/text"
+	"github.com/yuin/goldmark/util"
 )
 
 // The chroma styles of code blocks. Both are written as CSS once; the page picks one with a media
@@ -38,7 +39,8 @@ var converter = sync.OnceValue(func() goldmark.Markdown {
 				highlighting.WithFormatOptions(chromahtml.WithClasses(true)),
 			),
 		),
-		goldmark.WithParserOptions(parser.WithAutoHeadingID()),
+		goldmark.WithParserOptions(parser.WithAutoHeadingID(),
+			parser.WithASTTransformers(util.Prioritized(plainLargeCode{}, 1000))),
 		goldmark.WithRendererOptions(goldhtml.WithUnsafe()),
 	)
 })
@@ -61,8 +63,12 @@ func chromaCSS(name string) string {
 
 // ToHTML renders Markdown src as a complete HTML page. With dark the page always uses the dark
 // palette; otherwise it follows prefers-color-scheme, so an emulated dark preference still turns
-// it dark. The error is an internal_error *shotd.Error; valid or not, any text is Markdown.
-func ToHTML(src string, dark bool) (string, error) {
+// it dark. Valid or not, any text is Markdown; the error is a *shotd.Error: content_too_large
+// for a source past the limits of Check or not converted within ConvertTimeout (see Convert).
+func ToHTML(src string, dark bool) (string, error) { return convertWithin(src, dark) }
+
+// convert is ToHTML without limits, which Convert runs in a goroutine of its own.
+func convert(src string, dark bool) (string, error) {
 	source := []byte(src)
 	md := converter()
 	doc := md.Parser().Parse(text.NewReader(source))

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -232,7 +234,10 @@ func bootstrap(st *store.Store, cfg *config.Config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create default account: %w", err)
 	}
-	key, err := st.CreateKey(acc.ID, "default", false)
+	// Reachable from elsewhere, a key that works unsigned works for whoever sees one link; on
+	// loopback the newcomer's first curl matters more.
+	requireSig := !loopbackURL(cfg.PublicURL)
+	key, err := st.CreateKey(acc.ID, "default", requireSig)
 	if err != nil {
 		return fmt.Errorf("create default key: %w", err)
 	}
@@ -241,10 +246,32 @@ First start: created account "default" (plan default) with one key. Keep the sec
   access key: %s
   secret key: %s
   admin token: stored in %s
-Try: curl -o shot.png "%s/api/v1/screenshot?access_key=%s&url=https://example.com"
+`, key.AccessKey, key.SecretKey, filepath.Join(cfg.DataDir, "admin_token"))
+	if requireSig {
+		fmt.Fprintf(out, `The key requires signed requests, as public_url (%s) is not a loopback address: see
+"Signed requests" in the README, and give signed links an expires.
 
-`, key.AccessKey, key.SecretKey, filepath.Join(cfg.DataDir, "admin_token"), cfg.PublicURL, key.AccessKey)
+`, cfg.PublicURL)
+		return nil
+	}
+	fmt.Fprintf(out, `Try: curl -o shot.png "%s/api/v1/screenshot?access_key=%s&url=https://example.com"
+
+`, cfg.PublicURL, key.AccessKey)
 	return nil
+}
+
+// loopbackURL reports whether the host of raw is a loopback address or localhost.
+func loopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	h := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+		return true
+	}
+	a, err := netip.ParseAddr(h)
+	return err == nil && a.Unmap().IsLoopback()
 }
 
 // adminToken reads the generated admin token from data_dir, creating it at first start.

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/store"
+)
+
+// TestBootstrapDefaultKey: the key created at first start requires signatures unless the
+// service is only reachable on loopback (issue 19): a key that works unsigned works for whoever
+// sees one link.
+func TestBootstrapDefaultKey(t *testing.T) {
+	cases := []struct {
+		name      string
+		publicURL string
+		signed    bool
+	}{
+		{"loopback", "http://127.0.0.1:8080", false},
+		{"localhost", "http://localhost:8080", false},
+		{"loopback v6", "http://[::1]:8080", false},
+		{"public name", "https://shots.example.com", true},
+		{"private address", "http://10.0.0.5:8080", true},
+		{"all interfaces", "http://0.0.0.0:8080", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			st, err := store.Open(dir, zerolog.Nop())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close(t.Context())
+			cfg := config.Default()
+			cfg.DataDir, cfg.PublicURL = dir, c.publicURL
+			var out bytes.Buffer
+			if err := bootstrap(st, cfg, &out); err != nil {
+				t.Fatal(err)
+			}
+			keys, err := st.Keys("default")
+			if err != nil || len(keys) != 1 {
+				t.Fatalf("keys %v, %v", keys, err)
+			}
+			if keys[0].RequireSignature != c.signed {
+				t.Fatalf("require_signature %v, want %v", keys[0].RequireSignature, c.signed)
+			}
+			if c.signed != strings.Contains(out.String(), "requires signed requests") {
+				t.Fatalf("first-start message does not say it:\n%s", out.String())
+			}
+		})
+	}
+}
