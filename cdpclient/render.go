@@ -732,7 +732,8 @@ func (r *render) fail(ctx, rctx context.Context, stepName string, err error) *sh
 	case ctx.Err() != nil:
 		e = shotd.Wrap(shotd.CodeInternalError, cause, "the render was cancelled")
 	case errors.As(err, &e):
-	case r.p.life.Err() != nil:
+	case r.p.life.Err() != nil, errors.Is(context.Cause(rctx), errTabGone):
+		// The tab's connection closes first when the whole browser goes.
 		e = shotd.Wrap(shotd.CodeRendererUnavailable, cause, "the browser stopped during the render")
 	case isConnClosed(err):
 		e = shotd.Wrap(shotd.CodeInternalError, cause, "the tab's connection closed during the render")
