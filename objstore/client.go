@@ -36,6 +36,7 @@ type Config struct {
 	SecretAccessKey shotd.Secret
 	Addressing      string // AddressingAuto when ""
 	CAFile          string // PEM roots trusted for an https endpoint besides the system's
+	Prefix          string // put before every key, such as "shotd/"
 	// Attempts is how many times Put tries (1 = once); a refusal by the guard or an answer of the
 	// storage that another try cannot change (credentials, bucket) is not tried again.
 	Attempts int
@@ -145,7 +146,7 @@ func (c *Client) Put(ctx context.Context, key string, data []byte, po PutOptions
 	pause := c.cfg.Backoff
 	var err error
 	for attempt := 1; ; attempt++ {
-		_, err = c.mc.PutObject(ctx, c.cfg.Bucket, key, bytes.NewReader(data), int64(len(data)), opts)
+		_, err = c.mc.PutObject(ctx, c.cfg.Bucket, c.cfg.Prefix+key, bytes.NewReader(data), int64(len(data)), opts)
 		if err == nil {
 			return nil
 		}
@@ -166,7 +167,7 @@ func (c *Client) Put(ctx context.Context, key string, data []byte, po PutOptions
 // Download copies key into an unlinked temporary file in dir and returns it at offset 0: the
 // caller streams it as it streams a file of data_dir, and closing it frees the space.
 func (c *Client) Download(ctx context.Context, key, dir string) (*os.File, error) {
-	obj, err := c.mc.GetObject(ctx, c.cfg.Bucket, key, minio.GetObjectOptions{})
+	obj, err := c.mc.GetObject(ctx, c.cfg.Bucket, c.cfg.Prefix+key, minio.GetObjectOptions{})
 	if err != nil {
 		return nil, c.fail(err, "download")
 	}
@@ -189,7 +190,7 @@ func (c *Client) Download(ctx context.Context, key, dir string) (*os.File, error
 
 // Remove deletes key; a key that is already gone is no error.
 func (c *Client) Remove(ctx context.Context, key string) error {
-	if err := c.mc.RemoveObject(ctx, c.cfg.Bucket, key, minio.RemoveObjectOptions{}); err != nil {
+	if err := c.mc.RemoveObject(ctx, c.cfg.Bucket, c.cfg.Prefix+key, minio.RemoveObjectOptions{}); err != nil {
 		return c.fail(err, "remove")
 	}
 	return nil
@@ -202,7 +203,7 @@ const MaxPresign = 7 * 24 * time.Hour
 // With Config.Region set it is computed locally; without, the region is asked once.
 func (c *Client) Presign(ctx context.Context, key string, expiry time.Duration) (string, error) {
 	expiry = min(max(expiry, time.Second), MaxPresign)
-	u, err := c.mc.PresignedGetObject(ctx, c.cfg.Bucket, key, expiry.Round(time.Second), nil)
+	u, err := c.mc.PresignedGetObject(ctx, c.cfg.Bucket, c.cfg.Prefix+key, expiry.Round(time.Second), nil)
 	if err != nil {
 		return "", c.fail(err, "presign")
 	}
@@ -212,7 +213,7 @@ func (c *Client) Presign(ctx context.Context, key string, expiry time.Duration) 
 // Location is the address of key in the bucket, as its owner would write it: no signature, so
 // it opens only where the object is public.
 func (c *Client) Location(key string) string {
-	segs := strings.Split(key, "/")
+	segs := strings.Split(c.cfg.Prefix+key, "/")
 	for i, s := range segs {
 		segs[i] = url.PathEscape(s)
 	}
@@ -262,4 +263,10 @@ func (c *Client) classify(err error, what string) (e *shotd.Error, again bool) {
 	st := resp.StatusCode
 	again = resp.Code == "" || st >= 500 || st == http.StatusTooManyRequests || st == http.StatusRequestTimeout
 	return &shotd.Error{Code: shotd.CodeStorageFailed, Message: msg, Cause: err}, again
+}
+
+// PutContent is Put with a content type alone: store.Remote for the service's bucket, whose keys
+// get Config.Prefix.
+func (c *Client) PutContent(ctx context.Context, key string, data []byte, contentType string) error {
+	return c.Put(ctx, key, data, PutOptions{ContentType: contentType})
 }

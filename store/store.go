@@ -57,6 +57,7 @@ type Store struct {
 	cache *KeyCache
 
 	filesDir string  // dataDir/files: rendered files, one per file id
+	remote   Remote  // nil: files live in filesDir; see UseRemote
 	sw       sweeper // removes expired files and cache entries
 
 	closeOnce sync.Once

@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/shotd/shotd"
+)
+
+// Remote is the service's own bucket ([storage.s3]): objstore.Client implements it. Keys are
+// file ids; the client adds its prefix.
+type Remote interface {
+	PutContent(ctx context.Context, key string, data []byte, contentType string) error
+	// Download returns the object in an unlinked temporary file in dir, at offset 0.
+	Download(ctx context.Context, key, dir string) (*os.File, error)
+	Remove(ctx context.Context, key string) error
+	Presign(ctx context.Context, key string, expiry time.Duration) (string, error)
+}
+
+// remoteTimeout bounds one call to the bucket; Put's retries are inside it.
+const remoteTimeout = 2 * time.Minute
+
+// UseRemote keeps every file stored from now on in r instead of data_dir/files, with the same
+// expiry: records still live in bbolt, the sweeper removes the objects of expired records, and
+// Result links to a file with a presigned GET valid until it expires. Files stored before stay
+// where they are. Call it once, before the store is used.
+func (s *Store) UseRemote(r Remote) { s.remote = r }
+
+func (s *Store) putRemote(rec FileRecord, data []byte) error {
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	if err := s.remote.PutContent(ctx, rec.FileID, data, rec.ContentType); err != nil {
+		// Already storage_failed (or host_not_allowed) with a safe message: keep its code.
+		return fmt.Errorf("store: put file %s: %w", rec.FileID, err)
+	}
+	return nil
+}
+
+// removeRemote takes back an upload whose record was not written.
+func (s *Store) removeRemote(rec FileRecord) {
+	if !rec.Remote || s.remote == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	if err := s.remote.Remove(ctx, rec.FileID); err != nil {
+		s.log.Warn().Err(err).Str("file", rec.FileID).Msg("remove an upload without its record")
+	}
+}
+
+func (s *Store) openRemote(rec FileRecord) (*os.File, error) {
+	if s.remote == nil {
+		return nil, fmt.Errorf("store: file %s is in a bucket and [storage.s3] is not configured: %w", rec.FileID, ErrNotFound)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	f, err := s.remote.Download(ctx, rec.FileID, s.filesDir)
+	if err != nil {
+		return nil, fmt.Errorf("store: file %s: %w: %w", rec.FileID, ErrNotFound, err)
+	}
+	return f, nil
+}
+
+// sweepRemote removes the object of an expired record; removing one that is not there (a file
+// of data_dir, or one already gone) is no error.
+func (s *Store) sweepRemote(fileID string) error {
+	if s.remote == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
+	defer cancel()
+	if err := s.remote.Remove(ctx, fileID); err != nil {
+		return fmt.Errorf("store: sweep object %s: %w", fileID, err)
+	}
+	return nil
+}
+
+// ResultOf describes rec as a render result (the package function ResultOf), linking to a file
+// of the service's bucket with a presigned GET valid until the file expires (at most 7 days,
+// the longest a SigV4 link lives; a cache hit later gets a fresh one). When the link cannot be
+// made, the result keeps the files endpoint, which serves the object too.
+func (s *Store) ResultOf(rec FileRecord, cache string) JobResult {
+	r := ResultOf(rec, cache)
+	if !rec.Remote || s.remote == nil {
+		return r
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	link, err := s.remote.Presign(ctx, rec.FileID, time.Until(rec.ExpiresAt))
+	if err != nil {
+		s.log.Warn().Err(err).Str("file", rec.FileID).Msg("presign; the result links to the files endpoint")
+		return r
+	}
+	r.URL = link
+	return r
+}
+
+// StoredError is the error of a failed PutFile as a client sees it: storage_failed when the
+// service's bucket refused or did not answer, internal_error otherwise.
+func StoredError(err error) error {
+	var e *shotd.Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored")
+}
