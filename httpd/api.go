@@ -232,6 +232,10 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 // streamFile sends a stored file with its Content-Type.
 func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
 	f, err := s.files.OpenFile(rec)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.fail(ctx, store.StoredError(err)) // the service's bucket did not answer: retry, not gone
+		return
+	}
 	if err != nil {
 		s.fail(ctx, shotd.Wrap(shotd.CodeFileNotFound, err, "the file is gone"))
 		return

@@ -43,6 +43,9 @@ type Config struct {
 	Backoff  time.Duration // pause before the second try, doubled after each
 }
 
+// ErrNoSuchKey is wrapped in the error of a Download whose object is not in the bucket.
+var ErrNoSuchKey = errors.New("objstore: no such key")
+
 // Dialer dials a TCP connection: the egress guard's DialContext, so that every connection to an
 // endpoint is checked against the address policy and dials only the checked address.
 type Dialer func(ctx context.Context, network, address string) (net.Conn, error)
@@ -252,6 +255,7 @@ func (c *Client) classify(err error, what string) (e *shotd.Error, again bool) {
 		msg = fmt.Sprintf("the storage refused the credentials for bucket %q (%s)", c.cfg.Bucket, resp.Code)
 	case "NoSuchKey":
 		msg = "the object is not in the bucket"
+		err = fmt.Errorf("%w: %w", ErrNoSuchKey, err)
 	}
 	if msg == "" && (resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized) {
 		// Other servers name a refused key in their own words.

@@ -313,3 +313,75 @@ func TestSealer(t *testing.T) {
 		})
 	}
 }
+
+// TestTLSAndAddressing uploads over https with a private CA, and by virtual host, to real
+// servers.
+func TestTLSAndAddressing(t *testing.T) {
+	tlsSrv := s3test.StartWith(t, s3test.Options{TLS: true}, "shots")
+	vhSrv := s3test.StartWith(t, s3test.Options{VirtualDomain: "localhost"}, "shots")
+	_, vhPort, _ := strings.Cut(vhSrv.Addr, ":")
+	// localhost is both loopback addresses: the guard refuses a name if it refuses any of them.
+	both := egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}), nil)
+	cases := []struct {
+		name       string
+		srv        *s3test.Server
+		endpoint   string
+		addressing string
+		caFile     string
+		dial       Dialer
+		location   string // prefix; "" = the upload fails with storage_failed
+	}{
+		{"https with the private CA", tlsSrv, tlsSrv.Endpoint(), AddressingPath, tlsSrv.CAFile, guard().DialContext, tlsSrv.Endpoint() + "/shots/k"},
+		{"https without it", tlsSrv, tlsSrv.Endpoint(), AddressingPath, "", guard().DialContext, ""},
+		{"virtual host", vhSrv, "http://localhost:" + vhPort, AddressingVirtual, "", both.DialContext, "http://shots.localhost:" + vhPort + "/k"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			cl, err := New(Config{Endpoint: c.endpoint, Region: s3test.Region, Bucket: "shots", Addressing: c.addressing, CAFile: c.caFile,
+				AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}, c.dial)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			err = cl.Put(context.Background(), "k", []byte("v"), PutOptions{ContentType: "text/plain"})
+			if c.location == "" {
+				if shotd.CodeOf(err) != shotd.CodeStorageFailed {
+					t.Fatalf("got %v, want storage_failed", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, err := c.srv.Object("shots", "k"); err != nil || string(got) != "v" {
+				t.Fatalf("object: %v %q", err, got)
+			}
+			if loc := cl.Location("k"); loc != c.location {
+				t.Fatalf("location %s, want %s", loc, c.location)
+			}
+		})
+	}
+}
+
+// TestACLAndClass: storage_acl and storage_class travel with the upload.
+func TestACLAndClass(t *testing.T) {
+	srv := s3test.Start(t, "shots")
+	cases := []struct{ name, acl, class string }{
+		{"acl private", "private", ""},
+		{"class standard", "", "STANDARD"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			kv := []string{"storage_path", "acl-" + strings.ReplaceAll(c.name, " ", "-")}
+			if c.acl != "" {
+				kv = append(kv, "storage_acl", c.acl)
+			}
+			if c.class != "" {
+				kv = append(kv, "storage_class", c.class)
+			}
+			if _, err := uploader(1).Upload(context.Background(), storeOptions(t, srv.Endpoint(), kv...), output([]byte("x"))); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}

@@ -8,13 +8,15 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/objstore"
 )
 
 // Remote is the service's own bucket ([storage.s3]): objstore.Client implements it. Keys are
 // file ids; the client adds its prefix.
 type Remote interface {
 	PutContent(ctx context.Context, key string, data []byte, contentType string) error
-	// Download returns the object in an unlinked temporary file in dir, at offset 0.
+	// Download returns the object in an unlinked temporary file in dir, at offset 0; an error
+	// wrapping objstore.ErrNoSuchKey when it is not there.
 	Download(ctx context.Context, key, dir string) (*os.File, error)
 	Remove(ctx context.Context, key string) error
 	Presign(ctx context.Context, key string, expiry time.Duration) (string, error)
@@ -58,8 +60,12 @@ func (s *Store) openRemote(rec FileRecord) (*os.File, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
 	f, err := s.remote.Download(ctx, rec.FileID, s.filesDir)
-	if err != nil {
+	if errors.Is(err, objstore.ErrNoSuchKey) {
 		return nil, fmt.Errorf("store: file %s: %w: %w", rec.FileID, ErrNotFound, err)
+	}
+	if err != nil {
+		// The bucket did not answer: not a missing file, which a client would take for good.
+		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, err)
 	}
 	return f, nil
 }

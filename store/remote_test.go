@@ -1,6 +1,7 @@
 package store
 
 import (
+	"errors"
 	"io"
 	"net/http"
 	"net/netip"
@@ -139,4 +140,42 @@ func countFiles(t *testing.T, s *Store) int {
 		t.Fatal(err)
 	}
 	return n
+}
+
+// TestRemoteOpen: an object gone from the bucket is a missing file (file_not_found); a bucket
+// that does not answer is not (storage_failed: the file may well be there).
+func TestRemoteOpen(t *testing.T) {
+	cases := []struct {
+		name     string
+		breakIt  func(*s3test.Server, FileRecord)
+		notFound bool
+	}{
+		{"object removed", func(s *s3test.Server, rec FileRecord) {
+			if err := os.Remove(filepath.Join(s.Root, "files", "shotd", rec.FileID)); err != nil {
+				t.Fatal(err)
+			}
+		}, true},
+		{"server down", func(s *s3test.Server, _ FileRecord) { s.Stop() }, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			s, srv := remoteStore(t)
+			rec, err := s.PutFile("acc1", pngOutput("x"), time.Hour)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.breakIt(srv, rec)
+			f, err := s.OpenFile(rec)
+			if err == nil {
+				f.Close()
+				t.Fatal("opened")
+			}
+			if got := errors.Is(err, ErrNotFound); got != c.notFound {
+				t.Fatalf("ErrNotFound %v, want %v: %v", got, c.notFound, err)
+			}
+			if !c.notFound && shotd.CodeOf(StoredError(err)) != shotd.CodeStorageFailed {
+				t.Fatalf("got %v, want storage_failed", err)
+			}
+		})
+	}
 }

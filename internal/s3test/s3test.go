@@ -2,6 +2,7 @@ package s3test
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -74,11 +75,24 @@ func Binary() (string, error) {
 	return binPath, buildErr
 }
 
+// Options change how a Server listens.
+type Options struct {
+	// TLS serves https with a certificate for 127.0.0.1 and localhost, signed by a CA of the
+	// test written to Server.CAFile.
+	TLS bool
+	// VirtualDomain accepts virtual-host requests (bucket.VirtualDomain:port), as with
+	// "localhost", which resolves to loopback for every subdomain.
+	VirtualDomain string
+}
+
 // Server is one versitygw process serving the buckets under Root.
 type Server struct {
-	Root string // one directory per bucket
-	Addr string // 127.0.0.1:port
-	t    testing.TB
+	Root   string // one directory per bucket
+	Addr   string // 127.0.0.1:port
+	CAFile string // with Options.TLS: the PEM of the CA that signed the server's certificate
+	opts   Options
+	args   []string
+	t      testing.TB
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -89,7 +103,22 @@ type Server struct {
 // it when the test ends. buckets are created empty.
 func Start(t testing.TB, buckets ...string) *Server {
 	t.Helper()
-	s := &Server{Root: t.TempDir(), t: t}
+	return StartWith(t, Options{}, buckets...)
+}
+
+// StartWith is Start with opts.
+func StartWith(t testing.TB, opts Options, buckets ...string) *Server {
+	t.Helper()
+	s := &Server{Root: t.TempDir(), t: t, opts: opts}
+	if opts.TLS {
+		dir := t.TempDir()
+		cert, key, ca := writeCerts(t, dir)
+		s.CAFile = ca
+		s.args = append(s.args, "--cert", cert, "--key", key)
+	}
+	if opts.VirtualDomain != "" {
+		s.args = append(s.args, "--virtual-domain", opts.VirtualDomain)
+	}
 	for _, b := range buckets {
 		s.CreateBucket(b)
 	}
@@ -98,8 +127,13 @@ func Start(t testing.TB, buckets ...string) *Server {
 	return s
 }
 
-// Endpoint is the server's http endpoint.
-func (s *Server) Endpoint() string { return "http://" + s.Addr }
+// Endpoint is the server's endpoint, https with Options.TLS.
+func (s *Server) Endpoint() string {
+	if s.opts.TLS {
+		return "https://" + s.Addr
+	}
+	return "http://" + s.Addr
+}
 
 // CreateBucket makes an empty bucket: with the posix backend a bucket is a directory.
 func (s *Server) CreateBucket(name string) {
@@ -131,8 +165,8 @@ func (s *Server) Restart() {
 }
 
 func (s *Server) start(bin, addr string) error {
-	cmd := exec.Command(bin, "--port", addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region,
-		"--quiet", "posix", "--nometa", s.Root)
+	args := append([]string{"--port", addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region, "--quiet"}, s.args...)
+	cmd := exec.Command(bin, append(args, "posix", "--nometa", s.Root)...)
 	cmd.Stdout, cmd.Stderr = io.Discard, &prefixWriter{t: s.t}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -141,14 +175,20 @@ func (s *Server) start(bin, addr string) error {
 	done := make(chan struct{})
 	go func() { _ = cmd.Wait(); close(done) }()
 	// Ready when it answers HTTP at all (an anonymous request is refused with 403: still up).
-	client := &http.Client{Timeout: time.Second}
+	// No certificate check: this only waits for the port to answer.
+	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	defer client.CloseIdleConnections()
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); {
 		select {
 		case <-done:
 			return errors.New("exited at start")
 		default:
 		}
-		if resp, err := client.Get("http://" + addr + "/"); err == nil {
+		scheme := "http://"
+		if s.opts.TLS {
+			scheme = "https://"
+		}
+		if resp, err := client.Get(scheme + addr + "/"); err == nil {
 			resp.Body.Close()
 			s.mu.Lock()
 			s.cmd, s.done, s.Addr = cmd, done, addr
