@@ -107,7 +107,7 @@ func TestUploadRefusals(t *testing.T) {
 	srv := s3test.Start(t, "shots")
 	stopped := s3test.Start(t, "shots")
 	stopped.Stop()
-	_, port, _ := strings.Cut(srv.Addr, ":")
+	_, port, _ := strings.Cut(srv.Addr(), ":")
 	cases := []struct {
 		name string
 		o    *shotd.Options
@@ -155,7 +155,7 @@ func TestServerStopsMidUpload(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			srv := s3test.Start(t, "shots")
-			relay := s3test.StartRelay(t, func() string { return srv.Addr }, 64<<10, func() {
+			relay := s3test.StartRelay(t, srv.Addr, 64<<10, func() {
 				srv.Stop()
 				if c.restart {
 					srv.Restart()
@@ -319,7 +319,7 @@ func TestSealer(t *testing.T) {
 func TestTLSAndAddressing(t *testing.T) {
 	tlsSrv := s3test.StartWith(t, s3test.Options{TLS: true}, "shots")
 	vhSrv := s3test.StartWith(t, s3test.Options{VirtualDomain: "localhost"}, "shots")
-	_, vhPort, _ := strings.Cut(vhSrv.Addr, ":")
+	_, vhPort, _ := strings.Cut(vhSrv.Addr(), ":")
 	// localhost is both loopback addresses: the guard refuses a name if it refuses any of them.
 	both := egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("::1/128")}), nil)
 	cases := []struct {

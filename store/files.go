@@ -100,7 +100,7 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 		ExpiresAt:   created.Add(max(ttl, cacheTTL)),
 		// The location is kept only when it was asked for: the answer shows what the record has.
 		StorageLocation: out.StorageLocation,
-		Remote:          s.remote != nil,
+		Remote:          s.bucket() != nil,
 	}
 	path := s.filePath(rec.FileID)
 	if rec.Remote {

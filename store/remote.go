@@ -29,12 +29,21 @@ const remoteTimeout = 2 * time.Minute
 // expiry: records still live in bbolt, the sweeper removes the objects of expired records, and
 // Result links to a file with a presigned GET valid until it expires. Files stored before stay
 // where they are. Call it once, before the store is used.
-func (s *Store) UseRemote(r Remote) { s.remote = r }
+func (s *Store) UseRemote(r Remote) { s.remote.Store(&r) }
+
+// bucket is the Remote of UseRemote, nil without one. An atomic: the sweeper reads it from its
+// goroutine, which Open started before UseRemote.
+func (s *Store) bucket() Remote {
+	if r := s.remote.Load(); r != nil {
+		return *r
+	}
+	return nil
+}
 
 func (s *Store) putRemote(rec FileRecord, data []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	if err := s.remote.PutContent(ctx, rec.FileID, data, rec.ContentType); err != nil {
+	if err := s.bucket().PutContent(ctx, rec.FileID, data, rec.ContentType); err != nil {
 		// Already storage_failed (or host_not_allowed) with a safe message: keep its code.
 		return fmt.Errorf("store: put file %s: %w", rec.FileID, err)
 	}
@@ -43,23 +52,25 @@ func (s *Store) putRemote(rec FileRecord, data []byte) error {
 
 // removeRemote takes back an upload whose record was not written.
 func (s *Store) removeRemote(rec FileRecord) {
-	if !rec.Remote || s.remote == nil {
+	r := s.bucket()
+	if !rec.Remote || r == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	if err := s.remote.Remove(ctx, rec.FileID); err != nil {
+	if err := r.Remove(ctx, rec.FileID); err != nil {
 		s.log.Warn().Err(err).Str("file", rec.FileID).Msg("remove an upload without its record")
 	}
 }
 
 func (s *Store) openRemote(rec FileRecord) (*os.File, error) {
-	if s.remote == nil {
+	r := s.bucket()
+	if r == nil {
 		return nil, fmt.Errorf("store: file %s is in a bucket and [storage.s3] is not configured: %w", rec.FileID, ErrNotFound)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	f, err := s.remote.Download(ctx, rec.FileID, s.filesDir)
+	f, err := r.Download(ctx, rec.FileID, s.filesDir)
 	if errors.Is(err, objstore.ErrNoSuchKey) {
 		return nil, fmt.Errorf("store: file %s: %w: %w", rec.FileID, ErrNotFound, err)
 	}
@@ -73,12 +84,13 @@ func (s *Store) openRemote(rec FileRecord) (*os.File, error) {
 // sweepRemote removes the object of an expired record; removing one that is not there (a file
 // of data_dir, or one already gone) is no error.
 func (s *Store) sweepRemote(fileID string) error {
-	if s.remote == nil {
+	r := s.bucket()
+	if r == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
-	if err := s.remote.Remove(ctx, fileID); err != nil {
+	if err := r.Remove(ctx, fileID); err != nil {
 		return fmt.Errorf("store: sweep object %s: %w", fileID, err)
 	}
 	return nil
@@ -90,12 +102,13 @@ func (s *Store) sweepRemote(fileID string) error {
 // made, the result keeps the files endpoint, which serves the object too.
 func (s *Store) ResultOf(rec FileRecord, cache string) JobResult {
 	r := ResultOf(rec, cache)
-	if !rec.Remote || s.remote == nil {
+	bucket := s.bucket()
+	if !rec.Remote || bucket == nil {
 		return r
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	link, err := s.remote.Presign(ctx, rec.FileID, time.Until(rec.ExpiresAt))
+	link, err := bucket.Presign(ctx, rec.FileID, time.Until(rec.ExpiresAt))
 	if err != nil {
 		s.log.Warn().Err(err).Str("file", rec.FileID).Msg("presign; the result links to the files endpoint")
 		return r

@@ -88,15 +88,22 @@ type Options struct {
 // Server is one versitygw process serving the buckets under Root.
 type Server struct {
 	Root   string // one directory per bucket
-	Addr   string // 127.0.0.1:port
 	CAFile string // with Options.TLS: the PEM of the CA that signed the server's certificate
 	opts   Options
 	args   []string
 	t      testing.TB
 
 	mu   sync.Mutex
+	addr string // 127.0.0.1:port
 	cmd  *exec.Cmd
 	done chan struct{}
+}
+
+// Addr is the address the server listens on (127.0.0.1:port); Restart may change it.
+func (s *Server) Addr() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
 }
 
 // Start builds (once) and starts versitygw on a free loopback port with a fresh root, and stops
@@ -130,9 +137,9 @@ func StartWith(t testing.TB, opts Options, buckets ...string) *Server {
 // Endpoint is the server's endpoint, https with Options.TLS.
 func (s *Server) Endpoint() string {
 	if s.opts.TLS {
-		return "https://" + s.Addr
+		return "https://" + s.Addr()
 	}
-	return "http://" + s.Addr
+	return "http://" + s.Addr()
 }
 
 // CreateBucket makes an empty bucket: with the posix backend a bucket is a directory.
@@ -150,7 +157,7 @@ func (s *Server) Restart() {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	addr := s.Addr
+	addr := s.Addr()
 	if addr == "" {
 		addr = freePort(s.t)
 	}
@@ -191,7 +198,7 @@ func (s *Server) start(bin, addr string) error {
 		if resp, err := client.Get(scheme + addr + "/"); err == nil {
 			resp.Body.Close()
 			s.mu.Lock()
-			s.cmd, s.done, s.Addr = cmd, done, addr
+			s.cmd, s.done, s.addr = cmd, done, addr
 			s.mu.Unlock()
 			return nil
 		}
