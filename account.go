@@ -65,4 +65,6 @@ type Output struct {
 	Width       int // pixels, images only
 	Height      int
 	RenderMs    int64
+	// StorageLocation is the address of the object that store=true uploaded ("" = none).
+	StorageLocation string
 }

@@ -15,6 +15,7 @@ func (o *Options) ResponseCacheKey(accountID string) string {
 	c.AccessKey, c.Signature, c.Expires, c.HasExpires = "", "", 0, false
 	c.Async, c.WebhookURL, c.WebhookSign = false, "", false
 	c.ResponseType, c.Cache, c.CacheTTL, c.Given = "", false, 0, nil
+	c.Store, c.Storage = false, StorageTarget{} // where a file goes does not change its bytes
 	b, err := json.Marshal(&c)
 	if err != nil {
 		panic("shotd: options do not marshal: " + err.Error()) // plain data; cannot happen

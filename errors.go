@@ -35,6 +35,7 @@ const (
 	CodeFailureLimit        Code = "failure_limit"
 	CodeInternalError       Code = "internal_error"
 	CodeNavigationFailed    Code = "navigation_failed"
+	CodeStorageFailed       Code = "storage_failed"
 	CodeRendererBusy        Code = "renderer_busy"
 	CodeRendererUnavailable Code = "renderer_unavailable"
 	CodeServiceUnavailable  Code = "service_unavailable"
@@ -76,6 +77,7 @@ var Catalogue = []CodeInfo{
 	{CodeFailureLimit, 429, true, "Too many renders of the account failed in the last minute. Retry after the Retry-After seconds."},
 	{CodeInternalError, 500, true, "Rendering failed on the service side. It was not billed; retry after a short pause."},
 	{CodeNavigationFailed, 502, true, "The page could not be loaded: no such domain, server down or connection refused."},
+	{CodeStorageFailed, 502, true, "The result could not be uploaded to the S3-compatible storage (store=true, or the service's own bucket): wrong credentials, a missing bucket, or the storage did not answer. Not billed; retry after a short pause."},
 	{CodeRendererBusy, 503, true, "All render slots are busy. Retry after a short pause."},
 	{CodeRendererUnavailable, 503, true, "No browser is available to render right now. Retry after a short pause."},
 	{CodeServiceUnavailable, 503, true, "The service could not take the request now: the component that checks limits did not answer (the request was refused rather than let through uncounted), the job queue was too busy to store a job (nothing was queued), or the service is stopping. Retry after a short pause."},

@@ -154,6 +154,10 @@ type Options struct {
 	WebhookURL  string
 	WebhookSign bool
 
+	// Storage: store=true uploads the result to Storage (storage.go).
+	Store   bool
+	Storage StorageTarget
+
 	// Authentication parameters, validated here, used by httpd.
 	AccessKey  string
 	Signature  string

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,10 @@ func validValue(s *OptionSpec) string {
 	switch s.Name {
 	case "url", "webhook_url":
 		return "https://example.com/"
+	case "storage_endpoint":
+		return "https://s3.example.com:9000"
+	case "storage_class":
+		return "STANDARD_IA"
 	case "headers":
 		return "X-Test: 1"
 	case "cookies":
@@ -86,6 +91,10 @@ func base(name string) Params {
 		return q("url", "https://example.com/", "clip_width", "10", "clip_height", "10")
 	case "webhook_url":
 		return q("url", "https://example.com/", "async", "true")
+	}
+	if slices.Contains(StorageOptions, name) || name == "store" {
+		return q("url", "https://example.com/", "store", "true", "storage_bucket", "shots",
+			"storage_access_key_id", "AKID", "storage_secret_access_key", "SECRET")
 	}
 	return q("url", "https://example.com/")
 }

@@ -1,6 +1,7 @@
 package shotd
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -114,8 +115,9 @@ var (
 	Easings      = []string{"ease_in_out", "linear"}
 )
 
-// OptionTable is every option of api-v1 section 4.2, in the order of the spec.
-var OptionTable = []*OptionSpec{
+// OptionTable is every option of api-v1 section 4.2, in the order of the spec, then the storage
+// options (storage.go).
+var OptionTable = slices.Concat([]*OptionSpec{
 	// Source.
 	str("Source", "url", "", "Full http:// or https:// address to capture.", func(o *Options, v string) { o.URL = v }),
 	str("Source", "html", "", "HTML to render instead of a URL.", func(o *Options, v string) { o.HTML = v }),
@@ -263,7 +265,7 @@ var OptionTable = []*OptionSpec{
 	// Bounded below 1e11 so that a millisecond timestamp is refused rather than read as year 50000.
 	integer("Authentication", "expires", "", "Unix time in whole seconds after which the request is refused.",
 		func(o *Options, v int) { o.Expires, o.HasExpires = int64(v), true }).withBounds(0, 99999999999).nonRender(),
-}
+}, storageOptionSpecs())
 
 func withEnum(s *OptionSpec, values []string) *OptionSpec { s.Enum = values; return s }
 

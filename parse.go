@@ -392,6 +392,7 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 			fail("cookies", "cookie %q needs a Domain when the source is not a url", c.Name)
 		}
 	}
+	checkStorageOptions(o, given, fail)
 	if o.Format == FormatGIF && o.VideoFPS > 15 {
 		o.VideoFPS = 15 // a gif plays at most 15 frames per second (api-v1 4.2)
 	}

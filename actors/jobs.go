@@ -28,7 +28,10 @@ type JobsConfig struct {
 	RenderGrace    time.Duration
 	// BusyRetry bounds how long a job keeps retrying while the browser pool is busy or down.
 	BusyRetry time.Duration
-	Log       zerolog.Logger
+	// Secrets seals the storage credentials of store=true in the job record (objstore.Sealer).
+	// nil: such jobs are refused, since their credentials could not be kept.
+	Secrets Secrets
+	Log     zerolog.Logger
 }
 
 // SubmitJobs queues background renders: one for async=true, one per item for bulk. The caller
@@ -152,7 +155,7 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 		batch = &store.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
 	}
 	for i, o := range m.Options {
-		raw, err := json.Marshal(o)
+		raw, err := a.marshalOptions(o)
 		if err != nil {
 			ctx.Respond(&SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
 			return
@@ -206,6 +209,9 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	var result *store.JobResult
 	outcome := Failed
 	err := json.Unmarshal(j.Options, &o)
+	if err == nil && o.Store && a.cfg.Secrets != nil {
+		err = a.cfg.Secrets.OpenOptions(&o) // storage_failed when the key changed: said, not lost
+	}
 	if err == nil {
 		result, outcome, err = a.render(&o, j.AccountID)
 	} else {
@@ -275,7 +281,7 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 		cacheKey = o.ResponseCacheKey(accountID)
 		// A copy older than this job's cache_ttl is a miss: the render below replaces it.
 		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey, o.CacheTTL); err == nil && ok {
-			r := store.ResultOf(rec, "HIT")
+			r := a.cfg.Store.ResultOf(rec, "HIT")
 			return &r, CacheHit, nil
 		}
 	}
@@ -313,9 +319,9 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 		rec, err = a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
 	}
 	if err != nil {
-		return nil, Released, shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored")
+		return nil, Released, store.StoredError(err) // the service's own storage: not the client's failure
 	}
-	r := store.ResultOf(rec, "MISS")
+	r := a.cfg.Store.ResultOf(rec, "MISS")
 	return &r, Succeeded, nil
 }
 

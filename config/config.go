@@ -69,6 +69,7 @@ type Network struct {
 // Storage is the [storage] table.
 type Storage struct {
 	FileTTLSeconds int `toml:"file_ttl_seconds"`
+	S3             S3  `toml:"s3"` // the service's own bucket (s3.go); empty: files in data_dir
 }
 
 // Limits is the [limits] table.

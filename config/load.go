@@ -240,6 +240,18 @@ func lookupEnv(top reflect.Value, rest string) (field reflect.Value, key, sectio
 			if stag := tomlName(sf); stag != "" && strings.ToUpper(stag) == sub {
 				return top.Field(i).Field(j), tag + "." + stag, ""
 			}
+			// A table inside a table ([storage.s3]): SHOTD_STORAGE_S3_<KEY>.
+			if stag := tomlName(sf); stag != "" && sf.Type.Kind() == reflect.Struct {
+				if key, ok := strings.CutPrefix(sub, strings.ToUpper(stag)+"_"); ok {
+					for k := range sf.Type.NumField() {
+						if ktag := tomlName(sf.Type.Field(k)); ktag != "" && strings.ToUpper(ktag) == key {
+							return top.Field(i).Field(j).Field(k), tag + "." + stag + "." + ktag, ""
+						}
+					}
+					// Same length as STORAGE_S3_, so the caller cuts the key name right.
+					return reflect.Value{}, "", tag + "." + stag
+				}
+			}
 		}
 		section = tag
 	}

@@ -170,7 +170,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 		if err != nil {
 			outcome = actors.Released
 			settle()
-			s.fail(ctx, shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored"))
+			s.fail(ctx, store.StoredError(err))
 			return
 		}
 	}
@@ -180,7 +180,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, store.ResultOf(rec, "MISS").View(s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "MISS").View(s.set.PublicURL))
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
@@ -222,7 +222,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	ctx.Response.Header.Set("X-Cache", "HIT")
 	if o.ResponseType == "json" {
 		f.Close() // opened only to know that the file is there
-		writeJSON(ctx, fasthttp.StatusOK, store.ResultOf(rec, "HIT").View(s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "HIT").View(s.set.PublicURL))
 		return true
 	}
 	sendFile(ctx, rec, f)
@@ -232,6 +232,10 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 // streamFile sends a stored file with its Content-Type.
 func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
 	f, err := s.files.OpenFile(rec)
+	if err != nil && !errors.Is(err, store.ErrNotFound) {
+		s.fail(ctx, store.StoredError(err)) // the service's bucket did not answer: retry, not gone
+		return
+	}
 	if err != nil {
 		s.fail(ctx, shotd.Wrap(shotd.CodeFileNotFound, err, "the file is gone"))
 		return

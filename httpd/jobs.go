@@ -84,9 +84,9 @@ func (s *Server) checkTargets(o *shotd.Options, index int) error {
 		return nil
 	}
 	check := s.urls.CheckLiteral
-	targets := []struct{ field, url string }{{"url", o.URL}, {"webhook_url", o.WebhookURL}}
+	targets := []struct{ field, url string }{{"url", o.URL}, {"storage_endpoint", o.Storage.Endpoint}, {"webhook_url", o.WebhookURL}}
 	if !o.Async {
-		check, targets = s.urls.CheckURL, targets[:1]
+		check, targets = s.urls.CheckURL, targets[:2]
 	}
 	for _, t := range targets {
 		if t.url == "" {

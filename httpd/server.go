@@ -47,6 +47,8 @@ type Files interface {
 	CacheGet(key string, maxAge time.Duration) (store.FileRecord, bool, error)
 	// PutCachedFile is PutFile that also enters the file in the response cache, in one write.
 	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (store.FileRecord, error)
+	// ResultOf describes a stored file as a render result, with the link to it.
+	ResultOf(rec store.FileRecord, cache string) store.JobResult
 }
 
 // Settings are the parts of the configuration the public API needs.

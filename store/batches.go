@@ -88,19 +88,35 @@ type ResultView struct {
 	Cache       string    `json:"cache"`
 	Width       int       `json:"width,omitempty"`
 	Height      int       `json:"height,omitempty"`
+	// Store is there when store=true asked for the location (storage_return_location).
+	Store *StoreView `json:"store,omitempty"`
 }
 
-// View is the result as clients see it, with the link to its file.
+// StoreView tells where store=true uploaded the file, as ScreenshotOne's store.location does.
+type StoreView struct {
+	Location string `json:"location"`
+}
+
+// View is the result as clients see it, with the link to its file: the presigned link of the
+// service's bucket when there is one, the files endpoint otherwise.
 func (r JobResult) View(publicURL string) ResultView {
-	return ResultView{FileID: r.FileID, URL: strings.TrimRight(publicURL, "/") + "/api/v1/files/" + r.FileID,
-		ExpiresAt: r.ExpiresAt.UTC(), Format: r.Format, ContentType: r.ContentType, SizeBytes: r.SizeBytes,
-		RenderMs: r.RenderMs, Cache: r.Cache, Width: r.Width, Height: r.Height}
+	v := ResultView{FileID: r.FileID, URL: r.URL, ExpiresAt: r.ExpiresAt.UTC(), Format: r.Format,
+		ContentType: r.ContentType, SizeBytes: r.SizeBytes, RenderMs: r.RenderMs, Cache: r.Cache,
+		Width: r.Width, Height: r.Height}
+	if v.URL == "" {
+		v.URL = strings.TrimRight(publicURL, "/") + "/api/v1/files/" + r.FileID
+	}
+	if r.StorageLocation != "" {
+		v.Store = &StoreView{Location: r.StorageLocation}
+	}
+	return v
 }
 
 // ResultOf describes a stored file as a render result; cache is "HIT" or "MISS".
 func ResultOf(rec FileRecord, cache string) JobResult {
 	return JobResult{FileID: rec.FileID, ExpiresAt: rec.ExpiresAt, Format: rec.Format, ContentType: rec.ContentType,
-		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height}
+		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height,
+		StorageLocation: rec.StorageLocation}
 }
 
 // WebhookView is the webhook part of a job record.

@@ -43,6 +43,12 @@ type FileRecord struct {
 	RenderMs    int64     `json:"render_ms"`
 	CreatedAt   time.Time `json:"created_at"`
 	ExpiresAt   time.Time `json:"expires_at"`
+	// Remote: the data is the object named FileID in the service's bucket (UseRemote), not a
+	// file of data_dir.
+	Remote bool `json:"remote,omitempty"`
+	// StorageLocation is where store=true uploaded the render, when the client asked to be told
+	// (storage_return_location).
+	StorageLocation string `json:"storage_location,omitempty"`
 }
 
 // expired reports whether the record is gone at t: a record expires at ExpiresAt exactly.
@@ -92,9 +98,16 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 		RenderMs:    out.RenderMs,
 		CreatedAt:   created,
 		ExpiresAt:   created.Add(max(ttl, cacheTTL)),
+		// The location is kept only when it was asked for: the answer shows what the record has.
+		StorageLocation: out.StorageLocation,
+		Remote:          s.bucket() != nil,
 	}
 	path := s.filePath(rec.FileID)
-	if err := s.writeFile(path, out.Data); err != nil {
+	if rec.Remote {
+		if err := s.putRemote(rec, out.Data); err != nil {
+			return FileRecord{}, err
+		}
+	} else if err := s.writeFile(path, out.Data); err != nil {
 		return FileRecord{}, err
 	}
 	err := s.db.Update(func(tx *bbolt.Tx) error {
@@ -113,6 +126,7 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 	})
 	if err != nil {
 		_ = os.Remove(path)
+		s.removeRemote(rec)
 		return FileRecord{}, fmt.Errorf("store: put file: %w", err)
 	}
 	return rec, nil
@@ -194,6 +208,9 @@ func (s *Store) File(accountID, fileID string) (FileRecord, error) {
 func (s *Store) OpenFile(rec FileRecord) (*os.File, error) {
 	if !plausibleFileID(rec.FileID) {
 		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, ErrNotFound)
+	}
+	if rec.Remote {
+		return s.openRemote(rec)
 	}
 	f, err := os.Open(s.filePath(rec.FileID))
 	if errors.Is(err, fs.ErrNotExist) {

@@ -72,6 +72,11 @@ type JobResult struct {
 	Cache       string    `json:"cache"`
 	Width       int       `json:"width,omitempty"`
 	Height      int       `json:"height,omitempty"`
+	// URL, when set, is the link to the file: a presigned GET of the service's bucket
+	// (Store.ResultOf), valid until ExpiresAt.
+	URL string `json:"url,omitempty"`
+	// StorageLocation: see FileRecord.
+	StorageLocation string `json:"storage_location,omitempty"`
 }
 
 // Job is a background render.

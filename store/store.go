@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -56,8 +57,9 @@ type Store struct {
 	log   zerolog.Logger
 	cache *KeyCache
 
-	filesDir string  // dataDir/files: rendered files, one per file id
-	sw       sweeper // removes expired files and cache entries
+	filesDir string                 // dataDir/files: rendered files, one per file id
+	remote   atomic.Pointer[Remote] // nil: files live in filesDir; see UseRemote
+	sw       sweeper                // removes expired files and cache entries
 
 	closeOnce sync.Once
 	closed    chan struct{}

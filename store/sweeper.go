@@ -149,6 +149,9 @@ func (s *Store) sweepBatch(now time.Time) (n int, more bool, err error) {
 		if err := os.Remove(s.filePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			errs = append(errs, err)
 		}
+		if err := s.sweepRemote(id); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return n, false, fmt.Errorf("store: sweep: %w", err)

@@ -34,38 +34,10 @@ func TestRecoveryAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the binary and runs Chrome")
 	}
-	goBin, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go command to build the binary")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-
-	// A short root of our own (not t.TempDir): Chrome's TMPDIR lives below it, and the unix
-	// socket paths Chrome makes there may not exceed 108 bytes.
-	root, err := os.MkdirTemp("", "shotd-rt-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := os.RemoveAll(root); err != nil {
-			t.Errorf("remove %s: %v", root, err)
-		}
-	})
-	tmpDir := filepath.Join(root, "tmp") // the service's TMPDIR
-	// Every process of this run (the service, Chrome with its profile under data_dir, ffmpeg)
-	// names root in its command line or its environment.
-	dataDir := filepath.Join(root, "data")
-	for _, d := range []string{tmpDir, dataDir} {
-		if err := os.Mkdir(d, 0o700); err != nil {
-			t.Fatal(err)
-		}
-	}
-	bin := filepath.Join(root, "shotd")
-	build := exec.CommandContext(ctx, goBin, "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	run := newRunRoot(ctx, t, "shotd-rt-")
+	root, tmpDir, dataDir, bin := run.root, run.tmpDir, run.dataDir, run.bin
 
 	fx := newFixture(t, 2*time.Second)
 	rc := newHookReceiver(t)

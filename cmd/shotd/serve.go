@@ -97,6 +97,11 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		defer cancel()
 		proxy.Close(cctx)
 	}()
+	stg, err := openStorage(cfg, st, guard, log)
+	if err != nil {
+		return err
+	}
+	defer stg.close()
 	lists, err := blocklist.NewLibrary(cfg.Blocking.EasyList, cfg.Blocking.EasyPrivacy)
 	if err != nil {
 		return fmt.Errorf("blocking.easylist / blocking.easyprivacy: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", err)
@@ -141,7 +146,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: renderer.Render, Webhooks: webhooks,
+	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: actors.RenderFunc(stg.jobs.Wrap(renderer.Render)),
+		Webhooks: webhooks, Secrets: stg.sealer,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Log: log.With().Str("component", "jobs").Logger()})
 	if err != nil {
@@ -151,7 +157,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems},
-		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Jobs: jobs, Records: st,
+		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: storingRenderer{renderer, stg.sync.Wrap(renderer.Render)}, Gate: accounts, Files: st, Jobs: jobs, Records: st,
 			URLs: httpd.GuardURLs{Guard: guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) }), Log: log})
 	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.GateUsage{Gate: accounts, Plans: cfg.Plans}, reg,
 		log.With().Str("component", "admin").Logger())
