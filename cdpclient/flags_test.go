@@ -84,3 +84,31 @@ func TestChromeEnv(t *testing.T) {
 		t.Error("the running Chrome's environment has a SHOTD_ variable")
 	}
 }
+
+func TestSandboxable(t *testing.T) {
+	tests := []struct {
+		name                     string
+		euid, maxNS, unprivClone int
+		want                     bool
+	}{
+		{"root", 0, 1000, 1, false},
+		{"user with namespaces", 1000, 1000, -1, true},
+		{"namespaces off", 1000, 0, -1, false},
+		{"unprivileged clone off", 1000, 1000, 0, false},
+		{"unprivileged clone on", 1000, 1000, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := Sandboxable(tt.euid, tt.maxNS, tt.unprivClone)
+			if got != tt.want || (!got && why == "") {
+				t.Errorf("Sandboxable = %v %q, want %v with a reason when false", got, why, tt.want)
+			}
+		})
+	}
+	if on, _ := sandboxed(SandboxOff); on {
+		t.Error("sandbox off gave a sandbox")
+	}
+	if on, _ := sandboxed(SandboxOn); !on {
+		t.Error("sandbox on gave none")
+	}
+}

@@ -55,6 +55,7 @@ type Browser struct {
 	Prewarm                    int    `toml:"prewarm"`
 	Isolation                  string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
 	TabReuse                   int    `toml:"tab_reuse"`
+	Sandbox                    string `toml:"sandbox"`                // auto, on or off
 	JSHeapMB                   int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
 	RendererProcessLimit       int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
 	SlotWaitMs                 int    `toml:"slot_wait_ms"`
@@ -162,6 +163,7 @@ func Default() *Config {
 			Prewarm:                    2,
 			Isolation:                  IsolationWipe,
 			TabReuse:                   50,
+			Sandbox:                    "auto",
 			SlotWaitMs:                 2000,
 			RenderDeadlineGraceSeconds: 10,
 		},

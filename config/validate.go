@@ -90,6 +90,9 @@ func (c *Config) Validate() error {
 		v.addf("browser.isolation", "must be %q or %q, got %q", IsolationWipe, IsolationContext, b.Isolation)
 	}
 	v.between("browser.tab_reuse", b.TabReuse, 1, 100_000)
+	if b.Sandbox != "auto" && b.Sandbox != "on" && b.Sandbox != "off" {
+		v.addf("browser.sandbox", "must be \"auto\", \"on\" or \"off\", got %q", b.Sandbox)
+	}
 	if b.JSHeapMB != 0 {
 		v.between("browser.js_heap_mb", b.JSHeapMB, 64, 65_536)
 	}
