@@ -103,7 +103,7 @@ timeout_seconds = 5
 monthly_quota = 10000000
 requests_per_minute = 1000000
 status_requests_per_minute = 1000000
-concurrency = 8
+concurrency = 32 # above the clients: the recovery probe must never wait for a slot
 queue_limit = 10000
 failures_per_minute = 1000000
 `

@@ -21,7 +21,7 @@ import (
 )
 
 // AdminToken is the admin token of every run's config.
-const AdminToken = "chaos-admin-token"
+const AdminToken = "chaos-admin-token-0123456789abcdef"
 
 // Root is one run's directory: the service's TMPDIR, data_dir and config live below it, so
 // every process of the run names it in its environment.

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/shotd/shotd/internal/chaos"
@@ -18,8 +20,11 @@ func main() {
 	settle := flag.Duration("settle", 15*time.Second, "traffic between two faults")
 	stop := flag.Duration("stop", 20*time.Second, "how long a browser stays stopped (SIGSTOP)")
 	flag.Parse()
+	// An interrupt ends the run through its context, so the service and its directory are removed.
+	sigctx, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSig()
 	// Bounded: the whole run, faults and recoveries included, ends by this.
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	ctx, cancel := context.WithTimeout(sigctx, 15*time.Minute)
 	defer cancel()
 	rep, err := chaos.Run(ctx, chaos.Options{Bin: *bin, Clients: *clients, Settle: *settle, Stop: *stop, Out: os.Stderr})
 	if err != nil {
