@@ -281,11 +281,12 @@ func (s *Service) Chrome(kind string) []Proc {
 	return out
 }
 
-// Zombies counts the processes below the service that ended and were not reaped.
+// Zombies counts the service's own children that ended and were not reaped. Chrome's helpers
+// are Chrome's to reap (a stopped browser cannot, until it is killed), so they do not count.
 func (s *Service) Zombies() int {
 	n := 0
 	for _, p := range s.Descendants() {
-		if p.State == 'Z' {
+		if p.State == 'Z' && p.PPID == s.PID() {
 			n++
 		}
 	}
