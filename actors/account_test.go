@@ -259,7 +259,7 @@ func TestAdmitLimits(t *testing.T) {
 				after(2 * time.Minute), // out of the per-minute window, not out of the day
 				st("render").wants(shotd.CodeFailureLimit).retry(23*3600 - 120),
 				st("jobs").jobsOf(1).wants(shotd.CodeFailureLimit),
-				st("hit"), // a cache hit renders nothing: never refused for failures
+				st("hit"),                           // a cache hit renders nothing: never refused for failures
 				after(23*time.Hour - 2*time.Minute), // the first failure left the day
 				st("render"), st("settle").out(actors.Failed),
 				st("render").wants(shotd.CodeFailureLimit).retry(3600),
