@@ -156,11 +156,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
-		BulkMaxItems: cfg.Limits.BulkMaxItems},
+		BulkMaxItems: cfg.Limits.BulkMaxItems, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
+		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
 		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: storingRenderer{renderer, stg.sync.Wrap(renderer.Render)}, Gate: accounts, Files: st, Jobs: jobs, Records: st,
 			URLs: httpd.GuardURLs{Guard: guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) }), Log: log})
 	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.GateUsage{Gate: accounts, Plans: cfg.Plans}, reg,
 		log.With().Str("component", "admin").Logger())
+	admin.SetMetricsToken(cfg.MetricsNeedToken())
 
 	pubLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
