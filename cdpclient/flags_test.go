@@ -112,3 +112,35 @@ func TestSandboxable(t *testing.T) {
 		t.Error("sandbox on gave none")
 	}
 }
+
+// TestDevToolsPipe: Chrome speaks DevTools over its pipe alone: its command line asks for the
+// pipe and for no port, and no process of its group listens on TCP.
+func TestDevToolsPipe(t *testing.T) {
+	p := launchOwn(t, -1)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cmdline, []byte("--remote-debugging-pipe")) || bytes.Contains(cmdline, []byte("--remote-debugging-port")) {
+		t.Errorf("command line %q", bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	// Listening sockets of the group, by the inodes of its fds and /proc/net/tcp{,6}.
+	inodes := map[string]bool{}
+	for _, pid := range groupMembers(p.PID()) {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+			}
+		}
+	}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 9 && fields[3] == "0A" && inodes[fields[9]] { // 0A: LISTEN
+				t.Errorf("chrome listens on TCP: %s", line)
+			}
+		}
+	}
+}
