@@ -22,19 +22,23 @@ func TestCostBounded(t *testing.T) {
 		src     string
 		refused bool
 		absent  string // in the page, when converted
+		slow    bool   // highlights up to the budget: over ConvertTimeout under the race detector
 	}{
-		{"nested quotes", strings.Repeat(">", 5<<20) + " x", true, ""},
-		{"nested quotes with spaces", strings.Repeat("> ", 64) + "x", true, ""},
-		{"nested lists on one line", strings.Repeat("- ", 4<<10) + "x", true, ""},
-		{"nested lists by indentation", nested.String(), true, ""},
-		{"wide table", "|" + strings.Repeat("a|", 4000) + "\n|" + strings.Repeat("-|", 4000) + "\n" + strings.Repeat("|x\n", 2000), true, ""},
-		{"long highlighted block", "```cfengine3\n" + strings.Repeat("<<", 256<<10) + "\n```\n", false, `class="chroma"`},
-		{"many highlighted blocks", strings.Repeat("```cfengine3\n"+strings.Repeat("<<", 400)+"\n```\n\n", 200), false, ""},
-		{"deep but allowed", strings.Repeat("> ", MaxNesting) + "x\n\n" + strings.Repeat("  ", 50) + "text", false, ""},
-		{"fenced code may indent", "```\n" + strings.Repeat(" ", 1000) + "x\n```\n", false, ""},
+		{"nested quotes", strings.Repeat(">", 5<<20) + " x", true, "", false},
+		{"nested quotes with spaces", strings.Repeat("> ", 64) + "x", true, "", false},
+		{"nested lists on one line", strings.Repeat("- ", 4<<10) + "x", true, "", false},
+		{"nested lists by indentation", nested.String(), true, "", false},
+		{"wide table", "|" + strings.Repeat("a|", 4000) + "\n|" + strings.Repeat("-|", 4000) + "\n" + strings.Repeat("|x\n", 2000), true, "", false},
+		{"long highlighted block", "```cfengine3\n" + strings.Repeat("<<", 256<<10) + "\n```\n", false, `class="chroma"`, false},
+		{"many highlighted blocks", strings.Repeat("```cfengine3\n"+strings.Repeat("<<", 400)+"\n```\n\n", 200), false, "", true},
+		{"deep but allowed", strings.Repeat("> ", MaxNesting) + "x\n\n" + strings.Repeat("  ", 50) + "text", false, "", false},
+		{"fenced code may indent", "```\n" + strings.Repeat(" ", 1000) + "x\n```\n", false, "", false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
+			if c.slow && raceDetector {
+				t.Skip("chroma under the race detector is slower than ConvertTimeout; the normal build runs this")
+			}
 			page, err := ToHTML(c.src, false)
 			if c.refused {
 				var e *shotd.Error

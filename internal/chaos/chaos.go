@@ -38,6 +38,7 @@ type Report struct {
 	Jobs, JobsSucceeded  int
 	Webhooks             int // jobs with a valid delivery
 	Billed, Successes    int // quota.used delta and renders that succeeded
+	Unknown              int // renders that got no answer (transport errors): billed or not
 	Faults               []Fault
 	MaxZombies           int
 	LeftProcs, LeftFiles int
@@ -56,7 +57,7 @@ func (r *Report) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "200s checked (format and size): %d of %d\n", r.Checked, r.Renders)
 	fmt.Fprintf(w, "jobs: %d, succeeded %d; with a valid webhook: %d\n", r.Jobs, r.JobsSucceeded, r.Webhooks)
-	fmt.Fprintf(w, "billed (quota.used delta): %d, successes seen: %d\n", r.Billed, r.Successes)
+	fmt.Fprintf(w, "billed (quota.used delta): %d, successes seen: %d, no answer: %d\n", r.Billed, r.Successes, r.Unknown)
 	for _, f := range r.Faults {
 		if f.Skipped != "" {
 			fmt.Fprintf(w, "fault %-16s skipped: %s\n", f.Name, f.Skipped)
@@ -165,14 +166,16 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	wg.Wait()
 
 	r.checkJobs(ctx)
-	r.rep.MaxZombies = max(r.rep.MaxZombies, r.svc.Zombies())
+	r.rep.MaxZombies = max(r.rep.MaxZombies, r.svc.Zombies(2*time.Second))
 	if after, err := r.cl.Usage(ctx); err != nil {
 		r.rep.problem("usage after: %v", err)
 	} else {
 		r.rep.Billed = after.Quota.Used - before.Quota.Used
 		r.rep.Successes = r.rep.Renders + r.rep.JobsSucceeded
-		if r.rep.Billed != r.rep.Successes {
-			r.rep.problem("billed %d renders, %d succeeded", r.rep.Billed, r.rep.Successes)
+		// Nothing that failed is billed: at most the successes seen, and the requests that got
+		// no answer at all.
+		if r.rep.Billed > r.rep.Successes+r.rep.Unknown {
+			r.rep.problem("billed %d renders, %d succeeded and %d got no answer", r.rep.Billed, r.rep.Successes, r.rep.Unknown)
 		}
 	}
 	if err := r.svc.Stop(40 * time.Second); err != nil {
@@ -224,11 +227,16 @@ func (r *run) client(ctx context.Context, i int) {
 }
 
 func (r *run) record(o Outcome, ctx context.Context) {
-	if ctx.Err() != nil && !o.OK && o.Label == "transport error" {
-		return // cut by the end of the run, not by the service
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !o.OK && o.Label == "transport error" {
+		// No answer: the service may have rendered and billed it all the same (the client
+		// gave up, or shotd was killed before it wrote the answer).
+		r.rep.Unknown++
+		if ctx.Err() != nil {
+			return // cut by the end of the run, not by the service
+		}
+	}
 	r.rep.Statuses[o.Label]++
 	if o.OK {
 		r.rep.Renders++
@@ -297,7 +305,6 @@ func (r *run) chromeFault(ctx context.Context, name, kind string, sig syscall.Si
 // again and a render succeeds; it returns the time since at.
 func (r *run) recover(ctx context.Context, at time.Time, gone func() bool) time.Duration {
 	for end := at.Add(3 * time.Minute); time.Now().Before(end) && ctx.Err() == nil; time.Sleep(250 * time.Millisecond) {
-		r.rep.MaxZombies = max(r.rep.MaxZombies, r.svc.Zombies())
 		if !gone() {
 			continue
 		}

@@ -283,10 +283,30 @@ func (s *Service) Chrome(kind string) []Proc {
 
 // Zombies counts the service's own children that ended and were not reaped. Chrome's helpers
 // are Chrome's to reap (a stopped browser cannot, until it is killed), so they do not count.
-func (s *Service) Zombies() int {
+func (s *Service) Zombies(within time.Duration) int {
+	type id struct {
+		pid   int
+		start uint64
+	}
+	zombies := func() map[id]bool {
+		m := map[id]bool{}
+		for _, p := range s.Descendants() {
+			if p.State == 'Z' && p.PPID == s.PID() {
+				m[id{p.PID, p.Start}] = true
+			}
+		}
+		return m
+	}
+	// A child killed a moment ago is a zombie until the service reaps it: only one still
+	// unreaped after within counts.
+	first := zombies()
+	if len(first) == 0 {
+		return 0
+	}
+	time.Sleep(within)
 	n := 0
-	for _, p := range s.Descendants() {
-		if p.State == 'Z' && p.PPID == s.PID() {
+	for p := range zombies() {
+		if first[p] {
 			n++
 		}
 	}
