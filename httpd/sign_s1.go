@@ -1,0 +1,18 @@
+package httpd
+
+import (
+	"slices"
+
+	"github.com/shotd/shotd"
+	"github.com/valyala/fasthttp"
+)
+
+// s1Signed reports whether a render request carries a valid signature in ScreenshotOne's form
+// (shotd.SignQueryS1), the fallback for their SDKs. Only GET: the form covers the query string
+// alone, so a POST body's options would travel unsigned.
+func s1Signed(ctx *fasthttp.RequestCtx, path, secret, sig string) bool {
+	if !ctx.IsGet() || !slices.Contains(shotd.RenderPaths, path) {
+		return false
+	}
+	return shotd.VerifyQueryS1(secret, string(ctx.URI().QueryString()), sig)
+}
