@@ -16,3 +16,7 @@ func s1Signed(ctx *fasthttp.RequestCtx, path, secret, sig string) bool {
 	}
 	return shotd.VerifyQueryS1(secret, string(ctx.URI().QueryString()), sig)
 }
+
+// animate serves GET and POST of /api/v1/animate, ScreenshotOne's animation endpoint, on the
+// video engine of the screenshot endpoint: the same admission, limits and answers.
+func (s *Server) animate(ctx *fasthttp.RequestCtx) { s.render(ctx, shotd.AnimateParams) }
