@@ -13,6 +13,8 @@ type S1Options struct {
 	Latitude, Longitude   float64
 	Accuracy              float64
 	AttachmentName        string
+
+	refused []string // onlyValue options given another value
 }
 
 // s1OptionSpecs are the ScreenshotOne take options shotd honours. The ones whose only honest
@@ -59,16 +61,21 @@ func s1OptionSpecs() []*OptionSpec {
 	}
 }
 
-// onlyValue makes s accept want alone, refusing any other value with why.
+// onlyValue makes the boolean option s accept want alone; another value is refused with why
+// (checkS1Options), as the parser checks no boolean beyond its kind.
 func onlyValue(s *OptionSpec, want, why string) *OptionSpec {
-	s.apply = func(*Options, any) {} // the value is what shotd does anyway
-	return s.checked(func(v string) string {
-		if v == want {
-			return ""
+	name, w := s.Name, want == "true"
+	onlyWhy[name] = "only " + want + " is accepted: " + why
+	s.apply = func(o *Options, v any) {
+		if v.(bool) != w {
+			o.S1.refused = append(o.S1.refused, name)
 		}
-		return "only " + want + " is accepted: " + why
-	})
+	}
+	return s
 }
+
+// onlyWhy holds the refusal of each onlyValue option.
+var onlyWhy = map[string]string{}
 
 // checkAttachmentName keeps a file name that fits a quoted Content-Disposition parameter.
 func checkAttachmentName(v string) string {
@@ -85,6 +92,9 @@ func checkAttachmentName(v string) string {
 
 // checkS1Options validates the rules between the ScreenshotOne options (from crossCheck).
 func checkS1Options(o *Options, given map[string]bool, fail func(string, string, ...any)) {
+	for _, n := range o.S1.refused {
+		fail(n, "%s", onlyWhy[n])
+	}
 	if given["geolocation_latitude"] != given["geolocation_longitude"] {
 		fail("geolocation_latitude", "geolocation_latitude and geolocation_longitude go together")
 	}

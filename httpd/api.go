@@ -196,6 +196,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(out.ContentType)
 	ctx.SetBody(out.Data)
+	setAttachment(ctx, o)
 }
 
 // serveCached answers from the response cache and reports whether it answered (a hit, or its
@@ -235,6 +236,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "HIT").View(s.set.PublicURL))
 		return true
 	}
+	setAttachment(ctx, o)
 	sendFile(ctx, rec, f)
 	return true
 }

@@ -20,3 +20,11 @@ func s1Signed(ctx *fasthttp.RequestCtx, path, secret, sig string) bool {
 // animate serves GET and POST of /api/v1/animate, ScreenshotOne's animation endpoint, on the
 // video engine of the screenshot endpoint: the same admission, limits and answers.
 func (s *Server) animate(ctx *fasthttp.RequestCtx) { s.render(ctx, shotd.AnimateParams) }
+
+// setAttachment writes the Content-Disposition of attachment_name on a file answer; the parser
+// allowed only characters that need no escaping inside the quotes.
+func setAttachment(ctx *fasthttp.RequestCtx, o *shotd.Options) {
+	if n := o.S1.AttachmentName; n != "" {
+		ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+n+`"`)
+	}
+}

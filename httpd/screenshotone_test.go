@@ -2,7 +2,10 @@ package httpd_test
 
 import (
 	"context"
+	"fmt"
+	"image/color"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -122,6 +125,83 @@ func TestAnimate(t *testing.T) {
 			}
 			if info.Width != c.width {
 				t.Fatalf("video %dx%d, want width %d", info.Width, info.Height, c.width)
+			}
+		})
+	}
+}
+
+// TestScreenshotOneTakeOptions renders ScreenshotOne's take options with real Chromium. The
+// fail_if_content_missing check doubles as the probe of what the page saw.
+func TestScreenshotOneTakeOptions(t *testing.T) {
+	a := newAccount(t, "default", true)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		switch r.URL.Path {
+		case "/geo":
+			fmt.Fprint(w, `<body><script>navigator.geolocation.getCurrentPosition(
+				p => document.body.innerHTML = '<p id=ok>lat=' + p.coords.latitude + ' lon=' + p.coords.longitude + '</p>',
+				e => document.body.innerHTML = '<p id=ok>denied ' + e.code + '</p>');</script></body>`)
+		case "/csp":
+			fmt.Fprint(w, `<head><meta http-equiv="Content-Security-Policy" content="script-src 'none'"></head><body><p id=p>blocked</p><script>document.getElementById('p').textContent = 'inline' + '-ran'</script></body>`)
+		case "/touch":
+			fmt.Fprint(w, `<body><script>document.write('touch=' + (navigator.maxTouchPoints > 0 ? 'yes' : 'no'))</script></body>`)
+		}
+	}))
+	defer site.Close()
+	green := color.RGBA{0, 255, 0, 255}
+	hoverHTML := `<style>body{margin:0} #b{width:100vw;height:100vh;background:red} #b:hover{background:lime}</style><div id=b></div>`
+	scrollHTML := `<style>body{margin:0}</style><div style="height:3000px;background:red"></div><div id=g style="height:400px;background:lime"></div>`
+	small := []string{"viewport_width", "200", "viewport_height", "200"}
+	cases := []struct {
+		name   string
+		kv     []string
+		status int
+		code   shotd.Code
+		corner *color.RGBA // the top-left pixel of the image
+		header [2]string
+	}{
+		{name: "hover", kv: []string{"html", hoverHTML, "hover", "#b"}, status: 200, corner: &green},
+		{name: "scroll_into_view", kv: []string{"html", scrollHTML, "scroll_into_view", "#g"}, status: 200, corner: &green},
+		{name: "scroll_into_view_adjust_top", kv: []string{"html", scrollHTML, "scroll_into_view", "#g", "scroll_into_view_adjust_top", "-100"}, status: 200},
+		{name: "scroll_into_view missing", kv: []string{"html", scrollHTML, "scroll_into_view", "#nope", "timeout", "2"}, status: 422, code: shotd.CodeSelectorNotFound},
+		{name: "hover missing", kv: []string{"html", hoverHTML, "hover", "#nope", "timeout", "2"}, status: 422, code: shotd.CodeSelectorNotFound},
+		{name: "content contains", kv: []string{"html", "<p>Access Denied</p>", "fail_if_content_contains", "access denied"}, status: 422, code: shotd.CodeContentCheckFailed},
+		{name: "content missing", kv: []string{"html", "<p>hello</p>", "fail_if_content_missing", "welcome"}, status: 422, code: shotd.CodeContentCheckFailed},
+		{name: "content checks pass", kv: []string{"html", "<p>hello</p>", "fail_if_content_missing", "HELLO", "fail_if_content_contains", "denied"}, status: 200},
+		{name: "geolocation", kv: []string{"url", site.URL + "/geo", "geolocation_latitude", "48.5", "geolocation_longitude", "2.25",
+			"geolocation_accuracy", "10", "wait_for_selector", "#ok", "fail_if_content_missing", "lat=48.5 lon=2.25"}, status: 200},
+		{name: "no geolocation", kv: []string{"url", site.URL + "/geo", "wait_for_selector", "#ok", "fail_if_content_contains", "lat="}, status: 200},
+		{name: "bypass_csp", kv: []string{"url", site.URL + "/csp", "bypass_csp", "true", "fail_if_content_missing", "inline-ran"}, status: 200},
+		{name: "csp kept without it", kv: []string{"url", site.URL + "/csp", "fail_if_content_missing", "inline-ran"}, status: 422, code: shotd.CodeContentCheckFailed},
+		{name: "viewport_has_touch", kv: []string{"url", site.URL + "/touch", "viewport_has_touch", "true", "fail_if_content_missing", "touch=yes"}, status: 200},
+		{name: "no touch", kv: []string{"url", site.URL + "/touch", "fail_if_content_missing", "touch=no"}, status: 200},
+		{name: "attachment_name", kv: []string{"html", "<p>x</p>", "attachment_name", "shot.png"}, status: 200,
+			header: [2]string{"Content-Disposition", `attachment; filename="shot.png"`}},
+		{name: "attachment_name with a quote", kv: []string{"html", "<p>x</p>", "attachment_name", `a"b.png`}, status: 400, code: shotd.CodeInvalidOptions},
+		{name: "error_on_selector_not_found false", kv: []string{"html", "<p>x</p>", "error_on_selector_not_found", "false"}, status: 400, code: shotd.CodeInvalidOptions},
+		{name: "refused option", kv: []string{"html", "<p>x</p>", "full_page_slices", "true"}, status: 400, code: shotd.CodeInvalidOptions},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := get(t, "/api/v1/take", a.q(append(small, c.kv...)...))
+			if c.code != "" {
+				e := wantError(t, r, c.status, c.code)
+				if c.code == shotd.CodeInvalidOptions && strings.Contains(e.Errors[0].Message, "unknown") {
+					t.Fatalf("refused as unknown: %s", e.Errors[0].Message)
+				}
+				return
+			}
+			if r.status != c.status {
+				t.Fatalf("status %d: %.300s", r.status, r.body)
+			}
+			if c.header[0] != "" && r.header.Get(c.header[0]) != c.header[1] {
+				t.Fatalf("%s: %q", c.header[0], r.header.Get(c.header[0]))
+			}
+			if c.corner != nil {
+				got, ok := cornerColour(r.body)
+				if !ok || !near(got, *c.corner) {
+					t.Fatalf("top-left pixel %v, want %v", got, *c.corner)
+				}
 			}
 		})
 	}
