@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.Version=$(VERSION)
 FUZZTIME  ?= 20s
 
-.PHONY: all build run test test-context test-short lint bench fuzz deps clean
+.PHONY: all build run test test-context test-short lint bench fuzz deps clean chaos soak
 
 all: build
 
@@ -43,6 +43,17 @@ lint:
 # BENCH_FLAGS passes flags to it (-n, -pages, -gap, -browser, -chrome-flags).
 bench: deps
 	$(GO) run ./bench $(BENCH_FLAGS)
+
+# Faults under load against the real binary on loopback (internal/chaos): kill -9 of a renderer,
+# the GPU process, a browser, SIGSTOP of a browser, kill -9 of shotd; prints the figures.
+# CHAOS_FLAGS passes flags to it (-clients, -settle, -stop).
+chaos: deps build
+	$(GO) run ./tools/chaos -bin $(BIN) $(CHAOS_FLAGS)
+
+# Many renders at full concurrency while the service's resources are sampled; fails on growth
+# without bound. SOAK_FLAGS passes flags to it (-n, default 5000; -clients; -interval).
+soak: deps build
+	$(GO) run ./tools/soak -bin $(BIN) $(SOAK_FLAGS)
 
 fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)

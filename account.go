@@ -16,14 +16,18 @@ var AllFeatures = []string{FeaturePDF, FeatureVideo, FeatureAsync, FeatureBulk, 
 
 // Plan is one [plans.NAME] table of the configuration.
 type Plan struct {
-	Name                    string   `json:"name"`
-	MonthlyQuota            int      `json:"monthly_quota"`
-	RequestsPerMinute       int      `json:"requests_per_minute"`
-	StatusRequestsPerMinute int      `json:"status_requests_per_minute"`
-	Concurrency             int      `json:"concurrency"`
-	QueueLimit              int      `json:"queue_limit"`
-	FailuresPerMinute       int      `json:"failures_per_minute"`
-	Features                []string `json:"features"`
+	Name                    string `json:"name"`
+	MonthlyQuota            int    `json:"monthly_quota"`
+	RequestsPerMinute       int    `json:"requests_per_minute"`
+	StatusRequestsPerMinute int    `json:"status_requests_per_minute"`
+	Concurrency             int    `json:"concurrency"`
+	QueueLimit              int    `json:"queue_limit"`
+	FailuresPerMinute       int    `json:"failures_per_minute"`
+	// FailuresPerDay bounds the failed renders of the last 24 hours (0: no bound). Failed
+	// renders are free, and a page's scripts may have sent the page anywhere before it failed:
+	// this caps the free crawls an account can make that way (issue 19, item 6).
+	FailuresPerDay int      `json:"failures_per_day"`
+	Features       []string `json:"features"`
 }
 
 // HasFeature reports whether the plan includes feature.

@@ -48,6 +48,7 @@ type accountActor struct {
 	rate        window
 	statusRate  window
 	failures    window
+	failuresDay window          // over failureDaySpan: the plan's failures_per_day
 	tickets     map[uint64]bool // admitted sync renders not yet settled
 	nextTicket  uint64
 	slotWaiters []slotWaiter
@@ -156,7 +157,10 @@ func (a *accountActor) idleCheck(ctx actor.Context) {
 		a.armIdle(ctx, a.idle-quiet)
 		return
 	}
-	if a.reserved == 0 && a.inflight == 0 && a.jobsWaiting == 0 && a.jobsRunning == 0 && a.pendingWrites == 0 {
+	// An actor that remembers failures of the last day stays: a passivated one would forget
+	// them, and waiting out the idle time would reset the daily failure budget.
+	if a.reserved == 0 && a.inflight == 0 && a.jobsWaiting == 0 && a.jobsRunning == 0 && a.pendingWrites == 0 &&
+		a.failuresDay.count(a.now()) == 0 {
 		// Request, not Send: the router checks that the report comes from its current actor.
 		ctx.Request(ctx.Parent(), &accountIdle{id: a.acc.ID, handled: a.handled})
 	}
@@ -267,6 +271,12 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		deny(e)
 		return
 	}
+	if a.plan.FailuresPerDay > 0 && a.failuresDay.count(now) >= a.plan.FailuresPerDay {
+		e := shotd.Errorf(shotd.CodeFailureLimit, "%d renders failed in the last 24 hours; the plan allows %d a day", a.failuresDay.count(now), a.plan.FailuresPerDay)
+		e.RetryAfter = a.failuresDay.retryAfter(now)
+		deny(e)
+		return
+	}
 	n := 1
 	if m.Kind == AdmitJobs {
 		n = max(m.Jobs, 1)
@@ -330,6 +340,7 @@ func (a *accountActor) settle(ctx actor.Context, o Outcome) {
 		d.Failed = 1
 		a.failed++
 		a.failures.add(a.now())
+		a.failuresDay.add(a.now())
 	case CacheHit:
 		d.CacheHits = 1
 		a.cacheHits++
@@ -390,21 +401,33 @@ func (a *accountActor) usage() *UsageResult {
 	u.Concurrency = a.plan.Concurrency
 	u.QueueLimit = a.plan.QueueLimit
 	u.FailuresPerMinute = a.plan.FailuresPerMinute
+	u.FailuresPerDay = a.plan.FailuresPerDay
 	u.Renders.Succeeded, u.Renders.Failed, u.Renders.CacheHits = a.succeeded, a.failed, a.cacheHits
 	u.Jobs.Waiting, u.Jobs.Running = a.jobsWaiting, a.jobsRunning
 	return u
 }
 
-// window is a sliding one-minute window of event times.
+// window is a sliding window of event times, one minute wide unless span says otherwise.
 type window struct {
 	times []time.Time
+	span  time.Duration
 }
 
-const windowSpan = time.Minute
+const (
+	windowSpan     = time.Minute
+	failureDaySpan = 24 * time.Hour
+)
+
+func (w *window) width() time.Duration {
+	if w.span > 0 {
+		return w.span
+	}
+	return windowSpan
+}
 
 func (w *window) prune(now time.Time) {
 	i := 0
-	for i < len(w.times) && now.Sub(w.times[i]) >= windowSpan {
+	for i < len(w.times) && now.Sub(w.times[i]) >= w.width() {
 		i++
 	}
 	if i > 0 {
@@ -425,7 +448,7 @@ func (w *window) resetAt(now time.Time) time.Time {
 	if len(w.times) == 0 {
 		return now
 	}
-	return w.times[0].Add(windowSpan)
+	return w.times[0].Add(w.width())
 }
 
 // retryAfter is the whole seconds until one more event fits.

@@ -104,6 +104,7 @@ type UsageResult struct {
 	Concurrency             int `json:"concurrency"`
 	QueueLimit              int `json:"queue_limit"`
 	FailuresPerMinute       int `json:"failures_per_minute"`
+	FailuresPerDay          int `json:"failures_per_day"`
 	Renders                 struct {
 		Succeeded int `json:"succeeded"`
 		Failed    int `json:"failed"`

@@ -248,6 +248,33 @@ func TestAdmitLimits(t *testing.T) {
 			},
 		},
 		{
+			name: "failures per day",
+			plan: func(p *shotd.Plan) { p.FailuresPerDay = 3 },
+			steps: []step{
+				st("render"), st("settle").out(actors.Failed),
+				after(time.Hour),
+				st("render"), st("settle").out(actors.Failed),
+				st("jobs").jobsOf(1), // a job holds its own reservation; it is not settled here
+				st("render"), st("settle").out(actors.Failed),
+				after(2 * time.Minute), // out of the per-minute window, not out of the day
+				st("render").wants(shotd.CodeFailureLimit).retry(23*3600 - 120),
+				st("jobs").jobsOf(1).wants(shotd.CodeFailureLimit),
+				st("hit"),                           // a cache hit renders nothing: never refused for failures
+				after(23*time.Hour - 2*time.Minute), // the first failure left the day
+				st("render"), st("settle").out(actors.Failed),
+				st("render").wants(shotd.CodeFailureLimit).retry(3600),
+			},
+		},
+		{
+			name: "no daily bound when zero",
+			plan: func(p *shotd.Plan) { p.FailuresPerMinute = 100; p.FailuresPerDay = 0 },
+			steps: []step{
+				st("render").n(5), st("settle").out(actors.Failed).n(5),
+				st("render").n(5), st("settle").out(actors.Failed).n(5),
+				st("render"),
+			},
+		},
+		{
 			name: "released renders are not failures",
 			plan: func(p *shotd.Plan) { p.FailuresPerMinute = 1 },
 			steps: []step{
@@ -879,6 +906,30 @@ func TestPassivation(t *testing.T) {
 			if u.Quota.Used != 1 {
 				t.Fatalf("after passivation: %+v", u.Quota)
 			}
+		}
+	})
+	t.Run("the day's failures are kept", func(t *testing.T) {
+		// A passivated actor would forget them: waiting out the idle time must not reset
+		// failures_per_day.
+		su := &slowUsage{}
+		h := startAccountsOn(t, t.TempDir(), func(s *store.Store) actors.UsageStore { su.Store = s; return su },
+			actors.AccountsConfig{Idle: 30 * time.Millisecond})
+		plan := testPlan("daily")
+		plan.FailuresPerDay = 1
+		acc := h.account(t, plan.Name, 0)
+		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Failed); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(200 * time.Millisecond) // idle, but holding the day's failure
+		if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeFailureLimit {
+			t.Fatalf("after the idle time: %v, want failure_limit", err)
+		}
+		if su.loads.Load() != 1 {
+			t.Fatalf("%d loads: the actor holding a failure of the day was passivated", su.loads.Load())
 		}
 	})
 	t.Run("racing admissions", func(t *testing.T) {

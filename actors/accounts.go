@@ -81,7 +81,7 @@ func (r *accountRouter) forward(ctx actor.Context, acc shotd.Account) {
 	if !ok {
 		st, now, idle, log := r.store, r.now, r.idle, r.log
 		c = &accountChild{pid: ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
-			return &accountActor{acc: acc, store: st, now: now, idle: idle, log: log}
+			return &accountActor{acc: acc, store: st, now: now, idle: idle, log: log, failuresDay: window{span: failureDaySpan}}
 		}))}
 		r.children[acc.ID] = c
 		r.alive++

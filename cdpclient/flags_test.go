@@ -84,3 +84,63 @@ func TestChromeEnv(t *testing.T) {
 		t.Error("the running Chrome's environment has a SHOTD_ variable")
 	}
 }
+
+func TestSandboxable(t *testing.T) {
+	tests := []struct {
+		name                     string
+		euid, maxNS, unprivClone int
+		want                     bool
+	}{
+		{"root", 0, 1000, 1, false},
+		{"user with namespaces", 1000, 1000, -1, true},
+		{"namespaces off", 1000, 0, -1, false},
+		{"unprivileged clone off", 1000, 1000, 0, false},
+		{"unprivileged clone on", 1000, 1000, 1, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, why := Sandboxable(tt.euid, tt.maxNS, tt.unprivClone)
+			if got != tt.want || (!got && why == "") {
+				t.Errorf("Sandboxable = %v %q, want %v with a reason when false", got, why, tt.want)
+			}
+		})
+	}
+	if on, _ := sandboxed(SandboxOff); on {
+		t.Error("sandbox off gave a sandbox")
+	}
+	if on, _ := sandboxed(SandboxOn); !on {
+		t.Error("sandbox on gave none")
+	}
+}
+
+// TestDevToolsPipe: Chrome speaks DevTools over its pipe alone: its command line asks for the
+// pipe and for no port, and no process of its group listens on TCP.
+func TestDevToolsPipe(t *testing.T) {
+	p := launchOwn(t, -1)
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.PID()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(cmdline, []byte("--remote-debugging-pipe")) || bytes.Contains(cmdline, []byte("--remote-debugging-port")) {
+		t.Errorf("command line %q", bytes.ReplaceAll(cmdline, []byte{0}, []byte{' '}))
+	}
+	// Listening sockets of the group, by the inodes of its fds and /proc/net/tcp{,6}.
+	inodes := map[string]bool{}
+	for _, pid := range groupMembers(p.PID()) {
+		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		for _, fd := range fds {
+			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {
+				inodes[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")] = true
+			}
+		}
+	}
+	for _, f := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(f)
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			fields := strings.Fields(line)
+			if len(fields) > 9 && fields[3] == "0A" && inodes[fields[9]] { // 0A: LISTEN
+				t.Errorf("chrome listens on TCP: %s", line)
+			}
+		}
+	}
+}

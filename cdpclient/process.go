@@ -5,11 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -46,6 +45,9 @@ type Config struct {
 	// past it crashes its tab, and the render fails with page_crashed. 0: Chrome's own limit
 	// (about 4 GB).
 	JSHeapMB int
+	// Sandbox is SandboxAuto (default: on where Sandboxable says it can work), SandboxOn or
+	// SandboxOff (--no-sandbox).
+	Sandbox string
 	// RendererLimit bounds the renderer processes of this Chrome (--renderer-process-limit);
 	// 0: Chrome's own bound, from the machine's memory.
 	RendererLimit int
@@ -54,8 +56,8 @@ type Config struct {
 	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
 	// can be emptied at start.
 	Dir string
-	// Guard, when set, keeps pages away from Chrome's own devtools port and checks every
-	// document request (main frame, iframes, each redirect hop) before Chrome makes it.
+	// Guard, when set, checks every document request (main frame, iframes, each redirect hop)
+	// before Chrome makes it.
 	Guard Guard
 	// Blocker, when set, picks the list-based blocker of one render from its options
 	// (block_ads, block_trackers, block_cookie_banners, block_chats); it returns nil when the
@@ -71,8 +73,6 @@ type Config struct {
 // Guard is the egress guard as cdpclient uses it; *egress.Guard implements it.
 type Guard interface {
 	CheckURL(ctx context.Context, rawURL string) error
-	DenyPort(ap netip.AddrPort)
-	AllowPort(ap netip.AddrPort)
 }
 
 // ProxyFlags makes Chrome send every connection through the egress proxy at addr: loopback too
@@ -141,9 +141,6 @@ func FindBrowser(path string) (string, error) {
 func launchFlags(userDataDir string) []string {
 	return []string{
 		"--headless",
-		// Containers rarely allow the user namespaces the sandbox needs; renders are isolated by
-		// browser contexts and the egress guard.
-		"--no-sandbox",
 		"--disable-gpu",
 		"--disable-quic", // QUIC is UDP and would go around the HTTP proxy of the egress guard
 		"--no-first-run",
@@ -192,8 +189,9 @@ func launchFlags(userDataDir string) []string {
 			// A cross-site frame now starts its process when it needs one.
 			"WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "SpareRendererForSitePerProcess",
 		}, ","),
-		"--remote-debugging-address=127.0.0.1",
-		"--remote-debugging-port=0", // the kernel picks a free port; Chrome prints it on stderr
+		// DevTools over fds 3 and 4 (pipe.go), not a TCP port that any local process or page
+		// could reach.
+		"--remote-debugging-pipe",
 		"--user-data-dir=" + userDataDir,
 	}
 }
@@ -270,15 +268,14 @@ func tmpParent(dir string) (parent, pattern string) {
 
 // Process is one running Chrome, owned by one actor.
 type Process struct {
-	cfg   Config
-	log   zerolog.Logger
-	cmd   *exec.Cmd
-	pid   int
-	dir   string // user-data dir, removed by Close
-	host  string // 127.0.0.1:port of the DevTools endpoint
-	wsURL string // browser websocket
+	cfg  Config
+	log  zerolog.Logger
+	cmd  *exec.Cmd
+	pid  int
+	dir  string    // user-data dir, removed by Close
+	pipe *pipeConn // DevTools, every session
 
-	conn    *rpcc.Conn // browser connection
+	conn    *rpcc.Conn // the browser's session
 	browser *cdp.Client
 
 	// life is cancelled when Chrome exits, its connection closes or Close starts; renders and the
@@ -294,8 +291,7 @@ type Process struct {
 	reapMu sync.Mutex // serialises the group kill with reaping the leader
 	reaped bool
 
-	devtools netip.AddrPort // denied in the guard while this Chrome lives
-	tmpDir   string         // Chrome's TMPDIR, removed with dir
+	tmpDir string // Chrome's TMPDIR, removed with dir
 
 	mu      sync.Mutex // protects closing and wg.Add after Launch
 	closing bool
@@ -344,17 +340,45 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 			cfg.Log.Warn().Str("browser", path).Msg("the browser is a script that does not exec Chrome: Chrome outlives a killed service until its next start; point browser.path at the binary itself")
 		}
 	}
+	// Everything made before Chrome runs is undone by one path on failure.
+	var undo []func()
+	fail := func(err error, msg string) (*Process, error) {
+		for i := len(undo) - 1; i >= 0; i-- {
+			undo[i]()
+		}
+		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, msg)
+	}
 	dir, err := os.MkdirTemp(cfg.Dir, "shotd-chrome-")
 	if err != nil {
-		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser profile directory")
+		return fail(err, "cannot create the browser profile directory")
 	}
-	r, w, err := os.Pipe()
+	undo = append(undo, func() { os.RemoveAll(dir) })
+	// Chrome writes outside --user-data-dir to $XDG_CONFIG_HOME (the crash database) and
+	// $XDG_CACHE_HOME; keep all of it in the dir that Close removes. TMPDIR too: Chrome killed
+	// with SIGKILL cannot remove the org.chromium.* dirs it makes there.
+	tmp, err := os.MkdirTemp(tmpParent(cfg.Dir))
 	if err != nil {
-		os.RemoveAll(dir)
-		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
+		return fail(err, "cannot create the browser temp directory")
 	}
+	undo = append(undo, func() { os.RemoveAll(tmp) })
+	// Three pipes: stderr, and DevTools' two (pipe.go). Chrome's ends are closed here once it
+	// holds them; ours on failure, or by Close.
+	var files [6]*os.File // stderr r, w; commands r, w; answers r, w
+	for i := 0; i < len(files); i += 2 {
+		if files[i], files[i+1], err = os.Pipe(); err != nil {
+			return fail(err, "cannot start the browser")
+		}
+		undo = append(undo, func() { files[i].Close(); files[i+1].Close() })
+	}
+	stderrR, stderrW, cmdR, cmdW, ansR, ansW := files[0], files[1], files[2], files[3], files[4], files[5]
 
 	flags := launchFlags(dir)
+	if sandbox, why := sandboxed(cfg.Sandbox); !sandbox {
+		flags = append(flags, "--no-sandbox")
+		if _, seen := warnedSandbox.LoadOrStore(why, true); !seen && cfg.Sandbox != SandboxOff {
+			cfg.Log.Warn().Str("reason", why).Msg("Chrome runs without its sandbox: a renderer exploit would run as the service's user (see README, Browsers)")
+		}
+	}
 	if cfg.JSHeapMB > 0 {
 		flags = append(flags, fmt.Sprintf("--js-flags=--max-old-space-size=%d", cfg.JSHeapMB))
 	}
@@ -368,19 +392,9 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	cmd := exec.Command(path, append(mergeFeatures(append(flags, cfg.ExtraFlags...)), "about:blank")...)
 	// Our own stderr pipe instead of cmd.StderrPipe: Wait must not close it under the reader,
-	// which keeps draining after the handshake so Chrome never blocks on a full pipe.
-	cmd.Stderr = w
-	// Chrome writes outside --user-data-dir to $XDG_CONFIG_HOME (the crash database) and
-	// $XDG_CACHE_HOME; keep all of it in the dir that Close removes.
-	// TMPDIR too: Chrome killed with SIGKILL cannot remove the org.chromium.* dirs it makes
-	// there.
-	tmp, err := os.MkdirTemp(tmpParent(cfg.Dir))
-	if err != nil {
-		r.Close()
-		w.Close()
-		os.RemoveAll(dir)
-		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot create the browser temp directory")
-	}
+	// which keeps draining so Chrome never blocks on a full pipe.
+	cmd.Stderr = stderrW
+	cmd.ExtraFiles = []*os.File{cmdR, ansW} // Chrome's fd 3 and 4 (--remote-debugging-pipe)
 	cmd.Env = append(chromeEnv(os.Environ()),
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_CACHE_HOME="+filepath.Join(dir, "xdg-cache"),
@@ -392,21 +406,17 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		Pdeathsig: syscall.SIGKILL,
 	}
 	if err := cmd.Start(); err != nil {
-		r.Close()
-		w.Close()
-		os.RemoveAll(dir)
-		os.RemoveAll(tmp)
-		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot start the browser")
+		return fail(err, "cannot start the browser")
 	}
-	w.Close() // Chrome holds the write end now; EOF comes when its whole group is gone
+	// Chrome holds its ends now: EOF on ours comes when its whole group is gone.
+	stderrW.Close()
+	cmdR.Close()
+	ansW.Close()
 	if err := writeGroupRecord(dir, cmd.Process.Pid, cfg.StartTimeout); err != nil {
 		// Without the record a wrapper's Chrome could outlive a killed service unnoticed.
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		_ = cmd.Wait()
-		r.Close()
-		os.RemoveAll(dir)
-		os.RemoveAll(tmp)
-		return nil, shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot record the browser's process group")
+		return fail(err, "cannot record the browser's process group")
 	}
 
 	life, cancelLife := context.WithCancelCause(context.Background())
@@ -421,15 +431,15 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		cancelLife:   cancelLife,
 		exited:       make(chan struct{}),
 		disconnected: make(chan struct{}),
-		stderr:       r,
+		stderr:       stderrR,
 		stderrDone:   make(chan struct{}),
+		pipe:         newPipeConn(cmdW, ansR),
 	}
-	found := make(chan string, 1)
 	p.wg.Add(2)
 	go p.reap()
-	go p.readStderr(found)
+	go p.readStderr()
 
-	if err := p.connect(ctx, found); err != nil {
+	if err := p.connect(ctx); err != nil {
 		// shutdown removes the dir and waits for both goroutines.
 		if serr := p.shutdown(context.Background(), false); serr != nil {
 			p.log.Warn().Err(serr).Msg("cleanup after failed launch")
@@ -452,46 +462,31 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		p.wg.Add(1)
 		go p.prewarm()
 	}
-	p.log.Info().Str("host", p.host).Str("user_data_dir", dir).Msg("chrome started")
+	p.log.Info().Str("user_data_dir", dir).Msg("chrome started")
 	return p, nil
 }
 
-// connect waits for the DevTools address on stderr and dials the browser websocket, all within
-// StartTimeout.
-func (p *Process) connect(ctx context.Context, found <-chan string) error {
+// connect opens the browser's session on the DevTools pipe and makes its first calls, all within
+// StartTimeout: Chrome answers once it is up.
+func (p *Process) connect(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, p.cfg.StartTimeout)
 	defer cancel()
-	select {
-	case p.wsURL = <-found:
-	case <-p.stderrDone:
-		// stderr closed without the address: Chrome died, or a wrapper exited without exec.
-		select {
-		case p.wsURL = <-found:
-		default:
-			return shotd.Errorf(shotd.CodeRendererUnavailable, "the browser exited before it was ready")
-		}
-	case <-ctx.Done():
-		return shotd.Wrap(shotd.CodeRendererUnavailable, ctx.Err(), "the browser did not become ready in time")
-	}
-	u, err := url.Parse(p.wsURL)
-	if err != nil {
-		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "the browser printed an unusable DevTools address")
-	}
-	p.host = u.Host
-	if ap, err := netip.ParseAddrPort(u.Host); err == nil && p.cfg.Guard != nil {
-		// No page may talk to the devtools endpoint, even with 127.0.0.1 allow-listed.
-		p.cfg.Guard.DenyPort(ap)
-		p.devtools = ap
-	}
-	p.conn, err = dial(ctx, p.wsURL)
-	if err != nil {
+	var err error
+	if p.conn, err = p.pipe.dial(ctx, ""); err != nil {
 		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot connect to the browser")
 	}
 	p.browser = cdp.NewClient(p.conn)
 	// Downloads are denied in every context (newTab denies them in its own): no page writes to
 	// the disk.
 	if err := p.browser.Browser.SetDownloadBehavior(ctx, browser.NewSetDownloadBehaviorArgs("deny")); err != nil {
-		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot deny downloads")
+		switch {
+		case isDone(p.pipe.done):
+			// The pipe ended: Chrome died, or the binary is not Chrome.
+			return shotd.Wrap(shotd.CodeRendererUnavailable, err, "the browser exited before it was ready")
+		case ctx.Err() != nil:
+			return shotd.Wrap(shotd.CodeRendererUnavailable, ctx.Err(), "the browser did not become ready in time")
+		}
+		return shotd.Wrap(shotd.CodeRendererUnavailable, err, "cannot connect to the browser")
 	}
 	return p.watchTargets(ctx)
 }
@@ -602,8 +597,9 @@ func (p *Process) killGroup() {
 	}
 }
 
-// readStderr hands the DevTools address to Launch and drains the rest, logging it at debug.
-func (p *Process) readStderr(found chan<- string) {
+// readStderr drains Chrome's stderr, logging it at debug, so that Chrome never blocks on a full
+// pipe.
+func (p *Process) readStderr() {
 	defer p.wg.Done()
 	defer close(p.stderrDone)
 	defer p.stderr.Close()
@@ -611,12 +607,6 @@ func (p *Process) readStderr(found chan<- string) {
 	for {
 		line, err := br.ReadString('\n')
 		if line = strings.TrimRight(line, "\r\n"); line != "" {
-			if found != nil {
-				if u, ok := devToolsURL(line); ok {
-					found <- u
-					found = nil
-				}
-			}
 			if len(line) > 2000 {
 				line = line[:2000]
 			}
@@ -626,16 +616,6 @@ func (p *Process) readStderr(found chan<- string) {
 			return
 		}
 	}
-}
-
-func devToolsURL(line string) (string, bool) {
-	const prefix = "DevTools listening on "
-	i := strings.Index(line, prefix)
-	if i < 0 {
-		return "", false
-	}
-	u := strings.TrimSpace(line[i+len(prefix):])
-	return u, strings.HasPrefix(u, "ws://")
 }
 
 // watchConn turns the end of the browser connection into Disconnected.
@@ -703,6 +683,9 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	if p.conn != nil {
 		p.conn.Close()
 	}
+	if p.pipe != nil {
+		p.pipe.Close() // ends every tab's session
+	}
 	p.drainReady() // ready is nil after a failed Launch: never ready
 	// With the group dead nobody holds the write end any more; closing the read end also
 	// unblocks the reader should an escaped helper still hold it.
@@ -723,9 +706,6 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	}
 	if err := removeDir(ctx, p.tmpDir); err != nil {
 		errs = append(errs, err)
-	}
-	if p.devtools.IsValid() && isDone(p.exited) {
-		p.cfg.Guard.AllowPort(p.devtools) // the listener is gone with the process
 	}
 	if len(errs) > 0 {
 		return shotd.Wrap(shotd.CodeInternalError, errors.Join(errs...), "the browser did not stop cleanly")
@@ -784,4 +764,54 @@ func (p *Process) Probe(ctx context.Context) error {
 	}
 	_, err := p.browser.Browser.GetVersion(ctx)
 	return err
+}
+
+// Sandbox settings (Config.Sandbox, browser.sandbox).
+const (
+	SandboxAuto = "auto"
+	SandboxOn   = "on"
+	SandboxOff  = "off"
+)
+
+// warnedSandbox: the reason the sandbox is off is logged once per reason.
+var warnedSandbox sync.Map
+
+// sandboxed decides whether Chrome runs in its sandbox, and if not, why.
+func sandboxed(setting string) (bool, string) {
+	switch setting {
+	case SandboxOn:
+		return true, ""
+	case SandboxOff:
+		return false, "browser.sandbox is off"
+	}
+	return Sandboxable(os.Geteuid(), readInt("/proc/sys/user/max_user_namespaces"), readInt("/proc/sys/kernel/unprivileged_userns_clone"))
+}
+
+// Sandboxable tells whether Chrome's sandbox can work for a service of effective user euid:
+// Chrome refuses it to root, and without its setuid helper (Debian ships none) it needs
+// unprivileged user namespaces: max_user_namespaces above 0 and, on kernels that have the
+// switch, unprivileged_userns_clone not 0 (-1: no such file).
+func Sandboxable(euid, maxUserNS, unprivClone int) (bool, string) {
+	switch {
+	case euid == 0:
+		return false, "the service runs as root, and Chrome's sandbox refuses root: run shotd as a user of its own"
+	case maxUserNS == 0:
+		return false, "user namespaces are disabled (user.max_user_namespaces = 0)"
+	case unprivClone == 0:
+		return false, "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)"
+	}
+	return true, ""
+}
+
+// readInt reads a number from a /proc file; -1 when it cannot.
+func readInt(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return -1
+	}
+	return n
 }

@@ -17,11 +17,10 @@ import (
 
 // tab is one browser context with one page target in it, connected and with the Page domain on.
 //
-// Each target gets its own websocket (ws://host/devtools/page/<targetId>) rather than a session
-// over the browser connection: mafredri/cdp's session package uses the non-flat
-// Target.sendMessageToTarget relay, which funnels every message of every render through one
-// goroutine and a browser round trip, while a page socket is a plain rpcc.Conn whose events belong
-// to that page alone.
+// Each target has a flat session of its own on the DevTools pipe (pipe.go), seen as a plain
+// rpcc.Conn whose events belong to that page alone: mafredri/cdp's session package would use the
+// non-flat Target.sendMessageToTarget relay, which funnels every message of every render through
+// one goroutine and a browser round trip.
 type tab struct {
 	browserContext browser.ContextID
 	targetID       target.ID
@@ -100,7 +99,11 @@ func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
 		return t, err
 	}
 	t.targetID = tr.TargetID
-	t.conn, err = dial(ctx, "ws://"+p.host+"/devtools/page/"+string(tr.TargetID))
+	att, err := p.browser.Target.AttachToTarget(ctx, target.NewAttachToTargetArgs(tr.TargetID).SetFlatten(true))
+	if err != nil {
+		return t, err
+	}
+	t.conn, err = p.pipe.dial(ctx, string(att.SessionID))
 	if err != nil {
 		return t, err
 	}

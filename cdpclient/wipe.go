@@ -43,11 +43,14 @@ const (
 // overrides are what a render changed in its tab beyond a fresh tab's state, so that the wipe
 // undoes exactly that. A render sets them as it makes each change.
 type overrides struct {
+	// Emulation and page settings.
 	touch, userAgent, media, timeZone, background, bypassCSP bool
-	network                                                  bool                    // Network.enable (networkidle, click)
-	autoAttach                                               bool                    // Target.setAutoAttach for dedicated workers
-	scripts                                                  []page.ScriptIdentifier // Page.addScriptToEvaluateOnNewDocument
-	tainted                                                  bool                    // a change the wipe does not undo: replace the tab
+
+	network     bool                    // Network.enable (networkidle, click)
+	autoAttach  bool                    // Target.setAutoAttach for dedicated workers
+	permissions bool                    // Browser.grantPermissions or setPermission by a render
+	scripts     []page.ScriptIdentifier // Page.addScriptToEvaluateOnNewDocument
+	tainted     bool                    // a change the wipe does not undo: replace the tab
 }
 
 // originSet collects the origins a tab's frames and workers committed, and the sites of its
@@ -227,17 +230,23 @@ func (t *tab) leave(ctx context.Context) error {
 	return nil
 }
 
-// clearState drops the browser context's cookies, HTTP cache and permissions, the storage of
-// every origin the tab committed, and the history, all at once.
+// clearState drops the browser context's cookies and HTTP cache (and the permissions a render
+// granted), the storage of every origin the tab committed, and the history, all at once: each
+// CDP call costs the browser's UI thread a few milliseconds, so none is made that a render
+// cannot need.
 func (p *Process) clearState(ctx context.Context, t *tab) error {
 	c := t.c
 	calls := []func() error{
 		func() error { return c.Network.ClearBrowserCookies(ctx) },
 		func() error { return c.Network.ClearBrowserCache(ctx) },
 		func() error { return c.Page.ResetNavigationHistory(ctx) },
-		func() error {
+	}
+	if t.over.permissions {
+		// A page cannot grant itself a permission (--deny-permission-prompts): only a render's
+		// own option can, and then they go.
+		calls = append(calls, func() error {
 			return p.browser.Browser.ResetPermissions(ctx, browser.NewResetPermissionsArgs().SetBrowserContextID(t.browserContext))
-		},
+		})
 	}
 	origins, partitioned := t.origins.storageKeys()
 	for _, o := range origins {

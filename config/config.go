@@ -2,6 +2,7 @@ package config
 
 import (
 	_ "embed"
+	"net"
 	"net/netip"
 	"slices"
 	"time"
@@ -32,6 +33,9 @@ type Config struct {
 	// PublicURL is the base of links in answers, without a trailing slash.
 	PublicURL              string `toml:"public_url"`
 	ShutdownTimeoutSeconds int    `toml:"shutdown_timeout_seconds"`
+	// MetricsAuth says whether /metrics asks for the admin token: MetricsAuto (when admin_listen
+	// is not a loopback address), MetricsToken or MetricsOpen.
+	MetricsAuth string `toml:"metrics_auth"`
 
 	Browser  Browser  `toml:"browser"`
 	Network  Network  `toml:"network"`
@@ -55,6 +59,7 @@ type Browser struct {
 	Prewarm                    int    `toml:"prewarm"`
 	Isolation                  string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
 	TabReuse                   int    `toml:"tab_reuse"`
+	Sandbox                    string `toml:"sandbox"`                // auto, on or off
 	JSHeapMB                   int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
 	RendererProcessLimit       int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
 	SlotWaitMs                 int    `toml:"slot_wait_ms"`
@@ -77,6 +82,14 @@ type Limits struct {
 	MaxSourceBytes int `toml:"max_source_bytes"`
 	MaxOutputBytes int `toml:"max_output_bytes"`
 	BulkMaxItems   int `toml:"bulk_max_items"`
+	// Refused requests (invalid options, bad signatures, unknown keys...) allowed in a minute
+	// per client address and per access key, before 429 rate_limited; 0: not counted. They are
+	// refused before any account limit applies, so without these nothing would throttle them.
+	RefusedPerAddressPerMinute int `toml:"refused_per_address_per_minute"`
+	RefusedPerKeyPerMinute     int `toml:"refused_per_key_per_minute"`
+	// MaxConnsPerAddress caps the open connections of one client address on the public listener
+	// (0: no cap). Behind a reverse proxy every client has the proxy's address: raise it or 0.
+	MaxConnsPerAddress int `toml:"max_conns_per_address"`
 }
 
 // Webhooks is the [webhooks] table.
@@ -137,6 +150,32 @@ const (
 	IsolationContext = "context" // a fresh browser context and tab per render
 )
 
+// Values of metrics_auth.
+const (
+	MetricsAuto  = "auto"  // the admin token unless admin_listen is a loopback address
+	MetricsToken = "token" // always the admin token
+	MetricsOpen  = "open"  // never: for a scraper that cannot send a token, on a closed network
+)
+
+// MetricsNeedToken reports whether /metrics asks for the admin token under metrics_auth.
+func (c *Config) MetricsNeedToken() bool {
+	switch c.MetricsAuth {
+	case MetricsOpen:
+		return false
+	case MetricsToken:
+		return true
+	}
+	host, _, err := net.SplitHostPort(c.AdminListen)
+	if err != nil {
+		return true
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip, err := netip.ParseAddr(host)
+	return err != nil || !ip.IsLoopback() // "" and 0.0.0.0 listen everywhere
+}
+
 // Log formats.
 const (
 	LogConsole = "console"
@@ -153,6 +192,7 @@ func Default() *Config {
 		DataDir:                "./data",
 		PublicURL:              "http://127.0.0.1:8080",
 		ShutdownTimeoutSeconds: 30,
+		MetricsAuth:            MetricsAuto,
 		Browser: Browser{
 			Path:                       "",
 			PoolSize:                   2,
@@ -162,12 +202,14 @@ func Default() *Config {
 			Prewarm:                    2,
 			Isolation:                  IsolationWipe,
 			TabReuse:                   50,
+			Sandbox:                    "auto",
 			SlotWaitMs:                 2000,
 			RenderDeadlineGraceSeconds: 10,
 		},
-		Network:  Network{AllowPrivate: []string{}},
-		Storage:  Storage{FileTTLSeconds: 86400},
-		Limits:   Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50},
+		Network: Network{AllowPrivate: []string{}},
+		Storage: Storage{FileTTLSeconds: 86400},
+		Limits: Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50,
+			RefusedPerAddressPerMinute: 60, RefusedPerKeyPerMinute: 60, MaxConnsPerAddress: 128},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
 		Log:      Log{Level: "info", Format: LogConsole},
 		Blocking: Blocking{
@@ -190,6 +232,7 @@ func contractPlan(name string) shotd.Plan {
 		Concurrency:             4,
 		QueueLimit:              100,
 		FailuresPerMinute:       30,
+		FailuresPerDay:          100,
 		Features:                slices.Clone(shotd.AllFeatures),
 	}
 }

@@ -58,19 +58,20 @@ features                   = ["pdf", "video", "async", "bulk", "cache"]  # absen
 func TestDefaults(t *testing.T) {
 	want := &Config{
 		Listen: "127.0.0.1:8080", AdminListen: "127.0.0.1:8081", AdminToken: "", DataDir: "./data",
-		PublicURL: "http://127.0.0.1:8080", ShutdownTimeoutSeconds: 30,
+		PublicURL: "http://127.0.0.1:8080", ShutdownTimeoutSeconds: 30, MetricsAuth: "auto",
 		Browser: Browser{Path: "", PoolSize: 2, RendersPerProcess: 4, RecycleAfter: 200,
-			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, SlotWaitMs: 2000, RenderDeadlineGraceSeconds: 10},
-		Network:  Network{AllowPrivate: []string{}},
-		Storage:  Storage{FileTTLSeconds: 86400},
-		Limits:   Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50},
+			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, Sandbox: "auto", SlotWaitMs: 2000, RenderDeadlineGraceSeconds: 10},
+		Network: Network{AllowPrivate: []string{}},
+		Storage: Storage{FileTTLSeconds: 86400},
+		Limits: Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50,
+			RefusedPerAddressPerMinute: 60, RefusedPerKeyPerMinute: 60, MaxConnsPerAddress: 128},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
 		Log:      Log{Level: "info", Format: "console"},
 		Blocking: Blocking{EasyList: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
 			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
 			Autoconsent: "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"},
 		Plans: map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 1000, RequestsPerMinute: 60,
-			StatusRequestsPerMinute: 600, Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30,
+			StatusRequestsPerMinute: 600, Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100,
 			Features: []string{"pdf", "video", "async", "bulk", "cache"}}},
 	}
 	tests := []struct {
@@ -113,6 +114,7 @@ admin_token = "s3cret-token-s3cret-token-s3cret-token"
 data_dir = "/var/lib/shotd"
 public_url = "https://shots.example.com/base/"
 shutdown_timeout_seconds = 5
+metrics_auth = "token"
 
 [browser]
 path = "/bin/sh"
@@ -123,6 +125,7 @@ start_timeout_seconds = 7
 prewarm = 1
 isolation = "context"
 tab_reuse = 9
+sandbox = "off"
 slot_wait_ms = 0
 render_deadline_grace_seconds = 3
 
@@ -136,6 +139,9 @@ file_ttl_seconds = 3600
 max_source_bytes = 1000
 max_output_bytes = 2000
 bulk_max_items = 5
+refused_per_address_per_minute = 0
+refused_per_key_per_minute = 7
+max_conns_per_address = 9
 
 [webhooks]
 retry_delays_seconds = [1, 2]
@@ -159,6 +165,7 @@ status_requests_per_minute = 6000
 concurrency = 16
 queue_limit = 1000
 failures_per_minute = 300
+failures_per_day = 1000
 features = ["pdf", "cache"]
 
 [plans.all-but-quota]
@@ -168,12 +175,13 @@ monthly_quota = 5
 func fullConfig() *Config {
 	return &Config{
 		Listen: "0.0.0.0:9000", AdminListen: "127.0.0.1:9001", AdminToken: "s3cret-token-s3cret-token-s3cret-token",
-		DataDir: "/var/lib/shotd", PublicURL: "https://shots.example.com/base", ShutdownTimeoutSeconds: 5,
+		DataDir: "/var/lib/shotd", PublicURL: "https://shots.example.com/base", ShutdownTimeoutSeconds: 5, MetricsAuth: "token",
 		Browser: Browser{Path: "/bin/sh", PoolSize: 8, RendersPerProcess: 2, RecycleAfter: 50,
-			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
-		Network:  Network{AllowPrivate: []string{"127.0.0.1", "10.0.0.0/8", "::1", "fd00::/8"}},
-		Storage:  Storage{FileTTLSeconds: 3600},
-		Limits:   Limits{MaxSourceBytes: 1000, MaxOutputBytes: 2000, BulkMaxItems: 5},
+			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, Sandbox: "off", SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
+		Network: Network{AllowPrivate: []string{"127.0.0.1", "10.0.0.0/8", "::1", "fd00::/8"}},
+		Storage: Storage{FileTTLSeconds: 3600},
+		Limits: Limits{MaxSourceBytes: 1000, MaxOutputBytes: 2000, BulkMaxItems: 5,
+			RefusedPerAddressPerMinute: 0, RefusedPerKeyPerMinute: 7, MaxConnsPerAddress: 9},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{1, 2}, TimeoutSeconds: 4},
 		Log:      Log{Level: "debug", Format: "json"},
 		Blocking: Blocking{EasyList: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
@@ -181,11 +189,11 @@ func fullConfig() *Config {
 			Autoconsent: ""},
 		Plans: map[string]shotd.Plan{
 			"default": {Name: "default", MonthlyQuota: 10, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
-				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, Features: []string{}},
+				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100, Features: []string{}},
 			"pro": {Name: "pro", MonthlyQuota: 100000, RequestsPerMinute: 600, StatusRequestsPerMinute: 6000,
-				Concurrency: 16, QueueLimit: 1000, FailuresPerMinute: 300, Features: []string{"pdf", "cache"}},
+				Concurrency: 16, QueueLimit: 1000, FailuresPerMinute: 300, FailuresPerDay: 1000, Features: []string{"pdf", "cache"}},
 			"all-but-quota": {Name: "all-but-quota", MonthlyQuota: 5, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
-				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, Features: shotd.AllFeatures},
+				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100, Features: shotd.AllFeatures},
 		},
 	}
 }
@@ -378,6 +386,7 @@ func TestValidate(t *testing.T) {
 		{"browser.prewarm zero", func(c *Config) { c.Browser.Prewarm = 0 }, ""},
 		{"browser.isolation unknown", func(c *Config) { c.Browser.Isolation = "none" }, `browser.isolation: must be "wipe" or "context", got "none"`},
 		{"browser.isolation context", func(c *Config) { c.Browser.Isolation = "context" }, ""},
+		{"browser.sandbox unknown", func(c *Config) { c.Browser.Sandbox = "yes" }, `browser.sandbox: must be "auto", "on" or "off", got "yes"`},
 		{"browser.tab_reuse zero", func(c *Config) { c.Browser.TabReuse = 0 }, "browser.tab_reuse: must be between 1 and 100000, got 0"},
 		{"browser.js_heap_mb too small", func(c *Config) { c.Browser.JSHeapMB = 10 }, "browser.js_heap_mb: must be between 64 and 65536, got 10"},
 		{"browser.renderer_process_limit negative", func(c *Config) { c.Browser.RendererProcessLimit = -1 }, "browser.renderer_process_limit: must be between 0 and 1000, got -1"},
@@ -408,6 +417,11 @@ func TestValidate(t *testing.T) {
 		{"plan concurrency negative", func(c *Config) { setDefaultPlan(c, func(p *shotd.Plan) { p.Concurrency = -1 }) }, "plans.default.concurrency: must be at least 1, got -1"},
 		{"plan queue_limit zero", func(c *Config) { setDefaultPlan(c, func(p *shotd.Plan) { p.QueueLimit = 0 }) }, "plans.default.queue_limit: must be at least 1, got 0"},
 		{"plan failures_per_minute zero", func(c *Config) { setDefaultPlan(c, func(p *shotd.Plan) { p.FailuresPerMinute = 0 }) }, "plans.default.failures_per_minute: must be at least 1, got 0"},
+		{"plan failures_per_day zero", func(c *Config) { setDefaultPlan(c, func(p *shotd.Plan) { p.FailuresPerDay = 0 }) }, ""},
+		{"plan failures_per_day negative", func(c *Config) { setDefaultPlan(c, func(p *shotd.Plan) { p.FailuresPerDay = -1 }) }, "plans.default.failures_per_day: must be between 0 and 100000000, got -1"},
+		{"metrics_auth unknown", func(c *Config) { c.MetricsAuth = "yes" }, `metrics_auth: must be "auto", "token" or "open", got "yes"`},
+		{"refused_per_address_per_minute negative", func(c *Config) { c.Limits.RefusedPerAddressPerMinute = -1 }, "limits.refused_per_address_per_minute: must be between 0 and 1000000, got -1"},
+		{"max_conns_per_address off", func(c *Config) { c.Limits.MaxConnsPerAddress = 0 }, ""},
 		{"plan unknown feature", func(c *Config) { setDefaultPlan(c, func(p *shotd.Plan) { p.Features = []string{"pdf", "PNG"} }) }, `plans.default.features[1]: unknown feature "PNG", want one of pdf, video, async, bulk, cache`},
 		{"plan duplicate feature", func(c *Config) {
 			setDefaultPlan(c, func(p *shotd.Plan) { p.Features = []string{"pdf", "bulk", "pdf"} })

@@ -30,6 +30,7 @@ type filePlan struct {
 	Concurrency             *int      `toml:"concurrency"`
 	QueueLimit              *int      `toml:"queue_limit"`
 	FailuresPerMinute       *int      `toml:"failures_per_minute"`
+	FailuresPerDay          *int      `toml:"failures_per_day"`
 	Features                *[]string `toml:"features"`
 }
 
@@ -98,6 +99,7 @@ func (c *Config) decode(data []byte) error {
 		setInt(&p.Concurrency, fp.Concurrency)
 		setInt(&p.QueueLimit, fp.QueueLimit)
 		setInt(&p.FailuresPerMinute, fp.FailuresPerMinute)
+		setInt(&p.FailuresPerDay, fp.FailuresPerDay)
 		if fp.Features != nil {
 			// features = [] means no feature: keep it a non-nil empty list.
 			p.Features = append([]string{}, *fp.Features...)
@@ -172,6 +174,7 @@ func (c *Config) TOML() ([]byte, error) {
 			Concurrency:             &p.Concurrency,
 			QueueLimit:              &p.QueueLimit,
 			FailuresPerMinute:       &p.FailuresPerMinute,
+			FailuresPerDay:          &p.FailuresPerDay,
 			Features:                &features,
 		}
 	}
@@ -321,6 +324,7 @@ var planEnvKeys = []struct {
 	{"STATUS_REQUESTS_PER_MINUTE", "status_requests_per_minute", intSetter(func(p *shotd.Plan) *int { return &p.StatusRequestsPerMinute })},
 	{"REQUESTS_PER_MINUTE", "requests_per_minute", intSetter(func(p *shotd.Plan) *int { return &p.RequestsPerMinute })},
 	{"FAILURES_PER_MINUTE", "failures_per_minute", intSetter(func(p *shotd.Plan) *int { return &p.FailuresPerMinute })},
+	{"FAILURES_PER_DAY", "failures_per_day", intSetter(func(p *shotd.Plan) *int { return &p.FailuresPerDay })},
 	{"MONTHLY_QUOTA", "monthly_quota", intSetter(func(p *shotd.Plan) *int { return &p.MonthlyQuota })},
 	{"QUEUE_LIMIT", "queue_limit", intSetter(func(p *shotd.Plan) *int { return &p.QueueLimit })},
 	{"CONCURRENCY", "concurrency", intSetter(func(p *shotd.Plan) *int { return &p.Concurrency })},

@@ -61,6 +61,9 @@ func (c *Config) Validate() error {
 	c.PublicURL = strings.TrimRight(c.PublicURL, "/")
 	v.publicURL("public_url", c.PublicURL)
 	v.between("shutdown_timeout_seconds", c.ShutdownTimeoutSeconds, 1, 3600)
+	if c.MetricsAuth != MetricsAuto && c.MetricsAuth != MetricsToken && c.MetricsAuth != MetricsOpen {
+		v.addf("metrics_auth", "must be %q, %q or %q, got %q", MetricsAuto, MetricsToken, MetricsOpen, c.MetricsAuth)
+	}
 
 	for _, l := range []struct{ key, path string }{{"blocking.easylist", c.Blocking.EasyList}, {"blocking.easyprivacy", c.Blocking.EasyPrivacy}} {
 		if strings.TrimSpace(l.path) == "" {
@@ -90,6 +93,9 @@ func (c *Config) Validate() error {
 		v.addf("browser.isolation", "must be %q or %q, got %q", IsolationWipe, IsolationContext, b.Isolation)
 	}
 	v.between("browser.tab_reuse", b.TabReuse, 1, 100_000)
+	if b.Sandbox != "auto" && b.Sandbox != "on" && b.Sandbox != "off" {
+		v.addf("browser.sandbox", "must be \"auto\", \"on\" or \"off\", got %q", b.Sandbox)
+	}
 	if b.JSHeapMB != 0 {
 		v.between("browser.js_heap_mb", b.JSHeapMB, 64, 65_536)
 	}
@@ -108,6 +114,9 @@ func (c *Config) Validate() error {
 	v.positive("limits.max_source_bytes", c.Limits.MaxSourceBytes)
 	v.positive("limits.max_output_bytes", c.Limits.MaxOutputBytes)
 	v.between("limits.bulk_max_items", c.Limits.BulkMaxItems, 1, 10_000)
+	v.between("limits.refused_per_address_per_minute", c.Limits.RefusedPerAddressPerMinute, 0, 1_000_000)
+	v.between("limits.refused_per_key_per_minute", c.Limits.RefusedPerKeyPerMinute, 0, 1_000_000)
+	v.between("limits.max_conns_per_address", c.Limits.MaxConnsPerAddress, 0, 1_000_000)
 
 	for i, d := range c.Webhooks.RetryDelaysSeconds {
 		v.between(fmt.Sprintf("webhooks.retry_delays_seconds[%d]", i), d, 1, 7*24*3600)
@@ -203,6 +212,7 @@ func (v *validator) plans(plans map[string]shotd.Plan) {
 		v.positive(key+".concurrency", p.Concurrency)
 		v.positive(key+".queue_limit", p.QueueLimit)
 		v.positive(key+".failures_per_minute", p.FailuresPerMinute)
+		v.between(key+".failures_per_day", p.FailuresPerDay, 0, 100_000_000)
 		for i, f := range p.Features {
 			switch {
 			case !slices.Contains(shotd.AllFeatures, f):

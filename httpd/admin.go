@@ -44,11 +44,12 @@ type Admin struct {
 	usage     UsageReporter
 	log       zerolog.Logger
 	srv       *fasthttp.Server
+	adminGuard
 }
 
 // NewAdmin builds the admin API. gatherer is the Prometheus registry served at /metrics.
 func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.Plan, usage UsageReporter, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
-	a := &Admin{token: token, publicURL: publicURL, store: st, plans: plans, usage: usage, log: log}
+	a := &Admin{token: token, publicURL: publicURL, store: st, plans: plans, usage: usage, log: log, adminGuard: newAdminGuard()}
 	r := router.New()
 	r.RedirectTrailingSlash, r.RedirectFixedPath, r.HandleOPTIONS = false, false, false
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
@@ -70,7 +71,7 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 	r.PATCH("/admin/v1/keys/{access_key}", a.auth(a.patchKey))
 	r.DELETE("/admin/v1/keys/{access_key}", a.auth(a.revokeKey))
 	if gatherer != nil {
-		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
+		r.GET("/metrics", a.metricsGate(fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))))
 	}
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
 	s := &Server{log: log, set: Settings{PublicURL: publicURL, MaxBodyBytes: adminMaxBody}}
@@ -89,7 +90,10 @@ const adminMaxBody = 1 << 20
 func (a *Admin) Handler() fasthttp.RequestHandler { return a.srv.Handler }
 
 // Serve answers admin requests on ln until Shutdown.
-func (a *Admin) Serve(ln net.Listener) error { return a.srv.Serve(ln) }
+func (a *Admin) Serve(ln net.Listener) error {
+	a.resolveMetrics(ln)
+	return a.srv.Serve(ln)
+}
 
 // Shutdown stops the admin listener.
 func (a *Admin) Shutdown(ctx context.Context) error { return a.srv.ShutdownWithContext(ctx) }
@@ -101,14 +105,19 @@ func (a *Admin) fail(ctx *fasthttp.RequestCtx, err error) { writeError(ctx, a.pu
 // access_key_invalid when a wrong one is.
 func (a *Admin) auth(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
+		if a.tokenThrottled(ctx, a.publicURL) {
+			return
+		}
 		h := string(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		tok = strings.TrimSpace(tok)
 		switch {
 		case !ok || tok == "":
+			a.tokenFailed(ctx)
 			a.fail(ctx, shotd.Errorf(shotd.CodeAccessKeyRequired, "send the admin token as Authorization: Bearer <admin_token>"))
 			return
 		case a.token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) != 1:
+			a.tokenFailed(ctx)
 			a.fail(ctx, shotd.Errorf(shotd.CodeAccessKeyInvalid, "the admin token is wrong"))
 			return
 		}

@@ -117,6 +117,7 @@ func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps shotd.Param
 	if hasExpires && s.now().Unix() > expires {
 		return shotd.Errorf(shotd.CodeRequestExpired, "the request expired at %d", expires)
 	}
+	ctx.SetUserValue(verifiedKey, who.key.AccessKey) // its later refusals count against the key
 	return nil
 }
 

@@ -44,6 +44,7 @@ func writeError(ctx *fasthttp.RequestCtx, publicURL string, err error) {
 		ctx.Response.Header.Set("Retry-After", strconv.Itoa(ra))
 	}
 	ctx.Response.Header.Del("Content-Disposition")
+	ctx.SetUserValue(codeKey, info.Code)
 	writeJSON(ctx, info.Status, body)
 	if e.Cause != nil {
 		logOf(ctx).Warn().Err(e.Cause).Str("code", string(info.Code)).Msg("request failed")

@@ -61,6 +61,12 @@ type Settings struct {
 	FileTTL        time.Duration
 	// RenderGrace is added to an option's timeout to bound the whole request.
 	RenderGrace time.Duration
+	// Refused requests allowed per minute per client address and per access key before 429
+	// rate_limited (refusals.go); 0: not counted.
+	RefusedPerAddressPerMinute int
+	RefusedPerKeyPerMinute     int
+	// MaxConnsPerAddress caps the open connections of one client address (connlimit.go); 0: none.
+	MaxConnsPerAddress int
 }
 
 // Deps are the parts the public API talks to.
@@ -92,6 +98,8 @@ type Server struct {
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
+
+	refusedAddr, refusedKey *allowance // nil: not counted
 }
 
 // New builds the public API server.
@@ -108,6 +116,8 @@ func New(set Settings, d Deps) *Server {
 	}
 	s := &Server{set: set, keys: d.Keys, plans: d.Plans, renderer: d.Renderer, gate: d.Gate, files: d.Files,
 		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, log: d.Log, now: time.Now}
+	s.refusedAddr = newAllowance(set.RefusedPerAddressPerMinute, time.Now)
+	s.refusedKey = newAllowance(set.RefusedPerKeyPerMinute, time.Now)
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handler(),
 		Name:               "shotd",
@@ -190,6 +200,10 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 				Dur("took", time.Since(start)).Msg("request")
 			s.metrics.request(routeOf(ctx), ctx.Response.StatusCode())
 		}()
+		if s.throttled(ctx) {
+			return
+		}
+		defer s.countRefusal(ctx)
 		next(ctx)
 	}
 }
@@ -259,7 +273,12 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 }
 
 // Serve answers requests on ln until Shutdown.
-func (s *Server) Serve(ln net.Listener) error { return s.srv.Serve(ln) }
+func (s *Server) Serve(ln net.Listener) error {
+	if s.set.MaxConnsPerAddress > 0 {
+		ln = s.capConns(ln, s.set.MaxConnsPerAddress)
+	}
+	return s.srv.Serve(ln)
+}
 
 // Shutdown stops accepting and waits for open requests, up to ctx.
 func (s *Server) Shutdown(ctx context.Context) error { return s.srv.ShutdownWithContext(ctx) }

@@ -109,7 +109,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
 	loadConsent(lists, cfg.Blocking.Autoconsent, log)
 	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
-		Isolation: cfg.Browser.Isolation, Renders: cfg.Browser.RendersPerProcess, TabReuse: cfg.Browser.TabReuse,
+		Isolation: cfg.Browser.Isolation, Sandbox: cfg.Browser.Sandbox, Renders: cfg.Browser.RendersPerProcess, TabReuse: cfg.Browser.TabReuse,
 		JSHeapMB: cfg.Browser.HeapMB(proc.MemTotal()), RendererLimit: cfg.Browser.RendererLimit(),
 		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard,
 		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
@@ -156,11 +156,13 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
-		BulkMaxItems: cfg.Limits.BulkMaxItems},
+		BulkMaxItems: cfg.Limits.BulkMaxItems, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
+		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
 		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: storingRenderer{renderer, stg.sync.Wrap(renderer.Render)}, Gate: accounts, Files: st, Jobs: jobs, Records: st,
 			URLs: httpd.GuardURLs{Guard: guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) }), Log: log})
 	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.GateUsage{Gate: accounts, Plans: cfg.Plans}, reg,
 		log.With().Str("component", "admin").Logger())
+	admin.SetMetricsToken(cfg.MetricsNeedToken())
 
 	pubLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {

@@ -1,0 +1,290 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/devtool"
+	"github.com/mafredri/cdp/rpcc"
+)
+
+// SoakOptions shape a soak run.
+type SoakOptions struct {
+	Bin      string
+	Renders  int           // total sync renders
+	Clients  int           // concurrent clients
+	Interval time.Duration // between two samples
+	Out      io.Writer
+}
+
+// Sample is the service's resources at one moment.
+type Sample struct {
+	At                  time.Duration
+	Renders             int // answered so far
+	ShotdRSS, ChromeRSS int64
+	Goroutines, FDs     int
+	Chromes             int
+	Targets, Contexts   int
+	BoltBytes           int64
+}
+
+// series names what grows without bound, with its limit of growth per 1000 renders over the
+// second half: beyond it the run fails. The limits are far above noise (a GC cycle moves RSS by
+// a few MB, a render in flight adds a target) and far below a leak of one item per render.
+var series = []struct {
+	name  string
+	limit float64
+	get   func(Sample) float64
+}{
+	{"shotd RSS MB", 20, func(s Sample) float64 { return float64(s.ShotdRSS) / (1 << 20) }},
+	{"Chrome RSS MB", 100, func(s Sample) float64 { return float64(s.ChromeRSS) / (1 << 20) }},
+	{"goroutines", 25, func(s Sample) float64 { return float64(s.Goroutines) }},
+	{"open fds", 25, func(s Sample) float64 { return float64(s.FDs) }},
+	{"Chrome targets", 5, func(s Sample) float64 { return float64(s.Targets) }},
+	{"browser contexts", 5, func(s Sample) float64 { return float64(s.Contexts) }},
+	{"bbolt MB", 2, func(s Sample) float64 { return float64(s.BoltBytes) / (1 << 20) }},
+}
+
+// SoakReport holds the samples, the slopes and the problems of a soak run.
+type SoakReport struct {
+	Samples  []Sample
+	Statuses map[string]int
+	Bad      int
+	Slopes   map[string]float64
+	Problems []string
+}
+
+// Soak renders opt.Renders times with mixed formats at full concurrency and samples the
+// service's resources every opt.Interval.
+func Soak(ctx context.Context, opt SoakOptions) (*SoakReport, error) {
+	if opt.Out == nil {
+		opt.Out = io.Discard
+	}
+	root, err := NewRoot(chaosConfig)
+	if err != nil {
+		return nil, err
+	}
+	defer root.Remove()
+	bin := opt.Bin
+	if bin == "" {
+		if bin, err = Build(ctx, root.Dir); err != nil {
+			return nil, err
+		}
+	}
+	fx := NewFixture(0)
+	defer fx.Close()
+	svc, err := Start(ctx, bin, root)
+	if err != nil {
+		return nil, err
+	}
+	defer svc.Kill()
+	key, _ := svc.Keys()
+	hc := &http.Client{Timeout: 90 * time.Second}
+	cl := &Client{Base: svc.Base, Key: key, HTTP: hc}
+	rep := &SoakReport{Statuses: map[string]int{}, Slopes: map[string]float64{}}
+
+	var next, done atomic.Int64
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range opt.Clients {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				n := int(next.Add(1))
+				if n > opt.Renders {
+					return
+				}
+				s := shots[n%len(shots)]
+				s.URL = fx.URL(fmt.Sprintf("/page?n=%d", n))
+				o := cl.Render(ctx, s)
+				done.Add(1)
+				mu.Lock()
+				rep.Statuses[o.Label]++
+				if o.Bad != "" {
+					rep.Bad++
+				}
+				mu.Unlock()
+			}
+		}()
+	}
+	finished := make(chan struct{})
+	go func() { wg.Wait(); close(finished) }()
+	sample := func() {
+		s := measure(ctx, svc, root, hc)
+		s.At, s.Renders = time.Since(start).Round(time.Second), int(done.Load())
+		rep.Samples = append(rep.Samples, s)
+		fmt.Fprintf(opt.Out, "soak: %4.0fs %5d renders  shotd %4d MB  chrome %5d MB (%d procs)  goroutines %4d  fds %4d  targets %3d  contexts %3d  bbolt %5.2f MB\n",
+			s.At.Seconds(), s.Renders, s.ShotdRSS>>20, s.ChromeRSS>>20, s.Chromes, s.Goroutines, s.FDs, s.Targets, s.Contexts, float64(s.BoltBytes)/(1<<20))
+	}
+	sample()
+	tick := time.NewTicker(opt.Interval)
+	defer tick.Stop()
+loop:
+	for {
+		select {
+		case <-tick.C:
+			sample()
+		case <-finished:
+			break loop
+		case <-ctx.Done():
+			<-finished
+			break loop
+		}
+	}
+	sample()
+	if ctx.Err() != nil {
+		rep.Problems = append(rep.Problems, "the soak ran out of time")
+	}
+	if rep.Bad > 0 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d answers broke the contract", rep.Bad))
+	}
+	half := rep.Samples[len(rep.Samples)/2:]
+	if len(half) < 3 {
+		rep.Problems = append(rep.Problems, fmt.Sprintf("%d samples in the second half: too few for a slope (run more renders)", len(half)))
+		return rep, nil
+	}
+	for _, sr := range series {
+		xs, ys := make([]float64, len(half)), make([]float64, len(half))
+		for i, s := range half {
+			xs[i], ys[i] = float64(s.Renders)/1000, sr.get(s)
+		}
+		k := slope(xs, ys)
+		rep.Slopes[sr.name] = k
+		if k > sr.limit {
+			rep.Problems = append(rep.Problems, fmt.Sprintf("%s grows by %.1f per 1000 renders over the second half (limit %.0f)", sr.name, k, sr.limit))
+		}
+	}
+	return rep, nil
+}
+
+// Print writes the figures: the first and last sample, the slopes and the problems.
+func (r *SoakReport) Print(w io.Writer) {
+	fmt.Fprintln(w, "answers by status:")
+	for k, v := range r.Statuses {
+		fmt.Fprintf(w, "  %-34s %d\n", k, v)
+	}
+	if len(r.Samples) > 0 {
+		a, b := r.Samples[0], r.Samples[len(r.Samples)-1]
+		fmt.Fprintf(w, "%-18s %12s %12s %16s\n", "", "start", "end", "slope/1000 (2nd half)")
+		row := func(name string, x, y float64) {
+			fmt.Fprintf(w, "%-18s %12.1f %12.1f %16.2f\n", name, x, y, r.Slopes[name])
+		}
+		for _, sr := range series {
+			row(sr.name, sr.get(a), sr.get(b))
+		}
+		fmt.Fprintf(w, "renders %d in %v\n", b.Renders, b.At)
+	}
+	if len(r.Problems) == 0 {
+		fmt.Fprintln(w, "PASS: nothing grows without bound")
+	}
+	for _, p := range r.Problems {
+		fmt.Fprintln(w, "PROBLEM:", p)
+	}
+}
+
+// slope is the least-squares slope of ys over xs.
+func slope(xs, ys []float64) float64 {
+	n := float64(len(xs))
+	var sx, sy, sxx, sxy float64
+	for i := range xs {
+		sx, sy, sxx, sxy = sx+xs[i], sy+ys[i], sxx+xs[i]*xs[i], sxy+xs[i]*ys[i]
+	}
+	d := n*sxx - sx*sx
+	if d == 0 {
+		return 0
+	}
+	return (n*sxy - sx*sy) / d
+}
+
+func measure(ctx context.Context, svc *Service, root *Root, hc *http.Client) Sample {
+	var s Sample
+	s.ShotdRSS = rss(svc.PID())
+	if ents, err := os.ReadDir("/proc/" + strconv.Itoa(svc.PID()) + "/fd"); err == nil {
+		s.FDs = len(ents)
+	}
+	if g, err := Metric(ctx, hc, svc.Admin, "go_goroutines"); err == nil {
+		s.Goroutines = int(g)
+	}
+	for _, p := range svc.Chrome("") {
+		s.ChromeRSS += rss(p.PID)
+		s.Chromes++
+		if p.Kind() == KindBrowser {
+			t, c := targets(ctx, p)
+			s.Targets += t
+			s.Contexts += c
+		}
+	}
+	if fi, err := os.Stat(filepath.Join(root.DataDir, "shotd.db")); err == nil {
+		s.BoltBytes = fi.Size()
+	}
+	return s
+}
+
+func rss(pid int) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
+}
+
+// targets counts a browser's page targets and browser contexts over its own DevTools endpoint
+// (the port Chrome wrote to DevToolsActivePort in its profile): a second, read-only client.
+func targets(ctx context.Context, p Proc) (int, int) {
+	var dir string
+	for _, f := range strings.Fields(p.Cmdline) {
+		if v, ok := strings.CutPrefix(f, "--user-data-dir="); ok {
+			dir = v
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))
+	if err != nil {
+		return 0, 0
+	}
+	port, _, _ := strings.Cut(string(b), "\n")
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	v, err := devtool.New("http://127.0.0.1:" + strings.TrimSpace(port)).Version(ctx)
+	if err != nil {
+		return 0, 0
+	}
+	conn, err := rpcc.DialContext(ctx, v.WebSocketDebuggerURL)
+	if err != nil {
+		return 0, 0
+	}
+	defer conn.Close()
+	c := cdp.NewClient(conn)
+	ts, err := c.Target.GetTargets(ctx, nil)
+	if err != nil {
+		return 0, 0
+	}
+	pages := 0
+	for _, t := range ts.TargetInfos {
+		if t.Type == "page" {
+			pages++
+		}
+	}
+	bc, err := c.Target.GetBrowserContexts(ctx)
+	if err != nil {
+		return pages, 0
+	}
+	return pages, len(bc.BrowserContextIDs)
+}
