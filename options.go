@@ -154,6 +154,9 @@ type Options struct {
 	WebhookURL  string
 	WebhookSign bool
 
+	// ScreenshotOne's take options that api-v1 lacks (s1options.go).
+	S1 S1Options
+
 	// Storage: store=true uploads the result to Storage (storage.go).
 	Store   bool
 	Storage StorageTarget

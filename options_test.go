@@ -91,6 +91,10 @@ func base(name string) Params {
 		return q("url", "https://example.com/", "clip_width", "10", "clip_height", "10")
 	case "webhook_url":
 		return q("url", "https://example.com/", "async", "true")
+	case "geolocation_latitude", "geolocation_longitude", "geolocation_accuracy":
+		return q("url", "https://example.com/", "geolocation_latitude", "1", "geolocation_longitude", "2")
+	case "scroll_into_view_adjust_top":
+		return q("url", "https://example.com/", "scroll_into_view", "h1")
 	}
 	if slices.Contains(StorageOptions, name) || name == "store" {
 		return q("url", "https://example.com/", "store", "true", "storage_bucket", "shots",

@@ -106,6 +106,10 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 	unknown := 0
 	for _, p := range ps {
 		s, ok := optionsByName[p.Name]
+		if why, refused := RefusedOptions[p.Name]; !ok && refused {
+			fail(p.Name, "not supported: %s", why)
+			continue
+		}
 		if !ok {
 			unknown++
 			e := unknownOption(p.Name, unknown <= maxSuggestions)
@@ -393,6 +397,7 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 		}
 	}
 	checkStorageOptions(o, given, fail)
+	checkS1Options(o, given, fail)
 	if o.Format == FormatGIF && o.VideoFPS > 15 {
 		o.VideoFPS = 15 // a gif plays at most 15 frames per second (api-v1 4.2)
 	}

@@ -94,7 +94,7 @@ func TestCatalogueComplete(t *testing.T) {
 		}
 	}
 	// The 28 of api-v1 and the service's own additions.
-	added := []Code{CodePageCrashed, CodeStorageFailed}
+	added := []Code{CodePageCrashed, CodeStorageFailed, CodeContentCheckFailed}
 	for _, c := range added {
 		if !seen[c] {
 			t.Errorf("catalogue lacks %s", c)

@@ -63,9 +63,11 @@ func (r *render) pageActions(ctx context.Context) error {
 	}
 	if navigated {
 		// The styles went with the document they were added to: the new one gets them too.
-		return r.addStyles(ctx)
+		if err := r.addStyles(ctx); err != nil {
+			return err
+		}
 	}
-	return nil
+	return r.s1Actions(ctx) // actions.go
 }
 
 // jsCall is the expression that calls the function fn with args, JSON-encoded (a valid JS

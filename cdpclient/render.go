@@ -368,6 +368,9 @@ func (r *render) emulatedMedia() *emulation.SetEmulatedMediaArgs {
 // prepare puts in place what must be there before the navigation starts: interception (guard,
 // blocking, extra headers), cookies, the blocker's start script, request counting.
 func (r *render) prepare(ctx context.Context) error {
+	if err := r.s1Prepare(ctx); err != nil {
+		return err
+	}
 	if importsCSS(r.o.Styles) {
 		// The styles' @import rules go into a style element (addStylesJS): the page's
 		// Content-Security-Policy, which could refuse the element or the imported sheet, is

@@ -121,7 +121,10 @@ func (r *render) record(ctx context.Context) error {
 	if v.scroll && pageH > viewH {
 		distance = float64(pageH - viewH)
 	}
-	w, h := videoSize(r.format, r.devicePx(float64(r.width)), r.devicePx(float64(r.height)))
+	// image_width and image_height (animate's width and height) set the output size; the
+	// encoder scales each frame to it, and videoSize still bounds it.
+	w, h := outputSize(r.devicePx(float64(r.width)), r.devicePx(float64(r.height)), r.o.ImageWidth, r.o.ImageHeight)
+	w, h = videoSize(r.format, w, h)
 	spec := media.VideoSpec{
 		Format: r.format, FPS: v.fps, Duration: d, Width: w, Height: h,
 		MaxBytes: r.p.cfg.MaxOutputBytes,

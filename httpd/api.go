@@ -80,7 +80,11 @@ func ceilSecond(t time.Time) time.Time {
 // The key is checked before the body is parsed, so that a request without a valid key costs no
 // more than reading its bytes (issue 19: 2.1 GB of allocations for a 21 MiB body); the
 // signature, which covers the body's options, after.
-func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
+func (s *Server) screenshot(ctx *fasthttp.RequestCtx) { s.render(ctx, nil) }
+
+// render serves a render endpoint; translate, when set, turns its option names into the
+// screenshot options after the signature, which covers the names as sent, was checked.
+func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (shotd.Params, error)) {
 	query := queryParams(ctx.QueryArgs())
 	ak := renderKey(ctx, query)
 	who, err := s.identify(ak)
@@ -104,7 +108,13 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	log := logOf(ctx).With().Str("account", who.account.ID).Logger()
 	ctx.SetUserValue(logKey, &log)
 
-	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	if translate != nil {
+		ps, err = translate(ps)
+	}
+	var o *shotd.Options
+	if err == nil {
+		o, err = shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	}
 	if err == nil {
 		err = s.checkTargets(o, -1)
 	}
@@ -186,6 +196,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(out.ContentType)
 	ctx.SetBody(out.Data)
+	setAttachment(ctx, o)
 }
 
 // serveCached answers from the response cache and reports whether it answered (a hit, or its
@@ -225,6 +236,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "HIT").View(s.set.PublicURL))
 		return true
 	}
+	setAttachment(ctx, o)
 	sendFile(ctx, rec, f)
 	return true
 }

@@ -109,7 +109,7 @@ func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps shotd.Param
 	// The path as sent, which the router matched: fasthttp's Path() is decoded and cleaned, and
 	// /api/v1/files/..%2fjobs%2fx would verify a signature made for /api/v1/jobs/x.
 	switch path := string(ctx.URI().PathOriginal()); {
-	case signed && !shotd.VerifySignature(who.key.SecretKey, path, ps, sig):
+	case signed && !shotd.VerifySignature(who.key.SecretKey, path, ps, sig) && !s1Signed(ctx, path, who.key.SecretKey, sig):
 		return shotd.Errorf(shotd.CodeSignatureInvalid, "the signature does not match this endpoint, its parameters and the key's secret")
 	case !signed && who.key.RequireSignature:
 		return shotd.Errorf(shotd.CodeSignatureRequired, "this key requires signed requests")

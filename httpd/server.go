@@ -162,6 +162,8 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 		r.GET(path, s.screenshot)
 		r.POST(path, s.screenshot)
 	}
+	r.GET("/api/v1/animate", s.animate)
+	r.POST("/api/v1/animate", s.animate)
 	r.GET("/api/v1/usage", s.usage)
 	r.GET("/api/v1/jobs/{id}", s.job)
 	r.GET("/api/v1/batches/{id}", s.batch)

@@ -1,0 +1,123 @@
+package cdpclient
+
+import (
+	"context"
+	"math"
+	"strings"
+
+	"github.com/mafredri/cdp/protocol/browser"
+	"github.com/mafredri/cdp/protocol/emulation"
+	"github.com/mafredri/cdp/protocol/input"
+	"github.com/mafredri/cdp/protocol/page"
+
+	"github.com/shotd/shotd"
+)
+
+// s1Prepare sets, before the navigation, the state ScreenshotOne's options ask for (issue 14):
+// bypass_csp, and the geolocation of geolocation_*.
+func (r *render) s1Prepare(ctx context.Context) error {
+	o := r.o.S1
+	if o.BypassCSP && !r.t.over.bypassCSP {
+		r.t.over.bypassCSP = true // undone by the wipe
+		if err := r.t.c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(true)); err != nil {
+			return err
+		}
+	}
+	if o.HasGeolocation {
+		// The override and the permission outlive the render and the wipe does not undo them
+		// (wipe.go is not ours to change): the tab is replaced after this render.
+		r.t.over.tainted = true
+		args := emulation.NewSetGeolocationOverrideArgs().SetLatitude(o.Latitude).SetLongitude(o.Longitude).
+			SetAccuracy(max(o.Accuracy, 1)) // Chrome wants a positive accuracy
+		if err := r.t.c.Emulation.SetGeolocationOverride(ctx, args); err != nil {
+			return err
+		}
+		// Headless Chrome answers a permission prompt with a denial: grant it in the tab's own
+		// browser context only.
+		grant := browser.NewGrantPermissionsArgs([]browser.PermissionType{browser.PermissionTypeGeolocation}).
+			SetBrowserContextID(r.t.browserContext)
+		if err := r.p.browser.Browser.GrantPermissions(ctx, grant); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scrollIntoViewJS scrolls the first match of sel to the top of the viewport, then by adjust
+// pixels more, and reports whether there was a match.
+const scrollIntoViewJS = `async (sel, adjust) => {
+	const el = document.querySelector(sel);
+	if (!el) return false;
+	el.scrollIntoView({block: 'start', inline: 'nearest', behavior: 'instant'});
+	if (adjust) window.scrollBy({top: adjust, behavior: 'instant'});
+	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
+	return true;
+}`
+
+// contentJS is the page's text and HTML, lower-cased, for the fail_if_content_* checks.
+const contentJS = `(() => {
+	const d = document.documentElement;
+	return d ? ((document.body ? document.body.innerText : '') + '\n' + d.outerHTML).toLowerCase() : '';
+})()`
+
+// s1Actions runs ScreenshotOne's page actions after shotd's own (pageActions): hover, then
+// scroll_into_view, then the fail_if_content_* checks on what the page ended up showing.
+func (r *render) s1Actions(ctx context.Context) error {
+	o := r.o.S1
+	if o.Hover != "" {
+		if err := r.hover(ctx, o.Hover); err != nil {
+			return err
+		}
+	}
+	if o.ScrollIntoView != "" {
+		if err := r.waitElement(ctx, "scroll_into_view", o.ScrollIntoView, false); err != nil {
+			return err
+		}
+		var found bool
+		if err := r.eval(ctx, jsCall(scrollIntoViewJS, o.ScrollIntoView, o.ScrollIntoViewAdjust), &found); err != nil {
+			return err
+		}
+		if !found {
+			return shotd.Errorf(shotd.CodeSelectorNotFound, "scroll_into_view %q matched nothing", clipText(o.ScrollIntoView))
+		}
+	}
+	if o.FailIfContentContains == "" && o.FailIfContentMissing == "" {
+		return nil
+	}
+	var content string
+	if err := r.eval(ctx, contentJS, &content); err != nil {
+		return err
+	}
+	if s := o.FailIfContentContains; s != "" && strings.Contains(content, strings.ToLower(s)) {
+		return shotd.Errorf(shotd.CodeContentCheckFailed, "the page contains %q (fail_if_content_contains)", clipText(s))
+	}
+	if s := o.FailIfContentMissing; s != "" && !strings.Contains(content, strings.ToLower(s)) {
+		return shotd.Errorf(shotd.CodeContentCheckFailed, "the page lacks %q (fail_if_content_missing)", clipText(s))
+	}
+	return nil
+}
+
+// hover moves the mouse over the middle of the first match of sel, as click does before it
+// presses, so that :hover styles and mouseover handlers apply.
+func (r *render) hover(ctx context.Context, sel string) error {
+	if err := r.waitElement(ctx, "hover", sel, false); err != nil {
+		return err
+	}
+	var pt struct {
+		Found bool    `json:"found"`
+		X     float64 `json:"x"`
+		Y     float64 `json:"y"`
+	}
+	if err := r.eval(ctx, jsCall(clickPointJS, sel), &pt); err != nil {
+		return err
+	}
+	if !pt.Found || math.IsNaN(pt.X) || math.IsNaN(pt.Y) {
+		return shotd.Errorf(shotd.CodeSelectorNotFound, "hover %q matched nothing that can be hovered", clipText(sel))
+	}
+	// The pointer stays where it was left, over the next render's page too: a fresh tab instead.
+	r.t.over.tainted = true
+	if err := r.t.c.Input.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseMoved", pt.X, pt.Y)); err != nil {
+		return err
+	}
+	return r.eval(ctx, paintedJS, nil) // let the hover styles paint before the capture
+}
