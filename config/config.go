@@ -99,11 +99,13 @@ const DefaultAutoconsent = "/usr/local/share/shotd/autoconsent/autoconsent.stand
 // Log is the [log] table.
 type Log struct {
 	Level  string `toml:"level"`
-	Format string `toml:"format"` // LogConsole or LogJSON
+	Format string `toml:"format"` // LogAuto, LogConsole or LogJSON
 }
 
-// Log formats.
+// Log formats. LogAuto is console on a terminal and JSON otherwise (a pipe, a file, the journal),
+// so that colour codes never reach a log collector.
 const (
+	LogAuto    = "auto"
 	LogConsole = "console"
 	LogJSON    = "json"
 )
@@ -132,7 +134,7 @@ func Default() *Config {
 		Storage:  Storage{FileTTLSeconds: 86400},
 		Limits:   Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
-		Log:      Log{Level: "info", Format: LogConsole},
+		Log:      Log{Level: "info", Format: LogAuto},
 		Blocking: Blocking{
 			EasyList:    "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
 			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",

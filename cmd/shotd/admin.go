@@ -36,7 +36,8 @@ commands:
   key revoke ACCESS_KEY
   plan list                              (the plans of the configuration file, as serve reads it)
 The address and token come from the config file (admin_listen, admin_token, or the token that
-serve generated in data_dir/admin_token), or from the flags.
+serve generated in data_dir/admin_token), or from the flags. Without --config, the installed
+/etc/shotd/shotd.toml is read when it exists.
 `
 
 // admin is a client of the admin API (operator contract 4).
@@ -49,6 +50,9 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 	fs.Usage = func() { fmt.Fprint(m.Stderr, adminUsage) }
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *cfgPath == "" {
+		*cfgPath = installedConfig()
 	}
 	cfg, err := config.Load(*cfgPath, m.Env)
 	if err != nil {
@@ -274,4 +278,16 @@ func (c *adminClient) fetch(ctx context.Context, method, path string, body map[s
 		return out, fmt.Errorf("admin API answered %s", resp.Status)
 	}
 	return out, nil
+}
+
+// installedConfigPath is where `make install` puts the config; a variable for the tests.
+var installedConfigPath = "/etc/shotd/shotd.toml"
+
+// installedConfig returns the installed config file when there is one, so that `shotd admin` on
+// an installed host finds admin_listen and data_dir/admin_token without flags; else "" (defaults).
+func installedConfig() string {
+	if _, err := os.Stat(installedConfigPath); err == nil {
+		return installedConfigPath
+	}
+	return ""
 }

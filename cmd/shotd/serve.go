@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mattn/go-isatty"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
@@ -25,6 +26,7 @@ import (
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/sdnotify"
 	"github.com/shotd/shotd/store"
 )
 
@@ -46,7 +48,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	defer func() {
-		cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		cctx, cancel := context.WithTimeout(context.Background(), storeCloseTimeout)
 		defer cancel()
 		if err := st.Close(cctx); err != nil {
 			log.Error().Err(err).Msg("close store")
@@ -165,15 +167,24 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	go func() { errc <- admin.Serve(admLn) }()
 	log.Info().Str("listen", pubLn.Addr().String()).Str("admin_listen", admLn.Addr().String()).
 		Str("data_dir", cfg.DataDir).Int("pool_size", cfg.Browser.PoolSize).Msg("shotd serving")
+	notify := sdnotify.FromEnv(m.Env)
+	rctx, rcancel := context.WithCancel(ctx)
+	readyDone := make(chan struct{})
+	go func() { defer close(readyDone); notifyReady(rctx, notify, renderer.Ready, log) }()
 
 	select {
 	case <-ctx.Done():
 	case err = <-errc:
 		log.Error().Err(err).Msg("listener failed")
 	}
+	rcancel()
+	<-readyDone
 
 	// Stop accepting, let in-flight renders finish up to the deadline, then stop every Chrome.
 	log.Info().Msg("shutting down")
+	if nerr := notify.Notify(sdnotify.Stopping); nerr != nil {
+		log.Warn().Err(nerr).Msg("tell systemd")
+	}
 	sctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout())
 	defer cancel()
 	if err := public.Shutdown(sctx); err != nil {
@@ -195,7 +206,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err := accounts.Close(fctx); err != nil {
 		log.Warn().Err(err).Msg("account actors did not stop in time; a usage write may be lost")
 	}
-	cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+	cctx, ccancel := context.WithTimeout(context.Background(), browserCloseTimeout)
 	defer ccancel()
 	if err := renderer.Close(cctx); err != nil {
 		log.Error().Err(err).Msg("stop browsers")
@@ -211,8 +222,42 @@ const hostAddrsRefresh = 30 * time.Second
 // way (cut ones resume at the next start) and the account actors' last usage writes.
 const flushTimeout = 10 * time.Second
 
+// browserCloseTimeout bounds stopping every Chrome; storeCloseTimeout bounds closing bbolt.
+const (
+	browserCloseTimeout = 30 * time.Second
+	storeCloseTimeout   = 10 * time.Second
+)
+
+// stopBudget is the longest a SIGTERM can take to end serve, plus a margin: the systemd unit's
+// TimeoutStopSec is this for the default configuration (a test keeps them equal), so that
+// systemd never kills a stop that is still writing.
+func stopBudget(cfg *config.Config) time.Duration {
+	return cfg.ShutdownTimeout() + flushTimeout + browserCloseTimeout + storeCloseTimeout + 10*time.Second
+}
+
+// notifyReady tells systemd (Type=notify) that serve is ready once a browser can render, what
+// /readyz reports, so that units ordered after shotd start when it can answer.
+func notifyReady(ctx context.Context, n sdnotify.Notifier, ready func() bool, log zerolog.Logger) {
+	if !n.Enabled() {
+		return
+	}
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for !ready() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+	if err := n.Notify(sdnotify.Ready, sdnotify.Status("serving")); err != nil {
+		log.Warn().Err(err).Msg("tell systemd")
+	}
+}
+
 // bootstrap prepares an empty data directory: the admin token and, on first start, the default
-// account with one key, printed once.
+// account with one key. Its secret goes to data_dir/credentials (0600) and, when out is a
+// terminal, to out; never to a pipe or the journal, where it would be kept in the log.
 func bootstrap(st *store.Store, cfg *config.Config, out io.Writer) error {
 	if cfg.AdminToken == "" {
 		tok, err := adminToken(cfg.DataDir)
@@ -233,16 +278,33 @@ func bootstrap(st *store.Store, cfg *config.Config, out io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("create default key: %w", err)
 	}
-	fmt.Fprintf(out, `
+	credPath := filepath.Join(cfg.DataDir, credentialsFile)
+	creds := fmt.Sprintf(`# shotd created account "default" (plan default) with this key at its first start.
+# Keep the secret key elsewhere and delete this file: it is not shown again.
+  access key: %s
+  secret key: %s
+`, key.AccessKey, key.SecretKey)
+	if err := os.WriteFile(credPath, []byte(creds), 0o600); err != nil {
+		return fmt.Errorf("write first-start credentials: %w", err)
+	}
+	if isTerminal(out) {
+		fmt.Fprintf(out, `
 First start: created account "default" (plan default) with one key. Keep the secret key; it is not shown again.
   access key: %s
   secret key: %s
+  (also in %s, readable by this user only; delete it once stored)
   admin token: stored in %s
 Try: curl -o shot.png "%s/api/v1/screenshot?access_key=%s&url=https://example.com"
 
-`, key.AccessKey, key.SecretKey, filepath.Join(cfg.DataDir, "admin_token"), cfg.PublicURL, key.AccessKey)
+`, key.AccessKey, key.SecretKey, credPath, filepath.Join(cfg.DataDir, "admin_token"), cfg.PublicURL, key.AccessKey)
+		return nil
+	}
+	fmt.Fprintf(out, "First start: created account \"default\" with one key; its access and secret keys are in %s\n", credPath)
 	return nil
 }
+
+// credentialsFile, in data_dir, holds the key made at first start.
+const credentialsFile = "credentials"
 
 // adminToken reads the generated admin token from data_dir, creating it at first start.
 func adminToken(dataDir string) (string, error) {
@@ -264,7 +326,7 @@ func adminToken(dataDir string) (string, error) {
 }
 
 func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
-	if lc.Format == config.LogJSON {
+	if lc.Format == config.LogJSON || (lc.Format == config.LogAuto && !isTerminal(w)) {
 		return zerolog.New(w).Level(lc.ZerologLevel()).With().Timestamp().Logger()
 	}
 	return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}).Level(lc.ZerologLevel()).With().Timestamp().Logger()
@@ -285,4 +347,10 @@ func loadConsent(lists *blocklist.Library, path string, log zerolog.Logger) {
 	}
 	lists.Consent = js
 	log.Info().Str("path", path).Int("bytes", len(js)).Msg("autoconsent loaded for block_cookie_banners")
+}
+
+// isTerminal reports whether w is a terminal: log.format auto writes console lines there only.
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(interface{ Fd() uintptr })
+	return ok && isatty.IsTerminal(f.Fd())
 }
