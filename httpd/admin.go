@@ -40,7 +40,7 @@ type Admin struct {
 	token     string
 	publicURL string
 	store     *store.Store
-	plans     map[string]shotd.Plan
+	plans     *PlanBook
 	usage     UsageReporter
 	log       zerolog.Logger
 	srv       *fasthttp.Server
@@ -48,7 +48,7 @@ type Admin struct {
 
 // NewAdmin builds the admin API. gatherer is the Prometheus registry served at /metrics.
 func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.Plan, usage UsageReporter, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
-	a := &Admin{token: token, publicURL: publicURL, store: st, plans: plans, usage: usage, log: log}
+	a := &Admin{token: token, publicURL: publicURL, store: st, plans: NewPlanBook(plans), usage: usage, log: log}
 	r := router.New()
 	r.RedirectTrailingSlash, r.RedirectFixedPath, r.HandleOPTIONS = false, false, false
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
@@ -140,7 +140,7 @@ func (a *Admin) storeErr(err error, what string) error {
 }
 
 func (a *Admin) checkPlan(plan string) error {
-	if _, ok := a.plans[plan]; !ok {
+	if _, ok := a.plans.Get(plan); !ok {
 		return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "unknown plan " + plan,
 			Fields: []shotd.FieldError{{Field: "plan", Message: "not a configured plan"}}}
 	}

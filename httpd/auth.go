@@ -93,7 +93,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*princ
 		return nil, shotd.Errorf(shotd.CodeRequestExpired, "the request expired at %d", expires)
 	}
 
-	plan, ok := s.plans[account.Plan]
+	plan, ok := s.plans.Get(account.Plan)
 	if !ok {
 		return nil, shotd.Wrap(shotd.CodeInternalError, errors.New("account plan "+account.Plan+" is not configured"), "the account's plan is not configured")
 	}

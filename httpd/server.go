@@ -79,7 +79,7 @@ type Deps struct {
 type Server struct {
 	set      Settings
 	keys     KeyLookup
-	plans    map[string]shotd.Plan
+	plans    *PlanBook
 	renderer Renderer
 	gate     Gate
 	files    Files
@@ -104,7 +104,7 @@ func New(set Settings, d Deps) *Server {
 	if set.FileTTL <= 0 {
 		set.FileTTL = 24 * time.Hour
 	}
-	s := &Server{set: set, keys: d.Keys, plans: d.Plans, renderer: d.Renderer, gate: d.Gate, files: d.Files,
+	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, gate: d.Gate, files: d.Files,
 		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, log: d.Log, now: time.Now}
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handler(),

@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"context"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -143,7 +145,7 @@ func TestInstall(t *testing.T) {
 	// Free ports instead of the fixed ones, and one light browser: the environment overrides the
 	// file, as an Environment= line in a drop-in would.
 	cmd.Env = append(cmd.Env, "NOTIFY_SOCKET="+notifyPath, "SHOTD_LISTEN=127.0.0.1:0", "SHOTD_ADMIN_LISTEN=127.0.0.1:0",
-		"SHOTD_BROWSER_POOL_SIZE=1", "SHOTD_BROWSER_PREWARM=1")
+		"SHOTD_BROWSER_POOL_SIZE=1", "SHOTD_BROWSER_PREWARM=1", "SHOTD_NETWORK_ALLOW_PRIVATE=127.0.0.1/32")
 	svc := startServiceCmd(ctx, t, cmd, tmpDir, "installed")
 
 	if got := readNotify(t, notify); got != "READY=1\nSTATUS=serving" {
@@ -170,6 +172,52 @@ func TestInstall(t *testing.T) {
 			t.Errorf("GET %s: %d", path, resp.StatusCode)
 		}
 	}
+
+	// SIGHUP while a render is under way: the plan changes, the render is not dropped.
+	fx := newFixture(t, 3*time.Second)
+	cl := &client{t: t, ctx: ctx, key: svc.accessKey}
+	rendered := make(chan int, 1)
+	go func() {
+		var res map[string]any
+		rendered <- cl.do("GET", svc.base+"/api/v1/screenshot?response_type=json&url="+url.QueryEscape(fx.url("/slow")), nil, &res)
+	}()
+	for fx.inflight.Load() == 0 {
+		select {
+		case code := <-rendered:
+			t.Fatalf("render ended (%d) before the page was served", code)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	installed, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	changed := strings.Replace(string(installed), "requests_per_minute        = 60", "requests_per_minute        = 61", 1)
+	if changed == string(installed) {
+		t.Fatal("the installed config has no plans.default requests_per_minute = 60 to change")
+	}
+	if err := os.WriteFile(cfgPath, []byte(changed), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	if got := readNotify(t, notify); got != "RELOADING=1\nSTATUS=reloading" {
+		t.Errorf("notify socket got %q at SIGHUP, want RELOADING=1", got)
+	}
+	if got := readNotify(t, notify); got != "READY=1\nSTATUS=serving" {
+		t.Errorf("notify socket got %q after the reload, want READY=1", got)
+	}
+	if code := <-rendered; code != 200 {
+		t.Errorf("the render under way at SIGHUP answered %d", code)
+	}
+	var usage struct {
+		RequestsPerMinute int `json:"requests_per_minute"`
+	}
+	if code := cl.do("GET", svc.base+"/api/v1/usage", nil, &usage); code != 200 || usage.RequestsPerMinute != 61 {
+		t.Errorf("usage after the reload: %d, requests_per_minute %d; want 61", code, usage.RequestsPerMinute)
+	}
+
 	svc.stop(t, stopBudget(config.Default()))
 	if got := readNotify(t, notify); got != "STOPPING=1" {
 		t.Errorf("notify socket got %q at stop, want STOPPING=1", got)

@@ -11,8 +11,10 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -37,6 +39,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	// Caught from the start: SIGHUP's default action would end the process.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
 	cfg, err := config.Load(*cfgPath, m.Env)
 	if err != nil {
 		return err
@@ -150,8 +156,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		BulkMaxItems: cfg.Limits.BulkMaxItems},
 		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Jobs: jobs, Records: st,
 			URLs: httpd.GuardURLs{Guard: guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) }), Log: log})
-	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.GateUsage{Gate: accounts, Plans: cfg.Plans}, reg,
+	plans := public.Plans()
+	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.BookUsage{Gate: accounts, Book: plans}, reg,
 		log.With().Str("component", "admin").Logger())
+	admin.UsePlans(plans)
 
 	pubLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -172,10 +180,20 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	readyDone := make(chan struct{})
 	go func() { defer close(readyDone); notifyReady(rctx, notify, renderer.Ready, log) }()
 
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		log.Error().Err(err).Msg("listener failed")
+	rl := &reloader{path: *cfgPath, env: m.Env, cur: cfg, plans: plans, store: st, notify: notify, log: log}
+wait:
+	for {
+		select {
+		case <-ctx.Done():
+			break wait
+		case err = <-errc:
+			log.Error().Err(err).Msg("listener failed")
+			break wait
+		case <-hup:
+			if rerr := rl.reload(); rerr != nil {
+				log.Error().Err(rerr).Msg("configuration not reloaded; the running one stays")
+			}
+		}
 	}
 	rcancel()
 	<-readyDone
@@ -325,11 +343,14 @@ func adminToken(dataDir string) (string, error) {
 	return tok, nil
 }
 
+// newLogger returns serve's logger. Its level is zerolog's global one, so that SIGHUP can change
+// log.level for every logger derived from it.
 func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
+	zerolog.SetGlobalLevel(lc.ZerologLevel())
 	if lc.Format == config.LogJSON || (lc.Format == config.LogAuto && !isTerminal(w)) {
-		return zerolog.New(w).Level(lc.ZerologLevel()).With().Timestamp().Logger()
+		return zerolog.New(w).With().Timestamp().Logger()
 	}
-	return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}).Level(lc.ZerologLevel()).With().Timestamp().Logger()
+	return zerolog.New(zerolog.ConsoleWriter{Out: w, TimeFormat: time.TimeOnly}).With().Timestamp().Logger()
 }
 
 // loadConsent gives block_cookie_banners autoconsent's script from path ("" disables it). A file
