@@ -10,7 +10,9 @@ import (
 
 // PlanBook holds the configured plans. serve replaces them on SIGHUP while requests read them,
 // so the map is swapped whole, never changed in place.
-type PlanBook struct{ m atomic.Pointer[map[string]shotd.Plan] }
+type PlanBook struct {
+	m atomic.Pointer[map[string]shotd.Plan]
+}
 
 // NewPlanBook returns a book of a copy of plans.
 func NewPlanBook(plans map[string]shotd.Plan) *PlanBook {
