@@ -40,6 +40,7 @@ type Config struct {
 	Webhooks Webhooks `toml:"webhooks"`
 	Log      Log      `toml:"log"`
 	Blocking Blocking `toml:"blocking"`
+	Media    Media    `toml:"media"`
 
 	// Plans by name; each Plan's Name equals its key. Decoded through filePlan, hence "-".
 	Plans map[string]shotd.Plan `toml:"-"`
@@ -96,6 +97,12 @@ type Blocking struct {
 // DefaultAutoconsent is where scripts/install-deps.sh installs autoconsent's standalone script.
 const DefaultAutoconsent = "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"
 
+// Media is the [media] table: the programs of video output.
+type Media struct {
+	// FFmpegPath is the ffmpeg binary; empty: ffmpeg on PATH. serve checks it at start.
+	FFmpegPath string `toml:"ffmpeg_path"`
+}
+
 // Log is the [log] table.
 type Log struct {
 	Level  string `toml:"level"`
@@ -140,6 +147,7 @@ func Default() *Config {
 			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
 			Autoconsent: DefaultAutoconsent,
 		},
+		Media: Media{FFmpegPath: ""},
 		Plans: map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
 	}
 }

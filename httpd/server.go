@@ -59,6 +59,8 @@ type Settings struct {
 	FileTTL        time.Duration
 	// RenderGrace is added to an option's timeout to bound the whole request.
 	RenderGrace time.Duration
+	// BrowserVersion is shown by /readyz ("" omits it).
+	BrowserVersion string
 }
 
 // Deps are the parts the public API talks to.
@@ -247,11 +249,16 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	out := map[string]string{"status": "starting"}
+	if s.set.BrowserVersion != "" {
+		out["browser"] = s.set.BrowserVersion
+	}
 	if s.renderer != nil && s.renderer.Ready() {
-		writeJSON(ctx, 200, map[string]string{"status": "ready"})
+		out["status"] = "ready"
+		writeJSON(ctx, 200, out)
 		return
 	}
-	writeJSON(ctx, 503, map[string]string{"status": "starting"})
+	writeJSON(ctx, 503, out)
 }
 
 // Serve answers requests on ln until Shutdown.

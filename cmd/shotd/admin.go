@@ -48,8 +48,19 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "", "admin API address (default: admin_listen)")
 	token := fs.String("token", "", "admin token (default: admin_token or data_dir/admin_token)")
 	fs.Usage = func() { fmt.Fprint(m.Stderr, adminUsage) }
+	// Help needs no config, token or service, wherever it is asked for.
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fmt.Fprint(m.Stdout, adminUsage)
+			return nil
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if rest := fs.Args(); len(rest) > 0 && rest[0] == "help" {
+		fmt.Fprint(m.Stdout, adminUsage)
+		return nil
 	}
 	if *cfgPath == "" {
 		*cfgPath = installedConfig()

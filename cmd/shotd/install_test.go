@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"net"
 	"net/url"
 	"os"
@@ -167,9 +168,15 @@ func TestInstall(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		var body map[string]string
+		err = json.NewDecoder(resp.Body).Decode(&body)
 		resp.Body.Close()
-		if resp.StatusCode != 200 {
-			t.Errorf("GET %s: %d", path, resp.StatusCode)
+		if resp.StatusCode != 200 || err != nil {
+			t.Errorf("GET %s: %d, %v", path, resp.StatusCode, err)
+		}
+		// /readyz names the browser it found at start, as the start's log line does.
+		if path == "/readyz" && !strings.Contains(body["browser"], "Chrom") {
+			t.Errorf("/readyz browser = %q, want a Chrome or Chromium version", body["browser"])
 		}
 	}
 

@@ -29,6 +29,7 @@ import (
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/sdnotify"
+	"github.com/shotd/shotd/media"
 	"github.com/shotd/shotd/store"
 )
 
@@ -48,6 +49,14 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	log := newLogger(m.Stderr, cfg.Log)
+	log.Info().Str("version", version()).Msg("shotd starting")
+	var pf preflight
+	if err := pf.check(ctx, cfg, false); err != nil {
+		return err
+	}
+	media.UseFFmpeg(pf.ffmpeg)
+	log.Info().Str("browser", pf.browser).Str("browser_version", pf.browserVersion).Str("ffmpeg", pf.ffmpeg).
+		Str("ffmpeg_version", pf.ffmpegVersion).Msg("programs found")
 
 	st, err := store.Open(cfg.DataDir, log)
 	if err != nil {
@@ -83,10 +92,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 
 	sys := actors.NewSystem(log)
 	defer sys.Shutdown()
-	browserPath, err := cdpclient.FindBrowser(cfg.Browser.Path)
-	if err != nil {
-		return fmt.Errorf("browser.path: %w", err)
-	}
+	browserPath := pf.browser
 	// Every connection a page or a webhook makes goes through the egress guard: Chrome through the
 	// in-process proxy, webhooks through the guarded dialer.
 	// The host's own addresses are refused too: on a machine with a public address, that address
@@ -153,7 +159,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
-		BulkMaxItems: cfg.Limits.BulkMaxItems},
+		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: pf.browserVersion},
 		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Jobs: jobs, Records: st,
 			URLs: httpd.GuardURLs{Guard: guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) }), Log: log})
 	plans := public.Plans()
