@@ -19,6 +19,9 @@ type PoolConfig struct {
 	SlotWait        time.Duration // how long a render waits for a free slot
 	Launch          Launcher
 	Log             zerolog.Logger
+	// BrowserDown, when set, hears why a browser stopped taking renders ("recycling", "process
+	// exited", ...): each is followed by a replacement process. For /metrics.
+	BrowserDown func(reason string)
 }
 
 // Renderer is the render pool seen from outside the actor system: it asks the supervisor and

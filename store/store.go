@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -58,6 +59,8 @@ type Store struct {
 
 	filesDir string  // dataDir/files: rendered files, one per file id
 	sw       sweeper // removes expired files and cache entries
+
+	cacheObserver atomic.Pointer[func(hit bool)] // ObserveCache
 
 	closeOnce sync.Once
 	closed    chan struct{}

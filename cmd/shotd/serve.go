@@ -89,6 +89,9 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	var renderer *actors.Renderer // set below; /metrics is served only once it is
+	metrics := httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) })
+	st.ObserveCache(metrics.CacheLookup)
 
 	sys := actors.NewSystem(log)
 	defer sys.Shutdown()
@@ -99,6 +102,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	// reaches the services listening on it as loopback would.
 	policy := egress.NewPolicy(cfg.Network.AllowPrivatePrefixes()).WithHostAddrs(egress.InterfaceAddrs(hostAddrsRefresh))
 	guard := egress.NewGuard(policy, nil)
+	guard.ObserveRefusals(metrics.EgressRefused)
 	proxy := egress.NewProxy(guard, log.With().Str("component", "egress").Logger())
 	if err := proxy.Start("127.0.0.1:0"); err != nil {
 		return fmt.Errorf("egress proxy: %w", err)
@@ -123,7 +127,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 			}
 			return nil // never a typed nil inside the interface
 		}}
-	renderer, err := actors.StartRenderer(sys, actors.PoolConfig{
+	renderer, err = actors.StartRenderer(sys, actors.PoolConfig{
+		BrowserDown: metrics.BrowserDown,
 		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
 		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(),
 		Launch: func(ctx context.Context) (actors.Browser, error) {
@@ -137,6 +142,15 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
+	metered := httpd.MeteredRenderer{Renderer: renderer, Metrics: metrics}
+	metrics.WatchBrowsers(func(ctx context.Context) ([]httpd.BrowserLoad, error) {
+		bs, err := renderer.Browsers(time.Second)
+		out := make([]httpd.BrowserLoad, len(bs))
+		for i, b := range bs {
+			out[i] = httpd.BrowserLoad{ID: b.ID, Inflight: b.Inflight}
+		}
+		return out, err
+	})
 
 	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log.With().Str("component", "accounts").Logger()})
 	if err != nil {
@@ -144,24 +158,28 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 
 	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, RetryDelays: cfg.Webhooks.RetryDelays(),
-		PublicURL: cfg.PublicURL, Log: log.With().Str("component", "webhooks").Logger(),
+		PublicURL: cfg.PublicURL, Log: log.With().Str("component", "webhooks").Logger(), Attempted: metrics.WebhookAttempted,
 		Client: &http.Client{Timeout: cfg.Webhooks.Timeout(), CheckRedirect: actors.NoRedirects, Transport: &http.Transport{
 			DialContext: guard.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}})
 	if err != nil {
 		return err
 	}
-	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: renderer.Render, Webhooks: webhooks,
+	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: metered.Render, Webhooks: webhooks,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Log: log.With().Str("component", "jobs").Logger()})
 	if err != nil {
 		return err
 	}
+	metrics.WatchJobs(func() httpd.JobCounts {
+		s := jobs.Stats()
+		return httpd.JobCounts{Queued: s.Queued, Rendering: s.Rendering, Succeeded: s.Succeeded, Failed: s.Failed}
+	})
 
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: pf.browserVersion},
-		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: renderer, Gate: accounts, Files: st, Jobs: jobs, Records: st,
-			URLs: httpd.GuardURLs{Guard: guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(renderer.Up()) }), Log: log})
+		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: metered, Gate: accounts, Files: st, Jobs: jobs, Records: st,
+			URLs: httpd.GuardURLs{Guard: guard}, Metrics: metrics, Log: log})
 	plans := public.Plans()
 	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.BookUsage{Gate: accounts, Book: plans}, reg,
 		log.With().Str("component", "admin").Logger())
