@@ -69,6 +69,7 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 	r.GET("/admin/v1/accounts/{id}/keys", a.auth(a.listKeys))
 	r.PATCH("/admin/v1/keys/{access_key}", a.auth(a.patchKey))
 	r.DELETE("/admin/v1/keys/{access_key}", a.auth(a.revokeKey))
+	r.GET("/admin/v1/backup", a.auth(a.backup))
 	if gatherer != nil {
 		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 	}

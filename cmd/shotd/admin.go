@@ -35,6 +35,7 @@ commands:
   key update ACCESS_KEY [--name N] [--require-signature=true|false]
   key revoke ACCESS_KEY
   plan list                              (the plans of the configuration file, as serve reads it)
+  backup FILE                            (a consistent copy of the database while serve runs; - is stdout)
 The address and token come from the config file (admin_listen, admin_token, or the token that
 serve generated in data_dir/admin_token), or from the flags. Without --config, the installed
 /etc/shotd/shotd.toml is read when it exists.
@@ -84,6 +85,9 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 	}
 	c := &adminClient{base: "http://" + *addr, token: *token, out: m.Stdout, plans: cfg.Plans}
 	rest := fs.Args()
+	if len(rest) == 2 && rest[0] == "backup" {
+		return c.backup(ctx, rest[1])
+	}
 	if len(rest) < 2 {
 		fmt.Fprint(m.Stderr, adminUsage)
 		return errors.New("admin: missing command")
