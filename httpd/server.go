@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -92,6 +93,9 @@ type Server struct {
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
+
+	openapiOnce sync.Once // serveOpenAPI
+	openapi     []byte
 }
 
 // New builds the public API server.
@@ -162,6 +166,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.GET("/readyz", s.readyz)
 	r.GET("/docs/errors", serveErrorDocs)
 	r.GET("/docs/options", serveOptionDocs)
+	r.GET("/openapi.json", s.serveOpenAPI)
 	return s.wrap(r.Handler)
 }
 
@@ -307,7 +312,7 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/docs/errors", "/docs/options":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/docs/errors", "/docs/options", "/openapi.json":
 		return p
 	}
 	return "other"

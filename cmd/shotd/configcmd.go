@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/httpd"
 )
 
 const configUsage = `usage: shotd config <command>
@@ -81,4 +82,21 @@ func isHelp(arg string) bool {
 		return true
 	}
 	return false
+}
+
+// openapi prints the document that /openapi.json serves, with the configured public_url as its
+// server, for generators run where the service is not.
+func (m *Main) openapi(args []string) error {
+	fs := flag.NewFlagSet("openapi", flag.ContinueOnError)
+	fs.SetOutput(m.Stdout)
+	path := fs.String("config", "", "TOML configuration file (its public_url is the server)")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	cfg, err := config.Load(*path, m.Env)
+	if err != nil {
+		return err
+	}
+	_, err = m.Stdout.Write(append(httpd.OpenAPI(cfg.PublicURL), '\n'))
+	return err
 }

@@ -76,6 +76,7 @@ commands:
   admin <subcommand>      manage accounts, keys and backups through the admin API (shotd admin help)
   config print [--config FILE]   print the configuration serve would run with
   config check FILE       check a configuration file and what it points at (browser, ffmpeg, lists)
+  openapi [--config FILE] print the OpenAPI 3.1 document of the public API (also at /openapi.json)
   version                 print the version
 Every command answers --help.
 `
@@ -94,6 +95,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.admin(ctx, args[1:])
 	case "config":
 		err = m.config(ctx, args[1:])
+	case "openapi":
+		err = m.openapi(args[1:])
 	case "version", "--version", "-v":
 		fmt.Fprintf(m.Stdout, "shotd %s\n", version())
 	case "help", "--help", "-h":

@@ -32,6 +32,7 @@ func TestHelp(t *testing.T) {
 		{"config print", []string{"config", "print", "--help"}, "config <command>"},
 		{"config check", []string{"config", "check", "--help"}, "config <command>"},
 		{"version", []string{"version", "--help"}, "shotd "},
+		{"openapi", []string{"openapi", "--help"}, "-config"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
