@@ -61,7 +61,11 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 DOCDIR     ?= $(PREFIX)/share/doc/shotd
 STATEDIR   ?= /var/lib/shotd
 
-.PHONY: install uninstall
+.PHONY: install uninstall openapi-client
+
+# Generates a Go client from the OpenAPI document with ogen and builds it (Go module proxy).
+openapi-client:
+	./scripts/openapi-client.sh
 
 install: build
 	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/shotd
