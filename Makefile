@@ -39,6 +39,7 @@ test-short:
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 # Service vs a raw CDP loop on the same Chrome; prints p50, p95, throughput and the ratio.
 # BENCH_FLAGS passes flags to it (-n, -pages, -gap, -browser, -chrome-flags).
