@@ -29,6 +29,8 @@ type JobsConfig struct {
 	RenderGrace    time.Duration
 	// BusyRetry bounds how long a job keeps retrying while the browser pool is busy or down.
 	BusyRetry time.Duration
+	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
+	Ended func(store.Job)
 	Log       zerolog.Logger
 }
 
@@ -239,6 +241,9 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		a.owner.succeeded.Add(1)
 	} else {
 		a.owner.failed.Add(1)
+	}
+	if a.cfg.Ended != nil {
+		a.cfg.Ended(final)
 	}
 	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil})
 }

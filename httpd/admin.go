@@ -42,6 +42,7 @@ type Admin struct {
 	store     *store.Store
 	plans     *PlanBook
 	usage     UsageReporter
+	renders   *RenderLog
 	log       zerolog.Logger
 	srv       *fasthttp.Server
 }
@@ -61,7 +62,7 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 	}
 	r.POST("/admin/v1/accounts", a.auth(a.createAccount))
 	r.GET("/admin/v1/accounts", a.auth(a.listAccounts))
-	r.GET("/dashboard", serveDashboard)
+	r.GET("/dashboard", a.serveDashboard)
 	r.GET("/", func(ctx *fasthttp.RequestCtx) { ctx.Redirect("/dashboard", fasthttp.StatusFound) })
 	r.GET("/admin/v1/accounts/{id}", a.auth(a.getAccount))
 	r.PATCH("/admin/v1/accounts/{id}", a.auth(a.patchAccount))
@@ -70,6 +71,9 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 	r.PATCH("/admin/v1/keys/{access_key}", a.auth(a.patchKey))
 	r.DELETE("/admin/v1/keys/{access_key}", a.auth(a.revokeKey))
 	r.GET("/admin/v1/backup", a.auth(a.backup))
+	r.GET("/admin/v1/accounts/{id}/usage/daily", a.auth(a.dailyUsage))
+	r.GET("/admin/v1/renders", a.auth(a.recentRenders))
+	r.GET("/admin/v1/info", a.auth(a.info))
 	if gatherer != nil {
 		r.GET("/metrics", fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{})))
 	}

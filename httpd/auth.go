@@ -97,6 +97,7 @@ func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*princ
 	if !ok {
 		return nil, shotd.Wrap(shotd.CodeInternalError, errors.New("account plan "+account.Plan+" is not configured"), "the account's plan is not configured")
 	}
+	ctx.SetUserValue(accountKey, account.ID)
 	return &principal{key: key, account: account, plan: plan}, nil
 }
 

@@ -75,6 +75,7 @@ type Deps struct {
 	Records  JobRecords
 	URLs     URLChecker // nil: no egress check of webhook_url at acceptance
 	Metrics  *Metrics   // nil: none
+	Renders  *RenderLog // nil: none; the dashboard's list of recent renders
 	Log      zerolog.Logger
 }
 
@@ -90,6 +91,7 @@ type Server struct {
 	records  JobRecords
 	urls     URLChecker
 	metrics  *Metrics
+	renders  *RenderLog
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
@@ -111,7 +113,7 @@ func New(set Settings, d Deps) *Server {
 		set.FileTTL = 24 * time.Hour
 	}
 	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, gate: d.Gate, files: d.Files,
-		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, log: d.Log, now: time.Now}
+		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, renders: d.Renders, log: d.Log, now: time.Now}
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handler(),
 		Name:               "shotd",
@@ -192,6 +194,7 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			ev.Bytes("method", ctx.Method()).Bytes("path", ctx.Path()).Int("status", ctx.Response.StatusCode()).
 				Dur("took", time.Since(start)).Msg("request")
 			s.metrics.request(routeOf(ctx), ctx.Response.StatusCode())
+			s.recordRender(ctx, ref, routeOf(ctx))
 		}()
 		next(ctx)
 	}

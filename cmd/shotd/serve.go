@@ -143,6 +143,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		return err
 	}
 	metered := httpd.MeteredRenderer{Renderer: renderer, Metrics: metrics}
+	renders := httpd.NewRenderLog(500) // the dashboard's recent renders
 	metrics.WatchBrowsers(func(ctx context.Context) ([]httpd.BrowserLoad, error) {
 		bs, err := renderer.Browsers(time.Second)
 		out := make([]httpd.BrowserLoad, len(bs))
@@ -166,7 +167,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: metered.Render, Webhooks: webhooks,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
-		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Log: log.With().Str("component", "jobs").Logger()})
+		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: renders.AddJob, Log: log.With().Str("component", "jobs").Logger()})
 	if err != nil {
 		return err
 	}
@@ -179,11 +180,12 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: pf.browserVersion},
 		httpd.Deps{Keys: st.KeyCache(), Plans: cfg.Plans, Renderer: metered, Gate: accounts, Files: st, Jobs: jobs, Records: st,
-			URLs: httpd.GuardURLs{Guard: guard}, Metrics: metrics, Log: log})
+			URLs: httpd.GuardURLs{Guard: guard}, Metrics: metrics, Renders: renders, Log: log})
 	plans := public.Plans()
 	admin := httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, st, cfg.Plans, httpd.BookUsage{Gate: accounts, Book: plans}, reg,
 		log.With().Str("component", "admin").Logger())
 	admin.UsePlans(plans)
+	admin.UseRenderLog(renders)
 
 	pubLn, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
