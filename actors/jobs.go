@@ -31,7 +31,7 @@ type JobsConfig struct {
 	BusyRetry time.Duration
 	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
 	Ended func(store.Job)
-	Log       zerolog.Logger
+	Log   zerolog.Logger
 }
 
 // SubmitJobs queues background renders: one for async=true, one per item for bulk. The caller

@@ -129,7 +129,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 		}}
 	renderer, err = actors.StartRenderer(sys, actors.PoolConfig{
 		BrowserDown: metrics.BrowserDown,
-		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
+		Size:        cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
 		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(),
 		Launch: func(ctx context.Context) (actors.Browser, error) {
 			p, err := cdpclient.Launch(ctx, ccfg)
