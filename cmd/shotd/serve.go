@@ -128,9 +128,8 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 			return nil // never a typed nil inside the interface
 		}}
 	renderer, err = actors.StartRenderer(sys, actors.PoolConfig{
-		BrowserDown: metrics.BrowserDown,
-		Size:        cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
-		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(),
+		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
+		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), BrowserDown: metrics.BrowserDown,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
 			p, err := cdpclient.Launch(ctx, ccfg)
 			if err != nil {
