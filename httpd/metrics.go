@@ -7,6 +7,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
 )
 
 // Metrics are the service's own Prometheus series, served on the admin listener's /metrics.
@@ -126,16 +127,10 @@ func (m *Metrics) CacheLookup(hit bool) {
 	m.cacheLookup.WithLabelValues(result).Inc()
 }
 
-// JobCounts are the job queue's numbers at a scrape.
-type JobCounts struct {
-	Queued, Rendering int64  // now; Queued is the queue depth
-	Succeeded, Failed uint64 // since start
-}
-
-// WatchJobs adds the job series, read from counts at every scrape.
-func (m *Metrics) WatchJobs(counts func() JobCounts) {
+// WatchJobs adds the job series, read from jobs.Stats at every scrape.
+func (m *Metrics) WatchJobs(jobs *actors.Jobs) {
 	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{jobsDesc, queueDesc, jobsEndedDesc}, collect: func(ch chan<- prometheus.Metric) {
-		c := counts()
+		c := jobs.Stats()
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(c.Queued), "queued")
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(c.Rendering), "rendering")
 		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(c.Queued))
@@ -151,19 +146,12 @@ var (
 	inflightDesc  = prometheus.NewDesc("shotd_browser_renders_inflight", "Renders running in each Chrome process.", []string{"browser"}, nil)
 )
 
-// BrowserLoad is one Chrome process's share of the pool at a scrape.
-type BrowserLoad struct {
-	ID       int
-	Inflight int
-}
-
-// WatchBrowsers adds the per-process render count, read from load at every scrape; a load that
-// fails (the pool is busy or stopping) leaves the series out of that scrape.
-func (m *Metrics) WatchBrowsers(load func(context.Context) ([]BrowserLoad, error)) {
+// WatchBrowsers adds the per-process render count, asked of the pool's supervisor at every
+// scrape; a pool that does not answer within a second (busy or stopping) leaves the series out
+// of that scrape.
+func (m *Metrics) WatchBrowsers(pool *actors.Renderer) {
 	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{inflightDesc}, collect: func(ch chan<- prometheus.Metric) {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		bs, err := load(ctx)
+		bs, err := pool.Browsers(time.Second)
 		if err != nil {
 			return
 		}

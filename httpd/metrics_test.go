@@ -52,14 +52,7 @@ func newStack(t *testing.T) *stack {
 	env.guard.ObserveRefusals(metrics.EgressRefused)
 	t.Cleanup(func() { env.guard.ObserveRefusals(func(string) {}) })
 	metered := httpd.MeteredRenderer{Renderer: env.renderer, Metrics: metrics}
-	metrics.WatchBrowsers(func(ctx context.Context) ([]httpd.BrowserLoad, error) {
-		bs, err := env.renderer.Browsers(time.Second)
-		out := make([]httpd.BrowserLoad, len(bs))
-		for i, b := range bs {
-			out[i] = httpd.BrowserLoad{ID: b.ID, Inflight: b.Inflight}
-		}
-		return out, err
-	})
+	metrics.WatchBrowsers(env.renderer)
 
 	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log})
 	if err != nil {
@@ -79,10 +72,7 @@ func newStack(t *testing.T) *stack {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { jobs.Close(context.Background()) })
-	metrics.WatchJobs(func() httpd.JobCounts {
-		s := jobs.Stats()
-		return httpd.JobCounts{Queued: s.Queued, Rendering: s.Rendering, Succeeded: s.Succeeded, Failed: s.Failed}
-	})
+	metrics.WatchJobs(jobs)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

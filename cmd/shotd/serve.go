@@ -143,14 +143,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	metered := httpd.MeteredRenderer{Renderer: renderer, Metrics: metrics}
 	renders := httpd.NewRenderLog(500) // the dashboard's recent renders
-	metrics.WatchBrowsers(func(ctx context.Context) ([]httpd.BrowserLoad, error) {
-		bs, err := renderer.Browsers(time.Second)
-		out := make([]httpd.BrowserLoad, len(bs))
-		for i, b := range bs {
-			out[i] = httpd.BrowserLoad{ID: b.ID, Inflight: b.Inflight}
-		}
-		return out, err
-	})
+	metrics.WatchBrowsers(renderer)
 
 	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log.With().Str("component", "accounts").Logger()})
 	if err != nil {
@@ -170,10 +163,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	metrics.WatchJobs(func() httpd.JobCounts {
-		s := jobs.Stats()
-		return httpd.JobCounts{Queued: s.Queued, Rendering: s.Rendering, Succeeded: s.Succeeded, Failed: s.Failed}
-	})
+	metrics.WatchJobs(jobs)
 
 	public := httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
