@@ -38,6 +38,7 @@ test-short:
 lint:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; exit 1; }
 	$(GO) vet ./...
+	$(GO) mod tidy -diff
 
 # Service vs a raw CDP loop on the same Chrome; prints p50, p95, throughput and the ratio.
 # BENCH_FLAGS passes flags to it (-n, -pages, -gap, -browser, -chrome-flags).
@@ -60,3 +61,38 @@ fuzz:
 
 clean:
 	rm -rf bin
+
+# Installs the binary, the systemd unit, /etc/shotd/shotd.toml (only when absent: an operator's
+# edits survive a reinstall) and the docs. DESTDIR stages the tree for a package. Chromium, ffmpeg
+# and fonts come from `make deps`, not from here.
+PREFIX     ?= /usr/local
+BINDIR     ?= $(PREFIX)/bin
+SYSCONFDIR ?= /etc
+UNITDIR    ?= $(PREFIX)/lib/systemd/system
+DOCDIR     ?= $(PREFIX)/share/doc/shotd
+STATEDIR   ?= /var/lib/shotd
+
+.PHONY: install uninstall openapi-client
+
+# Generates a Go client from the OpenAPI document with ogen and builds it (Go module proxy).
+openapi-client:
+	./scripts/openapi-client.sh
+
+install: build
+	install -D -m 0755 $(BIN) $(DESTDIR)$(BINDIR)/shotd
+	install -d -m 0755 $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSCONFDIR)/shotd $(DESTDIR)$(DOCDIR)
+	sed -e 's|@BINDIR@|$(BINDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' -e 's|@DOCDIR@|$(DOCDIR)|g' \
+	  packaging/shotd.service.in > $(DESTDIR)$(UNITDIR)/shotd.service
+	chmod 0644 $(DESTDIR)$(UNITDIR)/shotd.service
+	@if [ -e $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml ]; then \
+	  echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml"; \
+	else \
+	  sed -e 's|^data_dir *= *"[^"]*"|data_dir     = "$(STATEDIR)"|' config/example.toml > $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml && \
+	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml; \
+	fi
+	install -m 0644 README.md LICENSE THIRD_PARTY_NOTICES.md $(DESTDIR)$(DOCDIR)/
+
+uninstall:
+	rm -f $(DESTDIR)$(BINDIR)/shotd $(DESTDIR)$(UNITDIR)/shotd.service
+	rm -rf $(DESTDIR)$(DOCDIR)
+	@echo "uninstall: $(SYSCONFDIR)/shotd and $(STATEDIR) are left in place"

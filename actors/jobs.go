@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -31,7 +32,9 @@ type JobsConfig struct {
 	// Secrets seals the storage credentials of store=true in the job record (objstore.Sealer).
 	// nil: such jobs are refused, since their credentials could not be kept.
 	Secrets Secrets
-	Log     zerolog.Logger
+	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
+	Ended func(store.Job)
+	Log   zerolog.Logger
 }
 
 // SubmitJobs queues background renders: one for async=true, one per item for bulk. The caller
@@ -97,6 +100,7 @@ func (a *jobActor) Receive(ctx actor.Context) {
 	case *SubmitJobs:
 		a.submit(ctx, m)
 	case *jobsCreated:
+		a.owner.queued.Add(int64(len(m.jobs)))
 		for _, j := range m.jobs {
 			a.pending[j.JobID] = &pendingJob{job: j, account: m.account, plan: m.plan}
 			ctx.Request(a.cfg.Accounts.PID(), &AcquireJobSlot{Account: m.account, Plan: m.plan, JobID: j.JobID})
@@ -107,7 +111,10 @@ func (a *jobActor) Receive(ctx actor.Context) {
 			return
 		}
 		delete(a.pending, m.JobID)
-		if !a.owner.goRun(func() { a.run(ctx.ActorSystem().Root, ctx.Self(), p) }) {
+		a.owner.queued.Add(-1)
+		a.owner.rendering.Add(1)
+		if !a.owner.goRun(func() { defer a.owner.rendering.Add(-1); a.run(ctx.ActorSystem().Root, ctx.Self(), p) }) {
+			a.owner.rendering.Add(-1)
 			// Stopping: the job stays queued in the store and runs after the restart. Give the
 			// slot back without billing.
 			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: Released, Started: true})
@@ -236,6 +243,14 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	if err != nil {
 		log.Info().Str("code", string(shotd.CodeOf(err))).Msg("job failed")
 	}
+	if final.Status == store.JobSucceeded {
+		a.owner.succeeded.Add(1)
+	} else {
+		a.owner.failed.Add(1)
+	}
+	if a.cfg.Ended != nil {
+		a.cfg.Ended(final)
+	}
 	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil})
 }
 
@@ -339,6 +354,21 @@ type Jobs struct {
 	stopping bool
 	running  sync.WaitGroup
 	stopOnce sync.Once // a second Close (after one cut short) does not stop the actor again
+
+	// For Stats: kept by the actor and the job goroutines, read by /metrics.
+	queued, rendering atomic.Int64
+	succeeded, failed atomic.Uint64
+}
+
+// JobStats counts this run's jobs: Queued and Rendering now, Succeeded and Failed since start.
+type JobStats struct {
+	Queued, Rendering int64
+	Succeeded, Failed uint64
+}
+
+// Stats returns the job counts; Queued is the queue depth (jobs waiting for an account slot).
+func (j *Jobs) Stats() JobStats {
+	return JobStats{Queued: j.queued.Load(), Rendering: j.rendering.Load(), Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
 }
 
 // StartJobs requeues the jobs a previous run left unfinished and spawns the job actor.

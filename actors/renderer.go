@@ -25,6 +25,9 @@ type PoolConfig struct {
 	ProbeFailures int
 	Launch        Launcher
 	Log           zerolog.Logger
+	// BrowserDown, when set, hears why a browser stopped taking renders ("recycling", "process
+	// exited", "unresponsive", ...): each is followed by a replacement process. For /metrics.
+	BrowserDown func(reason string)
 }
 
 // Renderer is the render pool seen from outside the actor system: it asks the supervisor and

@@ -65,6 +65,9 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		if b := s.browser(m.ID); b != nil {
 			b.up = false
 		}
+		if s.cfg.BrowserDown != nil {
+			s.cfg.BrowserDown(m.Reason)
+		}
 		s.publishReady()
 	case *RenderFinished:
 		if b := s.browser(m.ID); b != nil && b.inflight > 0 {

@@ -36,6 +36,9 @@ type WebhooksConfig struct {
 	RetryDelays []time.Duration // delay before attempt 2, 3, ...; then the delivery fails
 	PublicURL   string
 	Log         zerolog.Logger
+	// Attempted, when set, hears the outcome of every attempt: "delivered", "retry" (failed,
+	// another attempt follows) or "failed" (the last one failed). For /metrics.
+	Attempted func(outcome string)
 }
 
 // DeliverWebhook asks for the next attempt of a job's delivery.
@@ -97,6 +100,7 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 			log.Error().Err(err).Msg("webhook delivered, state not recorded")
 		}
 		log.Info().Int("attempt", n).Msg("webhook delivered")
+		a.attempted("delivered")
 		return 0, false
 	}
 	var wait time.Duration
@@ -117,7 +121,18 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 		log.Error().Err(err).Msg("webhook failure not recorded")
 	}
 	log.Warn().Err(sendErr).Int("attempt", n).Bool("final", final).Msg("webhook attempt failed")
+	if final {
+		a.attempted("failed")
+	} else {
+		a.attempted("retry")
+	}
 	return wait, !final
+}
+
+func (a *webhookActor) attempted(outcome string) {
+	if a.cfg.Attempted != nil {
+		a.cfg.Attempted(outcome)
+	}
 }
 
 var errNothingToDeliver = errors.New("nothing to deliver")

@@ -44,6 +44,7 @@ type Config struct {
 	Webhooks Webhooks `toml:"webhooks"`
 	Log      Log      `toml:"log"`
 	Blocking Blocking `toml:"blocking"`
+	Media    Media    `toml:"media"`
 
 	// Plans by name; each Plan's Name equals its key. Decoded through filePlan, hence "-".
 	Plans map[string]shotd.Plan `toml:"-"`
@@ -114,10 +115,16 @@ type Blocking struct {
 // DefaultAutoconsent is where scripts/install-deps.sh installs autoconsent's standalone script.
 const DefaultAutoconsent = "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"
 
+// Media is the [media] table: the programs of video output.
+type Media struct {
+	// FFmpegPath is the ffmpeg binary; empty: ffmpeg on PATH. serve checks it at start.
+	FFmpegPath string `toml:"ffmpeg_path"`
+}
+
 // Log is the [log] table.
 type Log struct {
 	Level  string `toml:"level"`
-	Format string `toml:"format"` // LogConsole or LogJSON
+	Format string `toml:"format"` // LogAuto, LogConsole or LogJSON
 }
 
 // HeapMB is the JavaScript heap cap of each renderer: js_heap_mb, or when 0 the machine's memory
@@ -176,8 +183,10 @@ func (c *Config) MetricsNeedToken() bool {
 	return err != nil || !ip.IsLoopback() // "" and 0.0.0.0 listen everywhere
 }
 
-// Log formats.
+// Log formats. LogAuto is console on a terminal and JSON otherwise (a pipe, a file, the journal),
+// so that colour codes never reach a log collector.
 const (
+	LogAuto    = "auto"
 	LogConsole = "console"
 	LogJSON    = "json"
 )
@@ -211,12 +220,13 @@ func Default() *Config {
 		Limits: Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50,
 			RefusedPerAddressPerMinute: 60, RefusedPerKeyPerMinute: 60, MaxConnsPerAddress: 128},
 		Webhooks: Webhooks{RetryDelaysSeconds: []int{10, 30, 120, 600, 1800, 3600}, TimeoutSeconds: 10},
-		Log:      Log{Level: "info", Format: LogConsole},
+		Log:      Log{Level: "info", Format: LogAuto},
 		Blocking: Blocking{
 			EasyList:    "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
 			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
 			Autoconsent: DefaultAutoconsent,
 		},
+		Media: Media{FFmpegPath: ""},
 		Plans: map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
 	}
 }

@@ -24,9 +24,12 @@
 //	easyprivacy = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt"
 //	autoconsent = "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"  # block_cookie_banners answers consent dialogs with it; "" disables, a missing file is a warning
 //
+//	[media]
+//	ffmpeg_path = ""    # ffmpeg of video output; empty: ffmpeg on PATH (serve checks it at start)
+//
 //	[log]
 //	level  = "info"     # trace, debug, info, warn, error
-//	format = "console"  # console or json
+//	format = "auto"     # auto (console on a terminal, JSON otherwise), console or json
 //
 // Plans: the embedded plans.default always exists; a [plans.NAME] table in the file overrides it
 // or adds a plan, and every key the table omits takes the value of the contract's plans.default

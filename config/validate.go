@@ -126,8 +126,8 @@ func (c *Config) Validate() error {
 	if _, ok := logLevels[c.Log.Level]; !ok {
 		v.addf("log.level", "must be one of trace, debug, info, warn, error, got %q", c.Log.Level)
 	}
-	if c.Log.Format != LogConsole && c.Log.Format != LogJSON {
-		v.addf("log.format", "must be %q or %q, got %q", LogConsole, LogJSON, c.Log.Format)
+	if c.Log.Format != LogAuto && c.Log.Format != LogConsole && c.Log.Format != LogJSON {
+		v.addf("log.format", "must be %q, %q or %q, got %q", LogAuto, LogConsole, LogJSON, c.Log.Format)
 	}
 
 	v.plans(c.Plans)

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shotd/shotd"
@@ -40,6 +41,8 @@ type Guard struct {
 
 	mu          sync.RWMutex
 	deniedPorts []netip.AddrPort
+
+	refusals atomic.Pointer[func(reason string)] // ObserveRefusals
 }
 
 // NewGuard returns a guard over policy p (nil: the built-in table only) that resolves names with
@@ -194,14 +197,14 @@ func containsAddr(as []netip.Addr, a netip.Addr) bool {
 // navigation_failed. Passing CheckURL is no licence to dial: the proxy checks again at connect
 // time, which is what defeats DNS rebinding.
 func (g *Guard) CheckURL(ctx context.Context, rawURL string) error {
-	return g.checkURL(ctx, rawURL, true)
+	return g.observe(g.checkURL(ctx, rawURL, true))
 }
 
 // CheckURLLiteral is CheckURL without DNS, for a URL that is dialed later (a background job's):
 // the scheme, the host's syntax, IP literals in any spelling, localhost and denied ports are
 // checked now; any other name passes, as the dial checks its addresses.
 func (g *Guard) CheckURLLiteral(rawURL string) error {
-	return g.checkURL(context.Background(), rawURL, false)
+	return g.observe(g.checkURL(context.Background(), rawURL, false))
 }
 
 func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) error {
@@ -271,7 +274,8 @@ func invalidURL(msg string) *shotd.Error {
 // nothing is resolved twice. It fits http.Transport.DialContext. A refusal is a host_not_allowed
 // *shotd.Error (see IsRefused); a failed connect is the dialer's error.
 func (g *Guard) DialContext(ctx context.Context, network, address string) (net.Conn, error) {
-	return g.dial(ctx, network, address, netip.AddrPort{})
+	c, err := g.dial(ctx, network, address, netip.AddrPort{})
+	return c, g.observe(err)
 }
 
 // dial is DialContext with one more denied listener, the proxy's own address, so that a page

@@ -301,6 +301,7 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 // refuse answers 403 with RefusedHeader and counts the refusal.
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, target string, err error) {
 	p.refused.Add(1)
+	p.guard.observe(err)
 	ev := p.log.Debug().Str("method", r.Method).Str("target", target)
 	var e *shotd.Error
 	if errors.As(err, &e) && e.Cause != nil {

@@ -40,8 +40,9 @@ type Admin struct {
 	token     string
 	publicURL string
 	store     *store.Store
-	plans     map[string]shotd.Plan
+	plans     *PlanBook
 	usage     UsageReporter
+	renders   *RenderLog
 	log       zerolog.Logger
 	srv       *fasthttp.Server
 	adminGuard
@@ -49,7 +50,7 @@ type Admin struct {
 
 // NewAdmin builds the admin API. gatherer is the Prometheus registry served at /metrics.
 func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.Plan, usage UsageReporter, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
-	a := &Admin{token: token, publicURL: publicURL, store: st, plans: plans, usage: usage, log: log, adminGuard: newAdminGuard()}
+	a := &Admin{token: token, publicURL: publicURL, store: st, plans: NewPlanBook(plans), usage: usage, log: log, adminGuard: newAdminGuard()}
 	r := router.New()
 	r.RedirectTrailingSlash, r.RedirectFixedPath, r.HandleOPTIONS = false, false, false
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
@@ -62,7 +63,7 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 	}
 	r.POST("/admin/v1/accounts", a.auth(a.createAccount))
 	r.GET("/admin/v1/accounts", a.auth(a.listAccounts))
-	r.GET("/dashboard", serveDashboard)
+	r.GET("/dashboard", a.serveDashboard)
 	r.GET("/", func(ctx *fasthttp.RequestCtx) { ctx.Redirect("/dashboard", fasthttp.StatusFound) })
 	r.GET("/admin/v1/accounts/{id}", a.auth(a.getAccount))
 	r.PATCH("/admin/v1/accounts/{id}", a.auth(a.patchAccount))
@@ -70,6 +71,10 @@ func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.P
 	r.GET("/admin/v1/accounts/{id}/keys", a.auth(a.listKeys))
 	r.PATCH("/admin/v1/keys/{access_key}", a.auth(a.patchKey))
 	r.DELETE("/admin/v1/keys/{access_key}", a.auth(a.revokeKey))
+	r.GET("/admin/v1/backup", a.auth(a.backup))
+	r.GET("/admin/v1/accounts/{id}/usage/daily", a.auth(a.dailyUsage))
+	r.GET("/admin/v1/renders", a.auth(a.recentRenders))
+	r.GET("/admin/v1/info", a.auth(a.info))
 	if gatherer != nil {
 		r.GET("/metrics", a.metricsGate(fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))))
 	}
@@ -149,7 +154,7 @@ func (a *Admin) storeErr(err error, what string) error {
 }
 
 func (a *Admin) checkPlan(plan string) error {
-	if _, ok := a.plans[plan]; !ok {
+	if _, ok := a.plans.Get(plan); !ok {
 		return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "unknown plan " + plan,
 			Fields: []shotd.FieldError{{Field: "plan", Message: "not a configured plan"}}}
 	}

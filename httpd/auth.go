@@ -83,7 +83,7 @@ func (s *Server) identify(ak string) (*principal, error) {
 	case !account.EmailVerified:
 		return nil, shotd.Errorf(shotd.CodeEmailNotVerified, "verify the account's email address before using its keys")
 	}
-	plan, ok := s.plans[account.Plan]
+	plan, ok := s.plans.Get(account.Plan)
 	if !ok {
 		return nil, shotd.Wrap(shotd.CodeInternalError, errors.New("account plan "+account.Plan+" is not configured"), "the account's plan is not configured")
 	}
@@ -118,6 +118,7 @@ func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps shotd.Param
 		return shotd.Errorf(shotd.CodeRequestExpired, "the request expired at %d", expires)
 	}
 	ctx.SetUserValue(verifiedKey, who.key.AccessKey) // its later refusals count against the key
+	ctx.SetUserValue(accountKey, who.account.ID)
 	return nil
 }
 

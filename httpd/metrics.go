@@ -1,29 +1,65 @@
 package httpd
 
 import (
+	"context"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
 )
 
 // Metrics are the service's own Prometheus series, served on the admin listener's /metrics.
+// Components outside httpd report through its exported methods (serve wires them), so that
+// every series is declared here, in one place.
 type Metrics struct {
-	requests *prometheus.CounterVec
-	renders  *prometheus.HistogramVec
+	requests    *prometheus.CounterVec
+	renders     *prometheus.HistogramVec
+	duration    *prometheus.HistogramVec
+	renderErrs  *prometheus.CounterVec
+	webhooks    *prometheus.CounterVec
+	chromeDown  *prometheus.CounterVec
+	refusals    *prometheus.CounterVec
+	cacheLookup *prometheus.CounterVec
+	reg         prometheus.Registerer
 }
+
+// renderBuckets span a small page (~50 ms) to a long video recording.
+var renderBuckets = []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 90}
 
 // NewMetrics registers the series on reg. browsersUp reports the browsers that can render.
 func NewMetrics(reg prometheus.Registerer, browsersUp func() float64) *Metrics {
 	m := &Metrics{
+		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shotd_requests_total", Help: "Public API answers by route and status.",
 		}, []string{"route", "status"}),
 		renders: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "shotd_render_seconds", Help: "Time of successful sync renders by format.",
-			Buckets: []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 90},
+			Buckets: renderBuckets,
 		}, []string{"format"}),
+		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "shotd_render_duration_seconds", Help: "Time in the browser pool of every render, sync and job, by format and outcome (success or error).",
+			Buckets: renderBuckets,
+		}, []string{"format", "outcome"}),
+		renderErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shotd_render_errors_total", Help: "Renders that failed in the browser pool, by error code.",
+		}, []string{"code"}),
+		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shotd_webhook_attempts_total", Help: "Webhook delivery attempts by outcome: delivered, retry (another attempt follows) or failed (the last one).",
+		}, []string{"outcome"}),
+		chromeDown: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shotd_chrome_restarts_total", Help: "Chrome processes replaced, by reason (recycled after browser.recycle_after renders, process exited, cdp connection closed, unresponsive, ...).",
+		}, []string{"reason"}),
+		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shotd_egress_refusals_total", Help: "Connections the egress guard refused (URL checks, page requests, webhook dials) by reason.",
+		}, []string{"reason"}),
+		cacheLookup: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shotd_cache_lookups_total", Help: "Response cache lookups (cache=true), sync and job, by result: hit or miss.",
+		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.renders)
+	reg.MustRegister(m.requests, m.renders, m.duration, m.renderErrs, m.webhooks, m.chromeDown, m.refusals, m.cacheLookup)
 	if browsersUp != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "shotd_browsers_up", Help: "Chrome processes that accept renders.",
@@ -42,4 +78,114 @@ func (m *Metrics) render(format string, ms int64) {
 	if m != nil {
 		m.renders.WithLabelValues(format).Observe(float64(ms) / 1000)
 	}
+}
+
+// Rendered records one render through the browser pool.
+func (m *Metrics) Rendered(format string, took time.Duration, err error) {
+	if m == nil {
+		return
+	}
+	outcome := "success"
+	if err != nil {
+		outcome = "error"
+		m.renderErrs.WithLabelValues(string(shotd.CodeOf(err))).Inc()
+	}
+	m.duration.WithLabelValues(format, outcome).Observe(took.Seconds())
+}
+
+// WebhookAttempted records one delivery attempt's outcome.
+func (m *Metrics) WebhookAttempted(outcome string) {
+	if m != nil {
+		m.webhooks.WithLabelValues(outcome).Inc()
+	}
+}
+
+// BrowserDown records a Chrome leaving the pool. "recycling" (a browser that stops taking
+// renders before its planned replacement, reported again as "recycled") is not a restart.
+func (m *Metrics) BrowserDown(reason string) {
+	if m != nil && reason != "recycling" {
+		m.chromeDown.WithLabelValues(reason).Inc()
+	}
+}
+
+// EgressRefused records one refusal of the egress guard.
+func (m *Metrics) EgressRefused(reason string) {
+	if m != nil {
+		m.refusals.WithLabelValues(reason).Inc()
+	}
+}
+
+// CacheLookup records one response-cache lookup.
+func (m *Metrics) CacheLookup(hit bool) {
+	if m == nil {
+		return
+	}
+	result := "miss"
+	if hit {
+		result = "hit"
+	}
+	m.cacheLookup.WithLabelValues(result).Inc()
+}
+
+// WatchJobs adds the job series, read from jobs.Stats at every scrape.
+func (m *Metrics) WatchJobs(jobs *actors.Jobs) {
+	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{jobsDesc, queueDesc, jobsEndedDesc}, collect: func(ch chan<- prometheus.Metric) {
+		c := jobs.Stats()
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(c.Queued), "queued")
+		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(c.Rendering), "rendering")
+		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(c.Queued))
+		ch <- prometheus.MustNewConstMetric(jobsEndedDesc, prometheus.CounterValue, float64(c.Succeeded), "succeeded")
+		ch <- prometheus.MustNewConstMetric(jobsEndedDesc, prometheus.CounterValue, float64(c.Failed), "failed")
+	}})
+}
+
+var (
+	jobsDesc      = prometheus.NewDesc("shotd_jobs", "Background jobs of this run now queued or rendering.", []string{"state"}, nil)
+	queueDesc     = prometheus.NewDesc("shotd_job_queue_depth", "Background jobs waiting for a render slot of their account.", nil, nil)
+	jobsEndedDesc = prometheus.NewDesc("shotd_jobs_ended_total", "Background jobs that ended since start, by final state.", []string{"state"}, nil)
+	inflightDesc  = prometheus.NewDesc("shotd_browser_renders_inflight", "Renders running in each Chrome process.", []string{"browser"}, nil)
+)
+
+// WatchBrowsers adds the per-process render count, asked of the pool's supervisor at every
+// scrape; a pool that does not answer within a second (busy or stopping) leaves the series out
+// of that scrape.
+func (m *Metrics) WatchBrowsers(pool *actors.Renderer) {
+	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{inflightDesc}, collect: func(ch chan<- prometheus.Metric) {
+		bs, err := pool.Browsers(time.Second)
+		if err != nil {
+			return
+		}
+		for _, b := range bs {
+			ch <- prometheus.MustNewConstMetric(inflightDesc, prometheus.GaugeValue, float64(b.Inflight), strconv.Itoa(b.ID))
+		}
+	}})
+}
+
+// funcCollector collects series computed at scrape time with fixed descriptions.
+type funcCollector struct {
+	descs   []*prometheus.Desc
+	collect func(chan<- prometheus.Metric)
+}
+
+func (c funcCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range c.descs {
+		ch <- d
+	}
+}
+
+func (c funcCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
+
+// MeteredRenderer is a Renderer whose renders are recorded: give it to httpd and to the job
+// actor so both paths count.
+type MeteredRenderer struct {
+	Renderer
+	Metrics *Metrics
+}
+
+// Render renders and records the outcome.
+func (r MeteredRenderer) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	start := time.Now()
+	out, err := r.Renderer.Render(ctx, o)
+	r.Metrics.Rendered(string(o.Format), time.Since(start), err)
+	return out, err
 }

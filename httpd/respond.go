@@ -21,6 +21,7 @@ type errorBody struct {
 func writeError(ctx *fasthttp.RequestCtx, publicURL string, err error) {
 	e := shotd.AsError(err)
 	info := shotd.Info(e.Code)
+	ctx.SetUserValue(errorCodeKey, string(info.Code))
 	msg := e.Message
 	if msg == "" {
 		msg = info.Doc

@@ -10,6 +10,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fasthttp/router"
@@ -67,6 +68,8 @@ type Settings struct {
 	RefusedPerKeyPerMinute     int
 	// MaxConnsPerAddress caps the open connections of one client address (connlimit.go); 0: none.
 	MaxConnsPerAddress int
+	// BrowserVersion is shown by /readyz ("" omits it).
+	BrowserVersion string
 }
 
 // Deps are the parts the public API talks to.
@@ -80,6 +83,7 @@ type Deps struct {
 	Records  JobRecords
 	URLs     URLChecker // nil: no egress check of webhook_url at acceptance
 	Metrics  *Metrics   // nil: none
+	Renders  *RenderLog // nil: none; the dashboard's list of recent renders
 	Log      zerolog.Logger
 }
 
@@ -87,7 +91,7 @@ type Deps struct {
 type Server struct {
 	set      Settings
 	keys     KeyLookup
-	plans    map[string]shotd.Plan
+	plans    *PlanBook
 	renderer Renderer
 	gate     Gate
 	files    Files
@@ -95,11 +99,14 @@ type Server struct {
 	records  JobRecords
 	urls     URLChecker
 	metrics  *Metrics
+	renders  *RenderLog
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
 
 	refusedAddr, refusedKey *allowance // nil: not counted
+	openapiOnce             sync.Once  // serveOpenAPI
+	openapi                 []byte
 }
 
 // New builds the public API server.
@@ -114,8 +121,8 @@ func New(set Settings, d Deps) *Server {
 	if set.FileTTL <= 0 {
 		set.FileTTL = 24 * time.Hour
 	}
-	s := &Server{set: set, keys: d.Keys, plans: d.Plans, renderer: d.Renderer, gate: d.Gate, files: d.Files,
-		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, log: d.Log, now: time.Now}
+	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, gate: d.Gate, files: d.Files,
+		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, renders: d.Renders, log: d.Log, now: time.Now}
 	s.refusedAddr = newAllowance(set.RefusedPerAddressPerMinute, time.Now)
 	s.refusedKey = newAllowance(set.RefusedPerKeyPerMinute, time.Now)
 	s.srv = &fasthttp.Server{
@@ -174,6 +181,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.GET("/readyz", s.readyz)
 	r.GET("/docs/errors", serveErrorDocs)
 	r.GET("/docs/options", serveOptionDocs)
+	r.GET("/openapi.json", s.serveOpenAPI)
 	return s.wrap(r.Handler)
 }
 
@@ -199,6 +207,7 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			ev.Bytes("method", ctx.Method()).Bytes("path", ctx.Path()).Int("status", ctx.Response.StatusCode()).
 				Dur("took", time.Since(start)).Msg("request")
 			s.metrics.request(routeOf(ctx), ctx.Response.StatusCode())
+			s.recordRender(ctx, ref, routeOf(ctx))
 		}()
 		if s.throttled(ctx) {
 			return
@@ -265,11 +274,16 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 }
 
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
+	out := map[string]string{"status": "starting"}
+	if s.set.BrowserVersion != "" {
+		out["browser"] = s.set.BrowserVersion
+	}
 	if s.renderer != nil && s.renderer.Ready() {
-		writeJSON(ctx, 200, map[string]string{"status": "ready"})
+		out["status"] = "ready"
+		writeJSON(ctx, 200, out)
 		return
 	}
-	writeJSON(ctx, 503, map[string]string{"status": "starting"})
+	writeJSON(ctx, 503, out)
 }
 
 // Serve answers requests on ln until Shutdown.
@@ -323,7 +337,7 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/docs/errors", "/docs/options":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/docs/errors", "/docs/options", "/openapi.json":
 		return p
 	}
 	return "other"

@@ -31,6 +31,18 @@ type cacheEntry struct {
 // A hit can still race the sweeper at the instant of expiry: OpenFile then returns ErrNotFound
 // and the caller renders as on a miss.
 func (s *Store) CacheGet(key string, maxAge time.Duration) (FileRecord, bool, error) {
+	rec, ok, err := s.cacheGet(key, maxAge)
+	if f := s.cacheObserver.Load(); f != nil && err == nil {
+		(*f)(ok)
+	}
+	return rec, ok, err
+}
+
+// ObserveCache makes every CacheGet that does not fail call f with whether it hit: the sync and
+// the job paths both look up here, so /metrics counts both.
+func (s *Store) ObserveCache(f func(hit bool)) { s.cacheObserver.Store(&f) }
+
+func (s *Store) cacheGet(key string, maxAge time.Duration) (FileRecord, bool, error) {
 	if err := checkCacheKey(key); err != nil {
 		return FileRecord{}, false, err
 	}

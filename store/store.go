@@ -48,7 +48,7 @@ var (
 	bucketAccountKeys = []byte("account_keys") // account id + "/" + access key -> empty
 
 	buckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketAccountKeys, bucketFiles, bucketCache, bucketUsage,
-		bucketJobs, bucketJobsActive, bucketWebhooksPending, bucketJobsDone, bucketBatches}
+		bucketJobs, bucketJobsActive, bucketWebhooksPending, bucketJobsDone, bucketBatches, bucketUsageDaily}
 )
 
 // Store is the database. Its methods are safe for concurrent use.
@@ -60,6 +60,8 @@ type Store struct {
 	filesDir string                 // dataDir/files: rendered files, one per file id
 	remote   atomic.Pointer[Remote] // nil: files live in filesDir; see UseRemote
 	sw       sweeper                // removes expired files and cache entries
+
+	cacheObserver atomic.Pointer[func(hit bool)] // ObserveCache
 
 	closeOnce sync.Once
 	closed    chan struct{}

@@ -130,6 +130,9 @@ func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d UsageDelta, quot
 				return err
 			}
 		}
+		if err := addDaily(tx, a.ID, now, d); err != nil {
+			return err
+		}
 		return putJSON(tx.Bucket(bucketUsage), usageKey(a.ID, u.PeriodStart), u)
 	})
 	if err != nil {

@@ -35,8 +35,10 @@ commands:
   key update ACCESS_KEY [--name N] [--require-signature=true|false]
   key revoke ACCESS_KEY
   plan list                              (the plans of the configuration file, as serve reads it)
+  backup FILE                            (a consistent copy of the database while serve runs; - is stdout)
 The address and token come from the config file (admin_listen, admin_token, or the token that
-serve generated in data_dir/admin_token), or from the flags.
+serve generated in data_dir/admin_token), or from the flags. Without --config, the installed
+/etc/shotd/shotd.toml is read when it exists.
 `
 
 // admin is a client of the admin API (operator contract 4).
@@ -47,8 +49,22 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 	addr := fs.String("addr", "", "admin API address (default: admin_listen)")
 	token := fs.String("token", "", "admin token (default: admin_token or data_dir/admin_token)")
 	fs.Usage = func() { fmt.Fprint(m.Stderr, adminUsage) }
+	// Help needs no config, token or service, wherever it is asked for.
+	for _, a := range args {
+		if a == "-h" || a == "-help" || a == "--help" {
+			fmt.Fprint(m.Stdout, adminUsage)
+			return nil
+		}
+	}
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if rest := fs.Args(); len(rest) > 0 && rest[0] == "help" {
+		fmt.Fprint(m.Stdout, adminUsage)
+		return nil
+	}
+	if *cfgPath == "" {
+		*cfgPath = installedConfig()
 	}
 	cfg, err := config.Load(*cfgPath, m.Env)
 	if err != nil {
@@ -69,6 +85,9 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 	}
 	c := &adminClient{base: "http://" + *addr, token: *token, out: m.Stdout, plans: cfg.Plans}
 	rest := fs.Args()
+	if len(rest) == 2 && rest[0] == "backup" {
+		return c.backup(ctx, rest[1])
+	}
 	if len(rest) < 2 {
 		fmt.Fprint(m.Stderr, adminUsage)
 		return errors.New("admin: missing command")
@@ -274,4 +293,16 @@ func (c *adminClient) fetch(ctx context.Context, method, path string, body map[s
 		return out, fmt.Errorf("admin API answered %s", resp.Status)
 	}
 	return out, nil
+}
+
+// installedConfigPath is where `make install` puts the config; a variable for the tests.
+var installedConfigPath = "/etc/shotd/shotd.toml"
+
+// installedConfig returns the installed config file when there is one, so that `shotd admin` on
+// an installed host finds admin_listen and data_dir/admin_token without flags; else "" (defaults).
+func installedConfig() string {
+	if _, err := os.Stat(installedConfigPath); err == nil {
+		return installedConfigPath
+	}
+	return ""
 }

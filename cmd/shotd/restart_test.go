@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -238,6 +239,9 @@ func dirNames(t *testing.T, dir string) []string {
 	return names // sorted by ReadDir
 }
 
+// credentialsLine is the first start's pointer to the file with the key pair.
+var credentialsLine = regexp.MustCompile(`keys are in (\S+)`)
+
 // httpClient bounds every request of the test.
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
@@ -258,15 +262,21 @@ type service struct {
 
 func startService(ctx context.Context, t *testing.T, bin, cfgPath, tmpDir, name string) *service {
 	t.Helper()
+	return startServiceCmd(ctx, t, exec.Command(bin, "serve", "--config", cfgPath), tmpDir, name)
+}
+
+// startServiceCmd starts cmd, a `shotd serve` command line, with the test's environment less
+// SHOTD_* and TMPDIR, plus cmd.Env, and waits until it is ready.
+func startServiceCmd(ctx context.Context, t *testing.T, cmd *exec.Cmd, tmpDir, name string) *service {
+	t.Helper()
 	s := &service{name: name, exited: make(chan struct{}), listen: make(chan [2]string, 1)}
-	cmd := exec.Command(bin, "serve", "--config", cfgPath)
 	env := []string{"TMPDIR=" + tmpDir}
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "SHOTD_") && !strings.HasPrefix(e, "TMPDIR=") {
 			env = append(env, e)
 		}
 	}
-	cmd.Env = env
+	cmd.Env = append(env, cmd.Env...)
 	cmd.Stdout = writerFunc(func(p []byte) { s.mu.Lock(); s.out.Write(p); s.mu.Unlock() })
 	cmd.Stderr = &lineWriter{line: s.logLine}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true} // own group: the cleanup kills it whole
@@ -316,8 +326,18 @@ func startService(ctx context.Context, t *testing.T, bin, cfgPath, tmpDir, name 
 			t.Fatalf("%s run not ready in 60 s:\n%s", name, s.logTail())
 		}
 	}
+	// The first start names the file that holds the key; stdout, not being a terminal, does not
+	// show the secret itself.
 	s.mu.Lock()
-	for _, l := range strings.Split(s.out.String(), "\n") {
+	text := s.out.String()
+	if m := credentialsLine.FindStringSubmatch(text); m != nil {
+		b, err := os.ReadFile(m[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		text = string(b)
+	}
+	for _, l := range strings.Split(text, "\n") {
 		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "access key:"); ok {
 			s.accessKey = strings.TrimSpace(v)
 		}

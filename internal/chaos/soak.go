@@ -12,10 +12,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/mafredri/cdp"
-	"github.com/mafredri/cdp/devtool"
-	"github.com/mafredri/cdp/rpcc"
 )
 
 // SoakOptions shape a soak run.
@@ -34,7 +30,7 @@ type Sample struct {
 	ShotdRSS, ChromeRSS int64
 	Goroutines, FDs     int
 	Chromes             int
-	Targets, Contexts   int
+	Renderers           int
 	BoltBytes           int64
 }
 
@@ -50,8 +46,7 @@ var series = []struct {
 	{"Chrome RSS MB", 100, func(s Sample) float64 { return float64(s.ChromeRSS) / (1 << 20) }},
 	{"goroutines", 25, func(s Sample) float64 { return float64(s.Goroutines) }},
 	{"open fds", 25, func(s Sample) float64 { return float64(s.FDs) }},
-	{"Chrome targets", 5, func(s Sample) float64 { return float64(s.Targets) }},
-	{"browser contexts", 5, func(s Sample) float64 { return float64(s.Contexts) }},
+	{"renderer processes (tabs)", 5, func(s Sample) float64 { return float64(s.Renderers) }},
 	{"bbolt MB", 2, func(s Sample) float64 { return float64(s.BoltBytes) / (1 << 20) }},
 }
 
@@ -125,8 +120,8 @@ func Soak(ctx context.Context, opt SoakOptions) (*SoakReport, error) {
 		s := measure(ctx, svc, root, hc)
 		s.At, s.Renders = time.Since(start).Round(time.Second), int(done.Load())
 		rep.Samples = append(rep.Samples, s)
-		fmt.Fprintf(opt.Out, "soak: %4.0fs %5d renders  shotd %4d MB  chrome %5d MB (%d procs)  goroutines %4d  fds %4d  targets %3d  contexts %3d  bbolt %5.2f MB\n",
-			s.At.Seconds(), s.Renders, s.ShotdRSS>>20, s.ChromeRSS>>20, s.Chromes, s.Goroutines, s.FDs, s.Targets, s.Contexts, float64(s.BoltBytes)/(1<<20))
+		fmt.Fprintf(opt.Out, "soak: %4.0fs %5d renders  shotd %4d MB  chrome %5d MB (%d procs)  goroutines %4d  fds %4d  renderers %3d  bbolt %5.2f MB\n",
+			s.At.Seconds(), s.Renders, s.ShotdRSS>>20, s.ChromeRSS>>20, s.Chromes, s.Goroutines, s.FDs, s.Renderers, float64(s.BoltBytes)/(1<<20))
 	}
 	sample()
 	tick := time.NewTicker(opt.Interval)
@@ -220,10 +215,10 @@ func measure(ctx context.Context, svc *Service, root *Root, hc *http.Client) Sam
 	for _, p := range svc.Chrome("") {
 		s.ChromeRSS += rss(p.PID)
 		s.Chromes++
-		if p.Kind() == KindBrowser {
-			t, c := targets(ctx, p)
-			s.Targets += t
-			s.Contexts += c
+		if p.Kind() == KindRenderer {
+			// One per tab (each alone in its browser context) and the start page: Chrome speaks
+			// DevTools only over the service's pipe, so its targets are counted by their processes.
+			s.Renderers++
 		}
 	}
 	if fi, err := os.Stat(filepath.Join(root.DataDir, "shotd.db")); err == nil {
@@ -244,47 +239,4 @@ func rss(pid int) int64 {
 		}
 	}
 	return 0
-}
-
-// targets counts a browser's page targets and browser contexts over its own DevTools endpoint
-// (the port Chrome wrote to DevToolsActivePort in its profile): a second, read-only client.
-func targets(ctx context.Context, p Proc) (int, int) {
-	var dir string
-	for _, f := range strings.Fields(p.Cmdline) {
-		if v, ok := strings.CutPrefix(f, "--user-data-dir="); ok {
-			dir = v
-		}
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "DevToolsActivePort"))
-	if err != nil {
-		return 0, 0
-	}
-	port, _, _ := strings.Cut(string(b), "\n")
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	v, err := devtool.New("http://127.0.0.1:" + strings.TrimSpace(port)).Version(ctx)
-	if err != nil {
-		return 0, 0
-	}
-	conn, err := rpcc.DialContext(ctx, v.WebSocketDebuggerURL)
-	if err != nil {
-		return 0, 0
-	}
-	defer conn.Close()
-	c := cdp.NewClient(conn)
-	ts, err := c.Target.GetTargets(ctx, nil)
-	if err != nil {
-		return 0, 0
-	}
-	pages := 0
-	for _, t := range ts.TargetInfos {
-		if t.Type == "page" {
-			pages++
-		}
-	}
-	bc, err := c.Target.GetBrowserContexts(ctx)
-	if err != nil {
-		return pages, 0
-	}
-	return pages, len(bc.BrowserContextIDs)
 }

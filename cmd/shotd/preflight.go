@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/shotd/shotd/blocklist"
+	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/media"
+)
+
+// preflight are the checks of what serve needs outside the config file, made before it opens
+// anything, and by `shotd config check`: the browser, ffmpeg and the filter lists.
+type preflight struct {
+	browser        string // absolute path
+	browserVersion string // "Chromium 156.0.8078.79"; "" when the binary did not say
+	ffmpeg         string
+	ffmpegVersion  string
+}
+
+// check runs every check and reports every failure, each naming its config key.
+// serve loads the filter lists itself (withLists false), to parse them once.
+func (p *preflight) check(ctx context.Context, cfg *config.Config, withLists bool) error {
+	var errs []error
+	var err error
+	if p.browser, err = cdpclient.FindBrowser(cfg.Browser.Path); err != nil {
+		errs = append(errs, fmt.Errorf("browser.path: %w", err))
+	} else {
+		p.browserVersion = browserVersion(ctx, p.browser)
+	}
+	if p.ffmpeg, p.ffmpegVersion, err = media.FindFFmpeg(ctx, cfg.Media.FFmpegPath); err != nil {
+		errs = append(errs, fmt.Errorf("media.ffmpeg_path: %w (scripts/install-deps.sh installs ffmpeg)", err))
+	}
+	for key, path := range map[string]string{"blocking.easylist": cfg.Blocking.EasyList, "blocking.easyprivacy": cfg.Blocking.EasyPrivacy} {
+		if !withLists {
+			break
+		}
+		if _, err := blocklist.LoadFiles(path); err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", key, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// browserVersion asks the binary for its version with --version, outside cdpclient, which owns
+// the running processes. (In cdpclient it would be Browser.getVersion on the DevTools connection
+// each process opens anyway, which also covers a browser.path wrapper that prints nothing.)
+func browserVersion(ctx context.Context, bin string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, bin, "--version").Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(string(out), "\n")
+	return strings.TrimSpace(line)
+}

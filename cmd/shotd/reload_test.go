@@ -1,0 +1,92 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/rs/zerolog"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/store"
+)
+
+func TestRestartKeys(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(c *config.Config)
+		want   []string
+	}{
+		{"nothing", func(c *config.Config) {}, nil},
+		{"plans and log.level are applied", func(c *config.Config) {
+			p := c.Plans["default"]
+			p.MonthlyQuota = 7
+			c.Plans["default"] = p
+			c.Log.Level = "debug"
+		}, nil},
+		{"listeners and sections need a restart", func(c *config.Config) {
+			c.Listen = "127.0.0.1:9"
+			c.Browser.PoolSize = 5
+			c.Limits.BulkMaxItems = 3
+			c.Log.Format = config.LogJSON
+		}, []string{"browser.pool_size", "limits.bulk_max_items", "listen", "log.format"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next := config.Default()
+			tt.change(next)
+			if got := restartKeys(config.Default(), next); !slices.Equal(got, tt.want) {
+				t.Errorf("restartKeys = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestReload applies a changed file and refuses one that drops a plan an account has.
+func TestReload(t *testing.T) {
+	dir := t.TempDir()
+	st, err := store.Open(dir, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close(t.Context())
+	path := filepath.Join(dir, "shotd.toml")
+	write := func(text string) {
+		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("[plans.pro]\nmonthly_quota = 10\n")
+	cfg, err := config.Load(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.CreateAccount("a@example.test", "pro", true); err != nil {
+		t.Fatal(err)
+	}
+	book := httpd.NewPlanBook(cfg.Plans)
+	r := &reloader{path: path, cur: cfg, plans: book, store: st, log: zerolog.Nop()}
+	defer zerolog.SetGlobalLevel(zerolog.TraceLevel)
+
+	write("[plans.pro]\nmonthly_quota = 20\n")
+	if err := r.reload(); err != nil {
+		t.Fatal(err)
+	}
+	if p, _ := book.Get("pro"); p.MonthlyQuota != 20 {
+		t.Errorf("plans.pro.monthly_quota = %d after reload, want 20", p.MonthlyQuota)
+	}
+
+	write("[plans.basic]\nmonthly_quota = 5\n")
+	if err := r.reload(); err == nil || !strings.Contains(err.Error(), "plans.pro") {
+		t.Errorf("reload without a plan in use: %v, want a refusal naming plans.pro", err)
+	}
+	if _, ok := book.Get("pro"); !ok {
+		t.Error("a refused reload changed the plans")
+	}
+	write("listen = \"nonsense\"\n")
+	if err := r.reload(); err == nil {
+		t.Error("an invalid file was applied")
+	}
+}

@@ -1,0 +1,41 @@
+package httpd
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/shotd/shotd"
+	"github.com/valyala/fasthttp"
+)
+
+// backup serves GET /admin/v1/backup: the database as of one read transaction, streamed (never
+// held in memory), with its length, so that a cut transfer is seen as one.
+func (a *Admin) backup(ctx *fasthttp.RequestCtx) {
+	pr, pw := io.Pipe()
+	sized := make(chan int64, 1)
+	errc := make(chan error, 1)
+	go func() {
+		err := a.store.Backup(pw, func(n int64) error { sized <- n; return nil })
+		// A reader that went away (the client hung up) ends the copy with its error.
+		pw.CloseWithError(err)
+		errc <- err
+	}()
+	select {
+	case n := <-sized:
+		ctx.Response.Header.Set("Content-Type", "application/octet-stream")
+		ctx.Response.Header.Set("Content-Disposition",
+			fmt.Sprintf(`attachment; filename="shotd-%s.db"`, time.Now().UTC().Format("20060102T150405Z")))
+		ctx.Response.Header.Set("Cache-Control", "no-store")
+		// fasthttp reads pr to its end and closes it; a closed reader stops the copy.
+		ctx.SetBodyStream(pr, int(n))
+		a.log.Info().Int64("bytes", n).Msg("backup started")
+	case err := <-errc:
+		pr.Close()
+		if err == nil {
+			err = errors.New("backup ended before it began")
+		}
+		a.fail(ctx, shotd.Wrap(shotd.CodeInternalError, err, "the backup could not be made"))
+	}
+}

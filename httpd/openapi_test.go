@@ -1,0 +1,188 @@
+package httpd_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/pb33f/libopenapi"
+	validator "github.com/pb33f/libopenapi-validator"
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/httpd"
+)
+
+// openAPIValidator loads the document served at /openapi.json into libopenapi and checks it
+// against the OpenAPI 3.1 schema.
+func openAPIValidator(t *testing.T) (validator.Validator, []byte) {
+	t.Helper()
+	resp, err := http.Get(env.base + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	served, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "application/json" {
+		t.Fatalf("/openapi.json: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	if !bytes.Equal(served, httpd.OpenAPI("http://shotd.test")) {
+		t.Fatal("/openapi.json is not the generated document")
+	}
+	doc, err := libopenapi.NewDocument(served)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := doc.GetVersion(); v != "3.1.0" {
+		t.Fatalf("document version %q", v)
+	}
+	if _, err := doc.BuildV3Model(); err != nil {
+		t.Fatalf("build the 3.1 model: %v", err)
+	}
+	v, errs := validator.NewValidator(doc)
+	if len(errs) > 0 {
+		t.Fatalf("validator: %v", errs)
+	}
+	if ok, verrs := v.ValidateDocument(); !ok {
+		for _, e := range verrs {
+			t.Errorf("document: %s: %s", e.Message, e.Reason)
+			for _, se := range e.SchemaValidationErrors {
+				t.Errorf("  %s at %s (%s)", se.Reason, se.FieldPath, se.KeywordLocation)
+			}
+		}
+		t.FailNow()
+	}
+	return v, served
+}
+
+// TestOpenAPIDocument validates the served document with libopenapi and checks that it carries
+// every option and every error code and status of the tables it is generated from.
+func TestOpenAPIDocument(t *testing.T) {
+	_, served := openAPIValidator(t)
+	var doc struct {
+		Paths      map[string]map[string]struct{ Responses map[string]any } `json:"paths"`
+		Components struct {
+			Parameters map[string]any `json:"parameters"`
+			Schemas    struct {
+				Options   struct{ Properties map[string]any } `json:"Options"`
+				ErrorCode struct{ Enum []string }             `json:"ErrorCode"`
+			} `json:"schemas"`
+		} `json:"components"`
+	}
+	if err := json.Unmarshal(served, &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range shotd.OptionTable {
+		if doc.Components.Parameters[s.Name] == nil || doc.Components.Schemas.Options.Properties[s.Name] == nil {
+			t.Errorf("option %s is missing from the parameters or the Options schema", s.Name)
+		}
+	}
+	if len(doc.Components.Schemas.Options.Properties) != len(shotd.OptionTable) {
+		t.Errorf("Options has %d properties, the option table %d rows", len(doc.Components.Schemas.Options.Properties), len(shotd.OptionTable))
+	}
+	for _, c := range shotd.Catalogue {
+		if !slices.Contains(doc.Components.Schemas.ErrorCode.Enum, string(c.Code)) {
+			t.Errorf("error code %s is missing from ErrorCode", c.Code)
+		}
+		if doc.Paths["/api/v1/screenshot"]["get"].Responses[strconv.Itoa(c.Status)] == nil {
+			t.Errorf("status %d of %s is missing from GET /api/v1/screenshot", c.Status, c.Code)
+		}
+	}
+	for _, p := range []string{"/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/jobs/{id}", "/api/v1/batches/{id}", "/api/v1/files/{id}", "/api/v1/bulk"} {
+		if doc.Paths[p] == nil {
+			t.Errorf("path %s is missing", p)
+		}
+	}
+}
+
+// TestOpenAPIMatchesAnswers sends real requests and has libopenapi check each request and its
+// answer against the document: what it says is what the service does.
+func TestOpenAPIMatchesAnswers(t *testing.T) {
+	v, _ := openAPIValidator(t)
+	a := newAccount(t, "default", true)
+	var jobID string
+	tests := []struct {
+		name   string
+		method string
+		path   string
+		query  url.Values
+		body   string
+		status int
+		// invalid: the request breaks the document on purpose; only the answer is checked.
+		invalid bool
+	}{
+		{"png", "GET", "/api/v1/screenshot", a.q("url", page("/"), "viewport_width", "400", "viewport_height", "300"), "", 200, false},
+		{"json result", "GET", "/api/v1/take", a.q("url", page("/"), "response_type", "json", "hide_selectors", "h1,p"), "", 200, false},
+		{"post json result", "POST", "/api/v1/screenshot", a.q(), `{"html":"<h1>x</h1>","response_type":"json","format":"jpeg"}`, 200, false},
+		{"async", "GET", "/api/v1/screenshot", a.q("url", page("/"), "async", "true"), "", 202, false},
+		{"invalid options", "GET", "/api/v1/screenshot", a.q("url", page("/"), "viewport_width", "5"), "", 400, true},
+		{"no key", "GET", "/api/v1/screenshot", url.Values{"url": {page("/")}}, "", 401, true},
+		{"usage", "GET", "/api/v1/usage", a.q(), "", 200, false},
+		{"job", "GET", "/api/v1/jobs/", a.q(), "", 200, false},
+		{"no such job", "GET", "/api/v1/jobs/nope", a.q(), "", 404, false},
+		{"bulk", "POST", "/api/v1/bulk", a.q(), `{"requests":[{"html":"<p>1</p>"}],"defaults":{"format":"png"}}`, 202, false},
+		{"healthz", "GET", "/healthz", nil, "", 200, false},
+		{"readyz", "GET", "/readyz", nil, "", 200, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := tt.path
+			if strings.HasSuffix(path, "/jobs/") {
+				path += jobID
+			}
+			u := env.base + path
+			if tt.query != nil {
+				u += "?" + tt.query.Encode()
+			}
+			var body io.Reader
+			if tt.body != "" {
+				body = strings.NewReader(tt.body)
+			}
+			req, err := http.NewRequest(tt.method, u, body)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("%d, want %d: %.300s", resp.StatusCode, tt.status, b)
+			}
+			if tt.name == "async" {
+				var acc struct {
+					JobID string `json:"job_id"`
+				}
+				_ = json.Unmarshal(b, &acc)
+				jobID = acc.JobID
+			}
+			// The validator reads both bodies again.
+			req, _ = http.NewRequest(tt.method, u, strings.NewReader(tt.body))
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			check := v.ValidateHttpRequestResponse
+			if tt.invalid {
+				check = v.ValidateHttpResponse
+			}
+			if ok, errs := check(req, resp); !ok {
+				for _, e := range errs {
+					t.Errorf("%s: %s", e.Message, e.Reason)
+					for _, se := range e.SchemaValidationErrors {
+						t.Errorf("  %s at %s (%s)", se.Reason, se.FieldPath, se.KeywordLocation)
+					}
+				}
+			}
+		})
+	}
+}
