@@ -63,7 +63,7 @@ func TestConfigCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	secret := filepath.Join(dir, "secret.toml")
-	if err := os.WriteFile(secret, []byte("admin_token = \"tok-123\"\n"), 0o600); err != nil {
+	if err := os.WriteFile(secret, []byte("admin_token = \"tok-0123456789abcdef0123456789abcdef\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -76,8 +76,8 @@ func TestConfigCommands(t *testing.T) {
 	}{
 		{"print defaults", []string{"config", "print"}, nil, 0, "data_dir = './data'", ""},
 		{"print with env", []string{"config", "print", "--config", good}, []string{"SHOTD_BROWSER_POOL_SIZE=7"}, 0, "pool_size = 7", ""},
-		{"print hides the token", []string{"config", "print", "--config", secret}, nil, 0, "admin_token = '(hidden", "tok-123"},
-		{"print shows the token when asked", []string{"config", "print", "--config", secret, "--show-secrets"}, nil, 0, "tok-123", ""},
+		{"print hides the token", []string{"config", "print", "--config", secret}, nil, 0, "admin_token = '(hidden", "tok-0123456789abcdef0123456789abcdef"},
+		{"print shows the token when asked", []string{"config", "print", "--config", secret, "--show-secrets"}, nil, 0, "tok-0123456789abcdef0123456789abcdef", ""},
 		{"check good", []string{"config", "check", good}, nil, 0, "ok", ""},
 		{"check unknown key", []string{"config", "check", badKey}, nil, 1, "browser.pool_sise: unknown key", ""},
 		{"check missing ffmpeg", []string{"config", "check", noFFmpeg}, nil, 1, "media.ffmpeg_path", ""},

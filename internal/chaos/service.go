@@ -153,12 +153,7 @@ func (s *Service) read(r io.Reader, wg *sync.WaitGroup) {
 	for sc.Scan() {
 		line := sc.Text()
 		s.mu.Lock()
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "access key:"); ok {
-			s.accessKey = strings.TrimSpace(v)
-		}
-		if v, ok := strings.CutPrefix(strings.TrimSpace(line), "secret key:"); ok {
-			s.secretKey = strings.TrimSpace(v)
-		}
+		s.keyLine(line)
 		var m struct {
 			Message string `json:"message"`
 			Status  int    `json:"status"`
@@ -173,11 +168,29 @@ func (s *Service) read(r io.Reader, wg *sync.WaitGroup) {
 	}
 }
 
-// Keys are the access and secret key printed at the first start ("" on later starts).
+// Keys are the access and secret key of the first start ("" on later starts), as printed.
+// When stdout is not a terminal serve writes them to data_dir/credentials alone.
 func (s *Service) Keys() (string, string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.accessKey == "" {
+		if b, err := os.ReadFile(filepath.Join(s.root.DataDir, "credentials")); err == nil {
+			for line := range strings.SplitSeq(string(b), "\n") {
+				s.keyLine(line)
+			}
+		}
+	}
 	return s.accessKey, s.secretKey
+}
+
+// keyLine takes the access or secret key from a line of the first start's message.
+func (s *Service) keyLine(line string) {
+	if v, ok := strings.CutPrefix(strings.TrimSpace(line), "access key:"); ok {
+		s.accessKey = strings.TrimSpace(v)
+	}
+	if v, ok := strings.CutPrefix(strings.TrimSpace(line), "secret key:"); ok {
+		s.secretKey = strings.TrimSpace(v)
+	}
 }
 
 // Tail is the end of the service's log, for error messages.
