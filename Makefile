@@ -27,10 +27,11 @@ test: deps
 	$(MAKE) --no-print-directory test-context
 
 # The suites that render, on full Chromium with a fresh browser context per render
-# (browser.isolation = "context"): the other browser and the other isolation.
+# (browser.isolation = "context"): the other browser and the other isolation. One package at a
+# time: full Chromium with a context per render is the heaviest way to run them on 2 cores.
 test-context:
 	SHOTD_TEST_BROWSER=/usr/lib/chromium/chromium SHOTD_TEST_ISOLATION=context \
-	  $(GO) test -count=1 -timeout 15m ./cdpclient/ ./actors/ ./httpd/
+	  $(GO) test -p 1 -count=1 -timeout 15m ./cdpclient/ ./actors/ ./httpd/
 
 test-short:
 	$(GO) test -short -count=1 ./...
