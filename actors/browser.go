@@ -166,7 +166,11 @@ func (b *browserActor) started(ctx actor.Context, m *chromeStarted) {
 		root.Send(self, &ChromeExited{Gen: gen, Reason: reason})
 	}()
 	go b.health.watch(br, func(missed int) { root.Send(self, &chromeUnresponsive{gen: gen, missed: missed}) })
-	ctx.Send(ctx.Parent(), &BrowserUp{ID: b.id, Gen: m.gen, PID: m.browser.PID()})
+	up := &BrowserUp{ID: b.id, Gen: m.gen, PID: m.browser.PID()}
+	if rt, ok := m.browser.(interface{ ReadyTabs() int }); ok {
+		up.ReadyTabs = rt.ReadyTabs
+	}
+	ctx.Send(ctx.Parent(), up)
 }
 
 // render runs one render in a goroutine; the reply goes straight to the requester.

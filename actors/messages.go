@@ -35,6 +35,9 @@ type BrowserInfo struct {
 	Up       bool
 	Inflight int
 	Renders  int // renders served by the current process
+	// ReadyTabs are the tabs waiting for a render in the current process, when its Browser
+	// reports them (cdpclient.Process does).
+	ReadyTabs int
 }
 
 // Messages from a browser actor to the supervisor.
@@ -42,6 +45,9 @@ type (
 	// BrowserUp says the browser accepts renders (a new process, generation Gen, is running).
 	BrowserUp struct {
 		ID, Gen, PID int
+		// ReadyTabs, when the Browser reports them, counts its tabs ready for a render; safe
+		// to call from any goroutine.
+		ReadyTabs func() int
 	}
 	// BrowserDown says the browser takes no more renders until the next BrowserUp.
 	BrowserDown struct {

@@ -28,6 +28,8 @@ type slotState struct {
 	inflight int
 	chrome   int // OS pid of the current process
 	gen      int
+	// readyTabs counts the current process's ready tabs; nil when its Browser does not say.
+	readyTabs func() int
 }
 
 type waiter struct {
@@ -57,7 +59,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.dispatch(ctx, &waiter{msg: m, sender: ctx.Sender()}, true)
 	case *BrowserUp:
 		if b := s.browser(m.ID); b != nil {
-			b.up, b.chrome, b.gen = true, m.PID, m.Gen
+			b.up, b.chrome, b.gen, b.readyTabs = true, m.PID, m.Gen, m.ReadyTabs
 		}
 		s.publishReady()
 		s.drainWaiters(ctx)
@@ -85,7 +87,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *ListBrowsers:
 		res := &BrowsersResult{}
 		for i, b := range s.browsers {
-			res.Browsers = append(res.Browsers, BrowserInfo{ID: i, PID: b.chrome, Gen: b.gen, Up: b.up, Inflight: b.inflight})
+			info := BrowserInfo{ID: i, PID: b.chrome, Gen: b.gen, Up: b.up, Inflight: b.inflight}
+			if b.up && b.readyTabs != nil {
+				info.ReadyTabs = b.readyTabs()
+			}
+			res.Browsers = append(res.Browsers, info)
 		}
 		ctx.Respond(res)
 	}

@@ -627,6 +627,9 @@ func (p *Process) watchConn() {
 	close(p.disconnected)
 }
 
+// ReadyTabs is how many tabs wait ready for a render: pre-warmed, or wiped after one.
+func (p *Process) ReadyTabs() int { return len(p.ready) }
+
 // PID is the process id of Chrome, which is also its process group id.
 func (p *Process) PID() int { return p.pid }
 

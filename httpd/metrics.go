@@ -144,19 +144,21 @@ var (
 	queueDesc     = prometheus.NewDesc("shotd_job_queue_depth", "Background jobs waiting for a render slot of their account.", nil, nil)
 	jobsEndedDesc = prometheus.NewDesc("shotd_jobs_ended_total", "Background jobs that ended since start, by final state.", []string{"state"}, nil)
 	inflightDesc  = prometheus.NewDesc("shotd_browser_renders_inflight", "Renders running in each Chrome process.", []string{"browser"}, nil)
+	tabsDesc      = prometheus.NewDesc("shotd_browser_tabs_ready", "Tabs of each Chrome process ready for a render (pre-warmed, or wiped after one).", []string{"browser"}, nil)
 )
 
 // WatchBrowsers adds the per-process render count, asked of the pool's supervisor at every
 // scrape; a pool that does not answer within a second (busy or stopping) leaves the series out
 // of that scrape.
 func (m *Metrics) WatchBrowsers(pool *actors.Renderer) {
-	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{inflightDesc}, collect: func(ch chan<- prometheus.Metric) {
+	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{inflightDesc, tabsDesc}, collect: func(ch chan<- prometheus.Metric) {
 		bs, err := pool.Browsers(time.Second)
 		if err != nil {
 			return
 		}
 		for _, b := range bs {
 			ch <- prometheus.MustNewConstMetric(inflightDesc, prometheus.GaugeValue, float64(b.Inflight), strconv.Itoa(b.ID))
+			ch <- prometheus.MustNewConstMetric(tabsDesc, prometheus.GaugeValue, float64(b.ReadyTabs), strconv.Itoa(b.ID))
 		}
 	}})
 }

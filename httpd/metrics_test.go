@@ -178,6 +178,14 @@ func TestMetricsAfterRenders(t *testing.T) {
 	if s := got[`shotd_render_duration_seconds_sum{format="png",outcome="success"}`]; s <= 0 {
 		t.Errorf("png render time sum %v, want > 0", s)
 	}
+	// The pool refills after the renders: the ready tabs are counted from the browser itself.
+	for deadline := time.Now().Add(15 * time.Second); got[`shotd_browser_tabs_ready{browser="0"}`] < 1; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Errorf("shotd_browser_tabs_ready{browser=\"0\"} = %v, want at least one ready tab", got[`shotd_browser_tabs_ready{browser="0"}`])
+			break
+		}
+		got = scrape(t, admBase)
+	}
 	checkDashboardData(t, admBase, acc.ID)
 	if t.Failed() {
 		for k, v := range got {
