@@ -217,21 +217,7 @@ func TestChromeKilledMidRender(t *testing.T) {
 		t.Fatal("render did not answer after the kill")
 	}
 
-	// The pool recovers with a new process.
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		bs, _ = r.Browsers(time.Second)
-		if len(bs) == 1 && bs[0].Up && bs[0].PID != oldPID && bs[0].PID != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool did not recover: %+v", bs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
-		t.Fatalf("render after recovery: %v", err)
-	}
+	waitReplaced(t, r, oldPID, srv.URL)
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", oldPID)); !os.IsNotExist(err) {
 		t.Fatalf("killed chrome %d was not reaped", oldPID)
 	}
@@ -281,26 +267,33 @@ func TestWedgedChromeReplaced(t *testing.T) {
 	case <-time.After(50 * time.Second):
 		t.Fatal("the render on the stopped Chrome did not answer")
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		bs, _ = r.Browsers(time.Second)
-		if len(bs) == 1 && bs[0].Up && bs[0].PID != stopped && bs[0].PID != 0 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("pool did not replace the stopped Chrome: %+v", bs)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
-		t.Fatalf("render after recovery: %v", err)
-	}
+	waitReplaced(t, r, stopped, srv.URL)
 	if _, err := os.Stat(fmt.Sprintf("/proc/%d", stopped)); !os.IsNotExist(err) {
 		t.Errorf("the stopped chrome %d is still there", stopped)
 	}
 	closePool()
 	l.noneLeft(t)
 	l.noDirsLeft(t)
+}
+
+// waitReplaced waits until the one-browser pool r is up with a process other than old, then
+// renders url on it.
+func waitReplaced(t *testing.T, r *actors.Renderer, old int, url string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bs, _ := r.Browsers(time.Second)
+		if len(bs) == 1 && bs[0].Up && bs[0].PID != old && bs[0].PID != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the pool did not replace chrome %d: %+v", old, bs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := render(r, opts(t, "url", url)); err != nil {
+		t.Fatalf("render after recovery: %v", err)
+	}
 }
 
 func TestRendererBusyAndUnavailable(t *testing.T) {
