@@ -150,10 +150,10 @@ func (p *Process) wipe(t *tab) error {
 	if err != nil {
 		return err
 	}
-	defer paused.Close()
 	all := "*"
 	if err := c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns([]fetch.RequestPattern{
 		{URLPattern: &all, RequestStage: fetch.RequestStageRequest}})); err != nil {
+		paused.Close()
 		return fmt.Errorf("block requests: %w", err)
 	}
 	t.guardFetch = false
