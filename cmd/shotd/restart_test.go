@@ -3,9 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,6 +22,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shotd/shotd/internal/chaos"
 )
 
 // TestRecoveryAfterKill runs the real binary, kills it with SIGKILL while jobs are queued and
@@ -564,7 +563,7 @@ func (rc *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
 	if s := rc.secret.Load(); s == nil {
 		err = errors.New("no secret yet")
 	} else {
-		err = verifyHook(*s, r.Header, body, time.Now())
+		err = chaos.VerifyWebhook(*s, r.Header, body, time.Now())
 	}
 	var rec struct {
 		JobID  string `json:"job_id"`
@@ -605,28 +604,6 @@ func (rc *hookReceiver) invalid() []string {
 	rc.mu.Lock()
 	defer rc.mu.Unlock()
 	return append([]string(nil), rc.bad...)
-}
-
-func verifyHook(secret string, h http.Header, body []byte, now time.Time) error {
-	ts := h.Get("x-timestamp")
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return fmt.Errorf("x-timestamp %q", ts)
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return fmt.Errorf("x-timestamp %v away", d)
-	}
-	sig, err := hex.DecodeString(h.Get("x-signature"))
-	if err != nil {
-		return errors.New("x-signature is not hex")
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), sig) {
-		return errors.New("x-signature does not match")
-	}
-	return nil
 }
 
 // client talks to the public API with one access key.

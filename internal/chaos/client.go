@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/hmac"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -79,7 +77,7 @@ func (rc *Receiver) Close() { rc.srv.Close() }
 
 func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
 	body, _ := io.ReadAll(r.Body)
-	err := verify(rc.secret, r.Header, body)
+	err := VerifyWebhook(rc.secret, r.Header, body, time.Now())
 	var rec struct {
 		JobID  string `json:"job_id"`
 		Status string `json:"status"`
@@ -115,23 +113,18 @@ func (rc *Receiver) Invalid() []string {
 	return append([]string(nil), rc.bad...)
 }
 
-func verify(secret string, h http.Header, body []byte) error {
+// VerifyWebhook checks a delivery's X-Timestamp (within 5 minutes of now) and X-Signature,
+// as the operator contract defines them (shotd.SignWebhook).
+func VerifyWebhook(secret string, h http.Header, body []byte, now time.Time) error {
 	ts := h.Get("x-timestamp")
 	sec, err := strconv.ParseInt(ts, 10, 64)
 	if err != nil {
 		return fmt.Errorf("x-timestamp %q", ts)
 	}
-	if d := time.Since(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
+	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
 		return fmt.Errorf("x-timestamp %v away", d)
 	}
-	sig, err := hex.DecodeString(h.Get("x-signature"))
-	if err != nil {
-		return errors.New("x-signature is not hex")
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts + "."))
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), sig) {
+	if !hmac.Equal([]byte(shotd.SignWebhook(secret, sec, body)), []byte(h.Get("x-signature"))) {
 		return errors.New("x-signature does not match")
 	}
 	return nil
