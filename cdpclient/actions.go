@@ -24,9 +24,8 @@ func (r *render) s1Prepare(ctx context.Context) error {
 		}
 	}
 	if o.HasGeolocation {
-		// The override and the permission outlive the render and the wipe does not undo them
-		// (wipe.go is not ours to change): the tab is replaced after this render.
-		r.t.over.tainted = true
+		// The override and the permission outlive the render: the wipe undoes both.
+		r.t.over.geolocation, r.t.over.permissions = true, true
 		args := emulation.NewSetGeolocationOverrideArgs().SetLatitude(o.Latitude).SetLongitude(o.Longitude).
 			SetAccuracy(max(o.Accuracy, 1)) // Chrome wants a positive accuracy
 		if err := r.t.c.Emulation.SetGeolocationOverride(ctx, args); err != nil {

@@ -49,6 +49,7 @@ type overrides struct {
 	network     bool                    // Network.enable (networkidle, click)
 	autoAttach  bool                    // Target.setAutoAttach for dedicated workers
 	permissions bool                    // Browser.grantPermissions or setPermission by a render
+	geolocation bool                    // Emulation.setGeolocationOverride
 	scripts     []page.ScriptIdentifier // Page.addScriptToEvaluateOnNewDocument
 	tainted     bool                    // a change the wipe does not undo: replace the tab
 }
@@ -297,6 +298,7 @@ func (t *tab) undoOverrides(ctx context.Context) error {
 		return c.Emulation.SetDefaultBackgroundColorOverride(ctx, emulation.NewSetDefaultBackgroundColorOverrideArgs())
 	})
 	do(o.bypassCSP, func() error { return c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(false)) })
+	do(o.geolocation, func() error { return c.Emulation.ClearGeolocationOverride(ctx) })
 	do(o.network, func() error { return c.Network.Disable(ctx) })
 	do(o.autoAttach, func() error {
 		return c.Target.SetAutoAttach(ctx, target.NewSetAutoAttachArgs(false, false))

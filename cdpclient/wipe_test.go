@@ -138,6 +138,8 @@ const probeJS = `(async () => {
 		timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
 		dark: matchMedia('(prefers-color-scheme: dark)').matches,
 		touch: navigator.maxTouchPoints,
+		geolocation: await new Promise(res => navigator.geolocation.getCurrentPosition(
+			p => res(p.coords.latitude), e => res('error ' + e.code), {timeout: 2000})),
 		frame,
 	};
 	await fetch('/report', {method: 'POST', body: JSON.stringify(out)});
@@ -206,8 +208,8 @@ func nextTab(t *testing.T, p *Process, id browser.ContextID) {
 // session storage, IndexedDB, Cache Storage, a service worker, window.name, history), from
 // its pagehide and unload handlers too (a beacon that sets a cookie among them), from a worker
 // that keeps writing and from a cross-site iframe, and whose options set emulation overrides,
-// is followed in the same tab by a render of the same page that finds exactly what a fresh tab
-// finds, and refetches a stylesheet cached with max-age. An html source after it gets an opaque
+// (geolocation granted and overridden among them) is followed in the same tab by a render of the
+// same page that finds exactly what a fresh tab finds, and refetches a stylesheet cached with max-age. An html source after it gets an opaque
 // origin, as in a fresh tab.
 func TestWipeLeavesNothing(t *testing.T) {
 	s := newStateSite(t)
@@ -225,6 +227,7 @@ func TestWipeLeavesNothing(t *testing.T) {
 	dirty.TimeZone = "Asia/Tokyo"
 	dirty.DarkMode = true
 	dirty.HasTouch = true
+	dirty.S1.HasGeolocation, dirty.S1.Latitude, dirty.S1.Longitude = true, 48.85, 2.35 // granted and overridden
 	used := renderContext(t, p, dirty)
 
 	nextTab(t, p, used)
