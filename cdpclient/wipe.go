@@ -231,6 +231,11 @@ func (t *tab) leave(ctx context.Context) error {
 	return nil
 }
 
+// originStorage is what the wipe clears per origin and storage key: every kind of storage a page
+// can write, but not "all", which adds the origin's cookies (the context's are cleared at once
+// anyway) and the GPU shader cache, and costs the browser a quarter more per wipe.
+const originStorage = "local_storage,indexeddb,cache_storage,service_workers,file_systems,websql,shared_storage,storage_buckets,interest_groups"
+
 // clearState drops the browser context's cookies and HTTP cache (and the permissions a render
 // granted), the storage of every origin the tab committed, and the history, all at once: each
 // CDP call costs the browser's UI thread a few milliseconds, so none is made that a render
@@ -252,12 +257,12 @@ func (p *Process) clearState(ctx context.Context, t *tab) error {
 	origins, partitioned := t.origins.storageKeys()
 	for _, o := range origins {
 		calls = append(calls, func() error {
-			return c.Storage.ClearDataForOrigin(ctx, storage.NewClearDataForOriginArgs(o, "all"))
+			return c.Storage.ClearDataForOrigin(ctx, storage.NewClearDataForOriginArgs(o, originStorage))
 		})
 	}
 	for _, k := range partitioned {
 		calls = append(calls, func() error {
-			return c.Storage.ClearDataForStorageKey(ctx, storage.NewClearDataForStorageKeyArgs(k, "all"))
+			return c.Storage.ClearDataForStorageKey(ctx, storage.NewClearDataForStorageKeyArgs(k, originStorage))
 		})
 	}
 	errs := make([]error, len(calls))
