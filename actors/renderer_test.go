@@ -194,11 +194,7 @@ func TestChromeKilledMidRender(t *testing.T) {
 		_, err := render(r, opts(t, "url", srv.URL+"/hang", "timeout", "30"))
 		res <- err
 	}()
-	select {
-	case <-hit:
-	case <-time.After(20 * time.Second):
-		t.Fatal("render never reached the page")
-	}
+	waitHit(t, hit)
 	bs, err := r.Browsers(time.Second)
 	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
 		t.Fatalf("browsers: %+v %v", bs, err)
@@ -242,11 +238,7 @@ func TestWedgedChromeReplaced(t *testing.T) {
 		_, err := render(r, opts(t, "url", srv.URL+"/hang", "timeout", "60"))
 		res <- err
 	}()
-	select {
-	case <-hit:
-	case <-time.After(20 * time.Second):
-		t.Fatal("render never reached the page")
-	}
+	waitHit(t, hit)
 	bs, err := r.Browsers(time.Second)
 	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
 		t.Fatalf("browsers: %+v %v", bs, err)
@@ -360,13 +352,7 @@ func TestSlotFreeBeforeAnswer(t *testing.T) {
 	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
 	defer closePool()
 	srv, _ := fixture(t)
-	deadline := time.Now().Add(30 * time.Second)
-	for r.Up() < 2 {
-		if time.Now().After(deadline) {
-			t.Fatal("pool not up")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	waitUp(t, r, 2)
 	for i := 0; i < 5; i++ {
 		if _, err := render(r, opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240")); err != nil {
 			t.Fatalf("render %d: %v", i, err)
