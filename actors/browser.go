@@ -101,7 +101,11 @@ func (b *browserActor) Receive(ctx actor.Context) {
 			return
 		}
 		b.closing = nil
-		b.relaunchAfter(ctx, backoff(b.failures))
+		d := backoff(b.failures)
+		if b.failures == 0 {
+			d = 0 // it ended healthy (recycled, or after a long life): replaced at once
+		}
+		b.relaunchAfter(ctx, d)
 	case *ListBrowsers:
 		info := BrowserInfo{ID: b.id, Gen: b.gen, Up: b.browser != nil && !b.draining, Inflight: b.inflight, Renders: b.renders}
 		if b.browser != nil {
@@ -124,6 +128,9 @@ func (b *browserActor) ended() {
 		b.failures = 0
 	}
 }
+
+// maxBounces bounds how often a render is handed back to the supervisor (render).
+const maxBounces = 4
 
 // startLaunch launches a process of a new generation in a goroutine.
 func (b *browserActor) startLaunch(ctx actor.Context) {
@@ -188,6 +195,15 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 	sender := ctx.Sender()
 	if b.browser == nil || b.draining {
 		ctx.Send(ctx.Parent(), &RenderFinished{ID: b.id})
+		if m.bounces < maxBounces {
+			// The supervisor sent it before it heard this browser's BrowserDown, which reaches
+			// it before this: handed back, the render goes to another browser or waits for a
+			// slot instead of failing while the pool still has one. The other browser may have
+			// begun its own recycle meanwhile, hence more than one bounce; the bound is only
+			// against a loop.
+			ctx.RequestWithCustomSender(ctx.Parent(), &Render{Ctx: m.Ctx, Options: m.Options, bounces: m.bounces + 1}, sender)
+			return
+		}
 		ctx.Send(sender, &RenderResult{Err: shotd.Errorf(shotd.CodeRendererUnavailable, "the browser is restarting")})
 		return
 	}

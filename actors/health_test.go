@@ -1,6 +1,7 @@
 package actors_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -183,5 +184,71 @@ func waitHit(t *testing.T, hit <-chan struct{}) {
 	case <-hit:
 	case <-time.After(20 * time.Second):
 		t.Fatal("render never reached the page")
+	}
+}
+
+// quickBrowser is a browser without Chrome: it renders in a few milliseconds, so that a test of
+// the pool's own logic runs many renders and recycles in a moment.
+type quickBrowser struct {
+	pid  int
+	exit chan struct{}
+	once sync.Once
+}
+
+func (q *quickBrowser) PID() int                        { return q.pid }
+func (q *quickBrowser) Exited() <-chan struct{}         { return q.exit }
+func (q *quickBrowser) Disconnected() <-chan struct{}   { return nil }
+func (q *quickBrowser) Probe(ctx context.Context) error { return nil }
+func (q *quickBrowser) Close(ctx context.Context) error {
+	q.once.Do(func() { close(q.exit) })
+	return nil
+}
+
+func (q *quickBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	time.Sleep(5 * time.Millisecond)
+	return &shotd.Output{Data: []byte("x"), Format: shotd.FormatPNG}, nil
+}
+
+// TestRecycleKeepsRendering: recycling is the pool's own maintenance, and no render fails for it.
+// Each browser is replaced after 3 renders while clients keep every slot busy, and a new process
+// takes longer to start than a render may wait for a slot. Renders that reach a browser which
+// began its recycle after the supervisor chose it go to another one, and renders queued while a
+// browser is replaced wait for it beyond the slot wait.
+func TestRecycleKeepsRendering(t *testing.T) {
+	var pids atomic.Int32
+	launch := func(ctx context.Context) (actors.Browser, error) {
+		if pids.Add(1) > 2 {
+			time.Sleep(300 * time.Millisecond) // a relaunch, slower than the slot wait
+		}
+		return &quickBrowser{pid: int(pids.Load()), exit: make(chan struct{})}, nil
+	}
+	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 2, SlotsPerBrowser: 2, RecycleAfter: 3,
+		SlotWait: 200 * time.Millisecond, Launch: launch, Log: zerolog.Nop()})
+	defer closePool()
+	waitUp(t, r, 2)
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for range 30 {
+				if _, err := render(r, opts(t, "url", "http://127.0.0.1:1/")); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	codes := map[shotd.Code]int{}
+	for err := range errs {
+		codes[shotd.CodeOf(err)]++
+	}
+	if len(codes) > 0 {
+		t.Errorf("renders failed while browsers were recycled: %v", codes)
+	}
+	if n := pids.Load(); n < 10 {
+		t.Errorf("%d processes for 120 renders, recycled after 3: the test did not recycle", n)
 	}
 }
