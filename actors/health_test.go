@@ -210,7 +210,7 @@ func (q *quickBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Out
 }
 
 // TestRecycleKeepsRendering: recycling is the pool's own maintenance, and no render fails for it.
-// Each browser is replaced after 3 renders while clients keep every slot busy, and a new process
+// Each browser is replaced after 4 renders while clients keep every slot busy, and a new process
 // takes longer to start than a render may wait for a slot. Renders that reach a browser which
 // began its recycle after the supervisor chose it go to another one, and renders queued while a
 // browser is replaced wait for it beyond the slot wait.
@@ -218,12 +218,12 @@ func TestRecycleKeepsRendering(t *testing.T) {
 	var pids atomic.Int32
 	launch := func(ctx context.Context) (actors.Browser, error) {
 		if pids.Add(1) > 2 {
-			time.Sleep(300 * time.Millisecond) // a relaunch, slower than the slot wait
+			time.Sleep(750 * time.Millisecond) // a relaunch, slower than the slot wait
 		}
 		return &quickBrowser{pid: int(pids.Load()), exit: make(chan struct{})}, nil
 	}
-	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 2, SlotsPerBrowser: 2, RecycleAfter: 3,
-		SlotWait: 200 * time.Millisecond, Launch: launch, Log: zerolog.Nop()})
+	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 2, SlotsPerBrowser: 2, RecycleAfter: 4,
+		SlotWait: 500 * time.Millisecond, Launch: launch, Log: zerolog.Nop()})
 	defer closePool()
 	waitUp(t, r, 2)
 	var wg sync.WaitGroup
@@ -232,7 +232,7 @@ func TestRecycleKeepsRendering(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 30 {
+			for range 20 {
 				if _, err := render(r, opts(t, "url", "http://127.0.0.1:1/")); err != nil {
 					errs <- err
 				}
@@ -249,6 +249,6 @@ func TestRecycleKeepsRendering(t *testing.T) {
 		t.Errorf("renders failed while browsers were recycled: %v", codes)
 	}
 	if n := pids.Load(); n < 10 {
-		t.Errorf("%d processes for 120 renders, recycled after 3: the test did not recycle", n)
+		t.Errorf("%d processes for 80 renders, recycled after 4: the test did not recycle", n)
 	}
 }
