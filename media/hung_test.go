@@ -26,14 +26,20 @@ func TestEncoderHungFFmpeg(t *testing.T) {
 
 	tmp := t.TempDir()
 	checkNoLeaks(t, tmp)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	enc, err := NewEncoder(ctx, VideoSpec{Format: "mp4", FPS: 24, Duration: time.Second,
-		Width: 64, Height: 64, TempDir: tmp}, testLog(t))
-	if err != nil {
-		t.Fatal(err)
+	// encoder starts a second of 64x64 mp4 that must be done within limit.
+	encoder := func(limit time.Duration) *Encoder {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		t.Cleanup(cancel)
+		enc, err := NewEncoder(ctx, VideoSpec{Format: "mp4", FPS: 24, Duration: time.Second,
+			Width: 64, Height: 64, TempDir: tmp}, testLog(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { enc.Close() })
+		return enc
 	}
-	defer enc.Close()
+	enc := encoder(time.Second)
+	var err error
 	frame := encodeJPEG(t, solid(64, 64, red), 90)
 	var pid int
 	// Frames fill the pipe that nobody reads; the deadline must end the Add that blocks on it.
@@ -59,14 +65,7 @@ func TestEncoderHungFFmpeg(t *testing.T) {
 
 	// The service goes on: the next encode, on the real ffmpeg, works.
 	ffmpegBin = old
-	ctx, cancel = context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	next, err := NewEncoder(ctx, VideoSpec{Format: "mp4", FPS: 24, Duration: time.Second,
-		Width: 64, Height: 64, TempDir: tmp}, testLog(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer next.Close()
+	next := encoder(60 * time.Second)
 	for i := range 24 {
 		if err := next.Add(Frame{Data: frame, Timestamp: time.Duration(i) * time.Second / 24}); err != nil {
 			t.Fatalf("frame %d after the hung ffmpeg: %v", i, err)
