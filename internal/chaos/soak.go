@@ -175,9 +175,9 @@ func (r *SoakReport) Print(w io.Writer) {
 	}
 	if len(r.Samples) > 0 {
 		a, b := r.Samples[0], r.Samples[len(r.Samples)-1]
-		fmt.Fprintf(w, "%-18s %12s %12s %16s\n", "", "start", "end", "slope/1000 (2nd half)")
+		fmt.Fprintf(w, "%-26s %12s %12s %22s\n", "", "start", "end", "slope/1000 (2nd half)")
 		row := func(name string, x, y float64) {
-			fmt.Fprintf(w, "%-18s %12.1f %12.1f %16.2f\n", name, x, y, r.Slopes[name])
+			fmt.Fprintf(w, "%-26s %12.1f %12.1f %22.2f\n", name, x, y, r.Slopes[name])
 		}
 		for _, sr := range series {
 			row(sr.name, sr.get(a), sr.get(b))
