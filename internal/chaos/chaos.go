@@ -62,10 +62,10 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "billed (quota.used delta): %d, successes seen: %d, no answer: %d\n", r.Billed, r.Successes, r.Unknown)
 	for _, f := range r.Faults {
 		if f.Skipped != "" {
-			fmt.Fprintf(w, "fault %-17s skipped: %s\n", f.Name, f.Skipped)
+			fmt.Fprintf(w, "fault %-20s skipped: %s\n", f.Name, f.Skipped)
 			continue
 		}
-		fmt.Fprintf(w, "fault %-17s recovered in %5.1fs, %d failures counted  (%s)\n", f.Name, f.Recovery.Seconds(), f.Counted, f.Target)
+		fmt.Fprintf(w, "fault %-20s recovered in %5.1fs, %d failures counted  (%s)\n", f.Name, f.Recovery.Seconds(), f.Counted, f.Target)
 	}
 	fmt.Fprintf(w, "zombies seen (max): %d; left at the end: %d processes, %d temp dirs\n", r.MaxZombies, r.LeftProcs, r.LeftFiles)
 	if len(r.Problems) == 0 {
