@@ -187,6 +187,9 @@ func (b *browserActor) started(ctx actor.Context, m *chromeStarted) {
 	if rt, ok := m.browser.(interface{ ReadyTabs() int }); ok {
 		up.ReadyTabs = rt.ReadyTabs
 	}
+	if bg, ok := m.browser.(interface{ Background() int }); ok {
+		up.Background = bg.Background
+	}
 	ctx.Send(ctx.Parent(), up)
 }
 

@@ -51,6 +51,9 @@ type (
 		// ReadyTabs, when the Browser reports them, counts its tabs ready for a render; safe
 		// to call from any goroutine.
 		ReadyTabs func() int
+		// Background, when the Browser reports it, counts the tabs it is cleaning, disposing
+		// or creating off the renders' path; safe to call from any goroutine.
+		Background func() int
 	}
 	// BrowserDown says the browser takes no more renders until the next BrowserUp.
 	BrowserDown struct {

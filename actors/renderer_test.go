@@ -183,6 +183,32 @@ func TestPoolRendersAndCloses(t *testing.T) {
 	l.noDirsLeft(t)
 }
 
+// TestIdleBrowsersTakeTurns renders one page after another on a pool of two: each render goes to
+// the browser that is not cleaning the previous render's tab, so both serve. Sent to the first
+// browser every time, the next navigation would queue behind the wipe on its UI thread.
+func TestIdleBrowsersTakeTurns(t *testing.T) {
+	l := newLauncher(t)
+	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
+	defer closePool()
+	waitUp(t, r, 2)
+	srv, _ := fixture(t)
+	const n = 6
+	for range n {
+		if _, err := render(r, opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240")); err != nil {
+			t.Fatalf("render: %v", err)
+		}
+	}
+	bs, err := r.Browsers(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range bs {
+		if b.Renders < 2 {
+			t.Errorf("browser %d served %d of %d renders one after another: %+v", b.ID, b.Renders, n, bs)
+		}
+	}
+}
+
 // TestChromeKilledMidRender kills the whole Chrome process group with SIGKILL while a render is
 // in flight: the render answers a retryable error, the pool comes back, and nothing is left.
 func TestChromeKilledMidRender(t *testing.T) {

@@ -1,6 +1,7 @@
 package actors
 
 import (
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -20,6 +21,7 @@ type supervisor struct {
 	browsers   []*slotState
 	waiters    []*waiter
 	nextWaiter uint64
+	lastPick   int // index in browsers of the last dispatch
 }
 
 type slotState struct {
@@ -28,10 +30,14 @@ type slotState struct {
 	// recycling: down for a planned replacement (recycle_after), back in a few seconds.
 	recycling bool
 	inflight  int
+	renders   int // renders sent to the current process
 	chrome    int // OS pid of the current process
 	gen       int
 	// readyTabs counts the current process's ready tabs; nil when its Browser does not say.
 	readyTabs func() int
+	// background counts the current process's tabs in cleaning, disposal or creation; nil
+	// when its Browser does not say.
+	background func() int
 }
 
 type waiter struct {
@@ -62,7 +68,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.dispatch(ctx, &waiter{msg: m, sender: ctx.Sender()}, true)
 	case *BrowserUp:
 		if b := s.browser(m.ID); b != nil {
-			b.up, b.recycling, b.chrome, b.gen, b.readyTabs = true, false, m.PID, m.Gen, m.ReadyTabs
+			b.up, b.recycling, b.chrome, b.gen, b.readyTabs, b.background = true, false, m.PID, m.Gen, m.ReadyTabs, m.Background
+			b.renders = 0
 		}
 		s.publishReady()
 		s.drainWaiters(ctx)
@@ -96,7 +103,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *ListBrowsers:
 		res := &BrowsersResult{}
 		for i, b := range s.browsers {
-			info := BrowserInfo{ID: i, PID: b.chrome, Gen: b.gen, Up: b.up, Inflight: b.inflight}
+			info := BrowserInfo{ID: i, PID: b.chrome, Gen: b.gen, Up: b.up, Inflight: b.inflight, Renders: b.renders}
 			if b.up && b.readyTabs != nil {
 				info.ReadyTabs = b.readyTabs()
 			}
@@ -106,16 +113,30 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	}
 }
 
-// dispatch sends w to a free slot, or queues it when queueing is allowed.
+// dispatch sends w to a free slot, or queues it when queueing is allowed. It picks the browser
+// with the fewest renders in flight, then the least background work (a tab being wiped after
+// the previous answer holds Chrome's UI thread, which the next render's navigation needs), then
+// the one after the last pick, so that equal browsers take turns.
 func (s *supervisor) dispatch(ctx actor.Context, w *waiter, queue bool) bool {
 	var best *slotState
-	for _, b := range s.browsers {
-		if b.up && b.inflight < s.cfg.SlotsPerBrowser && (best == nil || b.inflight < best.inflight) {
-			best = b
+	bestBg := 0
+	for i := range s.browsers {
+		b := s.browsers[(s.lastPick+1+i)%len(s.browsers)]
+		if !b.up || b.inflight >= s.cfg.SlotsPerBrowser {
+			continue
+		}
+		bg := 0
+		if b.background != nil {
+			bg = b.background()
+		}
+		if best == nil || b.inflight < best.inflight || (b.inflight == best.inflight && bg < bestBg) {
+			best, bestBg = b, bg
 		}
 	}
 	if best != nil {
+		s.lastPick = slices.Index(s.browsers, best)
 		best.inflight++
+		best.renders++
 		ctx.RequestWithCustomSender(best.pid, w.msg, w.sender)
 		return true
 	}

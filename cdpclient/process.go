@@ -301,6 +301,9 @@ type Process struct {
 	tabs    sync.Map      // browser.ContextID -> *tab, for the origins of watchTargets
 	slots   chan struct{} // one token per pair the pre-warmer may create
 	loading atomic.Int32  // renders between their start and the end of their wait step
+	// background counts the tabs being wiped, disposed or created off the renders' path: work
+	// on Chrome's UI thread that a render sent to this browser would wait behind.
+	background atomic.Int32
 
 	closeOnce sync.Once
 	closeErr  error
@@ -629,6 +632,10 @@ func (p *Process) watchConn() {
 
 // ReadyTabs is how many tabs wait ready for a render: pre-warmed, or wiped after one.
 func (p *Process) ReadyTabs() int { return len(p.ready) }
+
+// Background is how many tabs this browser is wiping, disposing or creating off the renders'
+// path. A scheduler that has the choice sends a render to the browser with the least of it.
+func (p *Process) Background() int { return int(p.background.Load()) }
 
 // PID is the process id of Chrome, which is also its process group id.
 func (p *Process) PID() int { return p.pid }

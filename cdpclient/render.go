@@ -337,9 +337,10 @@ func (r *render) emulate(ctx context.Context) error {
 	return nil
 }
 
-// emulatedMedia is the Emulation.setEmulatedMedia of the render, nil when Chrome's defaults
-// already give it (a screenshot in screen media without preference features). media_type
-// defaults to screen for PDFs too, as api-v1 says; print must be asked for.
+// emulatedMedia is the Emulation.setEmulatedMedia of the render, nil when the tab's baseline
+// (screen media without preference features, set by newTab) already gives it. media_type
+// defaults to screen for PDFs too, as api-v1 says: the baseline makes Chrome print with the
+// screen style sheets, and pdf_fit_one_page measures the page with those same sheets.
 func (r *render) emulatedMedia() *emulation.SetEmulatedMediaArgs {
 	var features []emulation.MediaFeature
 	if r.o.DarkMode {
@@ -350,19 +351,12 @@ func (r *render) emulatedMedia() *emulation.SetEmulatedMediaArgs {
 	}
 	media := r.o.MediaType
 	if media == "" {
-		media = "screen"
+		media = baselineMedia
 	}
-	pdf := r.format == shotd.FormatPDF
-	if len(features) == 0 && media == "screen" && !pdf {
+	if len(features) == 0 && media == baselineMedia {
 		return nil
 	}
-	args := emulation.NewSetEmulatedMediaArgs().SetFeatures(features)
-	if media == "print" || pdf {
-		// For a PDF the media is set either way, so that pdf_fit_one_page measures the page
-		// with the same style sheets the print uses.
-		args.SetMedia(media)
-	}
-	return args
+	return emulation.NewSetEmulatedMediaArgs().SetMedia(media).SetFeatures(features)
 }
 
 // prepare puts in place what must be there before the navigation starts: interception (guard,

@@ -50,6 +50,15 @@ type metrics struct {
 	orientation   string // "" or an emulation.ScreenOrientation type
 }
 
+// baselineMedia is the emulated media of every tab between renders. Screen media is what a
+// screenshot sees anyway; set ahead, it spares a PDF render (printed in screen media unless
+// media_type says print) a call, and the restyle of the page that comes with it.
+const baselineMedia = "screen"
+
+func baselineMediaArgs() *emulation.SetEmulatedMediaArgs {
+	return emulation.NewSetEmulatedMediaArgs().SetMedia(baselineMedia).SetFeatures([]emulation.MediaFeature{})
+}
+
 // defaultMetrics is the viewport of a render without viewport options. newTab sets it ahead, as
 // the override resizes the page and costs a frame.
 var defaultMetrics = metrics{width: defaultWidth, height: defaultHeight, scale: 1}
@@ -151,6 +160,9 @@ func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
 	}
 	t.frameID = ft.FrameTree.Frame.ID
 	if err = t.setMetrics(ctx, defaultMetrics); err != nil {
+		return t, err
+	}
+	if err = t.c.Emulation.SetEmulatedMedia(ctx, baselineMediaArgs()); err != nil {
 		return t, err
 	}
 	return t, nil
@@ -255,8 +267,12 @@ func (p *Process) release(t *tab, reusable bool) {
 			default:
 			}
 		}
-		if t.slot && p.spawn(func() { p.recycle(t) }) {
-			return
+		if t.slot {
+			p.background.Add(1)
+			if p.spawn(func() { defer p.background.Add(-1); p.recycle(t) }) {
+				return
+			}
+			p.background.Add(-1)
 		}
 	}
 	p.discard(t)
@@ -301,14 +317,18 @@ func (p *Process) discard(t *tab) {
 		p.slots <- struct{}{}
 	}
 	// When Close has begun nothing is spawned: the browser and its contexts are about to go.
-	p.spawn(func() {
+	p.background.Add(1)
+	if !p.spawn(func() {
+		defer p.background.Add(-1)
 		select {
 		case <-time.After(disposeGrace):
 		case <-p.life.Done():
 		}
 		p.yieldToLoads(false)
 		p.disposeTab(t)
-	})
+	}) {
+		p.background.Add(-1)
+	}
 }
 
 // drainReady closes the connections of the tabs left in ready.
@@ -380,8 +400,10 @@ func (p *Process) prewarm() {
 			return
 		}
 		p.yieldToLoads(true)
+		p.background.Add(1)
 		t, err := p.newTab(p.life)
 		if err != nil {
+			p.background.Add(-1)
 			p.slots <- struct{}{}
 			if p.life.Err() != nil {
 				return
@@ -410,6 +432,7 @@ func (p *Process) prewarm() {
 				p.log.Debug().Err(err).Msg("enable Fetch in a pre-warmed tab")
 			}
 		}
+		p.background.Add(-1)
 		p.ready <- t // never blocks: one slot token per place in ready
 		if p.life.Err() != nil {
 			p.drainReady() // Close may have drained ready already; leave none behind

@@ -284,13 +284,11 @@ func (t *tab) undoOverrides(ctx context.Context) error {
 	do(o.touch, func() error {
 		return c.Emulation.SetTouchEmulationEnabled(ctx, emulation.NewSetTouchEmulationEnabledArgs(false))
 	})
-	// An empty user agent, media, time zone or colour ends that override.
+	// An empty user agent, time zone or colour ends that override; media returns to the baseline.
 	do(o.userAgent, func() error {
 		return c.Emulation.SetUserAgentOverride(ctx, emulation.NewSetUserAgentOverrideArgs(""))
 	})
-	do(o.media, func() error {
-		return c.Emulation.SetEmulatedMedia(ctx, emulation.NewSetEmulatedMediaArgs().SetMedia("").SetFeatures([]emulation.MediaFeature{}))
-	})
+	do(o.media, func() error { return c.Emulation.SetEmulatedMedia(ctx, baselineMediaArgs()) })
 	do(o.timeZone, func() error {
 		return c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs(""))
 	})
