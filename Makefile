@@ -47,7 +47,8 @@ bench: deps
 	$(GO) run ./bench $(BENCH_FLAGS)
 
 # Faults under load against the real binary on loopback (internal/chaos): kill -9 of a renderer,
-# the GPU process, a browser, SIGSTOP of a browser, kill -9 of shotd; prints the figures.
+# the GPU process, a browser, SIGSTOP of a browser, then of all at once, kill -9 of shotd;
+# prints the figures.
 # CHAOS_FLAGS passes flags to it (-clients, -settle, -stop, -limit).
 chaos: deps build
 	$(GO) run ./tools/chaos -bin $(BIN) $(CHAOS_FLAGS)
