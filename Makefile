@@ -47,13 +47,14 @@ bench: deps
 	$(GO) run ./bench $(BENCH_FLAGS)
 
 # Faults under load against the real binary on loopback (internal/chaos): kill -9 of a renderer,
-# the GPU process, a browser, SIGSTOP of a browser, kill -9 of shotd; prints the figures.
-# CHAOS_FLAGS passes flags to it (-clients, -settle, -stop).
+# the GPU process, a browser, SIGSTOP of a browser, then of all at once, kill -9 of shotd;
+# prints the figures.
+# CHAOS_FLAGS passes flags to it (-clients, -settle, -stop, -limit).
 chaos: deps build
 	$(GO) run ./tools/chaos -bin $(BIN) $(CHAOS_FLAGS)
 
 # Many renders at full concurrency while the service's resources are sampled; fails on growth
-# without bound. SOAK_FLAGS passes flags to it (-n, default 5000; -clients; -interval).
+# without bound. SOAK_FLAGS passes flags to it (-n, default 5000; -clients; -interval; -limit).
 soak: deps build
 	$(GO) run ./tools/soak -bin $(BIN) $(SOAK_FLAGS)
 

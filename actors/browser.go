@@ -78,12 +78,14 @@ func (b *browserActor) Receive(ctx actor.Context) {
 		// last render to end may be one of a Chrome that died before, and the recycle is due
 		// all the same.
 		if b.draining && b.inflight == 0 {
+			b.failures = 0 // it served its renders: healthy, however short its life
 			b.closeCurrent(ctx, "recycled")
 		}
 	case *chromeUnresponsive:
 		if m.gen != b.gen || b.browser == nil {
 			return
 		}
+		b.ended()
 		b.log.Error().Int("chrome_gen", m.gen).Int("pid", b.browser.PID()).Int("missed", m.missed).
 			Msg("chrome does not answer its health probe: killed and replaced")
 		b.closeCurrent(ctx, "unresponsive")
@@ -92,18 +94,18 @@ func (b *browserActor) Receive(ctx actor.Context) {
 			return // the second signal of the same death, or an old process
 		}
 		b.log.Warn().Int("chrome_gen", m.Gen).Int("pid", b.browser.PID()).Str("reason", m.Reason).Msg("chrome died")
-		if time.Since(b.upSince) < 30*time.Second {
-			b.failures++
-		} else {
-			b.failures = 0
-		}
+		b.ended()
 		b.closeCurrent(ctx, m.Reason)
 	case *chromeClosed:
 		if m.gen != b.gen {
 			return
 		}
 		b.closing = nil
-		b.relaunchAfter(ctx, backoff(b.failures))
+		d := backoff(b.failures)
+		if b.failures == 0 {
+			d = 0 // it ended healthy (recycled, or after a long life): replaced at once
+		}
+		b.relaunchAfter(ctx, d)
 	case *ListBrowsers:
 		info := BrowserInfo{ID: b.id, Gen: b.gen, Up: b.browser != nil && !b.draining, Inflight: b.inflight, Renders: b.renders}
 		if b.browser != nil {
@@ -114,6 +116,21 @@ func (b *browserActor) Receive(ctx actor.Context) {
 		b.stopNow()
 	}
 }
+
+// ended counts the end of the current process for the relaunch's backoff: one that ends
+// within 30 s of its start is a failure (a crash loop backs off), one that lived longer clears
+// the count, so that a Chrome that dies or wedges after a long healthy life is relaunched at once
+// rather than after the backoff of failures long past.
+func (b *browserActor) ended() {
+	if time.Since(b.upSince) < 30*time.Second {
+		b.failures++
+	} else {
+		b.failures = 0
+	}
+}
+
+// maxBounces bounds how often a render is handed back to the supervisor (render).
+const maxBounces = 4
 
 // startLaunch launches a process of a new generation in a goroutine.
 func (b *browserActor) startLaunch(ctx actor.Context) {
@@ -181,6 +198,15 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 	sender := ctx.Sender()
 	if b.browser == nil || b.draining {
 		ctx.Send(ctx.Parent(), &RenderFinished{ID: b.id})
+		if m.bounces < maxBounces {
+			// The supervisor sent it before it heard this browser's BrowserDown, which reaches
+			// it before this: handed back, the render goes to another browser or waits for a
+			// slot instead of failing while the pool still has one. The other browser may have
+			// begun its own recycle meanwhile, hence more than one bounce; the bound is only
+			// against a loop.
+			ctx.RequestWithCustomSender(ctx.Parent(), &Render{Ctx: m.Ctx, Options: m.Options, bounces: m.bounces + 1}, sender)
+			return
+		}
 		ctx.Send(sender, &RenderResult{Err: shotd.Errorf(shotd.CodeRendererUnavailable, "the browser is restarting")})
 		return
 	}
@@ -194,6 +220,12 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 	id := b.id
 	go func() {
 		out, err := br.Render(m.Ctx, m.Options)
+		if shotd.CodeOf(err) == shotd.CodeTimeout && !b.health.answers(br) {
+			// A render on a Chrome that stopped answering times out before the probes take
+			// the Chrome out: the service's fault, not the page's, so released and retried
+			// like the renders that the replacement ends.
+			err = shotd.Wrap(shotd.CodeRendererUnavailable, err, "the browser stopped answering during the render")
+		}
 		// The slot is given back before the answer goes out: the supervisor then sees it free
 		// before the requester's next render arrives, and a client that sends one render after
 		// another stays on this browser instead of moving to another one whose pre-warmed

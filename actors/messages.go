@@ -11,6 +11,9 @@ import (
 type Render struct {
 	Ctx     context.Context
 	Options *shotd.Options
+	// bounces counts the browser actors that could not take the render (recycling, or their
+	// Chrome just died) and handed it back to the supervisor.
+	bounces int
 }
 
 // RenderResult answers a Render.

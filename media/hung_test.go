@@ -11,7 +11,8 @@ import (
 )
 
 // TestEncoderHungFFmpeg: an ffmpeg that never reads and never exits (a script that sleeps) is
-// killed by the encode's deadline; Add or Finish answer timeout and nothing is left running.
+// killed by the encode's deadline; Add or Finish answer timeout, nothing is left running, and
+// the next encode works.
 func TestEncoderHungFFmpeg(t *testing.T) {
 	dir := t.TempDir()
 	hung := filepath.Join(dir, "ffmpeg")
@@ -25,14 +26,20 @@ func TestEncoderHungFFmpeg(t *testing.T) {
 
 	tmp := t.TempDir()
 	checkNoLeaks(t, tmp)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	enc, err := NewEncoder(ctx, VideoSpec{Format: "mp4", FPS: 24, Duration: time.Second,
-		Width: 64, Height: 64, TempDir: tmp}, testLog(t))
-	if err != nil {
-		t.Fatal(err)
+	// encoder starts a second of 64x64 mp4 that must be done within limit.
+	encoder := func(limit time.Duration) *Encoder {
+		ctx, cancel := context.WithTimeout(context.Background(), limit)
+		t.Cleanup(cancel)
+		enc, err := NewEncoder(ctx, VideoSpec{Format: "mp4", FPS: 24, Duration: time.Second,
+			Width: 64, Height: 64, TempDir: tmp}, testLog(t))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { enc.Close() })
+		return enc
 	}
-	defer enc.Close()
+	enc := encoder(time.Second)
+	var err error
 	frame := encodeJPEG(t, solid(64, 64, red), 90)
 	var pid int
 	// Frames fill the pipe that nobody reads; the deadline must end the Add that blocks on it.
@@ -54,5 +61,17 @@ func TestEncoderHungFFmpeg(t *testing.T) {
 	}
 	if err := enc.Close(); err != nil {
 		t.Error(err)
+	}
+
+	// The service goes on: the next encode, on the real ffmpeg, works.
+	ffmpegBin = old
+	next := encoder(60 * time.Second)
+	for i := range 24 {
+		if err := next.Add(Frame{Data: frame, Timestamp: time.Duration(i) * time.Second / 24}); err != nil {
+			t.Fatalf("frame %d after the hung ffmpeg: %v", i, err)
+		}
+	}
+	if out, err := next.Finish(); err != nil || len(out) == 0 {
+		t.Fatalf("the encode after the hung ffmpeg: %d bytes, %v", len(out), err)
 	}
 }

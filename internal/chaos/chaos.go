@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -29,6 +30,7 @@ type Fault struct {
 	Target   string        // what was signalled
 	Skipped  string        // why nothing was signalled
 	Recovery time.Duration // from the fault to a full pool rendering again
+	Counted  int           // renders counted as the account's failures from the fault to the recovery
 }
 
 // Report is what a chaos run found. Problems lists every broken correctness rule.
@@ -60,10 +62,10 @@ func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "billed (quota.used delta): %d, successes seen: %d, no answer: %d\n", r.Billed, r.Successes, r.Unknown)
 	for _, f := range r.Faults {
 		if f.Skipped != "" {
-			fmt.Fprintf(w, "fault %-16s skipped: %s\n", f.Name, f.Skipped)
+			fmt.Fprintf(w, "fault %-20s skipped: %s\n", f.Name, f.Skipped)
 			continue
 		}
-		fmt.Fprintf(w, "fault %-16s recovered in %5.1fs  (%s)\n", f.Name, f.Recovery.Seconds(), f.Target)
+		fmt.Fprintf(w, "fault %-20s recovered in %5.1fs, %d failures counted  (%s)\n", f.Name, f.Recovery.Seconds(), f.Counted, f.Target)
 	}
 	fmt.Fprintf(w, "zombies seen (max): %d; left at the end: %d processes, %d temp dirs\n", r.MaxZombies, r.LeftProcs, r.LeftFiles)
 	if len(r.Problems) == 0 {
@@ -157,10 +159,11 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 		go func() { defer wg.Done(); r.client(trafficCtx, i) }()
 	}
 	r.sleep(ctx, opt.Settle)
-	r.chromeFault(ctx, "renderer", KindRenderer, syscall.SIGKILL)
-	r.chromeFault(ctx, "gpu process", KindGPU, syscall.SIGKILL)
-	r.chromeFault(ctx, "browser", KindBrowser, syscall.SIGKILL)
-	r.chromeFault(ctx, "browser stopped", KindBrowser, syscall.SIGSTOP)
+	r.chromeFault(ctx, "renderer", KindRenderer, syscall.SIGKILL, false)
+	r.chromeFault(ctx, "gpu process", KindGPU, syscall.SIGKILL, false)
+	r.chromeFault(ctx, "browser", KindBrowser, syscall.SIGKILL, false)
+	r.chromeFault(ctx, "browser stopped", KindBrowser, syscall.SIGSTOP, false)
+	r.chromeFault(ctx, "all browsers stopped", KindBrowser, syscall.SIGSTOP, true)
 	r.killService(ctx)
 	stopTraffic()
 	wg.Wait()
@@ -262,40 +265,63 @@ func (r *run) sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// chromeFault signals one Chrome process of kind and measures the recovery.
-func (r *run) chromeFault(ctx context.Context, name, kind string, sig syscall.Signal) {
+// chromeFault signals one Chrome process of kind, or all of them, and measures the recovery.
+// When all browsers are stopped nothing continues them: the service must replace them itself,
+// and no render in between may count as the account's failure.
+func (r *run) chromeFault(ctx context.Context, name, kind string, sig syscall.Signal, all bool) {
 	f := Fault{Name: name}
-	var target Proc
+	var targets []Proc
 	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(100 * time.Millisecond) {
-		if ps := r.svc.Chrome(kind); len(ps) > 0 {
-			target = ps[0]
+		ps := r.svc.Chrome(kind)
+		if !all && len(ps) > 0 {
+			targets = ps[:1]
+			break
+		}
+		if all && len(ps) >= r.pool {
+			targets = ps
 			break
 		}
 	}
-	if target.PID == 0 {
+	if len(targets) == 0 {
 		f.Skipped = "no " + kind + " process below the service"
 		r.logf("%s: %s", name, f.Skipped)
 		r.rep.Faults = append(r.rep.Faults, f)
 		return
 	}
-	f.Target = fmt.Sprintf("%s pid %d, %v", kind, target.PID, sig)
-	r.logf("%s: %s", name, f.Target)
-	at := time.Now()
-	if !Same(target) || syscall.Kill(target.PID, sig) != nil {
-		f.Skipped = "the process ended before the signal"
-		r.rep.Faults = append(r.rep.Faults, f)
-		return
+	var pids []string
+	for _, t := range targets {
+		pids = append(pids, strconv.Itoa(t.PID))
 	}
-	if sig == syscall.SIGSTOP {
+	f.Target = fmt.Sprintf("%s pid %s, %v", kind, strings.Join(pids, " "), sig)
+	r.logf("%s: %s", name, f.Target)
+	before, _ := r.cl.Usage(ctx)
+	at := time.Now()
+	for _, t := range targets {
+		if !Same(t) || syscall.Kill(t.PID, sig) != nil {
+			f.Skipped = fmt.Sprintf("pid %d ended before the signal", t.PID)
+			r.rep.Faults = append(r.rep.Faults, f)
+			return
+		}
+	}
+	if sig == syscall.SIGSTOP && !all {
 		// Continue it after opt.Stop unless the service replaced it by then; SIGCONT goes only
 		// to the very process that was stopped.
+		t := targets[0]
 		time.AfterFunc(r.opt.Stop, func() {
-			if Same(target) {
-				_ = syscall.Kill(target.PID, syscall.SIGCONT)
+			if Same(t) {
+				_ = syscall.Kill(t.PID, syscall.SIGCONT)
 			}
 		})
 	}
-	f.Recovery = r.recover(ctx, at, func() bool { return kind == KindRenderer || kind == KindGPU || !Same(target) })
+	f.Recovery = r.recover(ctx, at, func() bool {
+		return kind == KindRenderer || kind == KindGPU || !slices.ContainsFunc(targets, Same)
+	})
+	if after, err := r.cl.Usage(ctx); err == nil {
+		f.Counted = after.Renders.Failed - before.Renders.Failed
+	}
+	if all && f.Counted != 0 {
+		r.rep.problem("%s: %d renders counted as the account's failures", name, f.Counted)
+	}
 	r.logf("%s: recovered in %.1fs", name, f.Recovery.Seconds())
 	r.rep.Faults = append(r.rep.Faults, f)
 	r.sleep(ctx, r.opt.Settle)

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -25,13 +27,14 @@ type SoakOptions struct {
 
 // Sample is the service's resources at one moment.
 type Sample struct {
-	At                  time.Duration
-	Renders             int // answered so far
-	ShotdRSS, ChromeRSS int64
-	Goroutines, FDs     int
-	Chromes             int
-	Renderers           int
-	BoltBytes           int64
+	At              time.Duration
+	Renders         int // answered so far
+	ShotdRSS        int64
+	ChromePSS       int64 // proportional: the pages Chrome's processes share count once in all
+	Goroutines, FDs int
+	Chromes         int
+	Renderers       int
+	BoltBytes       int64
 }
 
 // series names what grows without bound, with its limit of growth per 1000 renders over the
@@ -43,7 +46,7 @@ var series = []struct {
 	get   func(Sample) float64
 }{
 	{"shotd RSS MB", 20, func(s Sample) float64 { return float64(s.ShotdRSS) / (1 << 20) }},
-	{"Chrome RSS MB", 100, func(s Sample) float64 { return float64(s.ChromeRSS) / (1 << 20) }},
+	{"Chrome PSS MB", 100, func(s Sample) float64 { return float64(s.ChromePSS) / (1 << 20) }},
 	{"goroutines", 25, func(s Sample) float64 { return float64(s.Goroutines) }},
 	{"open fds", 25, func(s Sample) float64 { return float64(s.FDs) }},
 	{"renderer processes (tabs)", 5, func(s Sample) float64 { return float64(s.Renderers) }},
@@ -120,8 +123,8 @@ func Soak(ctx context.Context, opt SoakOptions) (*SoakReport, error) {
 		s := measure(ctx, svc, root, hc)
 		s.At, s.Renders = time.Since(start).Round(time.Second), int(done.Load())
 		rep.Samples = append(rep.Samples, s)
-		fmt.Fprintf(opt.Out, "soak: %4.0fs %5d renders  shotd %4d MB  chrome %5d MB (%d procs)  goroutines %4d  fds %4d  renderers %3d  bbolt %5.2f MB\n",
-			s.At.Seconds(), s.Renders, s.ShotdRSS>>20, s.ChromeRSS>>20, s.Chromes, s.Goroutines, s.FDs, s.Renderers, float64(s.BoltBytes)/(1<<20))
+		fmt.Fprintf(opt.Out, "soak: %4.0fs %5d renders  shotd %4d MB  chrome %5d MB PSS (%d procs)  goroutines %4d  fds %4d  renderers %3d  bbolt %5.2f MB\n",
+			s.At.Seconds(), s.Renders, s.ShotdRSS>>20, s.ChromePSS>>20, s.Chromes, s.Goroutines, s.FDs, s.Renderers, float64(s.BoltBytes)/(1<<20))
 	}
 	sample()
 	tick := time.NewTicker(opt.Interval)
@@ -167,19 +170,19 @@ loop:
 // Print writes the figures: the first and last sample, the slopes and the problems.
 func (r *SoakReport) Print(w io.Writer) {
 	fmt.Fprintln(w, "answers by status:")
-	for k, v := range r.Statuses {
-		fmt.Fprintf(w, "  %-34s %d\n", k, v)
+	for _, k := range slices.Sorted(maps.Keys(r.Statuses)) {
+		fmt.Fprintf(w, "  %-34s %d\n", k, r.Statuses[k])
 	}
 	if len(r.Samples) > 0 {
 		a, b := r.Samples[0], r.Samples[len(r.Samples)-1]
-		fmt.Fprintf(w, "%-18s %12s %12s %16s\n", "", "start", "end", "slope/1000 (2nd half)")
+		fmt.Fprintf(w, "%-26s %12s %12s %22s\n", "", "start", "end", "slope/1000 (2nd half)")
 		row := func(name string, x, y float64) {
-			fmt.Fprintf(w, "%-18s %12.1f %12.1f %16.2f\n", name, x, y, r.Slopes[name])
+			fmt.Fprintf(w, "%-26s %12.1f %12.1f %22.2f\n", name, x, y, r.Slopes[name])
 		}
 		for _, sr := range series {
 			row(sr.name, sr.get(a), sr.get(b))
 		}
-		fmt.Fprintf(w, "renders %d in %v\n", b.Renders, b.At)
+		fmt.Fprintf(w, "renders %d in %v: %.1f a second\n", b.Renders, b.At, float64(b.Renders)/max(b.At.Seconds(), 1))
 	}
 	if len(r.Problems) == 0 {
 		fmt.Fprintln(w, "PASS: nothing grows without bound")
@@ -205,7 +208,7 @@ func slope(xs, ys []float64) float64 {
 
 func measure(ctx context.Context, svc *Service, root *Root, hc *http.Client) Sample {
 	var s Sample
-	s.ShotdRSS = rss(svc.PID())
+	s.ShotdRSS = memory(svc.PID(), "status", "VmRSS:")
 	if ents, err := os.ReadDir("/proc/" + strconv.Itoa(svc.PID()) + "/fd"); err == nil {
 		s.FDs = len(ents)
 	}
@@ -213,7 +216,7 @@ func measure(ctx context.Context, svc *Service, root *Root, hc *http.Client) Sam
 		s.Goroutines = int(g)
 	}
 	for _, p := range svc.Chrome("") {
-		s.ChromeRSS += rss(p.PID)
+		s.ChromePSS += memory(p.PID, "smaps_rollup", "Pss:")
 		s.Chromes++
 		if p.Kind() == KindRenderer {
 			// One per tab (each alone in its browser context) and the start page: Chrome speaks
@@ -227,13 +230,14 @@ func measure(ctx context.Context, svc *Service, root *Root, hc *http.Client) Sam
 	return s
 }
 
-func rss(pid int) int64 {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+// memory reads a field in kB, such as VmRSS, from /proc/pid/file, in bytes.
+func memory(pid int, file, field string) int64 {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/" + file)
 	if err != nil {
 		return 0
 	}
 	for line := range strings.SplitSeq(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
 			return kb << 10
 		}
