@@ -2,6 +2,7 @@ package actors
 
 import (
 	"slices"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -57,7 +58,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 				// A restart calls the producer again: hand out a fresh actor with the same identity.
 				return &browserActor{id: b.id, launch: b.launch, recycleAfter: b.recycleAfter, health: b.health, log: b.log}
 			})
-			pid, err := ctx.SpawnNamed(props, "browser-"+itoa(i))
+			pid, err := ctx.SpawnNamed(props, "browser-"+strconv.Itoa(i))
 			if err != nil {
 				s.log.Error().Err(err).Msg("spawn browser actor")
 				continue
@@ -209,11 +210,4 @@ func (s *supervisor) publishReady() {
 		}
 	}
 	s.ready.Store(n)
-}
-
-func itoa(i int) string {
-	if i < 10 {
-		return string(rune('0' + i))
-	}
-	return itoa(i/10) + string(rune('0'+i%10))
 }
