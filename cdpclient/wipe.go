@@ -33,8 +33,11 @@ const (
 
 // Timing of a tab's cleaning.
 const (
-	cleanTimeout = 5 * time.Second // the whole cleaning; past it the tab is replaced
-	leaveTimeout = 2 * time.Second // the page's own navigation to about:blank, unload handlers included
+	// The whole cleaning; past it the tab is replaced. Replacing costs Chrome more than a
+	// cleaning, so the bounds leave room for a machine under load, where a soak saw leaves of
+	// over 2 s replace tab after tab.
+	cleanTimeout = 8 * time.Second
+	leaveTimeout = 5 * time.Second // the page's own navigation to about:blank, unload handlers included
 	defaultReuse = 50              // Config.TabReuse
 	blankURL     = "about:blank"   // where a cleaned tab rests
 	leaveJS      = `location.href='about:blank'`

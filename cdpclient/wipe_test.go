@@ -338,9 +338,9 @@ func TestWipeConcurrentCookies(t *testing.T) {
 // in a fresh one.
 func TestWipeFailureReplacesTab(t *testing.T) {
 	mux := http.NewServeMux()
-	mux.HandleFunc("/", htmlPage(`<p>stuck</p><script>
-addEventListener('pagehide', () => { const end = Date.now() + 3 * 1000; while (Date.now() < end) {} });
-</script>`))
+	mux.HandleFunc("/", htmlPage(fmt.Sprintf(`<p>stuck</p><script>
+addEventListener('pagehide', () => { const end = Date.now() + %d; while (Date.now() < end) {} });
+</script>`, (leaveTimeout+time.Second).Milliseconds())))
 	srv, _ := server(t, mux)
 	p := launchIsolated(t, 1, IsolationWipe)
 	used := renderContext(t, p, opts(srv.URL+"/"))
