@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mafredri/cdp"
@@ -20,9 +19,9 @@ import (
 	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // Config configures one Chrome process.
@@ -268,12 +267,12 @@ func tmpParent(dir string) (parent, pattern string) {
 
 // Process is one running Chrome, owned by one actor.
 type Process struct {
-	cfg  Config
-	log  zerolog.Logger
-	cmd  *exec.Cmd
-	pid  int
-	dir  string    // user-data dir, removed by Close
-	pipe *pipeConn // DevTools, every session
+	cfg   Config
+	log   zerolog.Logger
+	group *proc.Group
+	pid   int
+	dir   string    // user-data dir, removed by Close
+	pipe  *pipeConn // DevTools, every session
 
 	conn    *rpcc.Conn // the browser's session
 	browser *cdp.Client
@@ -287,9 +286,6 @@ type Process struct {
 	disconnected chan struct{}
 	stderr       *os.File
 	stderrDone   chan struct{}
-
-	reapMu sync.Mutex // serialises the group kill with reaping the leader
-	reaped bool
 
 	tmpDir string // Chrome's TMPDIR, removed with dir
 
@@ -399,32 +395,28 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_CACHE_HOME="+filepath.Join(dir, "xdg-cache"),
 		"TMPDIR="+tmp)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true, // own group: Close kills Chrome and all its helpers at once
-		// Chrome dies with us. The signal follows the forking OS thread; the Go runtime does not
-		// retire threads of unlocked goroutines, so in practice it follows the service.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	if err := cmd.Start(); err != nil {
+	// Own group: Close kills Chrome and all its helpers at once.
+	group, err := proc.Start(cmd)
+	if err != nil {
 		return fail(err, "cannot start the browser")
 	}
 	// Chrome holds its ends now: EOF on ours comes when its whole group is gone.
 	stderrW.Close()
 	cmdR.Close()
 	ansW.Close()
-	if err := writeGroupRecord(dir, cmd.Process.Pid, cfg.StartTimeout); err != nil {
+	if err := writeGroupRecord(dir, group.PID(), cfg.StartTimeout); err != nil {
 		// Without the record a wrapper's Chrome could outlive a killed service unnoticed.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		group.Kill()
+		<-group.Exited()
 		return fail(err, "cannot record the browser's process group")
 	}
 
 	life, cancelLife := context.WithCancelCause(context.Background())
 	p := &Process{
 		cfg:          cfg,
-		log:          cfg.Log.With().Int("pid", cmd.Process.Pid).Logger(),
-		cmd:          cmd,
-		pid:          cmd.Process.Pid,
+		log:          cfg.Log.With().Int("pid", group.PID()).Logger(),
+		group:        group,
+		pid:          group.PID(),
 		dir:          dir,
 		tmpDir:       tmp,
 		life:         life,
@@ -563,39 +555,17 @@ func (p *Process) noteOrigin(info target.Info) {
 	}
 }
 
-// reap is the only caller of cmd.Wait. It first waits without reaping: while the leader is an
-// unreaped zombie its pid, and so our process group id, cannot be reused, so killing the group
-// then can only reach our own processes.
+// reap turns the end of Chrome's group (its leader reaped, the rest killed) into Exited.
 func (p *Process) reap() {
 	defer p.wg.Done()
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	p.reapMu.Lock()
-	// Renderers and helpers of a dead Chrome are of no use: take them down with it.
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	p.reaped = true
-	p.reapMu.Unlock()
-
-	err := p.cmd.Wait()
-	p.log.Info().Err(err).Msg("chrome exited")
+	<-p.group.Exited()
+	p.log.Info().Err(p.group.Err()).Msg("chrome exited")
 	p.cancelLife(errBrowserStopped)
 	close(p.exited)
 }
 
-// killGroup sends SIGKILL to our process group, and to nothing else: once the leader has been
-// reaped the group id may belong to someone else, so it does nothing then.
-func (p *Process) killGroup() {
-	p.reapMu.Lock()
-	defer p.reapMu.Unlock()
-	if !p.reaped {
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	}
-}
+// killGroup sends SIGKILL to Chrome's process group while its leader is unreaped.
+func (p *Process) killGroup() { p.group.Kill() }
 
 // readStderr drains Chrome's stderr, logging it at debug, so that Chrome never blocks on a full
 // pipe.
@@ -697,12 +667,8 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	case <-time.After(500 * time.Millisecond):
 		p.stderr.Close()
 	}
-	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("goroutines of chrome pid %d did not end: %w", p.pid, ctx.Err()))
+	if err := proc.WaitGroup(ctx, &p.wg); err != nil {
+		errs = append(errs, fmt.Errorf("goroutines of chrome pid %d did not end: %w", p.pid, err))
 	}
 	if err := removeDir(ctx, p.dir); err != nil {
 		errs = append(errs, err)
