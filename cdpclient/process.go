@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/cgroup"
 	"github.com/shotd/shotd/internal/proc"
 )
 
@@ -50,6 +51,11 @@ type Config struct {
 	// RendererLimit bounds the renderer processes of this Chrome (--renderer-process-limit);
 	// 0: Chrome's own bound, from the machine's memory.
 	RendererLimit int
+	// MemoryLimitMB bounds the memory of this Chrome's whole process tree with a cgroup of its
+	// own, made in Cgroups: past it the kernel's OOM killer ends the largest process, a page's
+	// renderer, whose render fails with page_crashed. 0 or a nil Cgroups: no such bound.
+	MemoryLimitMB int
+	Cgroups       *cgroup.Parent
 	// Dir is the parent of the user-data dirs, and of Chrome's TMPDIR when the path is short
 	// enough for Chrome's unix sockets (else that goes to os.TempDir()); "" = os.TempDir(). A
 	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
@@ -287,7 +293,8 @@ type Process struct {
 	stderr       *os.File
 	stderrDone   chan struct{}
 
-	tmpDir string // Chrome's TMPDIR, removed with dir
+	tmpDir string        // Chrome's TMPDIR, removed with dir
+	cgroup *cgroup.Child // Chrome's memory bound, removed by Close; nil: none
 
 	mu      sync.Mutex // protects closing and wg.Add after Launch
 	closing bool
@@ -395,6 +402,14 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_CACHE_HOME="+filepath.Join(dir, "xdg-cache"),
 		"TMPDIR="+tmp)
+	var memory *cgroup.Child
+	if cfg.Cgroups != nil && cfg.MemoryLimitMB > 0 {
+		if memory, err = cfg.Cgroups.New(int64(cfg.MemoryLimitMB) << 20); err != nil {
+			return fail(err, "cannot bound the browser's memory")
+		}
+		undo = append(undo, func() { removeCgroup(memory) })
+		memory.Enter(cmd) // Chrome, and so every process it starts, is in it from the start
+	}
 	// Own group: Close kills Chrome and all its helpers at once.
 	group, err := proc.Start(cmd)
 	if err != nil {
@@ -419,6 +434,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		pid:          group.PID(),
 		dir:          dir,
 		tmpDir:       tmp,
+		cgroup:       memory,
 		life:         life,
 		cancelLife:   cancelLife,
 		exited:       make(chan struct{}),
@@ -653,6 +669,12 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("chrome pid %d did not exit: %w", p.pid, ctx.Err()))
 	}
+	if p.cgroup != nil {
+		// What is left in it (the crashpad handler, outside the group) goes now.
+		if err := p.cgroup.Remove(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if p.conn != nil {
 		p.conn.Close()
 	}
@@ -681,6 +703,13 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	}
 	p.log.Debug().Msg("chrome closed")
 	return nil
+}
+
+// removeCgroup removes c after a failed launch, within reapTimeout.
+func removeCgroup(c *cgroup.Child) {
+	ctx, cancel := context.WithTimeout(context.Background(), reapTimeout)
+	defer cancel()
+	_ = c.Remove(ctx)
 }
 
 // removeDir removes the user-data dir, retrying while the crashpad handler, which outlives Chrome

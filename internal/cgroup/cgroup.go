@@ -293,6 +293,26 @@ func (c *Child) Peak() (int64, bool) {
 	return n, err == nil
 }
 
+// OOMKills is how many processes the kernel's OOM killer has ended in the child (the oom_kill
+// line of v1 memory.oom_control, v2 memory.events); false where the kernel does not tell.
+func (c *Child) OOMKills() (int, bool) {
+	name := "memory.oom_control"
+	if c.v2 {
+		name = "memory.events"
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, name))
+	if err != nil {
+		return 0, false
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "oom_kill "); ok {
+			n, err := strconv.Atoi(strings.TrimSpace(rest))
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
 // Remove kills what is left in the child and removes it, retrying while killed processes are
 // still on their way out; it gives up when ctx ends.
 func (c *Child) Remove(ctx context.Context) error {
