@@ -47,6 +47,9 @@ func Open() (*Parent, error) {
 	if err != nil {
 		return nil, err
 	}
+	if v2 && filepath.Base(dir) == LeafName {
+		dir = filepath.Dir(dir) // an earlier Open moved the service there
+	}
 	p := &Parent{dir: dir, v2: v2}
 	if v2 {
 		if err := enableMemory(dir); err != nil {
@@ -179,7 +182,7 @@ func enableMemory(dir string) error {
 	if sub, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); err == nil && hasWord(sub, "memory") {
 		return nil
 	}
-	err = write(dir, "cgroup.subtree_control", "+memory")
+	err = writeControl(dir, "cgroup.subtree_control", "+memory")
 	if !errors.Is(err, unix.EBUSY) {
 		return err
 	}
@@ -198,13 +201,16 @@ func enableMemory(dir string) error {
 		}
 		for _, pid := range pids {
 			// One that ended meanwhile (ESRCH) is no obstacle.
-			if err := write(leaf, "cgroup.procs", strconv.Itoa(pid)); err != nil && !errors.Is(err, unix.ESRCH) {
+			if err := writeControl(leaf, "cgroup.procs", strconv.Itoa(pid)); err != nil && !errors.Is(err, unix.ESRCH) {
 				return fmt.Errorf("move process %d into %s: %w", pid, leaf, err)
 			}
 		}
 	}
-	return write(dir, "cgroup.subtree_control", "+memory")
+	return writeControl(dir, "cgroup.subtree_control", "+memory")
 }
+
+// writeControl is write; a test puts in the kernel's answers.
+var writeControl = write
 
 func hasWord(b []byte, w string) bool {
 	for _, f := range strings.Fields(string(b)) {

@@ -2,6 +2,7 @@ package cgroup
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -10,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 const (
@@ -68,7 +71,7 @@ func TestLocate(t *testing.T) {
 
 // TestEnableMemoryFakeV2: a directory of plain files stands in for a v2 cgroup: one with memory
 // already enabled for its children is left as it is, one without the controller is refused
-// with the reason. (Moving processes into the leaf needs a real v2 hierarchy.)
+// with the reason.
 func TestEnableMemoryFakeV2(t *testing.T) {
 	dir := t.TempDir()
 	must := func(name, s string) {
@@ -84,6 +87,44 @@ func TestEnableMemoryFakeV2(t *testing.T) {
 	must("cgroup.controllers", "cpu pids\n")
 	if err := enableMemory(dir); err == nil || !strings.Contains(err.Error(), "Delegate=yes") {
 		t.Errorf("no memory controller: %v, want a word on Delegate=yes", err)
+	}
+}
+
+// TestEnableMemoryMovesProcesses: where the kernel refuses +memory because the cgroup has
+// processes of its own (EBUSY), they move into the leaf, and then it is enabled. Plain files
+// stand in for the cgroup; writeControl plays the kernel.
+func TestEnableMemoryMovesProcesses(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{"cgroup.controllers": "memory pids\n", "cgroup.subtree_control": "", "cgroup.procs": "10\n11\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	procs := []string{"10", "11"}
+	var moved []string
+	writeControl = func(d, name, value string) error {
+		switch {
+		case d == dir && name == "cgroup.subtree_control":
+			if len(procs) > 0 {
+				return unix.EBUSY
+			}
+			return os.WriteFile(filepath.Join(d, name), []byte("memory\n"), 0o644)
+		case d == filepath.Join(dir, LeafName) && name == "cgroup.procs":
+			moved = append(moved, value)
+			procs = slices.DeleteFunc(procs, func(p string) bool { return p == value })
+			return os.WriteFile(filepath.Join(dir, "cgroup.procs"), []byte(strings.Join(procs, "\n")), 0o644)
+		}
+		return fmt.Errorf("unexpected write of %q to %s/%s", value, d, name)
+	}
+	defer func() { writeControl = write }()
+	if err := enableMemory(dir); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(moved, []string{"10", "11"}) {
+		t.Errorf("moved %v into the leaf, want 10 and 11", moved)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control")); !hasWord(b, "memory") {
+		t.Errorf("memory not enabled for the children: %q", b)
 	}
 }
 
