@@ -4,9 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/cgroup"
@@ -34,18 +32,7 @@ func TestCgroupMemoryBomb(t *testing.T) {
 	if p.cgroup == nil {
 		t.Fatal("Chrome has no cgroup")
 	}
-	var wg sync.WaitGroup
-	errs := make([]error, 8)
-	for i := range errs {
-		wg.Go(func() {
-			o := htmlOpts(memoryBomb)
-			o.Timeout = 50 * time.Second
-			_, errs[i] = doRender(t, p, o)
-		})
-	}
-	mustRender(t, p, htmlOpts(`<p>between the bombs</p>`))
-	wg.Wait()
-	for i, err := range errs {
+	for i, err := range bombsBeside(t, p, 8) {
 		if err == nil {
 			t.Errorf("bomb %d rendered", i)
 			continue

@@ -575,8 +575,9 @@ func (p *Process) noteOrigin(info target.Info) {
 func (p *Process) reap() {
 	defer p.wg.Done()
 	<-p.group.Exited()
-	p.log.Info().Err(p.group.Err()).Msg("chrome exited")
+	// Renders that saw the pipe close tell a dead browser by life: end it before logging.
 	p.cancelLife(errBrowserStopped)
+	p.log.Info().Err(p.group.Err()).Msg("chrome exited")
 	close(p.exited)
 }
 
