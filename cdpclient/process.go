@@ -441,7 +441,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		disconnected: make(chan struct{}),
 		stderr:       stderrR,
 		stderrDone:   make(chan struct{}),
-		pipe:         newPipeConn(cmdW, ansR),
+		pipe:         newPipeConn(cmdW, ansR, func() { cancelLife(errBrowserStopped) }),
 	}
 	p.wg.Add(2)
 	go p.reap()
