@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/store"
 )
 
@@ -257,12 +258,8 @@ func (w *Webhooks) Close(ctx context.Context) error {
 	}
 	w.timers = nil
 	w.mu.Unlock()
-	done := make(chan struct{})
-	go func() { w.running.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		return ctx.Err()
+	if err := proc.WaitGroup(ctx, &w.running); err != nil {
+		return err
 	}
 	return w.sys.Root.StopFuture(w.pid).Wait()
 }

@@ -1,9 +1,11 @@
 // Package cdpclient owns Chrome processes and speaks the raw Chrome DevTools Protocol to them
 // through github.com/mafredri/cdp.
 //
-// A Process is one Chrome in its own process group with its own throw-away user-data dir. Launch
-// starts it and reads its DevTools address from stderr; Close stops it (Browser.close, then
-// SIGKILL to the group, then reap, then remove the dir) and waits for every goroutine it started.
+// A Process is one Chrome in its own process group (internal/proc) with its own throw-away
+// user-data dir and, where the service may make one, a memory cgroup of its own that bounds
+// Chrome with every process it starts (internal/cgroup, Config.MemoryLimitMB). Launch starts it
+// and connects over the DevTools pipe; Close stops it (Browser.close, then SIGKILL to the group,
+// then reap, then remove the cgroup and the dir) and waits for every goroutine it started.
 // Exited and Disconnected report the two crash signals; the actor that owns the Process turns them
 // into one message.
 //

@@ -67,22 +67,30 @@ func rendererCPU(p *Process) time.Duration {
 
 const memoryBomb = `<p>bomb</p><script>let a = []; while (true) { a.push(new Array(1e6).fill(1)); }</script>`
 
-// TestMemoryBomb: pages that allocate without end crash their tabs at the JavaScript heap cap
-// and answer page_crashed, not a timeout; a normal render beside them succeeds, and so does the
-// next one.
-func TestMemoryBomb(t *testing.T) {
-	p := launchHostile(t, Config{JSHeapMB: 256, Prewarm: 1})
+// bombsBeside renders n memory bombs at once on p, and a normal page while they run, which must
+// succeed; it returns the bombs' errors.
+func bombsBeside(t *testing.T, p *Process, n int) []error {
+	t.Helper()
 	var wg sync.WaitGroup
-	errs := make([]error, 2)
+	errs := make([]error, n)
 	for i := range errs {
 		wg.Go(func() {
 			o := htmlOpts(memoryBomb)
-			o.Timeout = 60 * time.Second
+			o.Timeout = 50 * time.Second
 			_, errs[i] = doRender(t, p, o)
 		})
 	}
 	mustRender(t, p, htmlOpts(`<p>beside the bombs</p>`))
 	wg.Wait()
+	return errs
+}
+
+// TestMemoryBomb: pages that allocate without end crash their tabs at the JavaScript heap cap
+// and answer page_crashed, not a timeout; a normal render beside them succeeds, and so does the
+// next one.
+func TestMemoryBomb(t *testing.T) {
+	p := launchHostile(t, Config{JSHeapMB: 256, Prewarm: 1})
+	errs := bombsBeside(t, p, 2)
 	for i, err := range errs {
 		e := wantCode(t, err, shotd.CodePageCrashed)
 		if !strings.Contains(e.Message, "memory") {

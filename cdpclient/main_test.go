@@ -130,7 +130,7 @@ func mentioning(s string) []int {
 // groupMembers lists the pids whose process group is pgid.
 func groupMembers(pgid int) []int {
 	var pids []int
-	for _, st := range proc.Group(pgid) {
+	for _, st := range proc.Members(pgid) {
 		pids = append(pids, st.PID)
 	}
 	return pids

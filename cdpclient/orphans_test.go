@@ -42,7 +42,7 @@ func orphanHelper(dir string) int {
 
 // live reports whether a process of group pgid is alive (not a zombie).
 func live(pgid int) bool {
-	for _, st := range proc.Group(pgid) {
+	for _, st := range proc.Members(pgid) {
 		if st.State != 'Z' && st.State != 'X' {
 			return true
 		}
@@ -136,7 +136,7 @@ func TestKillOrphans(t *testing.T) {
 	}
 	for end := time.Now().Add(5 * time.Second); live(pgid); time.Sleep(50 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatalf("processes of Chrome's group %d are left: %+v", pgid, proc.Group(pgid))
+			t.Fatalf("processes of Chrome's group %d are left: %+v", pgid, proc.Members(pgid))
 		}
 	}
 	// Nor is anything left that names the run's directory (the crashpad handler leaves the

@@ -47,11 +47,14 @@ type pipeConn struct {
 	mu       sync.Mutex
 	sessions map[string]*pipeSession
 	done     chan struct{} // closed when the reader ends
+	ended    func()        // called when the pipe ends, before its sessions do
 }
 
-// newPipeConn starts reading r; Close (or Chrome's end) stops it.
-func newPipeConn(w, r *os.File) *pipeConn {
-	p := &pipeConn{w: w, r: r, sessions: map[string]*pipeSession{}, done: make(chan struct{})}
+// newPipeConn starts reading r; Close (or Chrome's end) stops it, and calls ended (may be nil)
+// before any session sees the end: a render that fails on its session's end can then tell that
+// the whole browser went.
+func newPipeConn(w, r *os.File, ended func()) *pipeConn {
+	p := &pipeConn{w: w, r: r, sessions: map[string]*pipeSession{}, done: make(chan struct{}), ended: ended}
 	go p.read()
 	return p
 }
@@ -76,6 +79,9 @@ func (p *pipeConn) dial(ctx context.Context, sessionID string) (*rpcc.Conn, erro
 // read hands every message to its session until the pipe ends, then ends them all.
 func (p *pipeConn) read() {
 	defer func() {
+		if p.ended != nil {
+			p.ended()
+		}
 		p.mu.Lock()
 		close(p.done)
 		for id, s := range p.sessions {

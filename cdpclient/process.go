@@ -12,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/mafredri/cdp"
@@ -20,9 +19,10 @@ import (
 	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
-	"golang.org/x/sys/unix"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/cgroup"
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // Config configures one Chrome process.
@@ -51,6 +51,11 @@ type Config struct {
 	// RendererLimit bounds the renderer processes of this Chrome (--renderer-process-limit);
 	// 0: Chrome's own bound, from the machine's memory.
 	RendererLimit int
+	// MemoryLimitMB bounds the memory of this Chrome's whole process tree with a cgroup of its
+	// own, made in Cgroups: past it the kernel's OOM killer ends the largest process, a page's
+	// renderer, whose render fails with page_crashed. 0 or a nil Cgroups: no such bound.
+	MemoryLimitMB int
+	Cgroups       *cgroup.Parent
 	// Dir is the parent of the user-data dirs, and of Chrome's TMPDIR when the path is short
 	// enough for Chrome's unix sockets (else that goes to os.TempDir()); "" = os.TempDir(). A
 	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
@@ -273,12 +278,12 @@ func tmpParent(dir string) (parent, pattern string) {
 
 // Process is one running Chrome, owned by one actor.
 type Process struct {
-	cfg  Config
-	log  zerolog.Logger
-	cmd  *exec.Cmd
-	pid  int
-	dir  string    // user-data dir, removed by Close
-	pipe *pipeConn // DevTools, every session
+	cfg   Config
+	log   zerolog.Logger
+	group *proc.Group
+	pid   int
+	dir   string    // user-data dir, removed by Close
+	pipe  *pipeConn // DevTools, every session
 
 	conn    *rpcc.Conn // the browser's session
 	browser *cdp.Client
@@ -293,10 +298,8 @@ type Process struct {
 	stderr       *os.File
 	stderrDone   chan struct{}
 
-	reapMu sync.Mutex // serialises the group kill with reaping the leader
-	reaped bool
-
-	tmpDir string // Chrome's TMPDIR, removed with dir
+	tmpDir string        // Chrome's TMPDIR, removed with dir
+	cgroup *cgroup.Child // Chrome's memory bound, removed by Close; nil: none
 
 	mu      sync.Mutex // protects closing and wg.Add after Launch
 	closing bool
@@ -407,41 +410,46 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
 		"XDG_CACHE_HOME="+filepath.Join(dir, "xdg-cache"),
 		"TMPDIR="+tmp)
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true, // own group: Close kills Chrome and all its helpers at once
-		// Chrome dies with us. The signal follows the forking OS thread; the Go runtime does not
-		// retire threads of unlocked goroutines, so in practice it follows the service.
-		Pdeathsig: syscall.SIGKILL,
+	var memory *cgroup.Child
+	if cfg.Cgroups != nil && cfg.MemoryLimitMB > 0 {
+		if memory, err = cfg.Cgroups.New(int64(cfg.MemoryLimitMB) << 20); err != nil {
+			return fail(err, "cannot bound the browser's memory")
+		}
+		undo = append(undo, func() { removeCgroup(memory) })
+		memory.Enter(cmd) // Chrome, and so every process it starts, is in it from the start
 	}
-	if err := cmd.Start(); err != nil {
+	// Own group: Close kills Chrome and all its helpers at once.
+	group, err := proc.Start(cmd)
+	if err != nil {
 		return fail(err, "cannot start the browser")
 	}
 	// Chrome holds its ends now: EOF on ours comes when its whole group is gone.
 	stderrW.Close()
 	cmdR.Close()
 	ansW.Close()
-	if err := writeGroupRecord(dir, cmd.Process.Pid, cfg.StartTimeout); err != nil {
+	if err := writeGroupRecord(dir, group.PID(), cfg.StartTimeout); err != nil {
 		// Without the record a wrapper's Chrome could outlive a killed service unnoticed.
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		_ = cmd.Wait()
+		group.Kill()
+		<-group.Exited()
 		return fail(err, "cannot record the browser's process group")
 	}
 
 	life, cancelLife := context.WithCancelCause(context.Background())
 	p := &Process{
 		cfg:          cfg,
-		log:          cfg.Log.With().Int("pid", cmd.Process.Pid).Logger(),
-		cmd:          cmd,
-		pid:          cmd.Process.Pid,
+		log:          cfg.Log.With().Int("pid", group.PID()).Logger(),
+		group:        group,
+		pid:          group.PID(),
 		dir:          dir,
 		tmpDir:       tmp,
+		cgroup:       memory,
 		life:         life,
 		cancelLife:   cancelLife,
 		exited:       make(chan struct{}),
 		disconnected: make(chan struct{}),
 		stderr:       stderrR,
 		stderrDone:   make(chan struct{}),
-		pipe:         newPipeConn(cmdW, ansR),
+		pipe:         newPipeConn(cmdW, ansR, func() { cancelLife(errBrowserStopped) }),
 	}
 	p.wg.Add(2)
 	go p.reap()
@@ -571,39 +579,18 @@ func (p *Process) noteOrigin(info target.Info) {
 	}
 }
 
-// reap is the only caller of cmd.Wait. It first waits without reaping: while the leader is an
-// unreaped zombie its pid, and so our process group id, cannot be reused, so killing the group
-// then can only reach our own processes.
+// reap turns the end of Chrome's group (its leader reaped, the rest killed) into Exited.
 func (p *Process) reap() {
 	defer p.wg.Done()
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	p.reapMu.Lock()
-	// Renderers and helpers of a dead Chrome are of no use: take them down with it.
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	p.reaped = true
-	p.reapMu.Unlock()
-
-	err := p.cmd.Wait()
-	p.log.Info().Err(err).Msg("chrome exited")
+	<-p.group.Exited()
+	// Renders that saw the pipe close tell a dead browser by life: end it before logging.
 	p.cancelLife(errBrowserStopped)
+	p.log.Info().Err(p.group.Err()).Msg("chrome exited")
 	close(p.exited)
 }
 
-// killGroup sends SIGKILL to our process group, and to nothing else: once the leader has been
-// reaped the group id may belong to someone else, so it does nothing then.
-func (p *Process) killGroup() {
-	p.reapMu.Lock()
-	defer p.reapMu.Unlock()
-	if !p.reaped {
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	}
-}
+// killGroup sends SIGKILL to Chrome's process group while its leader is unreaped.
+func (p *Process) killGroup() { p.group.Kill() }
 
 // readStderr drains Chrome's stderr, logging it at debug, so that Chrome never blocks on a full
 // pipe.
@@ -695,6 +682,12 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	case <-ctx.Done():
 		errs = append(errs, fmt.Errorf("chrome pid %d did not exit: %w", p.pid, ctx.Err()))
 	}
+	if p.cgroup != nil {
+		// What is left in it (the crashpad handler, outside the group) goes now.
+		if err := p.cgroup.Remove(ctx); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if p.conn != nil {
 		p.conn.Close()
 	}
@@ -709,12 +702,8 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	case <-time.After(500 * time.Millisecond):
 		p.stderr.Close()
 	}
-	done := make(chan struct{})
-	go func() { p.wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		errs = append(errs, fmt.Errorf("goroutines of chrome pid %d did not end: %w", p.pid, ctx.Err()))
+	if err := proc.WaitGroup(ctx, &p.wg); err != nil {
+		errs = append(errs, fmt.Errorf("goroutines of chrome pid %d did not end: %w", p.pid, err))
 	}
 	if err := removeDir(ctx, p.dir); err != nil {
 		errs = append(errs, err)
@@ -727,6 +716,13 @@ func (p *Process) shutdown(ctx context.Context, graceful bool) error {
 	}
 	p.log.Debug().Msg("chrome closed")
 	return nil
+}
+
+// removeCgroup removes c after a failed launch, within reapTimeout.
+func removeCgroup(c *cgroup.Child) {
+	ctx, cancel := context.WithTimeout(context.Background(), reapTimeout)
+	defer cancel()
+	_ = c.Remove(ctx)
 }
 
 // removeDir removes the user-data dir, retrying while the crashpad handler, which outlives Chrome

@@ -5,6 +5,8 @@ import (
 	"net"
 	"net/netip"
 	"slices"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -63,6 +65,7 @@ type Browser struct {
 	Sandbox                    string `toml:"sandbox"`                // auto, on or off
 	JSHeapMB                   int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
 	RendererProcessLimit       int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
+	MemoryLimitMB              AutoMB `toml:"memory_limit_mb"`        // each Chrome's cgroup bound: MemoryLimit
 	SlotWaitMs                 int    `toml:"slot_wait_ms"`
 	RenderDeadlineGraceSeconds int    `toml:"render_deadline_grace_seconds"`
 }
@@ -142,6 +145,47 @@ func (b Browser) HeapMB(memTotal int64) int {
 	return int(min(max(per, 256), 4096))
 }
 
+// AutoMB is a size in MB, or AutoMBAuto or AutoMBOff. The file may give the size as a TOML
+// integer or as a string.
+type AutoMB string
+
+// Values of an AutoMB beside a number.
+const (
+	AutoMBAuto AutoMB = "auto"
+	AutoMBOff  AutoMB = "off"
+)
+
+// UnmarshalText takes a TOML integer (go-toml hands it over as text) as well as a string.
+func (a *AutoMB) UnmarshalText(b []byte) error {
+	*a = AutoMB(b)
+	return nil
+}
+
+// mb reads a as a number of MB; false for auto, off and anything else.
+func (a AutoMB) mb() (int, bool) {
+	n, err := strconv.Atoi(strings.TrimSpace(string(a)))
+	return n, err == nil
+}
+
+// MinMemoryLimitMB is the least memory_limit_mb, and the floor of its automatic value: Chrome's
+// browser process and one renderer of an ordinary page.
+const MinMemoryLimitMB = 1024
+
+// MemoryLimit is the bound of each Chrome's whole process tree in MB (a memory cgroup per
+// Chrome; 0: none): memory_limit_mb, or for "auto" 80% of the machine's memory (memTotal bytes)
+// shared among the pool's Chromes, at least MinMemoryLimitMB. The remaining 20% keeps the
+// service, the page cache and the kernel alive whatever the pages do. Unknown memory: none.
+func (b Browser) MemoryLimit(memTotal int64) int {
+	if n, ok := b.MemoryLimitMB.mb(); ok {
+		return n
+	}
+	if b.MemoryLimitMB != AutoMBAuto || memTotal <= 0 {
+		return 0
+	}
+	per := memTotal >> 20 * 8 / 10 / int64(max(1, b.PoolSize))
+	return int(max(per, MinMemoryLimitMB))
+}
+
 // RendererLimit is each Chrome's bound on renderer processes: renderer_process_limit, or when
 // 0 one per tab the Chrome keeps (renders_per_process + prewarm) and two to spare.
 func (b Browser) RendererLimit() int {
@@ -212,6 +256,7 @@ func Default() *Config {
 			Isolation:                  IsolationWipe,
 			TabReuse:                   50,
 			Sandbox:                    "auto",
+			MemoryLimitMB:              AutoMBAuto,
 			SlotWaitMs:                 2000,
 			RenderDeadlineGraceSeconds: 10,
 		},

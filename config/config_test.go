@@ -60,7 +60,7 @@ func TestDefaults(t *testing.T) {
 		Listen: "127.0.0.1:8080", AdminListen: "127.0.0.1:8081", AdminToken: "", DataDir: "./data",
 		PublicURL: "http://127.0.0.1:8080", ShutdownTimeoutSeconds: 30, MetricsAuth: "auto",
 		Browser: Browser{Path: "", PoolSize: 2, RendersPerProcess: 4, RecycleAfter: 200,
-			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, Sandbox: "auto", SlotWaitMs: 2000, RenderDeadlineGraceSeconds: 10},
+			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, Sandbox: "auto", MemoryLimitMB: "auto", SlotWaitMs: 2000, RenderDeadlineGraceSeconds: 10},
 		Network: Network{AllowPrivate: []string{}},
 		Storage: Storage{FileTTLSeconds: 86400},
 		Limits: Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50,
@@ -126,6 +126,7 @@ prewarm = 1
 isolation = "context"
 tab_reuse = 9
 sandbox = "off"
+memory_limit_mb = 2048
 slot_wait_ms = 0
 render_deadline_grace_seconds = 3
 
@@ -177,7 +178,7 @@ func fullConfig() *Config {
 		Listen: "0.0.0.0:9000", AdminListen: "127.0.0.1:9001", AdminToken: "s3cret-token-s3cret-token-s3cret-token",
 		DataDir: "/var/lib/shotd", PublicURL: "https://shots.example.com/base", ShutdownTimeoutSeconds: 5, MetricsAuth: "token",
 		Browser: Browser{Path: "/bin/sh", PoolSize: 8, RendersPerProcess: 2, RecycleAfter: 50,
-			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, Sandbox: "off", SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
+			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, Sandbox: "off", MemoryLimitMB: "2048", SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
 		Network: Network{AllowPrivate: []string{"127.0.0.1", "10.0.0.0/8", "::1", "fd00::/8"}},
 		Storage: Storage{FileTTLSeconds: 3600},
 		Limits: Limits{MaxSourceBytes: 1000, MaxOutputBytes: 2000, BulkMaxItems: 5,
@@ -277,6 +278,7 @@ func TestDecodeErrors(t *testing.T) {
 		{"every unknown key at once", "a = 1\n[log]\nb = 2\n", []string{"line 1: a: unknown key", "line 3: log.b: unknown key"}},
 		{"plans name Plan fields only", "[plans.pro]\nname = \"x\"\n", []string{"plans.pro.name: unknown key"}},
 		{"string for an int", "[browser]\npool_size = \"two\"\n", []string{"line 2", "browser.pool_size", "got a TOML string, want an integer"}},
+		{"float for a memory limit", "[browser]\nmemory_limit_mb = 1.5\n", []string{"browser.memory_limit_mb", `number of MB, got "1.5"`}},
 		{"int for a string", "listen = 8080\n", []string{"line 1", "listen", "got a TOML integer, want a string"}},
 		{"float for an int", "[limits]\nbulk_max_items = 1.5\n", []string{"line 2", "limits.bulk_max_items"}},
 		{"string for a list", "[network]\nallow_private = \"10.0.0.0/8\"\n", []string{"network.allow_private"}},
@@ -389,6 +391,10 @@ func TestValidate(t *testing.T) {
 		{"browser.sandbox unknown", func(c *Config) { c.Browser.Sandbox = "yes" }, `browser.sandbox: must be "auto", "on" or "off", got "yes"`},
 		{"browser.tab_reuse zero", func(c *Config) { c.Browser.TabReuse = 0 }, "browser.tab_reuse: must be between 1 and 100000, got 0"},
 		{"browser.js_heap_mb too small", func(c *Config) { c.Browser.JSHeapMB = 10 }, "browser.js_heap_mb: must be between 64 and 65536, got 10"},
+		{"browser.memory_limit_mb too small", func(c *Config) { c.Browser.MemoryLimitMB = "100" }, "browser.memory_limit_mb: must be between 1024 and 4194304, got 100"},
+		{"browser.memory_limit_mb a word", func(c *Config) { c.Browser.MemoryLimitMB = "lots" }, `browser.memory_limit_mb: must be "auto", "off" or a number of MB, got "lots"`},
+		{"browser.memory_limit_mb off", func(c *Config) { c.Browser.MemoryLimitMB = "off" }, ""},
+		{"browser.memory_limit_mb zero", func(c *Config) { c.Browser.MemoryLimitMB = "0" }, ""},
 		{"browser.renderer_process_limit negative", func(c *Config) { c.Browser.RendererProcessLimit = -1 }, "browser.renderer_process_limit: must be between 0 and 1000, got -1"},
 		{"browser.slot_wait_ms negative", func(c *Config) { c.Browser.SlotWaitMs = -1 }, "browser.slot_wait_ms: must be between 0 and 600000, got -1"},
 		{"browser.render_deadline_grace_seconds negative", func(c *Config) { c.Browser.RenderDeadlineGraceSeconds = -1 }, "browser.render_deadline_grace_seconds: must be between 0 and 600, got -1"},
@@ -517,6 +523,10 @@ func TestEnvOverrides(t *testing.T) {
 			}, ""},
 		{"empty list", "[network]\nallow_private = [\"127.0.0.1\"]\n", []string{"SHOTD_NETWORK_ALLOW_PRIVATE="},
 			func(c *Config) bool { return len(c.Network.AllowPrivate) == 0 && c.Network.AllowPrivate != nil }, ""},
+		{"memory limit", "", []string{"SHOTD_BROWSER_MEMORY_LIMIT_MB=off"},
+			func(c *Config) bool { return c.Browser.MemoryLimitMB == AutoMBOff }, ""},
+		{"memory limit in the file as a string", "[browser]\nmemory_limit_mb = \"3000\"\n", nil,
+			func(c *Config) bool { return c.Browser.MemoryLimit(0) == 3000 }, ""},
 		{"autoconsent path", "", []string{"SHOTD_BLOCKING_AUTOCONSENT=/opt/ac.js"},
 			func(c *Config) bool { return c.Blocking.Autoconsent == "/opt/ac.js" }, ""},
 		{"autoconsent disabled", "", []string{"SHOTD_BLOCKING_AUTOCONSENT="},
@@ -650,6 +660,35 @@ func TestBrowserMemory(t *testing.T) {
 			}
 			if got := tt.b.RendererLimit(); got != tt.renderer {
 				t.Errorf("RendererLimit = %d, want %d", got, tt.renderer)
+			}
+		})
+	}
+}
+
+func TestMemoryLimit(t *testing.T) {
+	const gb = int64(1) << 30
+	auto := Default().Browser
+	tests := []struct {
+		name  string
+		limit AutoMB
+		pool  int
+		mem   int64
+		want  int
+	}{
+		{"auto: 80% of 24 GB over 2 Chromes", "auto", 2, 24 * gb, 9830},
+		{"auto: one Chrome", "auto", 1, 8 * gb, 6553},
+		{"auto floors at 1024 MB", "auto", 16, 8 * gb, MinMemoryLimitMB},
+		{"auto with unknown memory: none", "auto", 2, 0, 0},
+		{"off", "off", 2, 24 * gb, 0},
+		{"zero", "0", 2, 24 * gb, 0},
+		{"configured", "1536", 2, 24 * gb, 1536},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := auto
+			b.MemoryLimitMB, b.PoolSize = tt.limit, tt.pool
+			if got := b.MemoryLimit(tt.mem); got != tt.want {
+				t.Errorf("MemoryLimit = %d, want %d", got, tt.want)
 			}
 		})
 	}

@@ -18,6 +18,7 @@
 //	prewarm                       = 2     # fresh browser contexts (with a tab) kept ready per Chrome, off the request path (0..16)
 //	slot_wait_ms                  = 2000  # how long a render waits for a free slot before renderer_busy
 //	render_deadline_grace_seconds = 10    # added to a render's own timeout before it is abandoned
+//	memory_limit_mb               = "auto" # each Chrome's memory cgroup bound, in MB; "auto": 80% of memory / pool_size; "off"
 //
 //	[blocking]
 //	easylist    = "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt"

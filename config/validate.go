@@ -100,6 +100,13 @@ func (c *Config) Validate() error {
 		v.between("browser.js_heap_mb", b.JSHeapMB, 64, 65_536)
 	}
 	v.between("browser.renderer_process_limit", b.RendererProcessLimit, 0, 1_000)
+	if n, ok := b.MemoryLimitMB.mb(); ok {
+		if n != 0 {
+			v.between("browser.memory_limit_mb", n, MinMemoryLimitMB, 4<<20)
+		}
+	} else if b.MemoryLimitMB != AutoMBAuto && b.MemoryLimitMB != AutoMBOff {
+		v.addf("browser.memory_limit_mb", "must be \"auto\", \"off\" or a number of MB, got %q", string(b.MemoryLimitMB))
+	}
 	v.between("browser.slot_wait_ms", b.SlotWaitMs, 0, 600_000)
 	v.between("browser.render_deadline_grace_seconds", b.RenderDeadlineGraceSeconds, 0, 600)
 

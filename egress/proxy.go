@@ -19,6 +19,7 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // RefusedHeader is set on every answer of the proxy that refuses a destination, with the value
@@ -239,12 +240,8 @@ func (p *Proxy) Close(ctx context.Context) error {
 	}
 	p.mu.Unlock()
 
-	done := make(chan struct{})
-	go func() { p.active.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
+	if werr := proc.WaitGroup(ctx, &p.active); werr != nil {
+		err = werr
 	}
 	p.transport.CloseIdleConnections()
 	if err != nil {

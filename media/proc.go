@@ -6,9 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"sync"
-	"syscall"
 
-	"golang.org/x/sys/unix"
+	iproc "github.com/shotd/shotd/internal/proc"
 )
 
 // The binaries; tests point them elsewhere to provoke failures.
@@ -23,94 +22,57 @@ const stderrTail = 4 << 10
 // proc is one supervised child: its own process group, killed as a group when ctx ends, on kill,
 // and once the leader has exited.
 type proc struct {
-	cmd    *exec.Cmd
+	g      *iproc.Group
 	pid    int
 	stderr *tailBuffer
-	exited chan struct{} // closed once the child is reaped
-	done   chan struct{} // closed once the child is reaped and both goroutines have ended
+	done   chan struct{} // closed once the child is reaped and the watcher has ended
 	err    error         // Wait's result; read after done
 
 	mu     sync.Mutex
-	reaped bool
 	ctxErr error // set when ctx ended the child
 }
 
 // startProc starts bin with args. stdin and stdout may be nil (/dev/null); stdin, when an
 // *os.File, is handed to the child as is and closed here after the start.
 func startProc(ctx context.Context, bin string, args []string, stdin *os.File, stdout io.Writer) (*proc, error) {
-	p := &proc{stderr: &tailBuffer{max: stderrTail}, exited: make(chan struct{}), done: make(chan struct{})}
+	p := &proc{stderr: &tailBuffer{max: stderrTail}, done: make(chan struct{})}
 	cmd := exec.Command(bin, args...)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
 	cmd.Stdout = stdout
 	cmd.Stderr = p.stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{
-		Setpgid: true, // own group: a kill reaches ffmpeg and anything it starts
-		// ffmpeg dies with us. The signal follows the forking OS thread; the Go runtime does not
-		// retire threads of unlocked goroutines, so in practice it follows the service.
-		Pdeathsig: syscall.SIGKILL,
-	}
-	err := cmd.Start()
+	g, err := iproc.Start(cmd) // own group: a kill reaches ffmpeg and anything it starts
 	if stdin != nil {
 		stdin.Close() // the child holds its own copy
 	}
 	if err != nil {
 		return nil, err
 	}
-	p.cmd = cmd
-	p.pid = cmd.Process.Pid
-	watched := make(chan struct{})
-	go p.reap(watched)
-	go p.watch(ctx, watched)
+	p.g = g
+	p.pid = g.PID()
+	go p.watch(ctx)
 	return p, nil
 }
 
-// reap is the only caller of cmd.Wait. It first waits without reaping: while the leader is an
-// unreaped zombie its pid, and so the group id, cannot be reused, so killing the group then can
-// only reach our own processes.
-func (p *proc) reap(watched <-chan struct{}) {
-	var info unix.Siginfo
-	for {
-		err := unix.Waitid(unix.P_PID, p.pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
-		}
-	}
-	p.mu.Lock()
-	_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	p.reaped = true
-	p.mu.Unlock()
-	p.err = p.cmd.Wait()
-	close(p.exited)
-	<-watched
-	close(p.done)
-}
-
-// watch kills the group when ctx ends first.
-func (p *proc) watch(ctx context.Context, watched chan<- struct{}) {
-	defer close(watched)
+// watch kills the group when ctx ends first, and closes done once the child is reaped.
+func (p *proc) watch(ctx context.Context) {
+	defer close(p.done)
 	select {
 	case <-ctx.Done():
 		p.mu.Lock()
-		if !p.reaped {
+		if p.g.Kill() {
 			p.ctxErr = ctx.Err()
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
 		}
 		p.mu.Unlock()
-	case <-p.exited:
+	case <-p.g.Exited():
 	}
+	<-p.g.Exited()
+	p.err = p.g.Err()
 }
 
-// kill sends SIGKILL to the group, and to nothing else: once the leader is reaped the group id
-// may belong to someone else, so it does nothing then.
-func (p *proc) kill() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if !p.reaped {
-		_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-	}
-}
+// kill sends SIGKILL to the group, and to nothing else (see proc.Group.Kill).
+func (p *proc) kill() { p.g.Kill() }
 
 // ctxError returns the context error that killed the child, if any.
 func (p *proc) ctxError() error {

@@ -126,9 +126,11 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
 	loadConsent(lists, cfg.Blocking.Autoconsent, log)
+	memoryMB, cgroups := memoryBound(ctx, cfg, log)
 	ccfg := cdpclient.Config{Path: browserPath, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
 		Isolation: cfg.Browser.Isolation, Sandbox: cfg.Browser.Sandbox, Renders: cfg.Browser.RendersPerProcess, TabReuse: cfg.Browser.TabReuse,
 		JSHeapMB: cfg.Browser.HeapMB(proc.MemTotal()), RendererLimit: cfg.Browser.RendererLimit(),
+		MemoryLimitMB: memoryMB, Cgroups: cgroups,
 		Log: log.With().Str("component", "chrome").Logger(), ExtraFlags: cdpclient.ProxyFlags(proxy.Addr()), Guard: guard,
 		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
 		Blocker: func(o *shotd.Options) cdpclient.Blocker {

@@ -1,7 +1,13 @@
-// Package proc reads what Linux's /proc says of a process: its state, parent, process group,
-// start time and CPU time, and the boot it belongs to.
+// Package proc starts and reads processes.
 //
-// cdpclient uses it to recognise, at start, the process groups of Chrome that a killed run left
-// behind (a start time and a boot id tell a group of ours from a later one that reuses its id);
-// the tests and the bench use it to find and measure Chrome's processes.
+// Group starts a command as the leader of a process group of its own, for Chrome (cdpclient)
+// and ffmpeg (media) alike: the group dies with the service, one kill reaches every process in
+// it, and once the leader exits the rest of its group is killed before the leader is reaped, so
+// the group id cannot have been reused by then. WaitGroup waits for goroutines until a deadline.
+//
+// Read, All and Members read what /proc says of a process: its state, parent, process group,
+// start time and CPU time, and the boot it belongs to. cdpclient uses them to recognise, at
+// start, the process groups of Chrome that a killed run left behind (a start time and a boot id
+// tell a group of ours from a later one that reuses its id); the tests and the bench use them to
+// find and measure Chrome's processes.
 package proc

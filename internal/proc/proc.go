@@ -80,8 +80,8 @@ func All() []Stat {
 	return out
 }
 
-// Group returns the processes of process group pgid.
-func Group(pgid int) []Stat {
+// Members returns the processes of process group pgid.
+func Members(pgid int) []Stat {
 	var out []Stat
 	for _, s := range All() {
 		if s.PGID == pgid {

@@ -57,8 +57,8 @@ func TestReadChild(t *testing.T) {
 	if !ok || s.PPID != os.Getpid() || s.PGID != pid || s.Start < self.Start {
 		t.Fatalf("Read(child) = %+v, %v; want parent %d, group %d, start >= %d", s, ok, os.Getpid(), pid, self.Start)
 	}
-	if g := Group(pid); len(g) != 1 || g[0].PID != pid {
-		t.Errorf("Group(%d) = %+v, want the child alone", pid, g)
+	if g := Members(pid); len(g) != 1 || g[0].PID != pid {
+		t.Errorf("Members(%d) = %+v, want the child alone", pid, g)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
