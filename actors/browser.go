@@ -89,6 +89,14 @@ func (b *browserActor) Receive(ctx actor.Context) {
 		b.log.Error().Int("chrome_gen", m.gen).Int("pid", b.browser.PID()).Int("missed", m.missed).
 			Msg("chrome does not answer its health probe: killed and replaced")
 		b.closeCurrent(ctx, "unresponsive")
+	case *rendersTimingOut:
+		if m.gen != b.gen || b.browser == nil {
+			return
+		}
+		b.ended()
+		b.log.Error().Int("chrome_gen", m.gen).Int("pid", b.browser.PID()).Int("timeouts", m.timeouts).
+			Msg("chrome's renders time out one after another while the other browsers render: killed and replaced")
+		b.closeCurrent(ctx, "renders time out")
 	case *ChromeExited:
 		if m.Gen != b.gen || b.browser == nil {
 			return // the second signal of the same death, or an old process
@@ -227,10 +235,8 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 			err = shotd.Wrap(shotd.CodeRendererUnavailable, err, "the browser stopped answering during the render")
 		}
 		// The slot is given back before the answer goes out: the supervisor then sees it free
-		// before the requester's next render arrives, and a client that sends one render after
-		// another stays on this browser instead of moving to another one whose pre-warmed
-		// contexts it would use up too.
-		root.Send(parent, &RenderFinished{ID: id})
+		// before the requester's next render arrives.
+		root.Send(parent, &RenderFinished{ID: id, Gen: gen, Outcome: outcomeOf(err)})
 		root.Send(self, &renderDone{gen: gen})
 		root.Send(sender, &RenderResult{Output: out, Err: err})
 	}()

@@ -60,9 +60,11 @@ type (
 		ID     int
 		Reason string
 	}
-	// RenderFinished says a render slot of the browser is free again.
+	// RenderFinished says a render slot of the browser is free again; Gen is the process
+	// that rendered, Outcome how the render ended.
 	RenderFinished struct {
-		ID int
+		ID, Gen int
+		Outcome RenderOutcome
 	}
 )
 
@@ -90,11 +92,36 @@ type (
 	chromeUnresponsive struct {
 		gen, missed int
 	}
+	// rendersTimingOut: the supervisor saw the process of generation gen time out timeouts
+	// renders in a row while the pool's other browsers rendered.
+	rendersTimingOut struct {
+		gen, timeouts int
+	}
 	launchChrome struct{}
 	renderDone   struct {
 		gen int
 	}
 )
+
+// RenderOutcome is how a render ended, as far as the health of its browser goes.
+type RenderOutcome int
+
+const (
+	RenderOther    RenderOutcome = iota // a failure of the page's or the caller's making
+	RenderOK                            // a file
+	RenderTimedOut                      // timeout: the page's fault, or a browser that is stuck
+)
+
+// outcomeOf classifies a render's error for RenderFinished.
+func outcomeOf(err error) RenderOutcome {
+	switch {
+	case err == nil:
+		return RenderOK
+	case shotd.CodeOf(err) == shotd.CodeTimeout:
+		return RenderTimedOut
+	}
+	return RenderOther
+}
 
 // waiterExpired tells the supervisor that a queued render waited too long for a slot.
 type waiterExpired struct {

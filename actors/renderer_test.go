@@ -19,6 +19,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
 	"github.com/shotd/shotd/store"
 )
@@ -294,6 +295,83 @@ func TestWedgedChromeReplaced(t *testing.T) {
 	closePool()
 	l.noneLeft(t)
 	l.noDirsLeft(t)
+}
+
+// TestStuckBrowserReplaced stops every child process of one of two Chromes: its browser process
+// still answers the health probe, but its renders hang. They time out one after another while
+// the other browser's succeed, and it is replaced.
+func TestStuckBrowserReplaced(t *testing.T) {
+	l := newLauncher(t)
+	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 2, SlotsPerBrowser: 3, SlotWait: 5 * time.Second,
+		ProbeEvery: time.Hour, Launch: l.launch, Log: zerolog.Nop()})
+	defer closePool()
+	waitUp(t, r, 2)
+	bs, err := r.Browsers(time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stuck := bs[0].PID
+	// Every process of its group but the browser process itself: renderers, the GPU process,
+	// the network service. The browser process answers the health probe; renders hang.
+	var stopped []int
+	for _, st := range proc.Members(stuck) {
+		if st.PID != stuck {
+			if err := syscall.Kill(st.PID, syscall.SIGSTOP); err == nil {
+				stopped = append(stopped, st.PID)
+			}
+		}
+	}
+	defer func() {
+		for _, pid := range stopped {
+			syscall.Kill(pid, syscall.SIGCONT)
+		}
+	}()
+	if len(stopped) == 0 {
+		t.Fatalf("nothing to stop in chrome %d's group", stuck)
+	}
+	srv, _ := fixture(t)
+	var wg sync.WaitGroup
+	codes := make(chan shotd.Code, 6)
+	for range 6 {
+		wg.Go(func() {
+			// The caller waits past the render's own budget (its timeout and the capture's slack).
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			_, err := r.Render(ctx, opts(t, "url", srv.URL, "timeout", "1"))
+			if err != nil && shotd.CodeOf(err) != shotd.CodeTimeout {
+				t.Logf("render: %v", err)
+			}
+			codes <- shotd.CodeOf(err)
+		})
+	}
+	wg.Wait()
+	close(codes)
+	timedOut, all := 0, []shotd.Code{}
+	for c := range codes {
+		all = append(all, c)
+		if c == shotd.CodeTimeout {
+			timedOut++
+		}
+	}
+	if timedOut < 3 {
+		t.Fatalf("%d renders timed out (%q); the stopped Chrome should hold 3", timedOut, all)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		bs, _ := r.Browsers(time.Second)
+		if len(bs) == 2 && bs[0].Up && bs[0].PID != stuck && bs[0].PID != 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("chrome %d, whose renders all time out, was not replaced: %+v", stuck, bs)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for range 4 {
+		if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+			t.Fatalf("render after the replacement: %v", err)
+		}
+	}
 }
 
 // waitReplaced waits until the one-browser pool r is up with a process other than old, then

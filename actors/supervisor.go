@@ -32,8 +32,12 @@ type slotState struct {
 	recycling bool
 	inflight  int
 	renders   int // renders sent to the current process
-	chrome    int // OS pid of the current process
-	gen       int
+	// Renders of the current process that timed out in a row, and the successes of the other
+	// browsers when this one last gave a file (or its process came up).
+	timeouts, othersAtLastOK int
+	successes                int // renders of this browser that gave a file, all processes
+	chrome                   int // OS pid of the current process
+	gen                      int
 	// readyTabs counts the current process's ready tabs; nil when its Browser does not say.
 	readyTabs func() int
 	// background counts the current process's tabs in cleaning, disposal or creation; nil
@@ -70,7 +74,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *BrowserUp:
 		if b := s.browser(m.ID); b != nil {
 			b.up, b.recycling, b.chrome, b.gen, b.readyTabs, b.background = true, false, m.PID, m.Gen, m.ReadyTabs, m.Background
-			b.renders = 0
+			b.renders, b.timeouts, b.othersAtLastOK = 0, 0, s.successesBesides(b)
 		}
 		s.publishReady()
 		s.drainWaiters(ctx)
@@ -83,8 +87,11 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		}
 		s.publishReady()
 	case *RenderFinished:
-		if b := s.browser(m.ID); b != nil && b.inflight > 0 {
-			b.inflight--
+		if b := s.browser(m.ID); b != nil {
+			if b.inflight > 0 {
+				b.inflight--
+			}
+			s.watchOutcome(ctx, b, m)
 		}
 		s.drainWaiters(ctx)
 	case *waiterExpired:
@@ -176,6 +183,42 @@ func (s *supervisor) recycling() bool {
 		}
 	}
 	return false
+}
+
+// stuckAfter is how many renders in a row may time out on one browser while the others render,
+// before it is replaced. A page that always times out times out on every browser, and so
+// replaces none; a Chrome stuck somewhere the health probe does not reach (a renderer process,
+// the GPU process) makes its own renders time out alone.
+const stuckAfter = 3
+
+// watchOutcome replaces a browser whose renders time out one after another while the pool's
+// other browsers give files: since its last file, they gave some and it timed out stuckAfter
+// times in a row.
+func (s *supervisor) watchOutcome(ctx actor.Context, b *slotState, m *RenderFinished) {
+	switch {
+	case m.Gen != b.gen:
+		return // a render of a process that is gone
+	case m.Outcome == RenderOK:
+		b.successes++
+		b.timeouts, b.othersAtLastOK = 0, s.successesBesides(b)
+	case m.Outcome == RenderTimedOut:
+		b.timeouts++
+		if b.timeouts >= stuckAfter && s.successesBesides(b) > b.othersAtLastOK {
+			ctx.Send(b.pid, &rendersTimingOut{gen: b.gen, timeouts: b.timeouts})
+			b.timeouts = 0
+		}
+	}
+}
+
+// successesBesides counts the renders that gave a file on the browsers other than b.
+func (s *supervisor) successesBesides(b *slotState) int {
+	n := 0
+	for _, o := range s.browsers {
+		if o != b {
+			n += o.successes
+		}
+	}
+	return n
 }
 
 // drainWaiters hands queued renders to free slots, oldest first.
