@@ -81,6 +81,15 @@ type Output struct {
 	Slices []Slice
 }
 
+// Size is the bytes of the file and its extras: what max_output_bytes bounds.
+func (o *Output) Size() int {
+	n := len(o.Data)
+	for _, x := range o.Extras {
+		n += len(x.Data)
+	}
+	return n
+}
+
 // Extra is one further file of a render (Output.Extras).
 type Extra struct {
 	Data        []byte

@@ -375,16 +375,35 @@ func schemas() obj {
 		}),
 		"RenderResult": object([]string{"file_id", "url", "expires_at", "format", "content_type", "size_bytes", "render_ms", "cache"}, obj{
 			"file_id": str, "url": obj{"type": "string", "format": "uri"}, "expires_at": dateTime,
-			"format": obj{"type": "string", "enum": shotd.Formats}, "content_type": str,
+			"format": obj{"type": "string", "enum": append(slices.Clone(shotd.Formats), "zip")}, "content_type": str,
 			"size_bytes": integer, "render_ms": integer, "cache": obj{"type": "string", "enum": []string{"HIT", "MISS"}},
 			"width": integer, "height": integer,
+			"store": object([]string{"location"}, obj{"location": str}),
+			"metadata": obj{"type": "object", "description": "What the metadata_* options asked for.", "properties": obj{
+				"image_size":                object([]string{"width", "height"}, obj{"width": integer, "height": integer}),
+				"fonts":                     obj{"type": "array", "items": str},
+				"icon":                      object([]string{"url"}, obj{"url": str, "type": str}),
+				"open_graph":                obj{"type": "object", "additionalProperties": str},
+				"page_title":                str,
+				"http_response_status_code": integer,
+				"http_response_headers":     obj{"type": "object", "additionalProperties": str},
+				"content":                   ref("schemas", "FileLink"),
+			}},
+			"slices": obj{"type": "array", "description": "The slices of full_page_slices.", "items": obj{
+				"allOf": []obj{ref("schemas", "FileLink"), object([]string{"index", "offset_y", "width", "height"}, obj{
+					"index": integer, "offset_y": integer, "width": integer, "height": integer,
+				})},
+			}},
+		}),
+		"FileLink": object([]string{"file_id", "url", "expires"}, obj{
+			"file_id": str, "url": obj{"type": "string", "format": "uri"}, "format": str, "expires": dateTime,
 		}),
 		"JobAccepted": object([]string{"job_id", "status", "status_url"}, obj{
 			"job_id": str, "status": obj{"type": "string", "enum": []string{"queued"}}, "status_url": obj{"type": "string", "format": "uri"},
 		}),
 		"Job": object([]string{"job_id", "status", "created_at", "updated_at"}, obj{
 			"job_id": str, "status": obj{"type": "string", "enum": jobStates}, "created_at": dateTime, "updated_at": dateTime,
-			"batch_id": str, "result": ref("schemas", "RenderResult"),
+			"batch_id": str, "result": ref("schemas", "RenderResult"), "external_identifier": str,
 			"error_code": ref("schemas", "ErrorCode"), "error_message": str,
 			"webhook": object([]string{"url", "status", "attempts"}, obj{
 				"url": str, "status": obj{"type": "string", "enum": []string{"pending", "delivered", "failed"}}, "attempts": integer,
