@@ -36,14 +36,14 @@ const maxContentBytes = 32 << 20
 
 // s1State is what the render keeps for these options.
 type s1State struct {
-	net      *s1Network // response and failure events; nil when no option needs them
-	navStart time.Time  // when navigate began, for navigation_timeout
-	meta     *shotd.Metadata
-	extras   []shotd.Extra
-	slices   []shotd.Slice
-	zipped   bool // Data is a zip of the slices
-	width    int  // the size of the sliced image, when zipped
-	height   int
+	net    *s1Network      // response and failure events; nil when no option needs them
+	navCtx context.Context // navigate's and wait's context under navigation_timeout
+	meta   *shotd.Metadata
+	extras []shotd.Extra
+	slices []shotd.Slice
+	zipped bool // Data is a zip of the slices
+	width  int  // the size of the sliced image, when zipped
+	height int
 }
 
 // scriptsWaitIdle reports whether scripts_wait_until asks for a quiet network.
@@ -175,17 +175,20 @@ func (r *render) s1CheckRequests() error {
 }
 
 // navBounded bounds navigate and wait by navigation_timeout, counted from the navigation's start.
+// The two share one context, which lives until the render's: navigate subscribes to events on it
+// that wait reads, and a stream ends with its context.
 func (r *render) navBounded(run func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
 		d := r.o.S1.NavigationTimeout
 		if d <= 0 || r.html {
 			return run(ctx)
 		}
-		if r.s1.navStart.IsZero() {
-			r.s1.navStart = time.Now()
+		if r.s1.navCtx == nil {
+			nctx, cancel := context.WithDeadlineCause(ctx, time.Now().Add(d), errNavigationTimeout)
+			context.AfterFunc(ctx, cancel)
+			r.s1.navCtx = nctx
 		}
-		nctx, cancel := context.WithDeadlineCause(ctx, r.s1.navStart.Add(d), errNavigationTimeout)
-		defer cancel()
+		nctx := r.s1.navCtx
 		err := run(nctx)
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(nctx), errNavigationTimeout) {
 			return shotd.Wrap(shotd.CodeTimeout, err, fmt.Sprintf("the page did not load within the navigation_timeout of %s", d))

@@ -224,7 +224,14 @@ func TestS1NavigationTimeout(t *testing.T) {
 		case <-r.Context().Done():
 		}
 	})
-	o := opts(srv.URL + "/")
+	mux.HandleFunc("/fine", htmlPage(`<p>fine</p>`))
+	// Within it: the render goes on past the navigation (its events are read in wait).
+	o := opts(srv.URL + "/fine")
+	o.S1.NavigationTimeout = 20 * time.Second
+	o.WaitUntil = shotd.WaitDOMContentLoaded
+	mustRender(t, shared, o)
+
+	o = opts(srv.URL + "/")
 	o.S1.NavigationTimeout = time.Second
 	_, err := doRender(t, shared, o)
 	e := wantCode(t, err, shotd.CodeTimeout)
