@@ -86,7 +86,7 @@ func (r *render) s1Actions(ctx context.Context) error {
 	if err := r.s1Hide(ctx); err != nil { // block_socials, block_banners_by_heuristics
 		return err
 	}
-	if err := r.s1CheckRequests(); err != nil { // fail_if_request_failed
+	if err := r.s1CheckRequests(ctx); err != nil { // fail_if_request_failed
 		return err
 	}
 	if o.FailIfContentContains == "" && o.FailIfContentMissing == "" {

@@ -76,9 +76,14 @@ type s1Network struct {
 	sent     network.RequestWillBeSentClient
 	received network.ResponseReceivedClient
 	failed   network.LoadingFailedClient
+	finished network.LoadingFinishedClient
 	urls     map[network.RequestID]string
+	ended    map[network.RequestID]bool
 	doc      *network.Response // the main frame's latest document response
-	failures []string          // "url (net::ERR_...)" of the requests that failed
+	// failures holds the error text of each request that failed. The streams are read in no
+	// particular order among themselves, so a failure may be read before its request: the
+	// URL is looked up at the check.
+	failures map[network.RequestID]string
 }
 
 func (r *render) s1NeedsNetwork() bool {
@@ -91,7 +96,8 @@ func (r *render) s1StartNetwork(ctx context.Context) error {
 	if !r.s1NeedsNetwork() {
 		return nil
 	}
-	n := &s1Network{urls: map[network.RequestID]string{}}
+	n := &s1Network{urls: map[network.RequestID]string{}, ended: map[network.RequestID]bool{},
+		failures: map[network.RequestID]string{}}
 	var err error
 	if n.sent, err = r.t.c.Network.RequestWillBeSent(ctx); err != nil {
 		return err
@@ -102,6 +108,9 @@ func (r *render) s1StartNetwork(ctx context.Context) error {
 	if n.failed, err = r.t.c.Network.LoadingFailed(ctx); err != nil {
 		return err
 	}
+	if n.finished, err = r.t.c.Network.LoadingFinished(ctx); err != nil {
+		return err
+	}
 	r.s1.net = n
 	r.t.over.network = true
 	return r.t.c.Network.Enable(ctx, network.NewEnableArgs())
@@ -109,58 +118,143 @@ func (r *render) s1StartNetwork(ctx context.Context) error {
 
 // drain reads every event buffered so far.
 func (n *s1Network) drain(main string) error {
+	return n.read(context.Background(), main, false)
+}
+
+// read reads the events buffered so far; with wait set, it reads one event, blocking for it
+// (or for ctx) when none is buffered.
+func (n *s1Network) read(ctx context.Context, main string, wait bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for {
+		which := -1
 		select {
 		case <-n.sent.Ready():
-			ev, err := n.sent.Recv()
-			if err != nil {
-				return err
-			}
-			n.urls[ev.RequestID] = ev.Request.URL
+			which = 0
 		case <-n.received.Ready():
-			ev, err := n.received.Recv()
-			if err != nil {
-				return err
-			}
-			if ev.Type == network.ResourceTypeDocument && ev.FrameID != nil && string(*ev.FrameID) == main {
-				resp := ev.Response
-				n.doc = &resp
-			}
+			which = 1
 		case <-n.failed.Ready():
-			ev, err := n.failed.Recv()
-			if err != nil {
-				return err
-			}
-			// Cancelled requests (a navigation away, an aborted fetch) and the ones the render
-			// blocked itself (guard, block_* options) are not failures of the page.
-			if (ev.Canceled != nil && *ev.Canceled) || ev.BlockedReason != "" ||
-				strings.Contains(ev.ErrorText, "ERR_BLOCKED_BY_CLIENT") || strings.Contains(ev.ErrorText, "ERR_ABORTED") {
-				continue
-			}
-			n.failures = append(n.failures, n.urls[ev.RequestID]+"\x00"+ev.ErrorText)
+			which = 2
+		case <-n.finished.Ready():
+			which = 3
 		default:
+		}
+		if which < 0 {
+			if !wait {
+				return nil
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-n.sent.Ready():
+				which = 0
+			case <-n.received.Ready():
+				which = 1
+			case <-n.failed.Ready():
+				which = 2
+			case <-n.finished.Ready():
+				which = 3
+			}
+		}
+		if err := n.handle(which, main); err != nil {
+			return err
+		}
+		if wait {
 			return nil
 		}
 	}
 }
 
-// s1CheckRequests fails the render when a request that fail_if_request_failed names failed.
-func (r *render) s1CheckRequests() error {
+// handle reads one event of the stream which (read's numbering).
+func (n *s1Network) handle(which int, main string) error {
+	switch which {
+	case 0:
+		ev, err := n.sent.Recv()
+		if err != nil {
+			return err
+		}
+		n.urls[ev.RequestID] = ev.Request.URL
+	case 1:
+		ev, err := n.received.Recv()
+		if err != nil {
+			return err
+		}
+		if ev.Type == network.ResourceTypeDocument && ev.FrameID != nil && string(*ev.FrameID) == main {
+			resp := ev.Response
+			n.doc = &resp
+		}
+	case 2:
+		ev, err := n.failed.Recv()
+		if err != nil {
+			return err
+		}
+		n.ended[ev.RequestID] = true
+		// Cancelled requests (a navigation away, an aborted fetch) and the ones the render
+		// blocked itself (guard, block_* options) are not failures of the page.
+		if (ev.Canceled != nil && *ev.Canceled) || ev.BlockedReason != "" ||
+			strings.Contains(ev.ErrorText, "ERR_BLOCKED_BY_CLIENT") || strings.Contains(ev.ErrorText, "ERR_ABORTED") {
+			return nil
+		}
+		n.failures[ev.RequestID] = ev.ErrorText
+	case 3:
+		ev, err := n.finished.Recv()
+		if err != nil {
+			return err
+		}
+		n.ended[ev.RequestID] = true
+	}
+	return nil
+}
+
+// pending reports whether a request matching one of pats was sent and has not ended.
+func (n *s1Network) pending(pats []urlPattern) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id, u := range n.urls {
+		if n.ended[id] {
+			continue
+		}
+		for _, p := range pats {
+			if p.match(u) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// s1CheckRequests fails the render when a request that fail_if_request_failed names failed. The
+// matching requests still under way are waited for, within the loading time, so that their
+// outcome is known.
+func (r *render) s1CheckRequests(ctx context.Context) error {
 	pats := r.o.S1.FailIfRequestFailed
 	if len(pats) == 0 || r.s1.net == nil {
 		return nil
-	}
-	if err := r.s1.net.drain(string(r.t.frameID)); err != nil {
-		return err
 	}
 	compiled := make([]urlPattern, 0, len(pats))
 	for _, p := range pats {
 		compiled = append(compiled, compilePattern(strings.TrimSpace(p)))
 	}
-	for _, f := range r.s1.net.failures {
-		u, why, _ := strings.Cut(f, "\x00")
+	main := string(r.t.frameID)
+	if err := r.s1.net.drain(main); err != nil {
+		return err
+	}
+	// A request that never ends (a long poll, or one of a replaced document, which gets no end
+	// event) is waited for no longer than a selector would be: then what is known decides.
+	wctx, cancel := context.WithDeadline(ctx, selectorDeadline(ctx, r.load.timeout))
+	defer cancel()
+	for r.s1.net.pending(compiled) {
+		if err := r.s1.net.read(wctx, main, true); err != nil {
+			if ctx.Err() == nil && wctx.Err() != nil {
+				break
+			}
+			return err
+		}
+	}
+	r.s1.net.mu.Lock()
+	defer r.s1.net.mu.Unlock()
+	for id, why := range r.s1.net.failures {
+		u := r.s1.net.urls[id]
 		for _, p := range compiled {
 			if p.match(u) {
 				name := netError.FindString(why)

@@ -295,16 +295,24 @@ func TestS1SelectorNoScroll(t *testing.T) {
 
 func TestS1FailIfRequestFailed(t *testing.T) {
 	t.Parallel()
-	// Port 1 on loopback refuses the connection.
-	page := `<!doctype html><body><img src="http://127.0.0.1:1/pixel.png"></body>`
-	o := htmlOpts(page)
-	o.S1.FailIfRequestFailed = []string{"http://127.0.0.1:1/*"}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/broken.png", func(w http.ResponseWriter, r *http.Request) {
+		// The connection closes without an answer: a network failure (ERR_EMPTY_RESPONSE).
+		c, _, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			c.Close()
+		}
+	})
+	srv, _ := server(t, mux)
+	mux.HandleFunc("/", htmlPage(`<!doctype html><body><img src="/broken.png"></body>`))
+	o := opts(srv.URL + "/")
+	o.S1.FailIfRequestFailed = []string{srv.URL + "/*.png"}
 	_, err := doRender(t, shared, o)
 	e := wantCode(t, err, shotd.CodeNavigationFailed)
-	if !strings.Contains(e.Message, "fail_if_request_failed") || !strings.Contains(e.Message, "127.0.0.1:1/pixel.png") {
+	if !strings.Contains(e.Message, "fail_if_request_failed") || !strings.Contains(e.Message, "/broken.png") {
 		t.Errorf("message %q", e.Message)
 	}
-	o = htmlOpts(page)
+	o = opts(srv.URL + "/")
 	o.S1.FailIfRequestFailed = []string{"*/other.png"}
 	mustRender(t, shared, o)
 }

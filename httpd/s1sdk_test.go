@@ -70,8 +70,8 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	if w, h := imageSize(t, "jpeg", read("take.jpg")); w != 320 || h != 240 {
 		t.Errorf("take.jpg is %dx%d", w, h)
 	}
-	if w, h := imageSize(t, "png", read("full.png")); w != 320 || h != 760 {
-		t.Errorf("full.png is %dx%d, want 320x760", w, h)
+	if w, h := imageSize(t, "png", read("full.png")); w != 320 || h <= 760 {
+		t.Errorf("full.png is %dx%d, want 320 wide and the whole page high (over 760)", w, h)
 	}
 	if w, h := imageSize(t, "png", read("waits.png")); w != 320 || h != 60 {
 		t.Errorf("waits.png (selector h1) is %dx%d, want 320x60", w, h)
@@ -81,9 +81,9 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	if err != nil {
 		t.Fatalf("slices.zip: %v", err)
 	}
-	// 760 px in slices of 300 overlapping by 20: at 0, 280, 560.
-	if len(zr.File) != 3 {
-		t.Errorf("slices.zip has %d files, want 3", len(zr.File))
+	// The page (over 760 px) in slices of 300 overlapping by 20: at 0, 280, 560, and more.
+	if len(zr.File) < 3 {
+		t.Errorf("slices.zip has %d files, want at least 3", len(zr.File))
 	}
 	for _, f := range zr.File {
 		rc, _ := f.Open()
