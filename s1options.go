@@ -127,7 +127,7 @@ func s1OptionSpecs() []*OptionSpec {
 			func(o *Options, v bool) { o.S1.MetaContent = v }),
 		enum("Metadata", "metadata_content_format", "html", "Format of metadata_content: the page's HTML as it is rendered, or that HTML converted to Markdown.", ContentFormats,
 			func(o *Options, v string) { o.S1.MetaContentFormat = v }),
-		boolean("Metadata", "include_shadow_dom", "false", "metadata_content includes the content of open shadow roots (declarative <template shadowrootmode>).",
+		boolean("Metadata", "include_shadow_dom", "false", "metadata_content includes the content of the page's open shadow roots.",
 			func(o *Options, v bool) { o.S1.IncludeShadowDOM = v }),
 		enum("Area", "full_page_algorithm", "default", "default captures the whole page in one piece; by_sections scrolls the viewport down the page and stitches what each position shows, so that sticky and fixed elements and scroll-driven content look as a visitor sees them.", FullPageAlgorithms,
 			func(o *Options, v string) { o.S1.FullPageAlgorithm = v }),

@@ -75,7 +75,8 @@ func TestS1Metadata(t *testing.T) {
 
 func TestS1ContentShadowDOM(t *testing.T) {
 	t.Parallel()
-	page := `<!doctype html><body><div id=host><template shadowrootmode="open"><p>inside the shadow</p></template></div><p>outside</p></body>`
+	page := `<!doctype html><body><div id=host></div><p>outside</p>
+<script>document.getElementById('host').attachShadow({mode: 'open'}).innerHTML = '<p>inside the ' + 'shadow</p>';</script></body>`
 	for _, shadow := range []bool{false, true} {
 		o := htmlOpts(page)
 		o.S1.MetaContent, o.S1.MetaContentFormat, o.S1.IncludeShadowDOM = true, "html", shadow
