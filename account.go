@@ -71,4 +71,72 @@ type Output struct {
 	RenderMs    int64
 	// StorageLocation is the address of the object that store=true uploaded ("" = none).
 	StorageLocation string
+	// Metadata is what the metadata_* options asked for (nil: none), shown in a JSON answer.
+	Metadata *Metadata
+	// Extras are further files of the render, stored beside Data: the slices of
+	// full_page_slices and the content of metadata_content. Each is referred to by its index
+	// in Metadata.Content or Slices.
+	Extras []Extra
+	// Slices are the slices of full_page_slices, in a JSON answer (nil: none).
+	Slices []Slice
+}
+
+// Size is the bytes of the file and its extras: what max_output_bytes bounds.
+func (o *Output) Size() int {
+	n := len(o.Data)
+	for _, x := range o.Extras {
+		n += len(x.Data)
+	}
+	return n
+}
+
+// Extra is one further file of a render (Output.Extras).
+type Extra struct {
+	Data        []byte
+	Format      string
+	ContentType string
+}
+
+// Metadata is ScreenshotOne's "metadata" of a JSON answer: each field is there when its
+// metadata_* option asked for it.
+type Metadata struct {
+	ImageSize              *ImageSize        `json:"image_size,omitempty"`
+	Fonts                  []string          `json:"fonts,omitempty"`
+	Icon                   *Icon             `json:"icon,omitempty"`
+	OpenGraph              map[string]string `json:"open_graph,omitempty"`
+	PageTitle              *string           `json:"page_title,omitempty"`
+	HTTPResponseStatusCode int               `json:"http_response_status_code,omitempty"`
+	HTTPResponseHeaders    map[string]string `json:"http_response_headers,omitempty"`
+	Content                *FileRef          `json:"content,omitempty"`
+}
+
+// ImageSize is the pixel size of the rendered image.
+type ImageSize struct {
+	Width  int `json:"width"`
+	Height int `json:"height"`
+}
+
+// Icon is the page's icon as its <link rel=icon> (or /favicon.ico) gives it.
+type Icon struct {
+	URL  string `json:"url"`
+	Type string `json:"type,omitempty"`
+}
+
+// FileRef is a further file of a render: Extra is its index in Output.Extras until it is
+// stored, then FileID names it and URL links to it.
+type FileRef struct {
+	Extra   int       `json:"-"`
+	FileID  string    `json:"file_id,omitempty"`
+	URL     string    `json:"url,omitempty"`
+	Format  string    `json:"format,omitempty"`
+	Expires time.Time `json:"expires,omitzero"`
+}
+
+// Slice is one slice of full_page_slices: its place in the whole image and its file.
+type Slice struct {
+	Index   int `json:"index"`
+	OffsetY int `json:"offset_y"`
+	Width   int `json:"width"`
+	Height  int `json:"height"`
+	FileRef
 }

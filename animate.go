@@ -90,8 +90,8 @@ func onlyFalse(why string) func(string) (string, string) {
 	}
 }
 
-// AnimateFormats are the formats of /api/v1/animate; ScreenshotOne's mov and avi are refused.
-var AnimateFormats = []string{FormatMP4, FormatWebM, FormatGIF}
+// AnimateFormats are the formats of /api/v1/animate; ScreenshotOne's avi is refused.
+var AnimateFormats = []string{FormatMP4, FormatWebM, FormatGIF, FormatMOV}
 
 // AnimateParams turns the options of a /api/v1/animate request into screenshot options: their
 // names mapped, ScreenshotOne's defaults (mp4, 5 s, no scroll) filled in, and what the video
@@ -134,9 +134,9 @@ func AnimateParams(ps Params) (Params, error) {
 		out = append(out, Param{Name: a.To, Values: []string{v}, Array: p.Array})
 	}
 	if f, ok := ps.Get("format"); ok && !slices.Contains(AnimateFormats, f) {
-		why := "animate records a video: mp4, webm or gif"
-		if f == "mov" || f == "avi" {
-			why = f + " is not produced by shotd's video engine; use mp4, webm or gif"
+		why := "animate records a video: mp4, webm, gif or mov"
+		if f == "avi" {
+			why = f + " is not produced by shotd's video engine; use mp4, webm, gif or mov"
 		}
 		fail("format", why)
 	}

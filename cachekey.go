@@ -15,7 +15,11 @@ func (o *Options) ResponseCacheKey(accountID string) string {
 	c.AccessKey, c.Signature, c.Expires, c.HasExpires = "", "", 0, false
 	c.Async, c.WebhookURL, c.WebhookSign = false, "", false
 	c.ResponseType, c.Cache, c.CacheTTL, c.Given = "", false, 0, nil
-	c.Store, c.Storage = false, StorageTarget{} // where a file goes does not change its bytes
+	if o.S1.Slices && o.ResponseType != "json" && !o.Async {
+		c.ResponseType = "zip" // the slices are a zip in any other answer than JSON
+	}
+	c.S1.ExternalIdentifier, c.S1.NoWebhookErrors = "", false // not part of the file
+	c.Store, c.Storage = false, StorageTarget{}               // where a file goes does not change its bytes
 	b, err := json.Marshal(&c)
 	if err != nil {
 		panic("shotd: options do not marshal: " + err.Error()) // plain data; cannot happen

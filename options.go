@@ -11,6 +11,7 @@ const (
 	FormatMP4  = "mp4"
 	FormatWebM = "webm"
 	FormatGIF  = "gif"
+	FormatMOV  = "mov" // H.264 in a QuickTime container, as mp4 (ScreenshotOne's animate offers it)
 )
 
 // ContentTypes maps each format to the Content-Type of its file.
@@ -22,11 +23,12 @@ var ContentTypes = map[string]string{
 	FormatMP4:  "video/mp4",
 	FormatWebM: "video/webm",
 	FormatGIF:  "image/gif",
+	FormatMOV:  "video/quicktime",
 }
 
 // IsVideo reports whether format records a video.
 func IsVideo(format string) bool {
-	return format == FormatMP4 || format == FormatWebM || format == FormatGIF
+	return format == FormatMP4 || format == FormatWebM || format == FormatGIF || format == FormatMOV
 }
 
 // PNG encodings of png_compression: Chrome's fast zlib setting, which takes about a third off the

@@ -95,6 +95,18 @@ func base(name string) Params {
 		return q("url", "https://example.com/", "geolocation_latitude", "1", "geolocation_longitude", "2")
 	case "scroll_into_view_adjust_top":
 		return q("url", "https://example.com/", "scroll_into_view", "h1")
+	case "full_page_algorithm", "full_page_scroll_by", "full_page_scroll_delay", "full_page_slices":
+		return q("url", "https://example.com/", "full_page", "true")
+	case "full_page_slice_height", "full_page_slice_overlap_height":
+		return q("url", "https://example.com/", "full_page", "true", "full_page_slices", "true", "full_page_slice_height", "16000")
+	case "metadata_content_format", "include_shadow_dom":
+		return q("url", "https://example.com/", "metadata_content", "true")
+	case "scripts_wait_until":
+		return q("url", "https://example.com/", "scripts", "1")
+	case "wait_for_selector_algorithm":
+		return q("url", "https://example.com/", "wait_for_selector", "h1")
+	case "selector_algorithm", "selector_scroll_into_view":
+		return q("url", "https://example.com/", "selector", "h1")
 	}
 	if slices.Contains(StorageOptions, name) || name == "store" {
 		return q("url", "https://example.com/", "store", "true", "storage_bucket", "shots",

@@ -104,7 +104,7 @@ func (s *OptionSpec) checked(fn func(string) string) *OptionSpec { s.check = fn;
 
 // Enumerations of api-v1 section 4.2.
 var (
-	Formats         = []string{FormatPNG, FormatJPEG, FormatWebP, FormatPDF, FormatMP4, FormatWebM, FormatGIF}
+	Formats         = []string{FormatPNG, FormatJPEG, FormatWebP, FormatPDF, FormatMP4, FormatWebM, FormatGIF, FormatMOV}
 	ResponseTypes   = []string{"by_format", "json"}
 	PNGCompressions = []string{PNGFast, PNGBest}
 	WaitConditions  = []string{WaitLoad, WaitDOMContentLoaded, WaitNetworkIdle, WaitCommit}
@@ -124,7 +124,7 @@ var OptionTable = slices.Concat([]*OptionSpec{
 	str("Source", "markdown", "", "Markdown rendered as a styled page.", func(o *Options, v string) { o.Markdown = v }),
 
 	// Output.
-	enum("Output", "format", FormatPNG, "Result format; mp4, webm, gif record a video.", Formats,
+	enum("Output", "format", FormatPNG, "Result format; mp4, webm, gif and mov record a video.", Formats,
 		func(o *Options, v string) { o.Format = v }),
 	integer("Output", "image_quality", "80", "Compression for jpeg and webp.",
 		func(o *Options, v int) { o.ImageQuality = v }).withBounds(1, 100),

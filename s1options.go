@@ -1,5 +1,7 @@
 package shotd
 
+import "time"
+
 // S1Options are the options taken from ScreenshotOne's take endpoint that api-v1 lacked
 // (issue 14), kept apart so that Options' own fields stay as api-v1 lists them.
 type S1Options struct {
@@ -14,7 +16,58 @@ type S1Options struct {
 	Accuracy              float64
 	AttachmentName        string
 
+	// Metadata of the JSON answer (metadata_*).
+	MetaImageSize, MetaFonts, MetaIcon, MetaOpenGraph, MetaPageTitle bool
+	MetaContent, MetaStatusCode, MetaHeaders                         bool
+	MetaContentFormat                                                string // "html" or "markdown"
+	IncludeShadowDOM                                                 bool   // metadata_content serialises open shadow roots
+
+	// Full page.
+	FullPageAlgorithm   string        // "default" or "by_sections"
+	FullPageScrollBy    int           // CSS pixels a scroll step moves; 0: one viewport
+	FullPageScrollDelay time.Duration // the wait after each scroll step; 0: shotd's settling
+	Slices              bool
+	SliceHeight         int // device pixels
+	SliceOverlap        int
+
+	// Waiting.
+	NavigationTimeout        time.Duration // 0: bounded by timeout alone
+	ScriptsWaitUntil         []string
+	WaitForSelectorAlgorithm string   // "at_least_one" or "at_least_by_count"
+	SelectorAlgorithm        string   // "default" or "clip"
+	SelectorNoScroll         bool     // selector_scroll_into_view=false
+	FailIfRequestFailed      []string // URL patterns
+
+	// Blocking.
+	BlockSocials             bool
+	BlockBannersByHeuristics bool
+
+	// Background.
+	ExternalIdentifier string
+	NoWebhookErrors    bool // webhook_errors=false: no webhook for a failed job
+
 	refused []string // onlyValue options given another value
+}
+
+// Values of the ScreenshotOne options.
+var (
+	ContentFormats            = []string{"html", "markdown"}
+	FullPageAlgorithms        = []string{"default", "by_sections"}
+	ScriptsWaitConditions     = []string{"load", "domcontentloaded", "networkidle0", "networkidle2"}
+	WaitForSelectorAlgorithms = []string{"at_least_one", "at_least_by_count"}
+	SelectorAlgorithms        = []string{"default", "clip"}
+)
+
+// Sizes of full_page_slices, as ScreenshotOne bounds them.
+const (
+	DefaultSliceHeight = 4000
+	MaxSliceHeight     = 16000
+)
+
+// WantsMetadata reports whether any metadata_* option asks for something.
+func (s *S1Options) WantsMetadata() bool {
+	return s.MetaImageSize || s.MetaFonts || s.MetaIcon || s.MetaOpenGraph || s.MetaPageTitle ||
+		s.MetaContent || s.MetaStatusCode || s.MetaHeaders
 }
 
 // s1OptionSpecs are the ScreenshotOne take options shotd honours. The ones whose only honest
@@ -56,6 +109,58 @@ func s1OptionSpecs() []*OptionSpec {
 		onlyValue(boolean("Area", "capture_beyond_viewport", "true",
 			"true only: full_page, selector and clip capture beyond the viewport.", nil), "true",
 			"shotd always captures beyond the viewport for full_page, selector and clip"),
+		boolean("Metadata", "metadata_image_size", "false", "JSON answer: metadata.image_size, the image's width and height in pixels.",
+			func(o *Options, v bool) { o.S1.MetaImageSize = v }),
+		boolean("Metadata", "metadata_page_title", "false", "JSON answer: metadata.page_title, the document's title.",
+			func(o *Options, v bool) { o.S1.MetaPageTitle = v }),
+		boolean("Metadata", "metadata_open_graph", "false", "JSON answer: metadata.open_graph, the page's og: meta tags (og:title as title, and so on).",
+			func(o *Options, v bool) { o.S1.MetaOpenGraph = v }),
+		boolean("Metadata", "metadata_icon", "false", "JSON answer: metadata.icon, the url and type of the page's icon (its link rel=icon, else /favicon.ico).",
+			func(o *Options, v bool) { o.S1.MetaIcon = v }),
+		boolean("Metadata", "metadata_fonts", "false", "JSON answer: metadata.fonts, the font families the page's text is set in and the web fonts it loaded.",
+			func(o *Options, v bool) { o.S1.MetaFonts = v }),
+		boolean("Metadata", "metadata_http_response_status_code", "false", "JSON answer: metadata.http_response_status_code, the HTTP status of the page's document (url sources).",
+			func(o *Options, v bool) { o.S1.MetaStatusCode = v }),
+		boolean("Metadata", "metadata_http_response_headers", "false", "JSON answer: metadata.http_response_headers, the response headers of the page's document (url sources).",
+			func(o *Options, v bool) { o.S1.MetaHeaders = v }),
+		boolean("Metadata", "metadata_content", "false", "JSON answer: metadata.content, a link to the page's content as a file of its own (see metadata_content_format).",
+			func(o *Options, v bool) { o.S1.MetaContent = v }),
+		enum("Metadata", "metadata_content_format", "html", "Format of metadata_content: the page's HTML as it is rendered, or that HTML converted to Markdown.", ContentFormats,
+			func(o *Options, v string) { o.S1.MetaContentFormat = v }),
+		boolean("Metadata", "include_shadow_dom", "false", "metadata_content includes the content of the page's open shadow roots.",
+			func(o *Options, v bool) { o.S1.IncludeShadowDOM = v }),
+		enum("Area", "full_page_algorithm", "default", "default captures the whole page in one piece; by_sections scrolls the viewport down the page and stitches what each position shows, so that sticky and fixed elements and scroll-driven content look as a visitor sees them.", FullPageAlgorithms,
+			func(o *Options, v string) { o.S1.FullPageAlgorithm = v }),
+		integer("Area", "full_page_scroll_by", "", "CSS pixels each full_page_scroll step moves (default: one viewport).",
+			func(o *Options, v int) { o.S1.FullPageScrollBy = v }).withBounds(50, 10000),
+		integer("Area", "full_page_scroll_delay", "", "Milliseconds to wait after each full_page_scroll step (default: until the page stops adding content, at most 300).",
+			func(o *Options, v int) { o.S1.FullPageScrollDelay = time.Duration(v) * time.Millisecond }).withBounds(0, 5000),
+		boolean("Area", "full_page_slices", "false", "Cut the full-page image into vertical slices: a JSON answer lists them (slices, each with its own file), any other answer is a zip of them.",
+			func(o *Options, v bool) { o.S1.Slices = v }),
+		integer("Area", "full_page_slice_height", "4000", "Height of each slice in pixels; the last one may be shorter.",
+			func(o *Options, v int) { o.S1.SliceHeight = v }).withBounds(1, MaxSliceHeight),
+		integer("Area", "full_page_slice_overlap_height", "0", "Pixels each slice repeats of the one before it.",
+			func(o *Options, v int) { o.S1.SliceOverlap = v }).withBounds(0, MaxSliceHeight-1),
+		number("Waiting", "navigation_timeout", "", "Seconds the navigation may take until wait_until is met; past it the render fails with timeout. The timeout option still bounds the whole loading.",
+			func(o *Options, v float64) { o.S1.NavigationTimeout = seconds(v) }).withBounds(1, 90),
+		withEnum(list("Waiting", "scripts_wait_until", ArrayRepeat, "When scripts navigate the page: what to wait for on the new page (networkidle0: no request in flight for 500 ms; networkidle2: at most two).",
+			func(o *Options, v []string) { o.S1.ScriptsWaitUntil = v }), ScriptsWaitConditions),
+		enum("Waiting", "wait_for_selector_algorithm", "at_least_one", "at_least_one: wait_for_selector waits for any element its selector list matches; at_least_by_count: for a match of every selector of the comma-separated list.", WaitForSelectorAlgorithms,
+			func(o *Options, v string) { o.S1.WaitForSelectorAlgorithm = v }),
+		enum("Area", "selector_algorithm", "default", "How selector is captured: default and clip both capture the element's box as a clip of the page (shotd has one way).", SelectorAlgorithms,
+			func(o *Options, v string) { o.S1.SelectorAlgorithm = v }),
+		boolean("Area", "selector_scroll_into_view", "true", "Scroll the selector's element into view before capturing it, so that lazy content in it loads; false captures it where it is.",
+			func(o *Options, v bool) { o.S1.SelectorNoScroll = !v }),
+		list("Waiting", "fail_if_request_failed", ArrayRepeat, "Fail with navigation_failed when a request whose URL matches one of these patterns (`*` wildcard) fails at the network level (refused, reset, DNS). Requests the render blocks itself do not count.",
+			func(o *Options, v []string) { o.S1.FailIfRequestFailed = v }).checked(checkPattern),
+		boolean("Blocking", "block_socials", "false", "Block social-media widgets and embeds (share buttons, like boxes, embedded posts).",
+			func(o *Options, v bool) { o.S1.BlockSocials = v }),
+		boolean("Blocking", "block_banners_by_heuristics", "false", "Hide banners found by their look: fixed or sticky boxes along the top or bottom edge that are not the page's header or navigation, and full-screen overlays.",
+			func(o *Options, v bool) { o.S1.BlockBannersByHeuristics = v }),
+		str("Background", "external_identifier", "", "Your own identifier for the job, kept in its record and in its webhook (up to 256 printable characters).",
+			func(o *Options, v string) { o.S1.ExternalIdentifier = v }).checked(checkExternalID).nonRender(),
+		boolean("Background", "webhook_errors", "true", "Send the webhook for failed jobs too (job.failed); false sends it for succeeded jobs only.",
+			func(o *Options, v bool) { o.S1.NoWebhookErrors = !v }).nonRender(),
 		str("Output", "attachment_name", "", "File name of the answer's Content-Disposition: attachment header.",
 			func(o *Options, v string) { o.S1.AttachmentName = v }).checked(checkAttachmentName).nonRender(),
 	}
@@ -76,6 +181,19 @@ func onlyValue(s *OptionSpec, want, why string) *OptionSpec {
 
 // onlyWhy holds the refusal of each onlyValue option.
 var onlyWhy = map[string]string{}
+
+// checkExternalID keeps an identifier that fits a record and a log line.
+func checkExternalID(v string) string {
+	if v == "" || len(v) > 256 {
+		return "must be 1 to 256 characters"
+	}
+	for _, c := range v {
+		if c < 0x20 || c == 0x7f {
+			return "must not contain control characters"
+		}
+	}
+	return ""
+}
 
 // checkAttachmentName keeps a file name that fits a quoted Content-Disposition parameter.
 func checkAttachmentName(v string) string {
@@ -104,6 +222,54 @@ func checkS1Options(o *Options, given map[string]bool, fail func(string, string,
 	if given["scroll_into_view_adjust_top"] && o.S1.ScrollIntoView == "" {
 		fail("scroll_into_view_adjust_top", "needs scroll_into_view")
 	}
+	s := &o.S1
+	if s.MetaContentFormat == "" {
+		s.MetaContentFormat = "html"
+	}
+	if given["metadata_content_format"] && !s.MetaContent {
+		fail("metadata_content_format", "needs metadata_content=true")
+	}
+	if given["include_shadow_dom"] && !s.MetaContent {
+		fail("include_shadow_dom", "applies to metadata_content, which is not asked for")
+	}
+	if s.WantsMetadata() && (IsVideo(o.Format) || o.Format == FormatPDF) && s.MetaImageSize {
+		fail("metadata_image_size", "applies to images only")
+	}
+	for _, n := range []string{"full_page_algorithm", "full_page_scroll_by", "full_page_scroll_delay", "full_page_slices"} {
+		if given[n] && !o.FullPage {
+			fail(n, "needs full_page=true")
+		}
+	}
+	for _, n := range []string{"full_page_slice_height", "full_page_slice_overlap_height"} {
+		if given[n] && !s.Slices {
+			fail(n, "needs full_page_slices=true")
+		}
+	}
+	if s.Slices && (IsVideo(o.Format) || o.Format == FormatPDF) {
+		fail("full_page_slices", "applies to images only")
+	}
+	if s.Slices && s.SliceOverlap >= s.SliceHeight {
+		fail("full_page_slice_overlap_height", "must be less than full_page_slice_height (%d)", s.SliceHeight)
+	}
+	if given["full_page_algorithm"] && s.FullPageAlgorithm == "by_sections" && IsVideo(o.Format) {
+		fail("full_page_algorithm", "applies to images only")
+	}
+	if given["scripts_wait_until"] && o.Scripts == "" {
+		fail("scripts_wait_until", "needs scripts")
+	}
+	if given["wait_for_selector_algorithm"] && o.WaitForSelector == "" {
+		fail("wait_for_selector_algorithm", "needs wait_for_selector")
+	}
+	if (given["selector_algorithm"] || given["selector_scroll_into_view"]) && o.Selector == "" {
+		n := "selector_algorithm"
+		if given["selector_scroll_into_view"] {
+			n = "selector_scroll_into_view"
+		}
+		fail(n, "needs selector")
+	}
+	if given["navigation_timeout"] && o.HTML+o.Markdown != "" {
+		fail("navigation_timeout", "applies to url sources only")
+	}
 	for _, n := range []string{"fail_if_content_contains", "fail_if_content_missing"} {
 		if given[n] && (n == "fail_if_content_contains" && o.S1.FailIfContentContains == "" ||
 			n == "fail_if_content_missing" && o.S1.FailIfContentMissing == "") {
@@ -118,34 +284,8 @@ const selfHosted = "it belongs to ScreenshotOne's hosted service and has no mean
 // RefusedOptions are ScreenshotOne option names shotd knows but does not honour, each with the
 // reason its refusal gives, so that none is refused as unknown (issue 14).
 var RefusedOptions = map[string]string{
-	"fail_if_request_failed":             "not yet available in shotd",
-	"scripts_wait_until":                 "not yet available; scripts run after the page has loaded (wait_until)",
-	"wait_for_selector_algorithm":        "not yet available; wait_for_selector waits for the first match",
-	"selector_algorithm":                 "not yet available; selector captures the first match",
-	"selector_scroll_into_view":          "not yet available; shotd captures the selector's element where it is",
-	"include_shadow_dom":                 "not yet available; selectors match the light DOM only",
-	"block_socials":                      "not yet available; use block_requests with the widgets' addresses",
-	"block_banners_by_heuristics":        "not yet available; use block_cookie_banners or hide_selectors",
-	"full_page_algorithm":                "not yet available; full_page scrolls (full_page_scroll) then captures in one piece",
-	"full_page_scroll_by":                "not yet available; full_page_scroll scrolls by one viewport",
-	"full_page_scroll_delay":             "not yet available; full_page_scroll scrolls at a fixed pace",
-	"full_page_slices":                   "not yet available; one image of the whole page is returned",
-	"full_page_slice_height":             "not yet available; one image of the whole page is returned",
-	"full_page_slice_overlap_height":     "not yet available; one image of the whole page is returned",
-	"navigation_timeout":                 "not yet available; timeout bounds the whole loading",
-	"external_identifier":                "not yet available in job records",
-	"webhook_errors":                     "not yet available; webhooks are sent for failed jobs too (job.failed)",
-	"metadata_content":                   "not yet available; render markdown or use format=pdf for the content",
-	"metadata_content_format":            "not yet available",
-	"metadata_fonts":                     "not yet available",
-	"metadata_http_response_headers":     "not yet available",
-	"metadata_http_response_status_code": "not yet available",
-	"metadata_icon":                      "not yet available",
-	"metadata_image_size":                "not yet available; response_type=json gives width and height",
-	"metadata_open_graph":                "not yet available",
-	"metadata_page_title":                "not yet available",
-	"proxy":                              "not yet available; the egress guard's proxy carries every render",
-	"proxy_bypass_hosts":                 "not yet available; the egress guard's proxy carries every render",
-	"request_gpu_rendering":              selfHosted + "; shotd renders with the host's software rasteriser",
-	"fail_if_gpu_rendering_fails":        selfHosted + "; shotd renders with the host's software rasteriser",
+	"proxy":                       "not yet available; renders reach the web through the egress guard (and its upstream proxy, when the operator set one)",
+	"proxy_bypass_hosts":          "not yet available; renders reach the web through the egress guard (and its upstream proxy, when the operator set one)",
+	"request_gpu_rendering":       selfHosted + "; shotd renders with the host's software rasteriser",
+	"fail_if_gpu_rendering_fails": selfHosted + "; shotd renders with the host's software rasteriser",
 }

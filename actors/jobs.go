@@ -168,13 +168,13 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 			return
 		}
 		j := store.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
-			Status: store.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw}
+			Status: store.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.S1.ExternalIdentifier}
 		if batch != nil {
 			j.BatchID = batch.BatchID
 			batch.JobIDs = append(batch.JobIDs, j.JobID)
 		}
 		if o.WebhookURL != "" {
-			j.Webhook = &store.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign}
+			j.Webhook = &store.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.S1.NoWebhookErrors}
 		}
 		jobs = append(jobs, j)
 	}
@@ -320,8 +320,8 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 			return nil, Released, err
 		}
 	}
-	if err == nil && a.cfg.MaxOutputBytes > 0 && len(out.Data) > a.cfg.MaxOutputBytes {
-		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, len(out.Data), a.cfg.MaxOutputBytes)
+	if err == nil && a.cfg.MaxOutputBytes > 0 && out.Size() > a.cfg.MaxOutputBytes {
+		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), a.cfg.MaxOutputBytes)
 	}
 	if err != nil {
 		return nil, OutcomeOf(err), err

@@ -17,6 +17,9 @@ import (
 // bypass_csp, and the geolocation of geolocation_*.
 func (r *render) s1Prepare(ctx context.Context) error {
 	o := r.o.S1
+	if err := r.s1StartNetwork(ctx); err != nil { // s1render.go
+		return err
+	}
 	if o.BypassCSP && !r.t.over.bypassCSP {
 		r.t.over.bypassCSP = true // undone by the wipe
 		if err := r.t.c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(true)); err != nil {
@@ -79,6 +82,12 @@ func (r *render) s1Actions(ctx context.Context) error {
 		if !found {
 			return shotd.Errorf(shotd.CodeSelectorNotFound, "scroll_into_view %q matched nothing", clipText(o.ScrollIntoView))
 		}
+	}
+	if err := r.s1Hide(ctx); err != nil { // block_socials, block_banners_by_heuristics
+		return err
+	}
+	if err := r.s1CheckRequests(ctx); err != nil { // fail_if_request_failed
+		return err
 	}
 	if o.FailIfContentContains == "" && o.FailIfContentMissing == "" {
 		return nil

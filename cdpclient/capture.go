@@ -79,6 +79,13 @@ func (r *render) screenshot(ctx context.Context) error {
 		a.h = math.Floor(float64(maxH) / r.scale)
 		dh = r.devicePx(a.h)
 	}
+	if a.fullPage && r.o.S1.FullPageAlgorithm == "by_sections" {
+		tiles, err := r.bySections(ctx, a) // s1render.go
+		if err != nil {
+			return err
+		}
+		return r.finish(ctx, tiles, dw, dh)
+	}
 	if !resize && dh <= maxSingleShot {
 		r.data, err = r.shoot(ctx, r.format, a.clip())
 		return err
@@ -203,10 +210,10 @@ func (r *render) area(ctx context.Context) (*area, error) {
 
 // elementBoxJS scrolls the first match of sel into view, so that lazy content in it loads, and
 // returns its box in document coordinates.
-const elementBoxJS = `async (sel) => {
+const elementBoxJS = `async (sel, scroll = true) => {
 	const el = document.querySelector(sel);
 	if (!el) return {found: false};
-	el.scrollIntoView({block: 'center', inline: 'nearest', behavior: 'instant'});
+	if (scroll) el.scrollIntoView({block: 'center', inline: 'nearest', behavior: 'instant'});
 	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
 	const r = el.getBoundingClientRect();
 	return {found: true, x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height};
@@ -222,7 +229,7 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 		Found      bool `json:"found"`
 		X, Y, W, H float64
 	}
-	if err := r.eval(ctx, jsCall(elementBoxJS, sel), &b); err != nil {
+	if err := r.eval(ctx, jsCall(elementBoxJS, sel, !r.o.S1.SelectorNoScroll), &b); err != nil {
 		return nil, err
 	}
 	if !b.Found || !(b.W > 0 && b.H > 0) || math.IsInf(b.W+b.H+b.X+b.Y, 0) || math.IsNaN(b.X+b.Y) {
@@ -241,12 +248,12 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 // that are still loading, and for content still being added, scrolling on should the page have
 // grown; returns to the top and reports the document height. scrollTo with behavior 'instant'
 // overrides a smooth scroll-behavior of the page.
-const scrollPageJS = `async (maxH, budget, settleMs, imgMs) => {
+const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs) => {
 	const t0 = performance.now();
 	const sleep = ms => new Promise(res => setTimeout(res, ms));
 	const frame = () => new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
 	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
-	const step = Math.max(innerHeight, 100);
+	const step = stepPx > 0 ? stepPx : Math.max(innerHeight, 100);
 	let added = 0; // when the page last added nodes
 	const mo = new MutationObserver(() => { added = performance.now(); });
 	mo.observe(document, {childList: true, subtree: true});
@@ -263,7 +270,8 @@ const scrollPageJS = `async (maxH, budget, settleMs, imgMs) => {
 		for (; y < Math.min(height(), maxH) && performance.now() - t0 < budget; y += step) {
 			scrollTo({top: y, left: 0, behavior: 'instant'});
 			await frame();
-			await settle(Math.min(performance.now() + settleMs, t0 + budget));
+			if (delayMs > 0) await sleep(Math.min(delayMs, Math.max(0, t0 + budget - performance.now())));
+			else await settle(Math.min(performance.now() + settleMs, t0 + budget));
 		}
 	};
 	await scrollOn();
@@ -301,7 +309,8 @@ func (r *render) pageHeight(ctx context.Context) (float64, error) {
 		if d, ok := ctx.Deadline(); ok {
 			budget = time.Until(d) / scrollShare
 		}
-		expr = jsCall(scrollPageJS, maxH, budget.Milliseconds(), scrollSettle.Milliseconds(), scrollImageWait.Milliseconds())
+		expr = jsCall(scrollPageJS, maxH, budget.Milliseconds(), scrollSettle.Milliseconds(), scrollImageWait.Milliseconds(),
+			r.o.S1.FullPageScrollBy, r.o.S1.FullPageScrollDelay.Milliseconds()) // full_page_scroll_by, _delay
 	}
 	if err := r.eval(ctx, expr, &h); err != nil {
 		return 0, fmt.Errorf("measure the page: %w", err)

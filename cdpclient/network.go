@@ -63,6 +63,11 @@ func (n *netTracker) inFlight(main owner) int {
 // waitIdle returns once no request has been in flight, and no request event seen, for quiet.
 // main is the main frame's current document, or zero to count every request.
 func (n *netTracker) waitIdle(ctx context.Context, quiet time.Duration, main owner) error {
+	return n.waitIdleN(ctx, quiet, main, 0)
+}
+
+// waitIdleN is waitIdle that allows up to most requests in flight (networkidle2).
+func (n *netTracker) waitIdleN(ctx context.Context, quiet time.Duration, main owner, most int) error {
 	if n == nil {
 		return errors.New("network tracking is off")
 	}
@@ -74,7 +79,7 @@ func (n *netTracker) waitIdle(ctx context.Context, quiet time.Duration, main own
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-timer.C:
-			if n.inFlight(main) == 0 {
+			if n.inFlight(main) <= most {
 				return nil
 			}
 			timer.Reset(quiet)

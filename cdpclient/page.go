@@ -39,8 +39,15 @@ const (
 // styles once more when scripts or click loaded a new document.
 func (r *render) pageActions(ctx context.Context) error {
 	if r.o.WaitForSelector != "" {
-		if err := r.waitElement(ctx, "wait_for_selector", r.o.WaitForSelector, true); err != nil {
-			return err
+		sels := []string{r.o.WaitForSelector}
+		if r.o.S1.WaitForSelectorAlgorithm == "at_least_by_count" {
+			// Every selector of the list must match, not just one of them.
+			sels = splitSelectorList(r.o.WaitForSelector)
+		}
+		for _, sel := range sels {
+			if err := r.waitElement(ctx, "wait_for_selector", sel, true); err != nil {
+				return err
+			}
 		}
 	}
 	if err := r.addStyles(ctx); err != nil {
@@ -394,7 +401,22 @@ func (r *render) runScripts(ctx context.Context) (navigated bool, err error) {
 		e.Fields = []shotd.FieldError{{Field: "scripts", Message: "the script threw an exception: " + msg}}
 		return false, e
 	}
-	return w.settle(ctx, scriptNavWindow, false)
+	navigated, err = w.settle(ctx, scriptNavWindow, false)
+	if err != nil {
+		return navigated, err
+	}
+	if most := r.scriptsIdleMax(); most >= 0 {
+		// scripts_wait_until networkidle0/2: what the scripts started loads first. load and
+		// domcontentloaded are met once settle has seen a navigation stop loading.
+		var main owner
+		if navigated {
+			main = owner{} // every request counts: the new document's are the only ones left
+		}
+		if err := r.net.waitIdleN(ctx, networkQuiet, main, most); err != nil {
+			return navigated, err
+		}
+	}
+	return navigated, nil
 }
 
 func isTopLevelAwait(d *runtime.ExceptionDetails) bool {

@@ -77,6 +77,8 @@ type render struct {
 	stopped page.FrameStoppedLoadingClient
 	// replaced: the page replaced its first document before it loaded; loaderID is the new one's.
 	replaced bool
+
+	s1 s1State // ScreenshotOne's options (s1render.go)
 }
 
 // step is one stage of a render. Later options slot in as one more step or as code in one of
@@ -90,8 +92,8 @@ func (r *render) steps() []step {
 	steps := []step{
 		{"emulate", r.emulate},
 		{"prepare", r.prepare},
-		{"navigate", r.navigate},
-		{"wait", r.wait},
+		{"navigate", r.navBounded(r.navigate)}, // navigation_timeout (s1render.go)
+		{"wait", r.navBounded(r.wait)},
 		{"consent", r.consent}, // block_cookie_banners: autoconsent's reject click, before the hiding
 		{"page", r.pageActions},
 		{"settle", r.settle}, // ends the loading phase (deadline.go), then delay
@@ -109,6 +111,7 @@ func (r *render) steps() []step {
 	if r.video != nil {
 		steps[len(steps)-1] = step{"record", r.record}
 	}
+	steps = append(steps, step{"finish", r.s1Finish}) // metadata and slices (s1render.go)
 	return steps
 }
 
@@ -182,6 +185,8 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 	switch {
 	case r.video != nil:
 		w, h = r.width, r.height // record set them to the video's size
+	case r.s1.zipped:
+		w, h = r.s1.width, r.s1.height
 	case r.format != shotd.FormatPDF:
 		w, h, err = imageSize(r.format, r.data)
 		if err != nil {
@@ -189,14 +194,16 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 			w, h = int(math.Round(float64(r.width)*r.scale)), int(math.Round(float64(r.height)*r.scale))
 		}
 	}
-	return &shotd.Output{
+	out := &shotd.Output{
 		Data:        r.data,
 		Format:      r.format,
 		ContentType: shotd.ContentTypes[r.format],
 		Width:       w,
 		Height:      h,
 		RenderMs:    time.Since(start).Milliseconds(),
-	}, nil
+	}
+	r.s1Output(out)
+	return out, nil
 }
 
 // reusableAfter tells whether a tab may serve again after a render that ended with err: after a
@@ -405,7 +412,7 @@ func (r *render) prepare(ctx context.Context) error {
 		}
 		r.t.over.scripts = append(r.t.over.scripts, added.Identifier)
 	}
-	if r.o.WaitUntil == shotd.WaitNetworkIdle || r.o.Click != "" {
+	if r.o.WaitUntil == shotd.WaitNetworkIdle || r.o.Click != "" || r.scriptsWaitIdle() {
 		// Chrome's own networkIdle lifecycle event does not come reliably (never after
 		// Page.setDocumentContent, for one), so requests are counted here. Only for networkidle
 		// and for the settling after a click: Network events cost a message per request and

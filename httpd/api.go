@@ -158,8 +158,8 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 	rctx, cancel := context.WithTimeout(context.Background(), o.RenderBudget()+s.set.RenderGrace)
 	defer cancel()
 	out, err := s.renderer.Render(rctx, o)
-	if err == nil && s.set.MaxOutputBytes > 0 && len(out.Data) > s.set.MaxOutputBytes {
-		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, len(out.Data), s.set.MaxOutputBytes)
+	if err == nil && s.set.MaxOutputBytes > 0 && out.Size() > s.set.MaxOutputBytes {
+		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), s.set.MaxOutputBytes)
 	}
 	if err != nil {
 		outcome = actors.OutcomeOf(err)

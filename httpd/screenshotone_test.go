@@ -2,6 +2,7 @@ package httpd_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"image/color"
 	"net/http"
@@ -93,7 +94,8 @@ func TestAnimate(t *testing.T) {
 			ct: "image/gif", width: 160},
 		{name: "POST webm", method: "POST", query: "access_key=" + a.key.AccessKey,
 			body: `{"html":"<h1>hi</h1>","viewport_width":320,"viewport_height":240,"duration":1,"format":"webm","scenario":"scroll"}`, ct: "video/webm", width: 320},
-		{name: "mov", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "mov")...), field: "format"},
+		{name: "mov", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "mov")...), ct: "video/quicktime", width: 320},
+		{name: "avi", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "avi")...), field: "format"},
 		{name: "an image format", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "png")...), field: "format"},
 		{name: "step timing", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "scroll_delay", "500")...), field: "scroll_delay"},
 		{name: "one-sided easing", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "scroll_easing", "ease_in_quad")...), field: "scroll_easing"},
@@ -179,7 +181,7 @@ func TestScreenshotOneTakeOptions(t *testing.T) {
 			header: [2]string{"Content-Disposition", `attachment; filename="shot.png"`}},
 		{name: "attachment_name with a quote", kv: []string{"html", "<p>x</p>", "attachment_name", `a"b.png`}, status: 400, code: shotd.CodeInvalidOptions},
 		{name: "error_on_selector_not_found false", kv: []string{"html", "<p>x</p>", "error_on_selector_not_found", "false"}, status: 400, code: shotd.CodeInvalidOptions},
-		{name: "refused option", kv: []string{"html", "<p>x</p>", "full_page_slices", "true"}, status: 400, code: shotd.CodeInvalidOptions},
+		{name: "refused option", kv: []string{"html", "<p>x</p>", "proxy", "http://127.0.0.1:3128"}, status: 400, code: shotd.CodeInvalidOptions},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -204,5 +206,96 @@ func TestScreenshotOneTakeOptions(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestScreenshotOneResults: metadata and slices in the JSON answer, each further file behind its
+// link; external_identifier in the job record and its webhook; webhook_errors=false.
+func TestScreenshotOneResults(t *testing.T) {
+	a := newAccount(t, "jobs", true)
+	tall := `<!doctype html><title>Tall page</title><style>body{margin:0}</style><h1>Heading</h1><div style="height:900px"></div>`
+	r := get(t, "/api/v1/take", a.q("html", tall, "viewport_width", "300", "viewport_height", "200", "full_page", "true",
+		"full_page_slices", "true", "full_page_slice_height", "400", "response_type", "json",
+		"metadata_page_title", "true", "metadata_content", "true", "metadata_content_format", "markdown", "metadata_image_size", "true"))
+	if r.status != http.StatusOK {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	type link struct {
+		FileID string `json:"file_id"`
+		URL    string `json:"url"`
+	}
+	var res struct {
+		Height   int `json:"height"`
+		Metadata struct {
+			PageTitle string                      `json:"page_title"`
+			ImageSize struct{ Width, Height int } `json:"image_size"`
+			Content   link                        `json:"content"`
+		} `json:"metadata"`
+		Slices []struct {
+			link
+			OffsetY int `json:"offset_y"`
+			Height  int `json:"height"`
+		} `json:"slices"`
+	}
+	if err := json.Unmarshal(r.body, &res); err != nil {
+		t.Fatal(err)
+	}
+	m := res.Metadata
+	if m.PageTitle != "Tall page" || m.ImageSize.Width != 300 || m.ImageSize.Height != res.Height || res.Height < 900 {
+		t.Fatalf("metadata %+v, height %d", m, res.Height)
+	}
+	fetch := func(l link, ct string) []byte {
+		t.Helper()
+		if l.FileID == "" || l.URL != "http://shotd.test/api/v1/files/"+l.FileID {
+			t.Fatalf("link %+v", l)
+		}
+		f := get(t, "/api/v1/files/"+l.FileID, url.Values{"access_key": {a.key.AccessKey}})
+		if f.status != http.StatusOK || !strings.HasPrefix(f.header.Get("Content-Type"), ct) {
+			t.Fatalf("%s: status %d, %s", l.FileID, f.status, f.header.Get("Content-Type"))
+		}
+		return f.body
+	}
+	if md := string(fetch(m.Content, "text/markdown")); !strings.Contains(md, "# Heading") {
+		t.Errorf("content %q", md)
+	}
+	if len(res.Slices) != (res.Height+399)/400 {
+		t.Fatalf("%d slices of a %d px image", len(res.Slices), res.Height)
+	}
+	for i, s := range res.Slices {
+		if s.OffsetY != 400*i {
+			t.Errorf("slice %d at %d", i, s.OffsetY)
+		}
+		if w, h := imageSize(t, "png", fetch(s.link, "image/png")); w != 300 || h != s.Height {
+			t.Errorf("slice %d is %dx%d, want 300x%d", i, w, h, s.Height)
+		}
+	}
+
+	rc := newReceiver(t, a.key.SecretKey, 0)
+	id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>x</p>", "viewport_width": 300, "viewport_height": 200,
+		"webhook_url": rc.url(), "external_identifier": "order-42"})
+	waitDelivered(t, a.key.AccessKey, id)
+	rec := get(t, "/api/v1/jobs/"+id, url.Values{"access_key": {a.key.AccessKey}})
+	if !strings.Contains(string(rec.body), `"external_identifier":"order-42"`) {
+		t.Errorf("job record %s", rec.body)
+	}
+	if ds := rc.deliveries(); len(ds) != 1 || !strings.Contains(string(ds[0].body), `"external_identifier":"order-42"`) {
+		t.Errorf("deliveries %d, first %.300s", len(ds), ds[0].body)
+	}
+
+	// A failed job with webhook_errors=false sends nothing; its record shows no webhook.
+	for _, errs := range []bool{true, false} {
+		rc := newReceiver(t, a.key.SecretKey, 0)
+		id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>x</p>", "wait_for_selector": "#nope", "timeout": 1,
+			"webhook_url": rc.url(), "webhook_errors": errs})
+		j := waitFinal(t, a.key.AccessKey, id)
+		if j.Status != "failed" || (j.Webhook != nil) != errs {
+			t.Fatalf("webhook_errors=%v: job %s, webhook %+v", errs, j.Status, j.Webhook)
+		}
+		if errs {
+			waitDelivered(t, a.key.AccessKey, id)
+			if len(rc.deliveries()) != 1 {
+				t.Errorf("webhook_errors=true: %d deliveries", len(rc.deliveries()))
+			}
+		}
 	}
 }

@@ -78,3 +78,18 @@ if ! installed_ok; then
   installed_ok
   echo "install-deps: autoconsent $AUTOCONSENT_VERSION installed in $AUTOCONSENT_DIR"
 fi
+
+# ScreenshotOne's Node SDK, pinned in tools/s1sdk (package-lock.json), for
+# TestScreenshotOneNodeSDK, which runs it against shotd on loopback. Only where node and npm are
+# there: without node the test skips and says so. npm ci verifies every package against the lock
+# file's integrity hashes; it runs again only when the lock file changed since the last install.
+S1SDK_DIR="$(cd "$(dirname "$0")/.." && pwd)/tools/s1sdk"
+if command -v node >/dev/null && command -v npm >/dev/null; then
+  stamp="$S1SDK_DIR/node_modules/.package-lock.json"
+  if [ ! -f "$stamp" ] || [ "$S1SDK_DIR/package-lock.json" -nt "$stamp" ]; then
+    echo "install-deps: installing ScreenshotOne's Node SDK in $S1SDK_DIR (npm ci)"
+    (cd "$S1SDK_DIR" && retry npm ci --no-audit --no-fund --loglevel=error)
+  fi
+else
+  echo "install-deps: node or npm missing; TestScreenshotOneNodeSDK will be skipped" >&2
+fi

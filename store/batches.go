@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"fmt"
+	"github.com/shotd/shotd"
 	"strings"
 	"time"
 
@@ -74,6 +75,8 @@ type JobView struct {
 	ErrorCode    string       `json:"error_code,omitempty"`
 	ErrorMessage string       `json:"error_message,omitempty"`
 	Webhook      *WebhookView `json:"webhook,omitempty"`
+	// ExternalIdentifier is the client's own name for the job (external_identifier).
+	ExternalIdentifier string `json:"external_identifier,omitempty"`
 }
 
 // ResultView is the render result of operator contract 5.4.
@@ -90,6 +93,10 @@ type ResultView struct {
 	Height      int       `json:"height,omitempty"`
 	// Store is there when store=true asked for the location (storage_return_location).
 	Store *StoreView `json:"store,omitempty"`
+	// Metadata is what the metadata_* options asked for, Slices the slices of
+	// full_page_slices, each with the link to its file (ScreenshotOne's names).
+	Metadata *shotd.Metadata `json:"metadata,omitempty"`
+	Slices   []shotd.Slice   `json:"slices,omitempty"`
 }
 
 // StoreView tells where store=true uploaded the file, as ScreenshotOne's store.location does.
@@ -106,6 +113,23 @@ func (r JobResult) View(publicURL string) ResultView {
 	if v.URL == "" {
 		v.URL = strings.TrimRight(publicURL, "/") + "/api/v1/files/" + r.FileID
 	}
+	link := func(ref *shotd.FileRef) {
+		ref.URL = strings.TrimRight(publicURL, "/") + "/api/v1/files/" + ref.FileID
+		ref.Expires = ref.Expires.UTC()
+	}
+	if r.Metadata != nil {
+		m := *r.Metadata
+		if m.Content != nil {
+			c := *m.Content
+			link(&c)
+			m.Content = &c
+		}
+		v.Metadata = &m
+	}
+	for _, sl := range r.Slices {
+		link(&sl.FileRef)
+		v.Slices = append(v.Slices, sl)
+	}
 	if r.StorageLocation != "" {
 		v.Store = &StoreView{Location: r.StorageLocation}
 	}
@@ -116,7 +140,7 @@ func (r JobResult) View(publicURL string) ResultView {
 func ResultOf(rec FileRecord, cache string) JobResult {
 	return JobResult{FileID: rec.FileID, ExpiresAt: rec.ExpiresAt, Format: rec.Format, ContentType: rec.ContentType,
 		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height,
-		StorageLocation: rec.StorageLocation}
+		StorageLocation: rec.StorageLocation, Metadata: rec.Metadata, Slices: rec.Slices}
 }
 
 // WebhookView is the webhook part of a job record.
@@ -131,13 +155,14 @@ type WebhookView struct {
 // state yet (the job has not ended) shows as pending: it is still to come.
 func (j Job) View(publicURL string) JobView {
 	v := JobView{
-		JobID:        j.JobID,
-		Status:       j.Status,
-		CreatedAt:    j.CreatedAt.UTC(),
-		UpdatedAt:    j.UpdatedAt.UTC(),
-		BatchID:      j.BatchID,
-		ErrorCode:    j.ErrorCode,
-		ErrorMessage: j.ErrorMessage,
+		JobID:              j.JobID,
+		Status:             j.Status,
+		CreatedAt:          j.CreatedAt.UTC(),
+		UpdatedAt:          j.UpdatedAt.UTC(),
+		BatchID:            j.BatchID,
+		ErrorCode:          j.ErrorCode,
+		ErrorMessage:       j.ErrorMessage,
+		ExternalIdentifier: j.ExternalIdentifier,
 	}
 	if r := j.Result; r != nil {
 		rv := r.View(publicURL)

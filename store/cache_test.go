@@ -2,6 +2,7 @@ package store
 
 import (
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -62,7 +63,7 @@ func TestCacheGet(t *testing.T) {
 			if hit && (got.FileID != rec.FileID || got.AccountID != "acc_a" || got.ContentType != "image/png") {
 				t.Fatalf("hit returned %+v, want the file %s", got, rec.FileID)
 			}
-			if !hit && got != (FileRecord{}) {
+			if !hit && !reflect.DeepEqual(got, FileRecord{}) {
 				t.Fatalf("miss returned a record: %+v", got)
 			}
 		})
@@ -159,7 +160,7 @@ func TestPutCachedFileRules(t *testing.T) {
 				t.Fatalf("PutCachedFile = %v, want error %v", err, tt.wantErr)
 			}
 			hit, ok, _ := s.CacheGet(tt.key, time.Hour)
-			if ok != !tt.wantErr || ok && hit != rec {
+			if ok != !tt.wantErr || ok && !reflect.DeepEqual(hit, rec) {
 				t.Fatalf("CacheGet = %+v, %v after PutCachedFile %+v, %v", hit, ok, rec, err)
 			}
 			// A refused put leaves nothing: no record, no file, no entry.
@@ -203,7 +204,7 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 	if got.ExpiresAt.Before(start.Add(24 * time.Hour)) {
 		t.Fatalf("file expires %v, before its cache entry (24h from %v)", got.ExpiresAt, start)
 	}
-	if got != short {
+	if !reflect.DeepEqual(got, short) {
 		t.Fatalf("PutCachedFile returned %+v, stored %+v", short, got)
 	}
 	if long.ExpiresAt.Before(start.Add(48*time.Hour)) || long.ExpiresAt.After(time.Now().Add(48*time.Hour)) {

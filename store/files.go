@@ -49,6 +49,10 @@ type FileRecord struct {
 	// StorageLocation is where store=true uploaded the render, when the client asked to be told
 	// (storage_return_location).
 	StorageLocation string `json:"storage_location,omitempty"`
+	// Metadata and Slices are what the metadata_* options and full_page_slices gave (issue 14);
+	// the content and the slices are files of their own, named by their FileID.
+	Metadata *shotd.Metadata `json:"metadata,omitempty"`
+	Slices   []shotd.Slice   `json:"slices,omitempty"`
 }
 
 // expired reports whether the record is gone at t: a record expires at ExpiresAt exactly.
@@ -86,6 +90,12 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 	case ttl <= 0:
 		return FileRecord{}, fmt.Errorf("store: put file: ttl %v must be positive", ttl)
 	}
+	// The extras (content, slices) go first, as files of their own that expire with this one; a
+	// failure further on leaves them to the sweeper.
+	meta, slices, err := s.putExtras(accountID, out, max(ttl, cacheTTL))
+	if err != nil {
+		return FileRecord{}, err
+	}
 	created := now()
 	rec := FileRecord{
 		FileID:      FileIDPrefix + randomToken(fileIDBytes),
@@ -101,6 +111,8 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 		// The location is kept only when it was asked for: the answer shows what the record has.
 		StorageLocation: out.StorageLocation,
 		Remote:          s.bucket() != nil,
+		Metadata:        meta,
+		Slices:          slices,
 	}
 	path := s.filePath(rec.FileID)
 	if rec.Remote {
@@ -110,7 +122,7 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 	} else if err := s.writeFile(path, out.Data); err != nil {
 		return FileRecord{}, err
 	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketFiles)
 		if b.Get([]byte(rec.FileID)) != nil { // 128 random bits: never, but never overwrite
 			return fmt.Errorf("store: file %s exists: %w", rec.FileID, ErrConflict)
@@ -130,6 +142,48 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 		return FileRecord{}, fmt.Errorf("store: put file: %w", err)
 	}
 	return rec, nil
+}
+
+// putExtras stores the extras of out and returns its metadata and slices naming them.
+func (s *Store) putExtras(accountID string, out *shotd.Output, ttl time.Duration) (*shotd.Metadata, []shotd.Slice, error) {
+	ids := make([]FileRecord, len(out.Extras))
+	for i, x := range out.Extras {
+		rec, err := s.putFile(accountID, &shotd.Output{Data: x.Data, Format: x.Format, ContentType: x.ContentType}, ttl, "", 0)
+		if err != nil {
+			return nil, nil, err
+		}
+		ids[i] = rec
+	}
+	ref := func(r shotd.FileRef) (shotd.FileRef, error) {
+		if r.Extra < 0 || r.Extra >= len(ids) {
+			return r, fmt.Errorf("store: put file: extra %d of %d", r.Extra, len(ids))
+		}
+		x := ids[r.Extra]
+		r.FileID, r.Expires = x.FileID, x.ExpiresAt
+		return r, nil
+	}
+	var meta *shotd.Metadata
+	if out.Metadata != nil {
+		m := *out.Metadata
+		if m.Content != nil {
+			c, err := ref(*m.Content)
+			if err != nil {
+				return nil, nil, err
+			}
+			m.Content = &c
+		}
+		meta = &m
+	}
+	var slices []shotd.Slice
+	for _, sl := range out.Slices {
+		r, err := ref(sl.FileRef)
+		if err != nil {
+			return nil, nil, err
+		}
+		sl.FileRef = r
+		slices = append(slices, sl)
+	}
+	return meta, slices, nil
 }
 
 // writeFile writes data to path through a synced temporary file and a rename, then syncs the

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"strings"
 	"testing"
@@ -72,7 +73,7 @@ func TestPutFileAndStream(t *testing.T) {
 	}
 	want := FileRecord{FileID: rec.FileID, AccountID: "acc_a", Format: "png", ContentType: "image/png",
 		SizeBytes: 9, Width: 1280, Height: 720, RenderMs: 42, CreatedAt: rec.CreatedAt, ExpiresAt: rec.CreatedAt.Add(time.Hour)}
-	if rec != want {
+	if !reflect.DeepEqual(rec, want) {
 		t.Errorf("record %+v, want %+v", rec, want)
 	}
 	if rec.CreatedAt.Before(before.Add(-time.Second)) || rec.CreatedAt.After(time.Now()) || rec.CreatedAt.Location() != time.UTC {
@@ -80,7 +81,7 @@ func TestPutFileAndStream(t *testing.T) {
 	}
 
 	got, err := s.File("acc_a", rec.FileID)
-	if err != nil || got != rec {
+	if err != nil || !reflect.DeepEqual(got, rec) {
 		t.Fatalf("File = %+v, %v; want %+v", got, err, rec)
 	}
 	f, err := s.OpenFile(got)
@@ -140,7 +141,7 @@ func TestFileLookup(t *testing.T) {
 			if err == nil && rec.FileID != tt.fileID {
 				t.Fatalf("File(%q) returned %s", tt.fileID, rec.FileID)
 			}
-			if err != nil && rec != (FileRecord{}) {
+			if err != nil && !reflect.DeepEqual(rec, FileRecord{}) {
 				t.Fatalf("File returned a record with an error: %+v", rec)
 			}
 		})
@@ -248,7 +249,7 @@ func TestFileSurvivesReopen(t *testing.T) {
 	s = reopen(t, s, dir)
 	defer s.Close(context.Background())
 	got, err := s.File("acc_a", rec.FileID)
-	if err != nil || got != rec {
+	if err != nil || !reflect.DeepEqual(got, rec) {
 		t.Fatalf("File after reopen = %+v, %v; want %+v", got, err, rec)
 	}
 	f, err := s.OpenFile(got)

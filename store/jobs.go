@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/shotd/shotd"
 	"slices"
 	"strings"
 	"time"
@@ -56,6 +57,7 @@ type WebhookState struct {
 	Status        string    `json:"status"` // "" until the job ends, then pending -> delivered|failed
 	Attempts      int       `json:"attempts"`
 	Sign          bool      `json:"-"`
+	SkipFailed    bool      `json:"-"` // webhook_errors=false: none for a failed job
 	NextAttemptAt time.Time `json:"-"`
 	LastError     string    `json:"-"`
 }
@@ -77,6 +79,9 @@ type JobResult struct {
 	URL string `json:"url,omitempty"`
 	// StorageLocation: see FileRecord.
 	StorageLocation string `json:"storage_location,omitempty"`
+	// Metadata and Slices: see FileRecord.
+	Metadata *shotd.Metadata `json:"metadata,omitempty"`
+	Slices   []shotd.Slice   `json:"slices,omitempty"`
 }
 
 // Job is a background render.
@@ -94,6 +99,8 @@ type Job struct {
 	ErrorCode    string
 	ErrorMessage string
 	Webhook      *WebhookState // nil when no webhook_url
+	// ExternalIdentifier is the client's own name for the job (external_identifier).
+	ExternalIdentifier string
 }
 
 // Final reports whether the job has ended (succeeded or failed).
@@ -119,6 +126,7 @@ type jobRecord struct {
 	ErrorCode    string          `json:"error_code,omitempty"`
 	ErrorMessage string          `json:"error_message,omitempty"`
 	Webhook      *webhookRecord  `json:"webhook,omitempty"`
+	ExternalID   string          `json:"external_identifier,omitempty"`
 }
 
 type webhookRecord struct {
@@ -126,6 +134,7 @@ type webhookRecord struct {
 	Status        string    `json:"status,omitempty"`
 	Attempts      int       `json:"attempts"`
 	Sign          bool      `json:"sign"`
+	SkipFailed    bool      `json:"skip_failed,omitempty"`
 	NextAttemptAt time.Time `json:"next_attempt_at"`
 	LastError     string    `json:"last_error,omitempty"`
 }
@@ -135,7 +144,7 @@ func toRecord(j Job) jobRecord {
 	r := jobRecord{
 		JobID: j.JobID, AccountID: j.AccountID, AccessKey: j.AccessKey, BatchID: j.BatchID,
 		Index: j.Index, Status: j.Status, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
-		Options: j.Options, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage,
+		Options: j.Options, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage, ExternalID: j.ExternalIdentifier,
 	}
 	r.CreatedAt, r.UpdatedAt = inUTC(r.CreatedAt), inUTC(r.UpdatedAt)
 	if j.Result != nil {
@@ -145,7 +154,7 @@ func toRecord(j Job) jobRecord {
 	}
 	if w := j.Webhook; w != nil {
 		r.Webhook = &webhookRecord{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
-			NextAttemptAt: inUTC(w.NextAttemptAt), LastError: w.LastError}
+			SkipFailed: w.SkipFailed, NextAttemptAt: inUTC(w.NextAttemptAt), LastError: w.LastError}
 	}
 	return r
 }
@@ -157,10 +166,11 @@ func (r jobRecord) job() Job {
 		JobID: r.JobID, AccountID: r.AccountID, AccessKey: r.AccessKey, BatchID: r.BatchID,
 		Index: r.Index, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Options: r.Options, Result: r.Result, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
+		ExternalIdentifier: r.ExternalID,
 	}
 	if w := r.Webhook; w != nil {
 		j.Webhook = &WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
-			NextAttemptAt: w.NextAttemptAt, LastError: w.LastError}
+			SkipFailed: w.SkipFailed, NextAttemptAt: w.NextAttemptAt, LastError: w.LastError}
 	}
 	return j
 }
@@ -329,6 +339,9 @@ func (s *Store) UpdateJob(jobID string, fn func(*Job) error) (Job, error) {
 			return err
 		}
 		j.UpdatedAt = now()
+		if w := j.Webhook; j.Status == JobFailed && !finalStatus(old.Status) && w != nil && w.SkipFailed {
+			j.Webhook = nil // webhook_errors=false: a failed job sends none
+		}
 		if w := j.Webhook; j.Final() && w != nil && w.Status == "" {
 			w.Status = WebhookPending
 			if w.NextAttemptAt.IsZero() {
