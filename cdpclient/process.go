@@ -312,6 +312,7 @@ type Process struct {
 	// background counts the tabs being wiped, disposed or created off the renders' path: work
 	// on Chrome's UI thread that a render sent to this browser would wait behind.
 	background atomic.Int32
+	prio       *priority // the group's CPU priority while it only cleans up
 
 	closeOnce sync.Once
 	closeErr  error
@@ -450,6 +451,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		stderr:       stderrR,
 		stderrDone:   make(chan struct{}),
 		pipe:         newPipeConn(cmdW, ansR, func() { cancelLife(errBrowserStopped) }),
+		prio:         newPriority(group.PID()),
 	}
 	p.wg.Add(2)
 	go p.reap()

@@ -136,6 +136,8 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 	defer stop()
 
 	// Until the page has loaded, the pre-warmer keeps off Chrome's UI thread (yieldToLoads).
+	p.prio.renderStarts()
+	defer p.prio.renderEnds()
 	p.loading.Add(1)
 	loaded := sync.OnceFunc(func() { p.loading.Add(-1) })
 	defer loaded()

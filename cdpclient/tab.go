@@ -288,6 +288,7 @@ func (p *Process) recycle(t *tab) {
 	case <-p.life.Done():
 	}
 	p.yieldToLoads(true)
+	p.prio.background(len(p.ready) > 0)
 	if err := p.wipe(t); err != nil {
 		if p.life.Err() == nil {
 			p.log.Info().Err(err).Str("browser_context", string(t.browserContext)).Msg("tab not known clean: replaced")

@@ -9,12 +9,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mafredri/cdp/protocol/browser"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // stateSite serves the pages of the wipe tests on two origins of two sites: the page on
@@ -361,5 +363,46 @@ addEventListener('pagehide', () => { const end = Date.now() + %d; while (Date.no
 	waitCond(t, "the pool to fill", 15*time.Second, func() bool { return len(p.ready) == cap(p.ready) })
 	if got := renderContext(t, p, htmlOpts(`<p>next</p>`)); got == used {
 		t.Error("the next render ran in the tab that was not known clean")
+	}
+}
+
+// TestWipeAtIdlePriority: after a render, its Chrome's whole process group cleans the tab at
+// the lowest CPU priority, and a render that starts on it gives it its priority back first.
+func TestWipeAtIdlePriority(t *testing.T) {
+	if !canRestoreNice(ownNice()) || ownNice() >= idleNice {
+		t.Skip("this process may not give a nice value back (not root, no RLIMIT_NICE)")
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<p>priority</p>`))
+	srv, _ := server(t, mux)
+	p := launchIsolated(t, 1, IsolationWipe)
+	nice := func(pid int) int {
+		raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, pid)
+		if err != nil {
+			t.Fatalf("getpriority %d: %v", pid, err)
+		}
+		return 20 - raw
+	}
+	base := ownNice()
+	mustRender(t, p, opts(srv.URL+"/"))
+	waitCond(t, "the browser to clean at idle priority", 10*time.Second, func() bool { return nice(p.PID()) == idleNice })
+	for _, st := range proc.Members(p.PID()) {
+		if n := nice(st.PID); n != idleNice {
+			t.Errorf("process %d of the group runs at nice %d, not %d", st.PID, n, idleNice)
+		}
+	}
+	seen := make(chan int, 1)
+	testHookAfterStep = func(step string, _ *tab) {
+		if step == "navigate" {
+			select {
+			case seen <- nice(p.PID()):
+			default:
+			}
+		}
+	}
+	defer func() { testHookAfterStep = nil }()
+	mustRender(t, p, opts(srv.URL+"/"))
+	if n := <-seen; n != base {
+		t.Errorf("a render ran with its browser at nice %d, not %d", n, base)
 	}
 }
