@@ -82,21 +82,10 @@ func (b *browserActor) Receive(ctx actor.Context) {
 			b.closeCurrent(ctx, "recycled")
 		}
 	case *chromeUnresponsive:
-		if m.gen != b.gen || b.browser == nil {
-			return
-		}
-		b.ended()
-		b.log.Error().Int("chrome_gen", m.gen).Int("pid", b.browser.PID()).Int("missed", m.missed).
-			Msg("chrome does not answer its health probe: killed and replaced")
-		b.closeCurrent(ctx, "unresponsive")
+		b.replaceStuck(ctx, m.gen, "unresponsive", "chrome does not answer its health probe: killed and replaced", "missed", m.missed)
 	case *rendersTimingOut:
-		if m.gen != b.gen || b.browser == nil {
-			return
-		}
-		b.ended()
-		b.log.Error().Int("chrome_gen", m.gen).Int("pid", b.browser.PID()).Int("timeouts", m.timeouts).
-			Msg("chrome's renders time out one after another while the other browsers render: killed and replaced")
-		b.closeCurrent(ctx, "renders time out")
+		b.replaceStuck(ctx, m.gen, "renders time out",
+			"chrome's renders time out one after another while the other browsers render: killed and replaced", "timeouts", m.timeouts)
 	case *ChromeExited:
 		if m.Gen != b.gen || b.browser == nil {
 			return // the second signal of the same death, or an old process
@@ -298,4 +287,15 @@ func (b *browserActor) stopNow() {
 		case <-time.After(20 * time.Second):
 		}
 	}
+}
+
+// replaceStuck kills and replaces the process of generation gen, still running but stuck (its
+// probe or its renders say so); an older generation is gone already.
+func (b *browserActor) replaceStuck(ctx actor.Context, gen int, reason, msg, countName string, count int) {
+	if gen != b.gen || b.browser == nil {
+		return
+	}
+	b.ended()
+	b.log.Error().Int("chrome_gen", gen).Int("pid", b.browser.PID()).Int(countName, count).Msg(msg)
+	b.closeCurrent(ctx, reason)
 }
