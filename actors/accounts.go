@@ -80,7 +80,7 @@ func (r *accountRouter) forward(ctx actor.Context, acc shotd.Account) {
 	c, ok := r.children[acc.ID]
 	if !ok {
 		st, now, idle, log := r.store, r.now, r.idle, r.log
-		c = &accountChild{pid: ctx.Spawn(actor.PropsFromProducer(func() actor.Actor {
+		c = &accountChild{pid: ctx.Spawn(childProps(func() actor.Actor {
 			return &accountActor{acc: acc, store: st, now: now, idle: idle, log: log, failuresDay: window{span: failureDaySpan}}
 		}))}
 		r.children[acc.ID] = c
@@ -130,7 +130,7 @@ func StartAccounts(sys *actor.ActorSystem, cfg AccountsConfig) (*Accounts, error
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+	pid, err := sys.Root.SpawnNamed(topProps(func() actor.Actor {
 		return &accountRouter{store: cfg.Store, log: cfg.Log, idle: cfg.Idle, now: cfg.Now}
 	}), "accounts")
 	if err != nil {

@@ -43,18 +43,18 @@ type browserActor struct {
 	upSince  time.Time
 	closing  chan struct{} // closed once the process of the current gen was closed
 
-	// launches hands launched processes from their goroutine to the actor. A process that
-	// finishes launching after the actor stopped is closed by the goroutine itself, so that a
+	// A launch goroutine owns its process until the actor takes it (chromeStarted.taken); one
+	// that the actor has not taken when it stops (stop) closes the process itself, so that a
 	// stop never leaves a Chrome behind, whatever the order of the messages.
 	launches sync.WaitGroup
-	mu       sync.Mutex
-	stopped  bool
-	adopting map[int]Browser // launched, not yet taken over by the actor; by generation
+	stop     context.Context
+	stopAll  context.CancelFunc
 }
 
 func (b *browserActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
+		b.stop, b.stopAll = context.WithCancel(context.Background())
 		b.startLaunch(ctx)
 	case *launchChrome:
 		if b.browser == nil && b.closing == nil {
@@ -132,7 +132,7 @@ const maxBounces = 4
 // startLaunch launches a process of a new generation in a goroutine.
 func (b *browserActor) startLaunch(ctx actor.Context) {
 	b.gen++
-	gen, self, root := b.gen, ctx.Self(), ctx.ActorSystem().Root
+	gen, self, root, stop := b.gen, ctx.Self(), ctx.ActorSystem().Root, b.stop
 	b.launches.Add(1)
 	go func() {
 		defer b.launches.Done()
@@ -143,25 +143,24 @@ func (b *browserActor) startLaunch(ctx actor.Context) {
 			root.Send(self, &chromeLaunchFailed{gen: gen, err: err})
 			return
 		}
-		b.mu.Lock()
-		if b.stopped {
-			b.mu.Unlock()
-			_ = br.Close(lctx)
-			return
+		taken := make(chan struct{})
+		root.Send(self, &chromeStarted{gen: gen, browser: br, taken: taken})
+		select {
+		case <-taken:
+		case <-stop.Done():
+			// The actor stopped. It closes taken before it cancels stop, both in Receive:
+			// a process it took before is its own to close.
+			select {
+			case <-taken:
+			default:
+				_ = br.Close(lctx)
+			}
 		}
-		if b.adopting == nil {
-			b.adopting = map[int]Browser{}
-		}
-		b.adopting[gen] = br
-		b.mu.Unlock()
-		root.Send(self, &chromeStarted{gen: gen, browser: br})
 	}()
 }
 
 func (b *browserActor) started(ctx actor.Context, m *chromeStarted) {
-	b.mu.Lock()
-	delete(b.adopting, m.gen)
-	b.mu.Unlock()
+	close(m.taken)
 	if m.gen != b.gen || b.browser != nil {
 		// A launch that finished after we moved on: close it, it is ours alone.
 		go m.browser.Close(context.Background())
@@ -262,17 +261,10 @@ func (b *browserActor) relaunchAfter(ctx actor.Context, d time.Duration) {
 // stopNow closes the process synchronously: the actor is stopping and must not leave Chrome behind.
 func (b *browserActor) stopNow() {
 	b.gen++
-	b.mu.Lock()
-	b.stopped = true
-	orphans := b.adopting
-	b.adopting = nil
-	b.mu.Unlock()
-	for _, br := range orphans {
-		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		_ = br.Close(cctx)
-		cancel()
+	if b.stopAll != nil {
+		b.stopAll()
 	}
-	b.launches.Wait() // a launch still running closes its process itself
+	b.launches.Wait() // a launch not taken closes its process itself
 	if b.browser != nil {
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		if err := b.browser.Close(cctx); err != nil && !errors.Is(err, context.Canceled) {

@@ -391,7 +391,7 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	}
 	j := &Jobs{sys: sys}
 	j.life, j.cut = context.WithCancel(context.Background())
-	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+	pid, err := sys.Root.SpawnNamed(topProps(func() actor.Actor {
 		return &jobActor{cfg: cfg, owner: j, restore: restore}
 	}), "jobs")
 	if err != nil {

@@ -2,7 +2,6 @@ package actors
 
 import (
 	"context"
-	"time"
 
 	"github.com/shotd/shotd"
 )
@@ -73,6 +72,7 @@ type (
 	chromeStarted struct {
 		gen     int
 		browser Browser
+		taken   chan struct{} // closed by the actor: the process is its own from then on
 	}
 	chromeLaunchFailed struct {
 		gen int
@@ -126,13 +126,4 @@ func outcomeOf(err error) RenderOutcome {
 // waiterExpired tells the supervisor that a queued render waited too long for a slot.
 type waiterExpired struct {
 	id uint64
-}
-
-// backoff returns the delay before relaunch attempt n (0-based): 250 ms doubling to 10 s.
-func backoff(n int) time.Duration {
-	d := 250 * time.Millisecond
-	for i := 0; i < n && d < 10*time.Second; i++ {
-		d *= 2
-	}
-	return min(d, 10*time.Second)
 }

@@ -47,7 +47,7 @@ func StartRenderer(sys *actor.ActorSystem, cfg PoolConfig) (*Renderer, error) {
 		cfg.SlotWait = 2 * time.Second
 	}
 	r := &Renderer{sys: sys}
-	props := actor.PropsFromProducer(func() actor.Actor {
+	props := topProps(func() actor.Actor {
 		return &supervisor{cfg: cfg, ready: &r.ready, log: cfg.Log}
 	})
 	pid, err := sys.Root.SpawnNamed(props, "renderer")

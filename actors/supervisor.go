@@ -58,7 +58,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		for i := 0; i < s.cfg.Size; i++ {
 			b := &browserActor{id: i, launch: s.cfg.Launch, recycleAfter: s.cfg.RecycleAfter,
 				health: newHealth(s.cfg), log: s.log.With().Int("browser", i).Logger()}
-			props := actor.PropsFromProducer(func() actor.Actor {
+			props := childProps(func() actor.Actor {
 				// A restart calls the producer again: hand out a fresh actor with the same identity.
 				return &browserActor{id: b.id, launch: b.launch, recycleAfter: b.recycleAfter, health: b.health, log: b.log}
 			})

@@ -202,7 +202,7 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 		return nil, err
 	}
 	w := &Webhooks{sys: sys, timers: map[*time.Timer]bool{}}
-	pid, err := sys.Root.SpawnNamed(actor.PropsFromProducer(func() actor.Actor {
+	pid, err := sys.Root.SpawnNamed(topProps(func() actor.Actor {
 		return &webhookActor{cfg: cfg, owner: w}
 	}), "webhooks")
 	if err != nil {

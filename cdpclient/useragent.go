@@ -1,13 +1,14 @@
 package cdpclient
 
 import (
-	"context"
+	"bytes"
 	"fmt"
 	"os/exec"
 	"regexp"
 	"sync"
-	"syscall"
 	"time"
+
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // Headless Chrome names itself "HeadlessChrome/<version>" in its User-Agent header and in
@@ -28,14 +29,21 @@ func desktopUserAgent(path string, wait time.Duration) string {
 	if ua, ok := desktopUAs.Load(path); ok {
 		return ua.(string)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), wait)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, path, "--version")
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = time.Second // a child that kept stdout open must not hold Output
-	out, _ := cmd.Output()
-	ua := desktopUAFor(string(out))
+	var out bytes.Buffer
+	cmd := exec.Command(path, "--version")
+	cmd.Stdout = &out
+	cmd.WaitDelay = time.Second // a child that kept stdout open must not hold the reaping
+	g, err := proc.Start(cmd)
+	if err != nil {
+		return ""
+	}
+	select {
+	case <-g.Exited():
+	case <-time.After(wait):
+		g.Kill()
+		<-g.Exited()
+	}
+	ua := desktopUAFor(out.String())
 	if ua != "" { // a failed read is tried again at the next launch
 		desktopUAs.Store(path, ua)
 	}
