@@ -320,38 +320,14 @@ type Process struct {
 
 // Launch starts Chrome and connects to it. A failed Launch leaves no process and no directory.
 func Launch(ctx context.Context, cfg Config) (*Process, error) {
-	if cfg.StartTimeout <= 0 {
-		cfg.StartTimeout = defaultStartTimeout
-	}
-	if cfg.Prewarm == 0 {
-		cfg.Prewarm = defaultPrewarm
-	}
-	switch cfg.Isolation {
-	case "":
-		cfg.Isolation = IsolationWipe
-	case IsolationWipe, IsolationContext:
-	default:
-		return nil, shotd.Errorf(shotd.CodeInternalError, "unknown browser isolation %q", cfg.Isolation)
-	}
-	if cfg.Renders <= 0 {
-		cfg.Renders = defaultRenders
-	}
-	if cfg.TabReuse <= 0 {
-		cfg.TabReuse = defaultReuse
+	if err := cfg.setDefaults(); err != nil {
+		return nil, err
 	}
 	path, err := FindBrowser(cfg.Path)
 	if err != nil {
 		return nil, err
 	}
-	// Read once per path: the warning once, and no 64 KiB read at every relaunch.
-	if _, seen := warnedWrappers.LoadOrStore(path, true); !seen {
-		if cfg.Path == "" && path != HeadlessShell {
-			cfg.Log.Warn().Str("browser", path).Msg("chromium-headless-shell is not installed (" + HeadlessShell + "): falling back to full Chromium, which renders slower and costs more CPU per tab")
-		}
-		if wrapperWithoutExec(path) {
-			cfg.Log.Warn().Str("browser", path).Msg("the browser is a script that does not exec Chrome: Chrome outlives a killed service until its next start; point browser.path at the binary itself")
-		}
-	}
+	warnAboutBrowser(path, cfg)
 	// Everything made before Chrome runs is undone by one path on failure.
 	var undo []func()
 	fail := func(err error, msg string) (*Process, error) {
@@ -384,25 +360,8 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	stderrR, stderrW, cmdR, cmdW, ansR, ansW := files[0], files[1], files[2], files[3], files[4], files[5]
 
-	flags := launchFlags(dir)
-	if sandbox, why := sandboxed(cfg.Sandbox); !sandbox {
-		flags = append(flags, "--no-sandbox")
-		if _, seen := warnedSandbox.LoadOrStore(why, true); !seen && cfg.Sandbox != SandboxOff {
-			cfg.Log.Warn().Str("reason", why).Msg("Chrome runs without its sandbox: a renderer exploit would run as the service's user (see README, Browsers)")
-		}
-	}
-	if cfg.JSHeapMB > 0 {
-		flags = append(flags, fmt.Sprintf("--js-flags=--max-old-space-size=%d", cfg.JSHeapMB))
-	}
-	if cfg.RendererLimit > 0 {
-		flags = append(flags, fmt.Sprintf("--renderer-process-limit=%d", cfg.RendererLimit))
-	}
-	if ua := desktopUserAgent(path, min(cfg.StartTimeout, 10*time.Second)); ua != "" {
-		flags = append(flags, "--user-agent="+ua) // before ExtraFlags, which may set their own
-	} else {
-		cfg.Log.Warn().Str("browser", path).Msg("could not read the browser version: pages see Chrome's headless User-Agent")
-	}
-	cmd := exec.Command(path, append(mergeFeatures(append(flags, cfg.ExtraFlags...)), "about:blank")...)
+	flags := chromeFlags(path, dir, cfg)
+	cmd := exec.Command(path, append(flags, "about:blank")...)
 	// Our own stderr pipe instead of cmd.StderrPipe: Wait must not close it under the reader,
 	// which keeps draining so Chrome never blocks on a full pipe.
 	cmd.Stderr = stderrW
@@ -465,9 +424,18 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, err
 	}
 
-	n := max(cfg.Prewarm, 0)
-	if cfg.Isolation == IsolationWipe && n > 0 {
-		n += cfg.Renders
+	p.startPool()
+	p.log.Info().Str("user_data_dir", dir).Msg("chrome started")
+	return p, nil
+}
+
+// startPool starts watching the connection and pre-warming tabs: Prewarm of them, and with
+// wipe isolation room for the tabs of the renders in flight, which rest in the pool between
+// renders.
+func (p *Process) startPool() {
+	n := max(p.cfg.Prewarm, 0)
+	if p.cfg.Isolation == IsolationWipe && n > 0 {
+		n += p.cfg.Renders
 	}
 	p.ready = make(chan *tab, n)
 	p.slots = make(chan struct{}, n)
@@ -480,8 +448,69 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		p.wg.Add(1)
 		go p.prewarm()
 	}
-	p.log.Info().Str("user_data_dir", dir).Msg("chrome started")
-	return p, nil
+}
+
+// setDefaults fills what cfg leaves zero and refuses an isolation it does not know.
+func (cfg *Config) setDefaults() error {
+	if cfg.StartTimeout <= 0 {
+		cfg.StartTimeout = defaultStartTimeout
+	}
+	if cfg.Prewarm == 0 {
+		cfg.Prewarm = defaultPrewarm
+	}
+	switch cfg.Isolation {
+	case "":
+		cfg.Isolation = IsolationWipe
+	case IsolationWipe, IsolationContext:
+	default:
+		return shotd.Errorf(shotd.CodeInternalError, "unknown browser isolation %q", cfg.Isolation)
+	}
+	if cfg.Renders <= 0 {
+		cfg.Renders = defaultRenders
+	}
+	if cfg.TabReuse <= 0 {
+		cfg.TabReuse = defaultReuse
+	}
+	return nil
+}
+
+// warnAboutBrowser warns, once per path, about a browser that works worse than the default:
+// full Chromium in place of the missing headless shell, or a script that does not exec Chrome.
+// Read once per path: the warning once, and no 64 KiB read at every relaunch.
+func warnAboutBrowser(path string, cfg Config) {
+	if _, seen := warnedWrappers.LoadOrStore(path, true); seen {
+		return
+	}
+	if cfg.Path == "" && path != HeadlessShell {
+		cfg.Log.Warn().Str("browser", path).Msg("chromium-headless-shell is not installed (" + HeadlessShell + "): falling back to full Chromium, which renders slower and costs more CPU per tab")
+	}
+	if wrapperWithoutExec(path) {
+		cfg.Log.Warn().Str("browser", path).Msg("the browser is a script that does not exec Chrome: Chrome outlives a killed service until its next start; point browser.path at the binary itself")
+	}
+}
+
+// chromeFlags is Chrome's command line for the profile dir, the configuration's bounds and
+// its extra flags, without the first URL.
+func chromeFlags(path, dir string, cfg Config) []string {
+	flags := launchFlags(dir)
+	if sandbox, why := sandboxed(cfg.Sandbox); !sandbox {
+		flags = append(flags, "--no-sandbox")
+		if _, seen := warnedSandbox.LoadOrStore(why, true); !seen && cfg.Sandbox != SandboxOff {
+			cfg.Log.Warn().Str("reason", why).Msg("Chrome runs without its sandbox: a renderer exploit would run as the service's user (see README, Browsers)")
+		}
+	}
+	if cfg.JSHeapMB > 0 {
+		flags = append(flags, fmt.Sprintf("--js-flags=--max-old-space-size=%d", cfg.JSHeapMB))
+	}
+	if cfg.RendererLimit > 0 {
+		flags = append(flags, fmt.Sprintf("--renderer-process-limit=%d", cfg.RendererLimit))
+	}
+	if ua := desktopUserAgent(path, min(cfg.StartTimeout, 10*time.Second)); ua != "" {
+		flags = append(flags, "--user-agent="+ua) // before ExtraFlags, which may set their own
+	} else {
+		cfg.Log.Warn().Str("browser", path).Msg("could not read the browser version: pages see Chrome's headless User-Agent")
+	}
+	return mergeFeatures(append(flags, cfg.ExtraFlags...))
 }
 
 // connect opens the browser's session on the DevTools pipe and makes its first calls, all within
