@@ -101,76 +101,93 @@ type adminClient struct {
 	plans       map[string]shotd.Plan // from the configuration: the admin API has no plans endpoint
 }
 
+// adminArgs are one command's flags and its positional id (path-escaped).
+type adminArgs struct {
+	id, email, plan, verified, bonus, name, reqSig string
+}
+
 func (c *adminClient) run(ctx context.Context, noun, verb string, args []string) error {
 	fs := flag.NewFlagSet(noun+" "+verb, flag.ContinueOnError)
-	email := fs.String("email", "", "account email")
-	plan := fs.String("plan", "", "plan name")
-	verified := fs.String("verified", "", "email verified (true or false)")
-	bonus := fs.String("bonus", "", "bonus screenshots")
-	name := fs.String("name", "", "key name")
-	reqSig := fs.String("require-signature", "", "require signed requests (true or false)")
+	var a adminArgs
+	fs.StringVar(&a.email, "email", "", "account email")
+	fs.StringVar(&a.plan, "plan", "", "plan name")
+	fs.StringVar(&a.verified, "verified", "", "email verified (true or false)")
+	fs.StringVar(&a.bonus, "bonus", "", "bonus screenshots")
+	fs.StringVar(&a.name, "name", "", "key name")
+	fs.StringVar(&a.reqSig, "require-signature", "", "require signed requests (true or false)")
 	// Allow the positional id before the flags: "key revoke AK" and "account update ID --plan p".
 	var pos []string
 	for len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	// Bare boolean flags (--verified, --require-signature) mean true.
-	for i, a := range args {
-		if a == "--verified" || a == "-verified" {
+	for i, arg := range args {
+		if arg == "--verified" || arg == "-verified" {
 			args[i] = "--verified=true"
 		}
-		if a == "--require-signature" || a == "-require-signature" {
+		if arg == "--require-signature" || arg == "-require-signature" {
 			args[i] = "--require-signature=true"
 		}
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	pos = append(pos, fs.Args()...)
-	id := ""
-	if len(pos) > 0 {
-		id = url.PathEscape(pos[0])
+	if pos = append(pos, fs.Args()...); len(pos) > 0 {
+		a.id = url.PathEscape(pos[0])
 	}
-	body := map[string]any{}
-	setBool := func(key, v string) error {
-		if v == "" {
-			return nil
-		}
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("--%s: %v", key, err)
-		}
-		body[key] = b
-		return nil
+	cmd, ok := adminCommands[noun+" "+verb]
+	if !ok {
+		return fmt.Errorf("admin: unknown command %q", noun+" "+verb)
 	}
-	need := func() error {
-		if id == "" {
-			return fmt.Errorf("%s %s needs an id", noun, verb)
-		}
-		return nil
+	if cmd.needsID && a.id == "" {
+		return fmt.Errorf("%s %s needs an id", noun, verb)
 	}
-	switch noun + " " + verb {
-	case "account create":
-		body["email"], body["plan"] = *email, *plan
-		if *plan == "" {
-			body["plan"] = "default"
+	return cmd.run(c, ctx, a)
+}
+
+// adminCommand is one "noun verb" of shotd admin.
+type adminCommand struct {
+	needsID bool
+	run     func(c *adminClient, ctx context.Context, a adminArgs) error
+}
+
+var adminCommands = map[string]adminCommand{
+	"account create": {run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		plan := a.plan
+		if plan == "" {
+			plan = "default"
 		}
-		body["email_verified"] = *verified == "true"
+		body := map[string]any{"email": a.email, "plan": plan, "email_verified": a.verified == "true"}
 		return c.do(ctx, http.MethodPost, "/admin/v1/accounts", body)
-	case "account list":
+	}},
+	"account list": {run: func(c *adminClient, ctx context.Context, _ adminArgs) error {
 		return c.do(ctx, http.MethodGet, "/admin/v1/accounts", nil)
-	case "account get":
-		if err := need(); err != nil {
+	}},
+	"account get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id, nil)
+	}},
+	"account update": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		body := map[string]any{}
+		if a.plan != "" {
+			body["plan"] = a.plan
+		}
+		if err := setOptionalBool(body, "email_verified", a.verified); err != nil {
 			return err
 		}
-		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+id, nil)
-	case "usage get":
-		if err := need(); err != nil {
-			return err
+		if a.bonus != "" {
+			n, err := strconv.Atoi(a.bonus)
+			if err != nil {
+				return fmt.Errorf("--bonus: %v", err)
+			}
+			body["bonus_screenshots"] = n
 		}
-		return c.doField(ctx, "/admin/v1/accounts/"+id, "usage")
-	case "plan list":
-		// Plans live in the configuration (operator contract 2), which serve reads at start.
+		return c.do(ctx, http.MethodPatch, "/admin/v1/accounts/"+a.id, body)
+	}},
+	"usage get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.doField(ctx, "/admin/v1/accounts/"+a.id, "usage")
+	}},
+	"plan list": {run: func(c *adminClient, _ context.Context, _ adminArgs) error {
+		// Plans live in the configuration, which serve reads at start: the admin API has none.
 		names := slices.Sorted(maps.Keys(c.plans))
 		list := make([]shotd.Plan, 0, len(names))
 		for _, n := range names {
@@ -182,54 +199,40 @@ func (c *adminClient) run(ctx context.Context, noun, verb string, args []string)
 		}
 		_, err = c.out.Write(append(b, '\n'))
 		return err
-	case "account update":
-		if err := need(); err != nil {
+	}},
+	"key create": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		body := map[string]any{"name": a.name, "require_signature": a.reqSig == "true"}
+		return c.do(ctx, http.MethodPost, "/admin/v1/accounts/"+a.id+"/keys", body)
+	}},
+	"key list": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id+"/keys", nil)
+	}},
+	"key update": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		body := map[string]any{}
+		if a.name != "" {
+			body["name"] = a.name
+		}
+		if err := setOptionalBool(body, "require_signature", a.reqSig); err != nil {
 			return err
 		}
-		if *plan != "" {
-			body["plan"] = *plan
-		}
-		if err := setBool("email_verified", *verified); err != nil {
-			return err
-		}
-		if *bonus != "" {
-			n, err := strconv.Atoi(*bonus)
-			if err != nil {
-				return fmt.Errorf("--bonus: %v", err)
-			}
-			body["bonus_screenshots"] = n
-		}
-		return c.do(ctx, http.MethodPatch, "/admin/v1/accounts/"+id, body)
-	case "key create":
-		if err := need(); err != nil {
-			return err
-		}
-		body["name"] = *name
-		body["require_signature"] = *reqSig == "true"
-		return c.do(ctx, http.MethodPost, "/admin/v1/accounts/"+id+"/keys", body)
-	case "key list":
-		if err := need(); err != nil {
-			return err
-		}
-		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+id+"/keys", nil)
-	case "key update":
-		if err := need(); err != nil {
-			return err
-		}
-		if *name != "" {
-			body["name"] = *name
-		}
-		if err := setBool("require_signature", *reqSig); err != nil {
-			return err
-		}
-		return c.do(ctx, http.MethodPatch, "/admin/v1/keys/"+id, body)
-	case "key revoke":
-		if err := need(); err != nil {
-			return err
-		}
-		return c.do(ctx, http.MethodDelete, "/admin/v1/keys/"+id, nil)
+		return c.do(ctx, http.MethodPatch, "/admin/v1/keys/"+a.id, body)
+	}},
+	"key revoke": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodDelete, "/admin/v1/keys/"+a.id, nil)
+	}},
+}
+
+// setOptionalBool sets body[key] from a flag's value, left out when the flag was not given.
+func setOptionalBool(body map[string]any, key, v string) error {
+	if v == "" {
+		return nil
 	}
-	return fmt.Errorf("admin: unknown command %q", noun+" "+verb)
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return fmt.Errorf("--%s: %v", key, err)
+	}
+	body[key] = b
+	return nil
 }
 
 // do sends one admin request and prints the JSON answer; a non-2xx answer is an error.
