@@ -9,13 +9,19 @@
 // Exited and Disconnected report the two crash signals; the actor that owns the Process turns them
 // into one message.
 //
-// One Render is one fresh browser context with one target in it, disposed afterwards whatever
-// happened, so concurrent renders share no cookies, storage, cache or service workers. Creating a
-// context and a target costs more than a render of a small page, so each Process keeps a few
-// ready pairs (Config.Prewarm) and disposes used pairs off the response path. Both jobs occupy
-// Chrome's UI thread, which navigations need: a used pair is disposed once no render is loading
-// its page (at most maxYield later), and only then replaced, so that a render finds the browser
-// as quiet as a reused tab would. Windows the pages open (popups) are closed as they appear.
+// Every tab is alone in a browser context of its own, so concurrent renders share no cookies,
+// storage, cache or service workers. With IsolationWipe (the default) a Process keeps a pool of
+// such tabs (tab.go): a render takes one, and after its answer has gone out the tab is wiped
+// (wipe.go): the page leaves itself for about:blank so that its unload handlers run first, then
+// the context's cookies and cache, the storage of every origin the render's frames and workers
+// committed, the history, permissions and every override the render set are cleared. A tab that
+// crashed, timed out, failed inside Chrome or could not be wiped is replaced, never reused; after
+// Config.TabReuse renders it is replaced too. With IsolationContext every render gets a fresh
+// context and target, disposed after it. Making a tab costs Chrome's UI thread more than a render
+// of a small page, so tabs are made ahead (Config.Prewarm) and disposed off the response path,
+// while no render is loading its page; a Chrome that only cleans up runs at the lowest CPU
+// priority where the service may set it (priority.go). Windows the pages open are closed as they
+// appear.
 //
 // A render runs in steps (render.go): emulate (viewport, touch, user agent, media type and
 // features, time zone, transparent background), prepare (Fetch interception, cookies, scripts
@@ -25,14 +31,14 @@
 // settle (delay), capture (a PDF, or the viewport, a clip, an element or the full page). An
 // option that is not set costs no call to Chrome. A video (mp4, webm, gif) runs the same steps up
 // to the capture and then record (video.go) in its place: the timeout option bounds the loading
-// only, and the recording gets its own deadline of twice its length plus 30 s. A markdown source is converted by package
-// markdown and rendered like html.
+// only, and the recording gets its own deadline of twice its length plus 30 s. A markdown source
+// is converted by package markdown and rendered like html.
 //
 // A page that replaces its document while loading (location=, a click, a form, a meta refresh) is
 // followed to its new document. A main-frame document the egress guard refuses, at any moment
 // of the render, fails it with host_not_allowed: Chrome's error page is never captured.
 //
-// Choices where api-v1 leaves room:
+// Choices the public API leaves open:
 //   - Scoped headers (authorization, and Cookie, Authorization or key/token-like names in
 //     headers) go to requests whose host and port equal those of url; a default port equals no
 //     port, so http and https of one host are one site. An html source has no site: they go
