@@ -15,14 +15,17 @@ type Canary struct {
 	conns []string
 }
 
-// NewCanary listens on addr (host:port, port 0 for any free one) and fails the test when it
-// cannot. The listeners close, and their goroutines end, when the test ends.
-func NewCanary(t testing.TB, addr string) *Canary {
+// NewCanary listens on each of addrs (host:port, port 0 for any free one) and fails the test
+// when it cannot; Listen adds more. The listeners close, and their goroutines end, when the test
+// ends.
+func NewCanary(t testing.TB, addrs ...string) *Canary {
 	t.Helper()
 	c := &Canary{}
 	t.Cleanup(c.close)
-	if _, err := c.Listen(addr); err != nil {
-		t.Fatalf("canary cannot listen on %s: %v", addr, err)
+	for _, addr := range addrs {
+		if _, err := c.Listen(addr); err != nil {
+			t.Fatalf("canary cannot listen on %s: %v", addr, err)
+		}
 	}
 	return c
 }
