@@ -14,15 +14,16 @@ import (
 
 // Pages serves a small page for renders on 127.0.0.1 at every path. /slow answers only after the
 // hold, or never when the client goes away first. It counts the loads of every URL and the /slow
-// requests under way. The page shows the query's n in its heading, on a #396 background, with
-// enough text to make a file of some size.
+// requests, those under way and all that came. The page shows the query's n in its heading, on
+// a #396 background, with enough text to make a file of some size.
 type Pages struct {
 	srv  *httptest.Server
 	hold time.Duration
 
-	slow  atomic.Int32
-	mu    sync.Mutex
-	loads map[string]int // request URI -> loads
+	slow     atomic.Int32 // under way
+	slowSeen atomic.Int32 // come in all
+	mu       sync.Mutex
+	loads    map[string]int // request URI -> loads
 }
 
 // NewPages starts the page server; Close stops it.
@@ -59,13 +60,13 @@ func (p *Pages) Loads(rawURL string) int {
 // Slow is the number of /slow requests under way.
 func (p *Pages) Slow() int { return int(p.slow.Load()) }
 
-// WaitSlow waits up to within for a /slow request to be under way, and fails the test if none
-// comes.
-func (p *Pages) WaitSlow(t testing.TB, within time.Duration) {
+// WaitSlow waits up to within until n requests for /slow (with any query) have come since the
+// server started, and fails the test if they do not.
+func (p *Pages) WaitSlow(t testing.TB, n int, within time.Duration) {
 	t.Helper()
-	for end := time.Now().Add(within); p.Slow() == 0; time.Sleep(10 * time.Millisecond) {
+	for end := time.Now().Add(within); int(p.slowSeen.Load()) < n; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatalf("no request for %s within %v", p.URL("/slow"), within)
+			t.Fatalf("%d requests for %s after %v, want %d", p.slowSeen.Load(), p.URL("/slow"), within, n)
 		}
 	}
 }
@@ -75,6 +76,7 @@ func (p *Pages) serve(w http.ResponseWriter, r *http.Request) {
 	p.loads[r.URL.RequestURI()]++
 	p.mu.Unlock()
 	if r.URL.Path == "/slow" {
+		p.slowSeen.Add(1)
 		p.slow.Add(1)
 		defer p.slow.Add(-1)
 		select {

@@ -136,7 +136,7 @@ func TestPagesSlow(t *testing.T) {
 		}
 		done <- time.Since(start)
 	}()
-	p.WaitSlow(t, 5*time.Second)
+	p.WaitSlow(t, 1, 5*time.Second)
 	if d := <-done; d < 300*time.Millisecond {
 		t.Fatalf("/slow answered after %v, want the hold of 300ms", d)
 	}
