@@ -13,8 +13,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/store"
 )
 
@@ -752,13 +754,8 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 // sweeper, actor mailboxes).
 func noGoroutinesLeft(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testkit.WaitGoroutines(before, 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 
