@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // The colours of the synthetic frames; far apart so that compression cannot confuse them.
@@ -124,27 +124,10 @@ func alive(pid int) bool {
 // checkNoLeaks fails the test if, at its end, goroutines outlive it or dir is not empty.
 func checkNoLeaks(t *testing.T, dir string) {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<16)
-			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
-		}
-		if dir == "" {
-			return
-		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Error(err)
-		}
-		for _, e := range entries {
-			t.Errorf("left in the temp dir: %s", e.Name())
-		}
-	})
+	if dir != "" {
+		t.Cleanup(func() { testkit.DirEmpty(t, dir) }) // after the goroutines are checked
+	}
+	testkit.CheckGoroutines(t, 3*time.Second)
 }
 
 func wantCode(t testing.TB, err error, code shotd.Code) {
