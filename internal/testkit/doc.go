@@ -10,6 +10,9 @@
 //     CheckGoroutines) and the Chrome processes and user-data dirs that must be gone after a
 //     browser is closed (ProcessGone, GroupGone, DirEmpty).
 //
+// Pages and Receiver also serve internal/chaos, which drives the real service outside any test:
+// NewPages and NewReceiver need no test, StartPages and StartReceiver close with theirs.
+//
 // It imports no package of the service but internal/proc, so that the internal tests of the
 // service's packages can use it without an import cycle.
 package testkit
