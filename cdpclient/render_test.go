@@ -8,6 +8,7 @@ import (
 	"image/jpeg"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -148,17 +149,24 @@ document.write('<img src="/beacon?' + [` + strings.Join(parts, ", ") + `].join('
 </script></body></html>`
 }
 
-func TestViewport(t *testing.T) {
+// reportServer serves reportPage(kv...) at every path and collects its beacons.
+func reportServer(t *testing.T, kv ...string) (*httptest.Server, *beacon) {
+	t.Helper()
 	b := &beacon{}
 	mux := http.NewServeMux()
 	mux.Handle("/beacon", b)
-	mux.HandleFunc("/", htmlPage(reportPage(
+	mux.HandleFunc("/", htmlPage(reportPage(kv...)))
+	srv, _ := server(t, mux)
+	return srv, b
+}
+
+func TestViewport(t *testing.T) {
+	srv, b := reportServer(t,
 		"w", "innerWidth",
 		"dpr", "devicePixelRatio",
 		"orientation", "screen.orientation.type",
 		"touch", "navigator.maxTouchPoints",
-	)))
-	srv, _ := server(t, mux)
+	)
 
 	tests := []struct {
 		name         string

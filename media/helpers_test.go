@@ -73,6 +73,15 @@ func noiseJPEG(t testing.TB, w, h int, seed uint64) []byte {
 	return encodeJPEG(t, img, 90)
 }
 
+// noiseJPEGs is n noise frames, seeded 0 to n-1.
+func noiseJPEGs(t testing.TB, n, w, h int) [][]byte {
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = noiseJPEG(t, w, h, uint64(i))
+	}
+	return frames
+}
+
 // frameAt decodes output frame i of a video: -ss half a frame before its start, so that the
 // first frame at or after that time is frame i whatever the container's timestamp rounding.
 func frameAt(t testing.TB, video []byte, i, fps int) image.Image {
