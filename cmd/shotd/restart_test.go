@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotd/shotd/internal/chaos"
 	"github.com/shotd/shotd/internal/testkit"
 )
 
@@ -86,7 +87,7 @@ status_requests_per_minute = 100000
 		ids = append(ids, cl.async(first.base, map[string]any{"url": fx.URL("/fast?n=" + strconv.Itoa(i)), "webhook_url": rc.URL()}))
 	}
 	quick := slices.Clone(ids)
-	cl.waitAll(first.base, quick, 60*time.Second, func(j job) bool {
+	cl.waitAll(first.base, quick, 60*time.Second, func(j chaos.Job) bool {
 		return j.Status == "succeeded" && j.Webhook != nil && j.Webhook.Status == "pending" && j.Webhook.Attempts >= 1
 	})
 
@@ -155,7 +156,7 @@ status_requests_per_minute = 100000
 		t.Fatal("the second start created a key again")
 	}
 
-	jobs := cl.waitAll(second.base, ids, 120*time.Second, func(j job) bool {
+	jobs := cl.waitAll(second.base, ids, 120*time.Second, func(j chaos.Job) bool {
 		return (j.Status == "succeeded" || j.Status == "failed") && j.Webhook != nil && j.Webhook.Status != "pending"
 	})
 	for _, id := range ids {
@@ -497,16 +498,6 @@ type client struct {
 	urls map[string]string // job id -> page url
 }
 
-type job struct {
-	JobID     string `json:"job_id"`
-	Status    string `json:"status"`
-	ErrorCode string `json:"error_code"`
-	Webhook   *struct {
-		Status   string `json:"status"`
-		Attempts int    `json:"attempts"`
-	} `json:"webhook"`
-}
-
 func (c *client) do(method, rawURL string, body []byte, v any) int {
 	c.t.Helper()
 	req, err := http.NewRequestWithContext(c.ctx, method, rawURL, bytes.NewReader(body))
@@ -582,9 +573,9 @@ func (c *client) getJSON(rawURL string, v any) {
 	}
 }
 
-func (c *client) job(base, id string) job {
+func (c *client) job(base, id string) chaos.Job {
 	c.t.Helper()
-	var j job
+	var j chaos.Job
 	c.getJSON(base+"/api/v1/jobs/"+id, &j)
 	return j
 }
@@ -604,9 +595,9 @@ func (c *client) batch(base, id string) batchRec {
 }
 
 // waitAll polls the jobs until done holds for each, and returns their last records.
-func (c *client) waitAll(base string, ids []string, timeout time.Duration, done func(job) bool) map[string]job {
+func (c *client) waitAll(base string, ids []string, timeout time.Duration, done func(chaos.Job) bool) map[string]chaos.Job {
 	c.t.Helper()
-	out := map[string]job{}
+	out := map[string]chaos.Job{}
 	for end := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
 		pending := 0
 		for _, id := range ids {
