@@ -84,13 +84,15 @@ func benchPlan() shotd.Plan {
 	return p
 }
 
-func admitSettle(b *testing.B, a *actors.Accounts, m *actors.Admit, o actors.Outcome) {
-	res, _, err := a.Admit(m)
+// admitSettle admits m and settles its ticket with o.
+func admitSettle(tb testing.TB, a *actors.Accounts, m *actors.Admit, o actors.Outcome) {
+	tb.Helper()
+	res, l, err := a.Admit(m)
 	if err != nil {
-		b.Fatalf("admit: %v", err)
+		tb.Fatalf("admit: %v (limits %+v)", err, l)
 	}
 	if _, err := a.Settle(m.Account.ID, res.Ticket, o); err != nil {
-		b.Fatalf("settle: %v", err)
+		tb.Fatalf("settle: %v", err)
 	}
 }
 
