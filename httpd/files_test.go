@@ -541,20 +541,20 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 		hp := newHoldPage(t)
 		held := make(chan answer, 1)
 		go func() {
-			r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+a.q("url", hp.url(), "viewport_width", "120", "viewport_height", "100").Encode(), nil, nil)
+			r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+a.q("url", hp.URL("/slow"), "viewport_width", "120", "viewport_height", "100").Encode(), nil, nil)
 			if err != nil {
 				r.status = -1
 			}
 			held <- r
 		}()
-		hp.waitArrived(t) // the only slot is taken
+		hp.WaitSlow(t, 1, 20*time.Second) // the only slot is taken
 		hit := get(t, "/api/v1/screenshot", q)
 		wantHit(t, hit, miss.body)
 		if headerInt(t, hit, "X-Concurrency-Remaining") != 0 {
 			t.Fatalf("X-Concurrency-Remaining %s on the hit, want 0", hit.header.Get("X-Concurrency-Remaining"))
 		}
 		wantError(t, get(t, "/api/v1/screenshot", tiny(a)), 429, shotd.CodeConcurrencyLimit)
-		hp.open()
+		hp.Release()
 		if r := <-held; r.status != 200 {
 			t.Fatalf("held render: %d %s", r.status, codeOf(r))
 		}

@@ -10,13 +10,11 @@ import (
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -663,57 +661,14 @@ func TestJobTargetsNeedNoDNS(t *testing.T) {
 	}
 }
 
-// holdPages serves pages that take a while and counts how many requests are in flight at once.
-type holdPages struct {
-	srv               *httptest.Server
-	mu                sync.Mutex
-	inflight, maxSeen int
-	served            int
-}
-
-func newHoldPages(t *testing.T, hold time.Duration) *holdPages {
-	t.Helper()
-	p := &holdPages{}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/hold" {
-			http.NotFound(w, r)
-			return
-		}
-		p.mu.Lock()
-		p.inflight++
-		p.served++
-		p.maxSeen = max(p.maxSeen, p.inflight)
-		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			p.inflight--
-			p.mu.Unlock()
-		}()
-		select {
-		case <-time.After(hold):
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, "<html><body style='background:#c63'>held</body></html>")
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *holdPages) stats() (served, maxSeen int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.served, p.maxSeen
-}
-
 func TestJobsWaitForSlot(t *testing.T) {
 	a := newAccount(t, "jobs-serial", true) // concurrency 1
-	pages := newHoldPages(t, 300*time.Millisecond)
+	pages := testkit.StartPages(t, 300*time.Millisecond)
 	const n = 4
 	ids := make([]string, n)
 	for i := range ids {
 		// Each acceptance is a 202, never concurrency_limit, although only one may render.
-		ids[i] = submit(t, a.key.AccessKey, map[string]any{"url": pages.srv.URL + "/hold?n=" + strconv.Itoa(i), "viewport_width": 300, "viewport_height": 200})
+		ids[i] = submit(t, a.key.AccessKey, map[string]any{"url": pages.URL("/slow?n=" + strconv.Itoa(i)), "viewport_width": 300, "viewport_height": 200})
 	}
 	for _, id := range ids {
 		j := waitFinal(t, a.key.AccessKey, id)
@@ -721,7 +676,7 @@ func TestJobsWaitForSlot(t *testing.T) {
 			t.Fatalf("job %s %s (%s: %s)", id, j.Status, j.ErrorCode, j.ErrorMessage)
 		}
 	}
-	served, maxSeen := pages.stats()
+	served, maxSeen := pages.SlowCame(), pages.SlowPeak()
 	if served != n || maxSeen != 1 {
 		t.Fatalf("the page was served %d times, at most %d at once; want %d, one at a time", served, maxSeen, n)
 	}
@@ -970,9 +925,9 @@ func TestBulkCompletion(t *testing.T) {
 
 func TestBulkQueueLimit(t *testing.T) {
 	a := newAccount(t, "jobs-queue3", true) // queue_limit 3, concurrency 1
-	pages := newHoldPages(t, 700*time.Millisecond)
+	pages := testkit.StartPages(t, 700*time.Millisecond)
 	item := func(i int) map[string]any {
-		return map[string]any{"url": pages.srv.URL + "/hold?i=" + strconv.Itoa(i), "viewport_width": 300, "viewport_height": 200}
+		return map[string]any{"url": pages.URL("/slow?i=" + strconv.Itoa(i)), "viewport_width": 300, "viewport_height": 200}
 	}
 	before := usageOf(t, a)
 	// Four items do not fit a queue of three: nothing is queued.
@@ -995,7 +950,7 @@ func TestBulkQueueLimit(t *testing.T) {
 	if b.Counts.Succeeded != 3 {
 		t.Fatalf("counts %+v", b.Counts)
 	}
-	if _, maxSeen := pages.stats(); maxSeen != 1 {
+	if maxSeen := pages.SlowPeak(); maxSeen != 1 {
 		t.Fatalf("%d jobs rendered at once with concurrency 1", maxSeen)
 	}
 	// The queue is free again once the account actor has settled the three jobs.

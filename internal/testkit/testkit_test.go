@@ -155,6 +155,42 @@ func TestPagesSlow(t *testing.T) {
 	}
 }
 
+// TestPagesRelease: Release answers the held /slow requests at once, and the peak counts those
+// under way together.
+func TestPagesRelease(t *testing.T) {
+	p := StartPages(t, time.Minute)
+	done := make(chan error, 2)
+	for i := range 2 {
+		go func() {
+			resp, err := http.Get(p.URL("/slow?n=" + strconv.Itoa(i)))
+			if err == nil {
+				resp.Body.Close()
+			}
+			done <- err
+		}()
+	}
+	p.WaitSlow(t, 2, 5*time.Second)
+	select {
+	case <-done:
+		t.Fatal("a /slow request answered before the release")
+	case <-time.After(100 * time.Millisecond):
+	}
+	p.Release()
+	for range 2 {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatal("a held request did not answer after the release")
+		}
+	}
+	if n, peak := p.Slow(), p.SlowPeak(); n != 0 || peak != 2 {
+		t.Fatalf("%d under way after the release, peak %d; want 0 and 2", n, peak)
+	}
+}
+
 func post(t *testing.T, url string, h http.Header, body string) int {
 	t.Helper()
 	req, err := http.NewRequestWithContext(context.Background(), http.MethodPost, url, strings.NewReader(body))
