@@ -532,14 +532,8 @@ func TestBonusAfterQuota(t *testing.T) {
 	acc := h.account(t, plan.Name, 1)
 	succeed := func(n int) {
 		t.Helper()
-		for i := range n {
-			res, l, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
-			if err != nil {
-				t.Fatalf("render %d: %v (limits %+v)", i+1, err, l)
-			}
-			if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
-				t.Fatal(err)
-			}
+		for range n {
+			h.render(t, h.fresh(t, acc.ID), plan, actors.Succeeded)
 		}
 	}
 	refused := func() {
