@@ -177,17 +177,14 @@ func TestIdleBrowsersTakeTurns(t *testing.T) {
 	}
 }
 
-// TestChromeKilledMidRender kills the whole Chrome process group with SIGKILL while a render is
-// in flight: the render answers a retryable error, the pool comes back, and nothing is left.
-func TestChromeKilledMidRender(t *testing.T) {
-	l := newLauncher(t)
-	r, closePool := newPool(t, l, 1, 2, 0, 5*time.Second)
-	waitReady(t, r)
-	srv := fixture(t)
-
+// renderHeld starts a render of the fixture's held page with a timeout of seconds on a pool of
+// one Chrome, and returns the pid of that Chrome once the page is requested, and the render's
+// error when it ends.
+func renderHeld(t *testing.T, r *actors.Renderer, srv *testkit.Pages, seconds string) (int, <-chan error) {
+	t.Helper()
 	res := make(chan error, 1)
 	go func() {
-		_, err := render(r, opts(t, "url", srv.URL("/slow"), "timeout", "30"))
+		_, err := render(r, opts(t, "url", srv.URL("/slow"), "timeout", seconds))
 		res <- err
 	}()
 	srv.WaitSlow(t, 1, 20*time.Second)
@@ -195,7 +192,17 @@ func TestChromeKilledMidRender(t *testing.T) {
 	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
 		t.Fatalf("browsers: %+v %v", bs, err)
 	}
-	oldPID := bs[0].PID
+	return bs[0].PID, res
+}
+
+// TestChromeKilledMidRender kills the whole Chrome process group with SIGKILL while a render is
+// in flight: the render answers a retryable error, the pool comes back, and nothing is left.
+func TestChromeKilledMidRender(t *testing.T) {
+	l := newLauncher(t)
+	r, closePool := newPool(t, l, 1, 2, 0, 5*time.Second)
+	waitReady(t, r)
+	srv := fixture(t)
+	oldPID, res := renderHeld(t, r, srv, "30")
 	if err := syscall.Kill(-oldPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -229,17 +236,7 @@ func TestWedgedChromeReplaced(t *testing.T) {
 		ProbeEvery: 200 * time.Millisecond, ProbeTimeout: time.Second, ProbeFailures: 2, Launch: l.launch, Log: zerolog.Nop()})
 	waitReady(t, r)
 	srv := fixture(t)
-	res := make(chan error, 1)
-	go func() {
-		_, err := render(r, opts(t, "url", srv.URL("/slow"), "timeout", "60"))
-		res <- err
-	}()
-	srv.WaitSlow(t, 1, 20*time.Second)
-	bs, err := r.Browsers(time.Second)
-	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
-		t.Fatalf("browsers: %+v %v", bs, err)
-	}
-	stopped := bs[0].PID
+	stopped, res := renderHeld(t, r, srv, "60")
 	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
