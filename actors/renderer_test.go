@@ -58,8 +58,14 @@ func (l *launcher) noneLeft(t *testing.T) {
 	}
 }
 
-// noDirsLeft fails the test if a user-data dir is left under the launcher's dir.
-func (l *launcher) noDirsLeft(t *testing.T) { testkit.DirEmpty(t, l.dir) }
+// closeClean closes the pool and fails the test if a Chrome the launcher started, or a
+// user-data dir, is left.
+func (l *launcher) closeClean(t *testing.T, closePool func()) {
+	t.Helper()
+	closePool()
+	l.noneLeft(t)
+	testkit.DirEmpty(t, l.dir)
+}
 
 func newLauncher(t *testing.T) *launcher {
 	return &launcher{path: mustBrowser(t), dir: t.TempDir()}
@@ -146,9 +152,7 @@ func TestPoolRendersAndCloses(t *testing.T) {
 			t.Fatalf("render: %v", err)
 		}
 	}
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	l.closeClean(t, closePool)
 }
 
 // TestIdleBrowsersTakeTurns renders one page after another on a pool of two: each render goes to
@@ -217,12 +221,7 @@ func TestChromeKilledMidRender(t *testing.T) {
 	}
 
 	waitReplaced(t, r, oldPID, srv.URL("/"))
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", oldPID)); !os.IsNotExist(err) {
-		t.Fatalf("killed chrome %d was not reaped", oldPID)
-	}
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	l.closeClean(t, closePool)
 }
 
 // TestWedgedChromeReplaced stops the pool's only Chrome (SIGSTOP: the process lives and its
@@ -253,12 +252,7 @@ func TestWedgedChromeReplaced(t *testing.T) {
 		t.Fatal("the render on the stopped Chrome did not answer")
 	}
 	waitReplaced(t, r, stopped, srv.URL("/"))
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", stopped)); !os.IsNotExist(err) {
-		t.Errorf("the stopped chrome %d is still there", stopped)
-	}
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	l.closeClean(t, closePool)
 }
 
 // TestStuckBrowserReplaced stops every child process of one of two Chromes: its browser process
@@ -339,7 +333,7 @@ func TestStuckBrowserReplaced(t *testing.T) {
 }
 
 // waitReplaced waits until the one-browser pool r is up with a process other than old, then
-// renders url on it.
+// renders url on it and checks that old was reaped.
 func waitReplaced(t *testing.T, r *actors.Renderer, old int, url string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -355,6 +349,9 @@ func waitReplaced(t *testing.T, r *actors.Renderer, old int, url string) {
 	}
 	if _, err := render(r, opts(t, "url", url)); err != nil {
 		t.Fatalf("render after recovery: %v", err)
+	}
+	if err := testkit.ProcessGone(old, 0); err != nil {
+		t.Fatalf("replaced chrome: %v", err)
 	}
 }
 
@@ -680,9 +677,7 @@ func TestAllChromesStopped(t *testing.T) {
 	}
 	h.waitStored(t, acc, time.Now(), func(s store.Usage) bool { return s.Succeeded == successes && s.Failed == 0 })
 	t.Logf("%d renders failed while every Chrome was stopped, none counted; %d succeeded", len(failures), successes)
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	l.closeClean(t, closePool)
 }
 
 // waitUp waits until n browsers of r take renders.
