@@ -13,8 +13,10 @@ import (
 
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
+
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/store"
 )
 
@@ -114,6 +116,12 @@ func (h *accountsHarness) setBonus(tb testing.TB, id string, bonus int) shotd.Ac
 }
 
 // fresh reads the account as the key cache would hand it to a request.
+// render admits one render of acc on plan and settles it with o.
+func (h *accountsHarness) render(tb testing.TB, acc shotd.Account, plan shotd.Plan, o actors.Outcome) {
+	tb.Helper()
+	admitSettle(tb, h.accounts, &actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}, o)
+}
+
 func (h *accountsHarness) fresh(tb testing.TB, id string) shotd.Account {
 	tb.Helper()
 	acc, err := h.st.Account(id)
@@ -524,14 +532,8 @@ func TestBonusAfterQuota(t *testing.T) {
 	acc := h.account(t, plan.Name, 1)
 	succeed := func(n int) {
 		t.Helper()
-		for i := range n {
-			res, l, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
-			if err != nil {
-				t.Fatalf("render %d: %v (limits %+v)", i+1, err, l)
-			}
-			if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
-				t.Fatal(err)
-			}
+		for range n {
+			h.render(t, h.fresh(t, acc.ID), plan, actors.Succeeded)
 		}
 	}
 	refused := func() {
@@ -573,14 +575,8 @@ func TestStaleBonusRecord(t *testing.T) {
 	plan.MonthlyQuota = 1
 	acc := h.account(t, plan.Name, 1)
 	stale := h.fresh(t, acc.ID) // bonus 1
-	for i := range 2 {
-		res, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
-		if err != nil {
-			t.Fatalf("render %d: %v", i+1, err)
-		}
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
-			t.Fatal(err)
-		}
+	for range 2 {
+		h.render(t, h.fresh(t, acc.ID), plan, actors.Succeeded)
 	}
 	h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.BonusUsed == 1 })
 	time.Sleep(50 * time.Millisecond) // the write's report reaches the actor: nothing is pending
@@ -595,13 +591,7 @@ func TestStaleBonusRecord(t *testing.T) {
 		t.Fatalf("without bonus: %v", err)
 	}
 	h.setBonus(t, acc.ID, 1)
-	res, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
-	if err != nil {
-		t.Fatalf("after the grant: %v", err)
-	}
-	if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
-		t.Fatal(err)
-	}
+	h.render(t, h.fresh(t, acc.ID), plan, actors.Succeeded) // after the grant
 	// And the stale record once more, now while the debit may still be on its way to the disk.
 	if _, _, err := h.accounts.Admit(&actors.Admit{Account: stale, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
 		t.Fatalf("with a stale record during a write: %v, want quota_exceeded", err)
@@ -616,13 +606,7 @@ func TestNotBilled(t *testing.T) {
 	plan.MonthlyQuota = 1
 	acc := h.account(t, plan.Name, 0)
 	for _, o := range []actors.Outcome{actors.Failed, actors.CacheHit, actors.Released, actors.Failed, actors.CacheHit} {
-		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
-		if err != nil {
-			t.Fatalf("outcome %v: %v", o, err)
-		}
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, o); err != nil {
-			t.Fatal(err)
-		}
+		h.render(t, acc, plan, o)
 	}
 	u, err := h.accounts.Usage(acc, plan)
 	if err != nil {
@@ -678,13 +662,7 @@ func TestCacheHitAdmission(t *testing.T) {
 		t.Fatalf("stored %+v: want nothing billed", stored)
 	}
 	// The render it did not reserve for is still admitted.
-	res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
-	if err != nil {
-		t.Fatalf("render after the hits: %v", err)
-	}
-	if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
-		t.Fatal(err)
-	}
+	h.render(t, acc, plan, actors.Succeeded)
 }
 
 // TestQuotaSurvivesRestart: what was billed is in bbolt; a new actor system on the same data
@@ -698,13 +676,7 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 	h := startAccounts(t, dir, nil, 0)
 	acc := h.account(t, plan.Name, 0)
 	for _, o := range []actors.Outcome{actors.Succeeded, actors.Failed, actors.Succeeded, actors.CacheHit, actors.Succeeded} {
-		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, o); err != nil {
-			t.Fatal(err)
-		}
+		h.render(t, acc, plan, o)
 	}
 	h.stop(t)
 	if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeServiceUnavailable {
@@ -752,13 +724,8 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 // sweeper, actor mailboxes).
 func noGoroutinesLeft(t *testing.T, before int) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for runtime.NumGoroutine() > before {
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines, %d before:\n%s", runtime.NumGoroutine(), before, buf[:runtime.Stack(buf, true)])
-		}
-		time.Sleep(20 * time.Millisecond)
+	if err := testkit.WaitGoroutines(before, 5*time.Second); err != nil {
+		t.Fatal(err)
 	}
 }
 

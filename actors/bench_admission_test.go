@@ -29,16 +29,7 @@ func BenchmarkAdmission(b *testing.B) {
 			// Warm up: the account actor is spawned and its usage loaded on first use.
 			admitSettle(b, h.accounts, m, tt.outcome)
 
-			d := make([]time.Duration, 0, 1<<16)
-			b.ReportAllocs()
-			b.ResetTimer()
-			for b.Loop() {
-				start := time.Now()
-				admitSettle(b, h.accounts, m, tt.outcome)
-				d = append(d, time.Since(start))
-			}
-			b.StopTimer()
-			reportPercentiles(b, d)
+			timeRounds(b, func() { admitSettle(b, h.accounts, m, tt.outcome) })
 		})
 	}
 }
@@ -65,16 +56,7 @@ func BenchmarkAdmissionWithKey(b *testing.B) {
 		admitSettle(b, h.accounts, &actors.Admit{Account: a, Plan: plan, Kind: actors.AdmitRender}, actors.Succeeded)
 	}
 	round()
-	d := make([]time.Duration, 0, 1<<16)
-	b.ReportAllocs()
-	b.ResetTimer()
-	for b.Loop() {
-		start := time.Now()
-		round()
-		d = append(d, time.Since(start))
-	}
-	b.StopTimer()
-	reportPercentiles(b, d)
+	timeRounds(b, round)
 }
 
 // BenchmarkAdmissionParallel is the same round trip from many goroutines on one account: they
@@ -102,14 +84,31 @@ func benchPlan() shotd.Plan {
 	return p
 }
 
-func admitSettle(b *testing.B, a *actors.Accounts, m *actors.Admit, o actors.Outcome) {
-	res, _, err := a.Admit(m)
+// admitSettle admits m and settles its ticket with o.
+func admitSettle(tb testing.TB, a *actors.Accounts, m *actors.Admit, o actors.Outcome) {
+	tb.Helper()
+	res, l, err := a.Admit(m)
 	if err != nil {
-		b.Fatalf("admit: %v", err)
+		tb.Fatalf("admit: %v (limits %+v)", err, l)
 	}
 	if _, err := a.Settle(m.Account.ID, res.Ticket, o); err != nil {
-		b.Fatalf("settle: %v", err)
+		tb.Fatalf("settle: %v", err)
 	}
+}
+
+// timeRounds runs round once per benchmark iteration and reports the p50 and p99 of its
+// durations.
+func timeRounds(b *testing.B, round func()) {
+	d := make([]time.Duration, 0, 1<<16)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		start := time.Now()
+		round()
+		d = append(d, time.Since(start))
+	}
+	b.StopTimer()
+	reportPercentiles(b, d)
 }
 
 // reportPercentiles reports the p50 and p99 of the per-operation durations.

@@ -7,17 +7,18 @@ import (
 	"image"
 	"image/png"
 	"net/http"
-	"net/http/httptest"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"go.etcd.io/bbolt"
+
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/store"
-	"go.etcd.io/bbolt"
 )
 
 // The job actor's own logic, with a scripted render function: a busy or restarting browser pool
@@ -228,15 +229,7 @@ func TestJobRenderRetries(t *testing.T) {
 // job cut off while rendering and an ended job whose delivery is pending. A new start renders
 // the first two and delivers all three webhooks.
 func TestJobsResume(t *testing.T) {
-	var hits sync.Map // job id -> attempts received
-	var total atomic.Int32
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		total.Add(1)
-		n, _ := hits.LoadOrStore(r.Header.Get("x-job-id"), new(atomic.Int32))
-		n.(*atomic.Int32).Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	defer recv.Close()
+	recv := testkit.StartReceiver(t)
 
 	dir := t.TempDir()
 	st := openStore(t, dir)
@@ -247,7 +240,7 @@ func TestJobsResume(t *testing.T) {
 	}
 	mk := func() store.Job {
 		return store.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
-			Webhook: &store.WebhookState{URL: recv.URL + "/hook", Sign: true}}
+			Webhook: &store.WebhookState{URL: recv.URL(), Sign: true}}
 	}
 	jobs := []store.Job{mk(), mk(), mk()}
 	if err := st.CreateJobs(jobs, nil); err != nil {
@@ -276,9 +269,8 @@ func TestJobsResume(t *testing.T) {
 		if j.Status != want || j.Webhook.Status != store.WebhookDelivered {
 			t.Fatalf("job %s: %s, webhook %+v; want %s, delivered", id, j.Status, j.Webhook, want)
 		}
-		n, ok := hits.Load(id)
-		if !ok || n.(*atomic.Int32).Load() != 1 {
-			t.Fatalf("job %s: deliveries %v", id, n)
+		if n := recv.Acknowledged()[id]; n != 1 {
+			t.Fatalf("job %s: %d deliveries", id, n)
 		}
 	}
 	if j, _ := st.JobByID(ended); j.Webhook.Attempts != 2 {
@@ -300,7 +292,7 @@ func TestJobsResume(t *testing.T) {
 			t.Fatalf("usage %+v", u)
 		}
 	}
-	if n := total.Load(); n != 3 {
+	if n := len(recv.Deliveries()); n != 3 {
 		t.Fatalf("%d deliveries in all, want 3", n)
 	}
 }
@@ -349,23 +341,11 @@ func TestSubmitTooLate(t *testing.T) {
 	}
 }
 
-// hookCounter is a webhook receiver that answers 204 and counts the deliveries.
-func hookCounter(t *testing.T) (url string, deliveries *atomic.Int32) {
-	t.Helper()
-	deliveries = new(atomic.Int32)
-	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		deliveries.Add(1)
-		w.WriteHeader(http.StatusNoContent)
-	}))
-	t.Cleanup(recv.Close)
-	return recv.URL, deliveries
-}
-
 // TestJobCutByShutdown: a job whose render the shutdown breaks (Close gave up waiting, then the
 // browser went away under it) is not failed: it stays rendering in the store, delivers no
 // webhook, and the next start renders it.
 func TestJobCutByShutdown(t *testing.T) {
-	hookURL, hooks := hookCounter(t)
+	hooks := testkit.StartReceiver(t)
 	st := openStore(t, t.TempDir())
 	acc, key := newJobAccount(t, st)
 
@@ -379,7 +359,7 @@ func TestJobCutByShutdown(t *testing.T) {
 		return nil, shotd.Errorf(shotd.CodeNavigationFailed, "the page did not answer")
 	}
 	e := startJobs(t, st, cut, time.Second)
-	id := e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>cut</p>","webhook_url":"`+hookURL+`/hook"}`))
+	id := e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>cut</p>","webhook_url":"`+hooks.URL()+`"}`))
 	<-started
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
@@ -407,7 +387,7 @@ func TestJobCutByShutdown(t *testing.T) {
 	if j := waitJobFinal(t, st, id, 10*time.Second); j.Status != store.JobSucceeded {
 		t.Fatalf("job after the restart: %s", j.Status)
 	}
-	if n := hooks.Load(); n != 1 {
+	if n := len(hooks.Deliveries()); n != 1 {
 		t.Errorf("%d webhook deliveries, want 1 (after the restart only)", n)
 	}
 }
@@ -462,7 +442,7 @@ func TestJobEndingAtShutdownIsBilled(t *testing.T) {
 // the config can never get a slot: they fail (as the account's requests do) and deliver their
 // webhooks, instead of staying queued for good. Nothing renders.
 func TestRestoredJobsOfARemovedPlan(t *testing.T) {
-	hookURL, deliveries := hookCounter(t)
+	hooks := testkit.StartReceiver(t)
 	st := openStore(t, t.TempDir())
 	acc, key := newJobAccountOn(t, st, "discontinued")
 	raw, err := json.Marshal(jobOptions(t, `{"html":"<p>x</p>","async":true}`))
@@ -470,7 +450,7 @@ func TestRestoredJobsOfARemovedPlan(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobs := []store.Job{
-		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &store.WebhookState{URL: hookURL + "/hook", Sign: true}},
+		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &store.WebhookState{URL: hooks.URL(), Sign: true}},
 		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw},
 	}
 	if err := st.CreateJobs(jobs, nil); err != nil {
@@ -487,9 +467,9 @@ func TestRestoredJobsOfARemovedPlan(t *testing.T) {
 			t.Fatalf("job %s: %s %s, want failed internal_error", j.JobID, got.Status, got.ErrorCode)
 		}
 	}
-	for end := time.Now().Add(5 * time.Second); deliveries.Load() != 1; time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(5 * time.Second); len(hooks.Deliveries()) != 1; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatalf("%d webhook deliveries, want 1", deliveries.Load())
+			t.Fatalf("%d webhook deliveries, want 1", len(hooks.Deliveries()))
 		}
 	}
 	if n := sc.count(); n != 0 {

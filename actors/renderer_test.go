@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -16,11 +13,13 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
+	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/store"
 )
 
@@ -53,31 +52,19 @@ func (l *launcher) noneLeft(t *testing.T) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for _, pid := range l.pids {
-		deadline := time.Now().Add(5 * time.Second)
-		for {
-			_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
-			if os.IsNotExist(err) {
-				break
-			}
-			if time.Now().After(deadline) {
-				st, _ := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-				t.Fatalf("chrome pid %d still exists: %s", pid, st)
-			}
-			time.Sleep(50 * time.Millisecond)
+		if err := testkit.ProcessGone(pid, 5*time.Second); err != nil {
+			t.Fatalf("chrome: %v", err)
 		}
 	}
 }
 
-// noDirsLeft fails the test if a user-data dir is left under the launcher's dir.
-func (l *launcher) noDirsLeft(t *testing.T) {
+// closeClean closes the pool and fails the test if a Chrome the launcher started, or a
+// user-data dir, is left.
+func (l *launcher) closeClean(t *testing.T, closePool func()) {
 	t.Helper()
-	entries, err := os.ReadDir(l.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range entries {
-		t.Errorf("user-data dir left behind: %s", filepath.Join(l.dir, e.Name()))
-	}
+	closePool()
+	l.noneLeft(t)
+	testkit.DirEmpty(t, l.dir)
 }
 
 func newLauncher(t *testing.T) *launcher {
@@ -131,22 +118,8 @@ func opts(t *testing.T, kv ...string) *shotd.Options {
 	return o
 }
 
-func fixture(t *testing.T) (*httptest.Server, chan struct{}) {
-	hit := make(chan struct{}, 16)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/hang" {
-			hit <- struct{}{}
-			select {
-			case <-r.Context().Done():
-			case <-time.After(20 * time.Second):
-			}
-			return
-		}
-		fmt.Fprint(w, "<html><body><h1>ok</h1></body></html>")
-	}))
-	t.Cleanup(srv.Close)
-	return srv, hit
-}
+// fixture serves the pages renders load; /slow holds its answer longer than any test waits.
+func fixture(t *testing.T) *testkit.Pages { return testkit.StartPages(t, 20*time.Second) }
 
 func render(r *actors.Renderer, o *shotd.Options) (*shotd.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+5*time.Second)
@@ -158,14 +131,14 @@ func TestPoolRendersAndCloses(t *testing.T) {
 	l := newLauncher(t)
 	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
 	waitReady(t, r)
-	srv, _ := fixture(t)
+	srv := fixture(t)
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
 	for i := 0; i < 6; i++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			out, err := render(r, opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240"))
+			out, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240"))
 			if err == nil && (out == nil || len(out.Data) == 0) {
 				err = errors.New("empty output")
 			}
@@ -179,9 +152,7 @@ func TestPoolRendersAndCloses(t *testing.T) {
 			t.Fatalf("render: %v", err)
 		}
 	}
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	l.closeClean(t, closePool)
 }
 
 // TestIdleBrowsersTakeTurns renders one page after another on a pool of two: each render goes to
@@ -192,10 +163,10 @@ func TestIdleBrowsersTakeTurns(t *testing.T) {
 	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
 	defer closePool()
 	waitUp(t, r, 2)
-	srv, _ := fixture(t)
+	srv := fixture(t)
 	const n = 6
 	for range n {
-		if _, err := render(r, opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240")); err != nil {
+		if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
 			t.Fatalf("render: %v", err)
 		}
 	}
@@ -210,25 +181,32 @@ func TestIdleBrowsersTakeTurns(t *testing.T) {
 	}
 }
 
+// renderHeld starts a render of the fixture's held page with a timeout of seconds on a pool of
+// one Chrome, and returns the pid of that Chrome once the page is requested, and the render's
+// error when it ends.
+func renderHeld(t *testing.T, r *actors.Renderer, srv *testkit.Pages, seconds string) (int, <-chan error) {
+	t.Helper()
+	res := make(chan error, 1)
+	go func() {
+		_, err := render(r, opts(t, "url", srv.URL("/slow"), "timeout", seconds))
+		res <- err
+	}()
+	srv.WaitSlow(t, 1, 20*time.Second)
+	bs, err := r.Browsers(time.Second)
+	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
+		t.Fatalf("browsers: %+v %v", bs, err)
+	}
+	return bs[0].PID, res
+}
+
 // TestChromeKilledMidRender kills the whole Chrome process group with SIGKILL while a render is
 // in flight: the render answers a retryable error, the pool comes back, and nothing is left.
 func TestChromeKilledMidRender(t *testing.T) {
 	l := newLauncher(t)
 	r, closePool := newPool(t, l, 1, 2, 0, 5*time.Second)
 	waitReady(t, r)
-	srv, hit := fixture(t)
-
-	res := make(chan error, 1)
-	go func() {
-		_, err := render(r, opts(t, "url", srv.URL+"/hang", "timeout", "30"))
-		res <- err
-	}()
-	waitHit(t, hit)
-	bs, err := r.Browsers(time.Second)
-	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
-		t.Fatalf("browsers: %+v %v", bs, err)
-	}
-	oldPID := bs[0].PID
+	srv := fixture(t)
+	oldPID, res := renderHeld(t, r, srv, "30")
 	if err := syscall.Kill(-oldPID, syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -242,13 +220,8 @@ func TestChromeKilledMidRender(t *testing.T) {
 		t.Fatal("render did not answer after the kill")
 	}
 
-	waitReplaced(t, r, oldPID, srv.URL)
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", oldPID)); !os.IsNotExist(err) {
-		t.Fatalf("killed chrome %d was not reaped", oldPID)
-	}
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	waitReplaced(t, r, oldPID, srv.URL("/"))
+	l.closeClean(t, closePool)
 }
 
 // TestWedgedChromeReplaced stops the pool's only Chrome (SIGSTOP: the process lives and its
@@ -261,18 +234,8 @@ func TestWedgedChromeReplaced(t *testing.T) {
 	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, SlotWait: 5 * time.Second,
 		ProbeEvery: 200 * time.Millisecond, ProbeTimeout: time.Second, ProbeFailures: 2, Launch: l.launch, Log: zerolog.Nop()})
 	waitReady(t, r)
-	srv, hit := fixture(t)
-	res := make(chan error, 1)
-	go func() {
-		_, err := render(r, opts(t, "url", srv.URL+"/hang", "timeout", "60"))
-		res <- err
-	}()
-	waitHit(t, hit)
-	bs, err := r.Browsers(time.Second)
-	if err != nil || len(bs) != 1 || bs[0].PID == 0 {
-		t.Fatalf("browsers: %+v %v", bs, err)
-	}
-	stopped := bs[0].PID
+	srv := fixture(t)
+	stopped, res := renderHeld(t, r, srv, "60")
 	if err := syscall.Kill(stopped, syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
@@ -288,13 +251,8 @@ func TestWedgedChromeReplaced(t *testing.T) {
 	case <-time.After(50 * time.Second):
 		t.Fatal("the render on the stopped Chrome did not answer")
 	}
-	waitReplaced(t, r, stopped, srv.URL)
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d", stopped)); !os.IsNotExist(err) {
-		t.Errorf("the stopped chrome %d is still there", stopped)
-	}
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	waitReplaced(t, r, stopped, srv.URL("/"))
+	l.closeClean(t, closePool)
 }
 
 // TestStuckBrowserReplaced stops every child process of one of two Chromes: its browser process
@@ -329,7 +287,7 @@ func TestStuckBrowserReplaced(t *testing.T) {
 	if len(stopped) == 0 {
 		t.Fatalf("nothing to stop in chrome %d's group", stuck)
 	}
-	srv, _ := fixture(t)
+	srv := fixture(t)
 	var wg sync.WaitGroup
 	codes := make(chan shotd.Code, 6)
 	for range 6 {
@@ -337,7 +295,7 @@ func TestStuckBrowserReplaced(t *testing.T) {
 			// The caller waits past the render's own budget (its timeout and the capture's slack).
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			_, err := r.Render(ctx, opts(t, "url", srv.URL, "timeout", "1"))
+			_, err := r.Render(ctx, opts(t, "url", srv.URL("/"), "timeout", "1"))
 			if err != nil && shotd.CodeOf(err) != shotd.CodeTimeout {
 				t.Logf("render: %v", err)
 			}
@@ -368,14 +326,14 @@ func TestStuckBrowserReplaced(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	for range 4 {
-		if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+		if _, err := render(r, opts(t, "url", srv.URL("/"))); err != nil {
 			t.Fatalf("render after the replacement: %v", err)
 		}
 	}
 }
 
 // waitReplaced waits until the one-browser pool r is up with a process other than old, then
-// renders url on it.
+// renders url on it and checks that old was reaped.
 func waitReplaced(t *testing.T, r *actors.Renderer, old int, url string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
@@ -392,6 +350,9 @@ func waitReplaced(t *testing.T, r *actors.Renderer, old int, url string) {
 	if _, err := render(r, opts(t, "url", url)); err != nil {
 		t.Fatalf("render after recovery: %v", err)
 	}
+	if err := testkit.ProcessGone(old, 0); err != nil {
+		t.Fatalf("replaced chrome: %v", err)
+	}
 }
 
 func TestRendererBusyAndUnavailable(t *testing.T) {
@@ -400,10 +361,10 @@ func TestRendererBusyAndUnavailable(t *testing.T) {
 		r, closePool := newPool(t, l, 1, 1, 0, 300*time.Millisecond)
 		defer func() { closePool(); l.noneLeft(t) }()
 		waitReady(t, r)
-		srv, hit := fixture(t)
-		go render(r, opts(t, "url", srv.URL+"/hang", "timeout", "5"))
-		<-hit
-		_, err := render(r, opts(t, "url", srv.URL))
+		srv := fixture(t)
+		go render(r, opts(t, "url", srv.URL("/slow"), "timeout", "5"))
+		srv.WaitSlow(t, 1, 20*time.Second)
+		_, err := render(r, opts(t, "url", srv.URL("/")))
 		if shotd.CodeOf(err) != shotd.CodeRendererBusy {
 			t.Fatalf("got %v, want renderer_busy", err)
 		}
@@ -427,9 +388,9 @@ func TestRecycleAfterN(t *testing.T) {
 	r, closePool := newPool(t, l, 1, 1, 2, 10*time.Second)
 	defer func() { closePool(); l.noneLeft(t) }()
 	waitReady(t, r)
-	srv, _ := fixture(t)
+	srv := fixture(t)
 	for i := 0; i < 5; i++ {
-		if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+		if _, err := render(r, opts(t, "url", srv.URL("/"))); err != nil {
 			t.Fatalf("render %d: %v", i, err)
 		}
 	}
@@ -457,10 +418,10 @@ func TestSlotFreeBeforeAnswer(t *testing.T) {
 	l := newLauncher(t)
 	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
 	defer closePool()
-	srv, _ := fixture(t)
+	srv := fixture(t)
 	waitUp(t, r, 2)
 	for i := 0; i < 5; i++ {
-		if _, err := render(r, opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240")); err != nil {
+		if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
 			t.Fatalf("render %d: %v", i, err)
 		}
 		infos, err := r.Browsers(5 * time.Second)
@@ -523,7 +484,7 @@ func TestRecycleAfterDeadGenerationRender(t *testing.T) {
 		l.noneLeft(t)
 	}()
 	waitReady(t, r)
-	srv, _ := fixture(t)
+	srv := fixture(t)
 	bs, err := r.Browsers(time.Second)
 	if err != nil || len(bs) != 1 {
 		t.Fatalf("browsers: %+v %v", bs, err)
@@ -532,7 +493,7 @@ func TestRecycleAfterDeadGenerationRender(t *testing.T) {
 
 	held := make(chan error, 1)
 	go func() {
-		_, err := render(r, opts(t, "url", srv.URL))
+		_, err := render(r, opts(t, "url", srv.URL("/")))
 		held <- err
 	}()
 	upOther := func(not ...int) int {
@@ -561,14 +522,14 @@ func TestRecycleAfterDeadGenerationRender(t *testing.T) {
 	secondPID := upOther(firstPID)
 	// Two renders on the second: it is due for recycling, and drains.
 	for i := range 2 {
-		if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+		if _, err := render(r, opts(t, "url", srv.URL("/"))); err != nil {
 			t.Fatalf("render %d on the second chrome: %v", i, err)
 		}
 	}
 	close(release) // the first Chrome's render reports back last
 	<-held
 	upOther(firstPID, secondPID)
-	if _, err := render(r, opts(t, "url", srv.URL)); err != nil {
+	if _, err := render(r, opts(t, "url", srv.URL("/"))); err != nil {
 		t.Fatalf("render after the recycle: %v", err)
 	}
 }
@@ -589,7 +550,7 @@ func TestAllChromesStopped(t *testing.T) {
 	plan := testPlan("wedged")
 	plan.MonthlyQuota, plan.Concurrency, plan.FailuresPerMinute = 1000, 20, 1
 	acc := h.account(t, plan.Name, 0)
-	srv, hit := fixture(t)
+	srv := fixture(t)
 	waitUp(t, r, 2)
 
 	var mu sync.Mutex
@@ -624,12 +585,10 @@ func TestAllChromesStopped(t *testing.T) {
 		waiting.Add(1)
 		go func() {
 			defer waiting.Done()
-			lost <- bill(opts(t, "url", srv.URL+"/hang", "timeout", timeout))
+			lost <- bill(opts(t, "url", srv.URL("/slow"), "timeout", timeout))
 		}()
 	}
-	for range 3 {
-		waitHit(t, hit)
-	}
+	srv.WaitSlow(t, 3, 20*time.Second)
 	var stopped []int
 	for _, b := range before {
 		if err := syscall.Kill(b.PID, syscall.SIGSTOP); err != nil {
@@ -648,7 +607,7 @@ func TestAllChromesStopped(t *testing.T) {
 		go func() {
 			defer clients.Done()
 			for !recovered.Load() && time.Now().Before(deadline) {
-				if bill(opts(t, "url", srv.URL, "viewport_width", "320", "viewport_height", "240")) == nil {
+				if bill(opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")) == nil {
 					recovered.Store(true)
 				} else {
 					time.Sleep(100 * time.Millisecond)
@@ -689,7 +648,7 @@ func TestAllChromesStopped(t *testing.T) {
 		after.Add(1)
 		go func() {
 			defer after.Done()
-			if err := bill(opts(t, "url", srv.URL)); err != nil {
+			if err := bill(opts(t, "url", srv.URL("/"))); err != nil {
 				t.Errorf("render after the recovery: %v", err)
 			}
 		}()
@@ -718,9 +677,7 @@ func TestAllChromesStopped(t *testing.T) {
 	}
 	h.waitStored(t, acc, time.Now(), func(s store.Usage) bool { return s.Succeeded == successes && s.Failed == 0 })
 	t.Logf("%d renders failed while every Chrome was stopped, none counted; %d succeeded", len(failures), successes)
-	closePool()
-	l.noneLeft(t)
-	l.noDirsLeft(t)
+	l.closeClean(t, closePool)
 }
 
 // waitUp waits until n browsers of r take renders.
@@ -730,16 +687,6 @@ func waitUp(t *testing.T, r *actors.Renderer, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d browsers up", r.Up(), n)
 		}
-	}
-}
-
-// waitHit waits until a render reached the fixture's hanging page.
-func waitHit(t *testing.T, hit <-chan struct{}) {
-	t.Helper()
-	select {
-	case <-hit:
-	case <-time.After(20 * time.Second):
-		t.Fatal("render never reached the page")
 	}
 }
 

@@ -3,6 +3,7 @@ package cdpclient
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"sync"
 	"testing"
@@ -11,11 +12,17 @@ import (
 
 const benchPage = `<!doctype html><html><body><h1>bench</h1><p>A small page.</p></body></html>`
 
-// BenchmarkRender: one full Render (fresh context, emulate, navigate, load, png) per op.
-func BenchmarkRender(b *testing.B) {
+// benchServer serves benchPage at every path.
+func benchServer(t testing.TB) *httptest.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", htmlPage(benchPage))
-	srv, _ := server(b, mux)
+	srv, _ := server(t, mux)
+	return srv
+}
+
+// BenchmarkRender: one full Render (fresh context, emulate, navigate, load, png) per op.
+func BenchmarkRender(b *testing.B) {
+	srv := benchServer(b)
 	o := opts(srv.URL)
 	o.ViewportWidth, o.ViewportHeight = 1280, 1024
 	for b.Loop() {
@@ -26,9 +33,7 @@ func BenchmarkRender(b *testing.B) {
 // BenchmarkRenderWarm: the latency of one Render when the pre-warmed pairs are ready, as at a
 // request rate the pre-warmer keeps up with.
 func BenchmarkRenderWarm(b *testing.B) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", htmlPage(benchPage))
-	srv, _ := server(b, mux)
+	srv := benchServer(b)
 	o := opts(srv.URL)
 	o.ViewportWidth, o.ViewportHeight = 1280, 1024
 	for b.Loop() {
@@ -44,9 +49,7 @@ func BenchmarkRenderWarm(b *testing.B) {
 
 // BenchmarkRawLoop: the floor, one reused target; reports the median iteration.
 func BenchmarkRawLoop(b *testing.B) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", htmlPage(benchPage))
-	srv, _ := server(b, mux)
+	srv := benchServer(b)
 	b.ResetTimer()
 	durs, err := RawLoop(b.Context(), shared, srv.URL, RawPNG, b.N, 0)
 	if err != nil {
@@ -61,9 +64,7 @@ func BenchmarkRawLoop(b *testing.B) {
 // sends Chrome nothing but the navigation and the capture (the viewport is the pre-warmed one),
 // so that options cost only the renders that use them.
 func TestPlainRenderCalls(t *testing.T) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/", htmlPage(benchPage))
-	srv, _ := server(t, mux)
+	srv := benchServer(t)
 	// What the pre-warmer and the disposal send meanwhile on other connections.
 	background := map[string]bool{
 		"Target.createBrowserContext": true, "Target.createTarget": true, "Inspector.enable": true,

@@ -8,6 +8,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/cgroup"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // testCgroups opens the test's own cgroup for memory-bounded children, or skips the test saying
@@ -70,7 +71,7 @@ func TestCgroupHoldsGroup(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	members := groupMembers(p.PID())
+	members := testkit.GroupMembers(p.PID())
 	if len(members) < 2 {
 		t.Fatalf("Chrome's group has %d processes, want Chrome and its helpers", len(members))
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 func TestMergeFeatures(t *testing.T) {
@@ -126,7 +128,7 @@ func TestDevToolsPipe(t *testing.T) {
 	}
 	// Listening sockets of the group, by the inodes of its fds and /proc/net/tcp{,6}.
 	inodes := map[string]bool{}
-	for _, pid := range groupMembers(p.PID()) {
+	for _, pid := range testkit.GroupMembers(p.PID()) {
 		fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
 		for _, fd := range fds {
 			if l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name())); err == nil && strings.HasPrefix(l, "socket:[") {

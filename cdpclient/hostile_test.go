@@ -20,6 +20,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // launchHostile starts a Chrome of the test's own with cfg (Path and isolation from the
@@ -45,7 +46,7 @@ func launchHostile(t *testing.T, cfg Config) *Process {
 // renderers lists the renderer processes of p.
 func renderers(p *Process) []int {
 	var pids []int
-	for _, pid := range groupMembers(p.PID()) {
+	for _, pid := range testkit.GroupMembers(p.PID()) {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
 		if err == nil && bytes.Contains(b, []byte("--type=renderer")) {
 			pids = append(pids, pid)

@@ -10,9 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
 	"testing"
 	"time"
 
@@ -21,6 +19,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // shared is the one browser of the package's tests; each render gets a fresh context anyway.
@@ -51,7 +50,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}
-	if err := waitGoroutines(goroutines, 5*time.Second); err != nil {
+	if err := testkit.WaitGoroutines(goroutines, 5*time.Second); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		code = 1
 	}
@@ -64,76 +63,16 @@ func checkGone(p *Process) error {
 	if _, err := os.Stat(p.dir); !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("user-data dir %s left behind (stat: %v)", p.dir, err)
 	}
-	if st, ok := procState(p.pid); ok {
-		return fmt.Errorf("chrome pid %d still in /proc, state %c", p.pid, st)
+	if err := testkit.ProcessGone(p.pid, 0); err != nil {
+		return fmt.Errorf("chrome: %w", err)
 	}
-	// Helpers killed with the group are reparented to init, which reaps them on its own time:
-	// a zombie is dead, a live member is a leak.
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		var live []int
-		for _, pid := range append(groupMembers(p.pid), mentioning(p.dir)...) {
-			if st, ok := procState(pid); ok && st != 'Z' && st != 'X' {
-				live = append(live, pid)
-			}
-		}
-		if len(live) == 0 {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes of group %d still alive: %v", p.pid, live)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
-func waitGoroutines(base int, within time.Duration) error {
-	deadline := time.Now().Add(within)
-	for {
-		n := runtime.NumGoroutine()
-		if n <= base {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			buf := make([]byte, 1<<20)
-			buf = buf[:runtime.Stack(buf, true)]
-			return fmt.Errorf("goroutine leak: %d running, %d before\n%s", n, base, buf)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	return testkit.GroupGone(p.pid, p.dir, 5*time.Second)
 }
 
 // procState returns the state letter of pid.
 func procState(pid int) (byte, bool) {
 	st, ok := proc.Read(pid)
 	return st.State, ok
-}
-
-// mentioning lists the pids whose command line contains s: the crashpad handler, which leaves
-// the group, names our user-data dir in its --database.
-func mentioning(s string) []int {
-	ents, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && bytes.Contains(b, []byte(s)) {
-			pids = append(pids, pid)
-		}
-	}
-	return pids
-}
-
-// groupMembers lists the pids whose process group is pgid.
-func groupMembers(pgid int) []int {
-	var pids []int
-	for _, st := range proc.Members(pgid) {
-		pids = append(pids, st.PID)
-	}
-	return pids
 }
 
 // opts is a small render of url with the defaults the parser would set.

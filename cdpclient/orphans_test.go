@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // orphanHelperEnv makes the test binary play a service (orphanHelper) instead of running tests:
@@ -143,7 +144,7 @@ func TestKillOrphans(t *testing.T) {
 	// group, and must die with Chrome), but the bystander.
 	for end := time.Now().Add(5 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		var left []int
-		for _, pid := range mentioning(dir) {
+		for _, pid := range testkit.Mentioning(dir) {
 			if st, ok := procState(pid); ok && st != 'Z' && pid != bystander.Process.Pid {
 				left = append(left, pid)
 			}

@@ -54,15 +54,11 @@ body { margin: 0; background: #fff; }
 }
 
 func TestTimeZone(t *testing.T) {
-	b := &beacon{}
-	mux := http.NewServeMux()
-	mux.Handle("/beacon", b)
-	mux.HandleFunc("/", htmlPage(reportPage(
+	srv, b := reportServer(t,
 		"tz", "Intl.DateTimeFormat().resolvedOptions().timeZone",
 		"jan", "new Date(2024, 0, 15).getTimezoneOffset()",
 		"jul", "new Date(2024, 6, 15).getTimezoneOffset()",
-	)))
-	srv, _ := server(t, mux)
+	)
 
 	tests := []struct {
 		name, tz, jan, jul string

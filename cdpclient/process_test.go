@@ -18,6 +18,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/testenv"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // launchOwn starts a Process of the test's own, for tests that kill or close it.
@@ -138,7 +139,7 @@ func TestKillMidRender(t *testing.T) {
 		t.Error(err)
 	}
 	srv.CloseClientConnections()
-	if err := waitGoroutines(goroutines, 5*time.Second); err != nil {
+	if err := testkit.WaitGoroutines(goroutines, 5*time.Second); err != nil {
 		t.Error(err)
 	}
 }
@@ -152,7 +153,7 @@ func TestClose(t *testing.T) {
 	p := launchOwn(t, 2)
 	mustRender(t, p, opts(srv.URL))
 
-	members := groupMembers(p.PID())
+	members := testkit.GroupMembers(p.PID())
 	if len(members) < 2 {
 		t.Fatalf("group %d has members %v, want Chrome and its helpers", p.PID(), members)
 	}
@@ -182,7 +183,7 @@ func TestClose(t *testing.T) {
 		t.Errorf("render after close: %v", err)
 	}
 	srv.CloseClientConnections()
-	if err := waitGoroutines(goroutines, 5*time.Second); err != nil {
+	if err := testkit.WaitGoroutines(goroutines, 5*time.Second); err != nil {
 		t.Error(err)
 	}
 }
@@ -252,7 +253,7 @@ func TestLaunchFailure(t *testing.T) {
 					}
 				}
 			}
-			if err := waitGoroutines(goroutines, 3*time.Second); err != nil {
+			if err := testkit.WaitGoroutines(goroutines, 3*time.Second); err != nil {
 				t.Error(err)
 			}
 		})

@@ -8,6 +8,7 @@ import (
 	"image/jpeg"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -148,17 +149,24 @@ document.write('<img src="/beacon?' + [` + strings.Join(parts, ", ") + `].join('
 </script></body></html>`
 }
 
-func TestViewport(t *testing.T) {
+// reportServer serves reportPage(kv...) at every path and collects its beacons.
+func reportServer(t *testing.T, kv ...string) (*httptest.Server, *beacon) {
+	t.Helper()
 	b := &beacon{}
 	mux := http.NewServeMux()
 	mux.Handle("/beacon", b)
-	mux.HandleFunc("/", htmlPage(reportPage(
+	mux.HandleFunc("/", htmlPage(reportPage(kv...)))
+	srv, _ := server(t, mux)
+	return srv, b
+}
+
+func TestViewport(t *testing.T) {
+	srv, b := reportServer(t,
 		"w", "innerWidth",
 		"dpr", "devicePixelRatio",
 		"orientation", "screen.orientation.type",
 		"touch", "navigator.maxTouchPoints",
-	)))
-	srv, _ := server(t, mux)
+	)
 
 	tests := []struct {
 		name         string
@@ -349,6 +357,24 @@ func TestWaitUntil(t *testing.T) {
 
 	// Render end against the server's clock: before or after the document's second half (doc)
 	// and the image (img) were sent.
+	notPastImage := func(end, doc, img time.Time) error {
+		if !img.IsZero() && !end.Before(img) {
+			return fmt.Errorf("waited %v past the image", end.Sub(img))
+		}
+		return nil
+	}
+	imageLoaded := func(end, doc, img time.Time) error {
+		if img.IsZero() || end.Before(img) {
+			return fmt.Errorf("returned before the image was loaded")
+		}
+		return nil
+	}
+	quietAfterImage := func(end, doc, img time.Time) error {
+		if img.IsZero() || end.Sub(img) < 450*time.Millisecond {
+			return fmt.Errorf("returned %v after the last request, want 500ms of quiet", end.Sub(img))
+		}
+		return nil
+	}
 	tests := []struct {
 		name      string
 		html      bool
@@ -365,47 +391,14 @@ func TestWaitUntil(t *testing.T) {
 			if doc.IsZero() || end.Before(doc) {
 				return fmt.Errorf("returned before the document was complete")
 			}
-			if !img.IsZero() && !end.Before(img) {
-				return fmt.Errorf("waited %v past the image", end.Sub(img))
-			}
-			return nil
+			return notPastImage(end, doc, img)
 		}},
-		{"load", false, shotd.WaitLoad, func(end, doc, img time.Time) error {
-			if img.IsZero() || end.Before(img) {
-				return fmt.Errorf("returned before the image was loaded")
-			}
-			return nil
-		}},
-		{"networkidle", false, shotd.WaitNetworkIdle, func(end, doc, img time.Time) error {
-			if img.IsZero() || end.Sub(img) < 450*time.Millisecond {
-				return fmt.Errorf("returned %v after the last request, want 500ms of quiet", end.Sub(img))
-			}
-			return nil
-		}},
-		{"html commit", true, shotd.WaitCommit, func(end, doc, img time.Time) error {
-			if !img.IsZero() && !end.Before(img) {
-				return fmt.Errorf("waited %v past the image", end.Sub(img))
-			}
-			return nil
-		}},
-		{"html domcontentloaded", true, shotd.WaitDOMContentLoaded, func(end, doc, img time.Time) error {
-			if !img.IsZero() && !end.Before(img) {
-				return fmt.Errorf("waited %v past the image", end.Sub(img))
-			}
-			return nil
-		}},
-		{"html load", true, shotd.WaitLoad, func(end, doc, img time.Time) error {
-			if img.IsZero() || end.Before(img) {
-				return fmt.Errorf("returned before the image was loaded")
-			}
-			return nil
-		}},
-		{"html networkidle", true, shotd.WaitNetworkIdle, func(end, doc, img time.Time) error {
-			if img.IsZero() || end.Sub(img) < 450*time.Millisecond {
-				return fmt.Errorf("returned %v after the last request, want 500ms of quiet", end.Sub(img))
-			}
-			return nil
-		}},
+		{"load", false, shotd.WaitLoad, imageLoaded},
+		{"networkidle", false, shotd.WaitNetworkIdle, quietAfterImage},
+		{"html commit", true, shotd.WaitCommit, notPastImage},
+		{"html domcontentloaded", true, shotd.WaitDOMContentLoaded, notPastImage},
+		{"html load", true, shotd.WaitLoad, imageLoaded},
+		{"html networkidle", true, shotd.WaitNetworkIdle, quietAfterImage},
 	}
 	for i, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -72,14 +72,21 @@ func recorded(t *testing.T, rec *recorder, mux *http.ServeMux) (base, port strin
 	return srv.URL, port, release
 }
 
+// gifSite serves a GIF at every path of a second site recorded in rec, and returns its port.
+func gifSite(t *testing.T, rec *recorder) string {
+	t.Helper()
+	other := http.NewServeMux()
+	other.HandleFunc("/", serveGIF)
+	_, port, _ := recorded(t, rec, other)
+	return port
+}
+
 // TestScopedHeaders: the page on 127.0.0.1:A loads images from itself, from 127.0.0.1:B (the
 // same host name on another port: another site for scoped headers, the same for cookies, which
 // ignore ports) and from localhost:B (another host), plus a redirect from A to B.
 func TestScopedHeaders(t *testing.T) {
 	rec := newRecorder()
-	other := http.NewServeMux()
-	other.HandleFunc("/", serveGIF)
-	_, portB, _ := recorded(t, rec, other)
+	portB := gifSite(t, rec)
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/{$}", htmlPage(fmt.Sprintf(`<body>
@@ -138,9 +145,7 @@ func TestScopedHeaders(t *testing.T) {
 // on 127.0.0.1 loads /sub/img and an image from localhost (another site).
 func TestCookies(t *testing.T) {
 	rec := newRecorder()
-	other := http.NewServeMux()
-	other.HandleFunc("/", serveGIF)
-	_, portB, _ := recorded(t, rec, other)
+	portB := gifSite(t, rec)
 	mux := http.NewServeMux()
 	mux.HandleFunc("/{$}", htmlPage(fmt.Sprintf(`<img src="/sub/img"><img src="http://localhost:%s/other">`, portB)))
 	mux.HandleFunc("/sub/img", serveGIF)

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 const chromePath = "/usr/bin/chromium"
@@ -65,7 +67,7 @@ func TestChromeThroughProxy(t *testing.T) {
 	if _, err := os.Stat(chromePath); err != nil {
 		t.Skip("no chromium")
 	}
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 	p := e.port
 	before := e.proxy.Refused()
@@ -84,7 +86,7 @@ func TestChromeThroughProxy(t *testing.T) {
 	if !strings.Contains(dom, "host not allowed") || e.proxy.Refused() == before {
 		t.Fatalf("main document on the canary was not refused:\n%s", dom)
 	}
-	e.canary.assertUntouched(t)
+	e.canary.CheckUntouched(t)
 }
 
 // chromePage is served at /page of the proxy tests' backend. Everything aimed at the canary

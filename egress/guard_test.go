@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 func TestCheckURL(t *testing.T) {
@@ -210,12 +211,12 @@ func serverPort(t *testing.T, srv *httptest.Server) int {
 // TestDialContext uses the guard as a webhook sender would: as the DialContext of an
 // http.Transport.
 func TestDialContext(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	backend, _ := newBackend(t)
 	port := serverPort(t, backend)
 	// The canary listens on the backend's port on another loopback address, so that a dial that
 	// slipped to the wrong address would land on it.
-	can := newCanary(t, port)
+	can := testkit.NewCanary(t, "127.0.0.3:"+strconv.Itoa(port))
 	dns := newFakeDNS(map[string]string{
 		"backend.test": "127.0.0.1",
 		"canary.test":  "127.0.0.3",
@@ -312,11 +313,11 @@ func TestDialContext(t *testing.T) {
 			}
 		})
 	}
-	can.assertUntouched(t)
+	can.CheckUntouched(t)
 }
 
 func TestDenyPort(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	devtools, conns := newBackend(t)
 	other, _ := newBackend(t)
 	dport := strconv.Itoa(serverPort(t, devtools))

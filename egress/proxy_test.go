@@ -19,6 +19,8 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // proxyEnv is a proxy in front of a backend on 127.0.0.1 (allowed), a TLS backend on 127.0.0.1,
@@ -27,7 +29,7 @@ type proxyEnv struct {
 	backend    *httptest.Server
 	tlsBackend *httptest.Server
 	port       string // the backend's port, also the canary's
-	canary     *canary
+	canary     *testkit.Canary
 	dns        *fakeDNS
 	guard      *Guard
 	proxy      *Proxy
@@ -101,7 +103,7 @@ func newProxyEnv(t *testing.T, allow ...string) *proxyEnv {
 	e.tlsBackend = httptest.NewTLSServer(mux)
 	t.Cleanup(e.tlsBackend.Close)
 	e.port = strconv.Itoa(serverPort(t, e.backend))
-	e.canary = newCanary(t, serverPort(t, e.backend))
+	e.canary = testkit.NewCanary(t, "127.0.0.3:"+e.port)
 	e.dns = newFakeDNS(map[string]string{
 		"backend.test": "127.0.0.1",
 		"canary.test":  "127.0.0.3",
@@ -132,7 +134,7 @@ func newProxyEnv(t *testing.T, allow ...string) *proxyEnv {
 	tr.DisableKeepAlives = true
 	t.Cleanup(tr.CloseIdleConnections)
 	e.client = &http.Client{Transport: tr, Timeout: 10 * time.Second}
-	t.Cleanup(func() { e.canary.assertUntouched(t) })
+	t.Cleanup(func() { e.canary.CheckUntouched(t) })
 	return e
 }
 
@@ -155,7 +157,7 @@ func (e *proxyEnv) connect(t *testing.T, target string) (*http.Response, net.Con
 }
 
 func TestProxyForward(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -233,7 +235,7 @@ func TestProxyForward(t *testing.T) {
 }
 
 func TestProxyConnect(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 	p := e.port
 	tests := []struct {
@@ -293,7 +295,7 @@ func TestProxyConnect(t *testing.T) {
 }
 
 func TestProxyWebSocket(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 	proxyURL := &url.URL{Scheme: "http", Host: e.proxy.Addr()}
 	tests := []struct {
@@ -346,7 +348,7 @@ func TestProxyWebSocket(t *testing.T) {
 }
 
 func TestProxyHeadersAndStreaming(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 	target := "127.0.0.1:" + e.port
 
@@ -441,7 +443,7 @@ func TestProxyHeadersAndStreaming(t *testing.T) {
 // TestProxyRebinding: a name that answers an allowed address first and the canary after can not
 // make the proxy dial the canary, neither after the render pre-check nor after a first tunnel.
 func TestProxyRebinding(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 
 	t.Run("pre-check then page load", func(t *testing.T) {
@@ -477,7 +479,7 @@ func TestProxyRebinding(t *testing.T) {
 
 // TestProxyDevtoolsPort: the devtools port stays closed to pages even though 127.0.0.1 is allowed.
 func TestProxyDevtoolsPort(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t, "127.0.0.1/32", "::1/128")
 	devtools, conns := newBackend(t)
 	ap := netip.MustParseAddrPort(devtools.Listener.Addr().String())
@@ -526,7 +528,7 @@ func TestProxyDevtoolsPort(t *testing.T) {
 }
 
 func TestProxyClose(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 	resp, conn, br := e.connect(t, "127.0.0.1:"+e.port)
 	if resp.StatusCode != 200 {
@@ -578,7 +580,7 @@ func TestProxyClose(t *testing.T) {
 }
 
 func TestProxyStartAndDenyHosts(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	g := NewGuard(nil, newFakeDNS(nil))
 	tests := []struct {
 		name    string

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // The end-to-end tests of the egress guard (issue 6): real Chromium behind the real egress proxy,
@@ -30,55 +31,6 @@ import (
 // connection attempt would have landed by then.
 const egressCanaryWait = 500 * time.Millisecond
 
-// egressCanary is a set of listeners that must never be connected to.
-type egressCanary struct {
-	lns   []net.Listener
-	wg    sync.WaitGroup
-	mu    sync.Mutex
-	conns []string // local address of each accepted connection
-}
-
-func (c *egressCanary) listen(t *testing.T, addr string, required bool) bool {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		if required {
-			t.Fatalf("canary cannot listen on %s: %v", addr, err)
-		}
-		t.Logf("canary: %s not available (%v); its forms are checked on the other listeners", addr, err)
-		return false
-	}
-	c.lns = append(c.lns, ln)
-	c.wg.Add(1)
-	go func() {
-		defer c.wg.Done()
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.mu.Lock()
-			c.conns = append(c.conns, conn.LocalAddr().String())
-			c.mu.Unlock()
-			conn.Close()
-		}
-	}()
-	return true
-}
-
-func (c *egressCanary) count() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.conns)
-}
-
-func (c *egressCanary) close() {
-	for _, ln := range c.lns {
-		ln.Close()
-	}
-	c.wg.Wait()
-}
-
 // egressSite is an allowed fixture server on 127.0.0.1:port with a canary on 127.0.0.3 at the
 // same port, on another port, on 80 and 443 when they are free, and on [::1] at the same port
 // (localhost means ::1 too, which is not allow-listed).
@@ -88,7 +40,7 @@ type egressSite struct {
 	other     string // a second canary port on 127.0.0.3
 	has80     bool   // the canary also holds 127.0.0.3:80
 	has443    bool   // and 127.0.0.3:443
-	canary    *egressCanary
+	canary    *testkit.Canary
 	mu        sync.Mutex
 	hits      []string // paths (with query) that reached the fixture, in order
 	hookSeen  atomic.Int32
@@ -97,7 +49,8 @@ type egressSite struct {
 
 func newEgressSite(t *testing.T) *egressSite {
 	t.Helper()
-	s := &egressSite{}
+	s := &egressSite{canary: testkit.NewCanary(t)}
+	c := s.canary
 	// The canary must share the fixture's port; a port taken on 127.0.0.3 makes us try another.
 	for attempt := 0; ; attempt++ {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -105,36 +58,44 @@ func newEgressSite(t *testing.T) *egressSite {
 			t.Fatal(err)
 		}
 		port := fmt.Sprint(ln.Addr().(*net.TCPAddr).Port)
-		c := &egressCanary{}
-		if c.listen(t, "127.0.0.3:"+port, attempt == 4) {
+		if _, err := c.Listen("127.0.0.3:" + port); err == nil {
 			s.srv = httptest.NewUnstartedServer(http.HandlerFunc(s.serve))
 			s.srv.Listener.Close()
 			s.srv.Listener = ln
 			s.srv.Start()
-			s.port, s.canary = port, c
+			s.port = port
 			break
+		} else if attempt == 4 {
+			t.Fatalf("canary cannot listen on 127.0.0.3:%s: %v", port, err)
 		}
 		ln.Close()
 	}
-	c := s.canary
-	c.listen(t, "127.0.0.3:0", true)
-	s.other = fmt.Sprint(c.lns[len(c.lns)-1].Addr().(*net.TCPAddr).Port)
-	s.has80 = c.listen(t, "127.0.0.3:80", false)
-	s.has443 = c.listen(t, "127.0.0.3:443", false)
-	c.listen(t, "[::1]:"+s.port, false)
+	other, err := c.Listen("127.0.0.3:0")
+	if err != nil {
+		t.Fatalf("canary cannot listen on 127.0.0.3:0: %v", err)
+	}
+	s.other = fmt.Sprint(other.Port)
+	s.has80 = listenIfFree(t, c, "127.0.0.3:80")
+	s.has443 = listenIfFree(t, c, "127.0.0.3:443")
+	listenIfFree(t, c, "[::1]:"+s.port)
 	s.pageRules = strings.NewReplacer("{C}", s.canaryURL(), "{CH}", "127.0.0.3:"+s.port, "{W}", s.srv.URL, "{WH}", "127.0.0.1:"+s.port)
 	t.Cleanup(func() {
 		// Every test ends here: give Chrome its moment, then the canary must have seen nothing.
 		time.Sleep(egressCanaryWait)
-		if n := c.count(); n != 0 {
-			c.mu.Lock()
-			t.Errorf("the canary accepted %d connections: %v", n, c.conns)
-			c.mu.Unlock()
-		}
+		c.CheckUntouched(t)
 		s.srv.Close()
-		c.close()
 	})
 	return s
+}
+
+// listenIfFree adds addr to the canary when it can be had.
+func listenIfFree(t *testing.T, c *testkit.Canary, addr string) bool {
+	t.Helper()
+	if _, err := c.Listen(addr); err != nil {
+		t.Logf("canary: %s not available (%v); its forms are checked on the other listeners", addr, err)
+		return false
+	}
+	return true
 }
 
 // canaryURL is the base URL of the canary on the fixture's own port.
@@ -172,7 +133,7 @@ func (s *egressSite) waitHit(path string, d time.Duration) bool {
 func (s *egressSite) checkCanary(t *testing.T, before int, wait time.Duration) {
 	t.Helper()
 	time.Sleep(wait)
-	if n := s.canary.count(); n != before {
+	if n := s.canary.Count(); n != before {
 		t.Fatalf("the canary accepted %d connections", n-before)
 	}
 }
@@ -545,7 +506,7 @@ func TestEgressRedirect(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n := s.canary.count()
+			n := s.canary.Count()
 			wantError(t, egressShot(t, a, "url", s.url(c.path)), 403, shotd.CodeHostNotAllowed)
 			hit := c.hit
 			if hit == "" {
@@ -589,7 +550,7 @@ func TestEgressSubresources(t *testing.T) {
 	a := newAccount(t, "jobs", true)
 	for _, c := range subPages {
 		t.Run(c.name, func(t *testing.T) {
-			n := s.canary.count()
+			n := s.canary.Count()
 			delay := "0"
 			if c.delay {
 				delay = "0.5" // keeps the page open while its scripted attempts run
@@ -615,7 +576,7 @@ func TestEgressNavigation(t *testing.T) {
 	for _, kind := range kinds {
 		t.Run(kind, func(t *testing.T) {
 			w := "/witness/nav-" + strings.ReplaceAll(kind, " ", "-")
-			n := s.canary.count()
+			n := s.canary.Count()
 			r := egressShot(t, a, "url", s.url("/nav/"+kind+"?to="+url.QueryEscape(s.canaryURL()+"/nav")), "delay", "0.5", "timeout", "3")
 			if r.status == 200 {
 				wantPageCapture(t, r)
@@ -652,7 +613,7 @@ func TestEgressPopup(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			n := s.canary.count()
+			n := s.canary.Count()
 			// The service closes a popup as soon as Chrome reports it, which can be before the
 			// popup's first request: a few tries, so that one of them tests the egress path.
 			for try := 1; ; try++ {
@@ -713,14 +674,14 @@ func TestEgressLocalSchemesFromPage(t *testing.T) {
 		wantPageCapture(t, egressShot(t, a, "html", html, "delay", "0.5", "timeout", "3"))
 	})
 	t.Run("html source subresources", func(t *testing.T) {
-		n := s.canary.count()
+		n := s.canary.Count()
 		html := s.pageRules.Replace(pageHead + `</head><body><img src="{C}/i.png"><iframe src="{C}/"></iframe>
 <script>fetch("{C}/f", {mode: "no-cors"}).catch(() => {}); new WebSocket("ws://{CH}/ws")</script></body></html>`)
 		wantPageCapture(t, egressShot(t, a, "html", html, "delay", "0.5", "timeout", "3"))
 		s.checkCanary(t, n, 100*time.Millisecond)
 	})
 	t.Run("html source navigates to canary", func(t *testing.T) {
-		n := s.canary.count()
+		n := s.canary.Count()
 		html := s.pageRules.Replace(pageHead + `</head><body><script>location = "{C}/nav"</script></body></html>`)
 		r := egressShot(t, a, "html", html, "delay", "0.5", "timeout", "3")
 		if r.status == 200 {
@@ -765,7 +726,7 @@ func TestEgressWebhook(t *testing.T) {
 	}
 	for _, code := range []string{"302", "307"} {
 		t.Run("receiver redirects with "+code, func(t *testing.T) {
-			n, seen := s.canary.count(), s.hookSeen.Load()
+			n, seen := s.canary.Count(), s.hookSeen.Load()
 			id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>hook</p>", "viewport_width": 300, "viewport_height": 200,
 				"webhook_url": s.url("/hook-redirect?code=" + code)})
 			j := waitDelivered(t, a.key.AccessKey, id)
@@ -782,24 +743,5 @@ func TestEgressWebhook(t *testing.T) {
 			t.Logf("redirect %s: webhook failed after %d attempts", code, j.Webhook.Attempts)
 			s.checkCanary(t, n, egressCanaryWait)
 		})
-	}
-}
-
-// TestEgressCanaryCounts: the canary does count a connection, so that its zero means something.
-func TestEgressCanaryCounts(t *testing.T) {
-	c := &egressCanary{}
-	c.listen(t, "127.0.0.3:0", true)
-	defer c.close()
-	conn, err := net.Dial("tcp", c.lns[0].Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	conn.Close()
-	deadline := time.Now().Add(time.Second)
-	for c.count() != 1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("the canary counted %d connections, want 1", c.count())
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -166,10 +166,7 @@ func TestResponseCache(t *testing.T) {
 		}
 		return v
 	}
-	miss := get(t, "/api/v1/screenshot", q(a))
-	if miss.status != 200 || miss.header.Get("X-Cache") != "MISS" {
-		t.Fatalf("first: %d %s X-Cache %q", miss.status, codeOf(miss), miss.header.Get("X-Cache"))
-	}
+	miss := getMiss(t, q(a))
 	hit := get(t, "/api/v1/screenshot", q(a))
 	if hit.status != 200 || hit.header.Get("X-Cache") != "HIT" || hit.header.Get("Content-Type") != "image/png" {
 		t.Fatalf("second: %d %s X-Cache %q", hit.status, hit.header.Get("Content-Type"), hit.header.Get("X-Cache"))
@@ -502,6 +499,16 @@ func plantCache(t *testing.T, a account, q url.Values, data []byte, ttl time.Dur
 	}
 }
 
+// getMiss renders q, which must be a cache miss.
+func getMiss(t *testing.T, q url.Values) answer {
+	t.Helper()
+	miss := get(t, "/api/v1/screenshot", q)
+	if miss.status != 200 || miss.header.Get("X-Cache") != "MISS" {
+		t.Fatalf("first: %d %s X-Cache %q", miss.status, codeOf(miss), miss.header.Get("X-Cache"))
+	}
+	return miss
+}
+
 func wantHit(t *testing.T, r answer, body []byte) {
 	t.Helper()
 	if r.status != 200 || r.header.Get("X-Cache") != "HIT" || !bytes.Equal(r.body, body) {
@@ -516,10 +523,7 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 	t.Run("at the quota", func(t *testing.T) {
 		a := newAccount(t, "cache_quota1", true)
 		q := tiny(a, "cache", "true")
-		miss := get(t, "/api/v1/screenshot", q)
-		if miss.status != 200 || miss.header.Get("X-Cache") != "MISS" {
-			t.Fatalf("first: %d %s X-Cache %q", miss.status, codeOf(miss), miss.header.Get("X-Cache"))
-		}
+		miss := getMiss(t, q)
 		hit := get(t, "/api/v1/screenshot", q)
 		wantHit(t, hit, miss.body)
 		if headerInt(t, hit, "X-Quota-Remaining") != 0 {
@@ -533,27 +537,24 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 	t.Run("at the concurrency limit", func(t *testing.T) {
 		a := newAccount(t, "lim_conc", true)
 		q := tiny(a, "cache", "true")
-		miss := get(t, "/api/v1/screenshot", q)
-		if miss.status != 200 || miss.header.Get("X-Cache") != "MISS" {
-			t.Fatalf("first: %d %s X-Cache %q", miss.status, codeOf(miss), miss.header.Get("X-Cache"))
-		}
+		miss := getMiss(t, q)
 		hp := newHoldPage(t)
 		held := make(chan answer, 1)
 		go func() {
-			r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+a.q("url", hp.url(), "viewport_width", "120", "viewport_height", "100").Encode(), nil, nil)
+			r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+a.q("url", hp.URL("/slow"), "viewport_width", "120", "viewport_height", "100").Encode(), nil, nil)
 			if err != nil {
 				r.status = -1
 			}
 			held <- r
 		}()
-		hp.waitArrived(t) // the only slot is taken
+		hp.WaitSlow(t, 1, 20*time.Second) // the only slot is taken
 		hit := get(t, "/api/v1/screenshot", q)
 		wantHit(t, hit, miss.body)
 		if headerInt(t, hit, "X-Concurrency-Remaining") != 0 {
 			t.Fatalf("X-Concurrency-Remaining %s on the hit, want 0", hit.header.Get("X-Concurrency-Remaining"))
 		}
 		wantError(t, get(t, "/api/v1/screenshot", tiny(a)), 429, shotd.CodeConcurrencyLimit)
-		hp.open()
+		hp.Release()
 		if r := <-held; r.status != 200 {
 			t.Fatalf("held render: %d %s", r.status, codeOf(r))
 		}
@@ -635,9 +636,7 @@ func TestCachedFileVanished(t *testing.T) {
 			Files: vanishingFiles{env.st}, Records: env.st})
 	a := newAccount(t, "default", true)
 	q := tiny(a, "cache", "true")
-	if r := get(t, "/api/v1/screenshot", q); r.status != 200 || r.header.Get("X-Cache") != "MISS" {
-		t.Fatalf("first: %d %s X-Cache %q", r.status, codeOf(r), r.header.Get("X-Cache"))
-	}
+	getMiss(t, q)
 	r := do(t, http.MethodGet, base+"/api/v1/screenshot?"+q.Encode(), nil, nil)
 	if r.status != 200 || r.header.Get("X-Cache") != "MISS" || r.header.Get("Content-Type") != "image/png" {
 		t.Fatalf("file gone after the lookup: %d %s X-Cache %q; want a fresh render", r.status, codeOf(r), r.header.Get("X-Cache"))

@@ -5,24 +5,22 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"maps"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 func init() {
@@ -313,98 +311,23 @@ func waitUsage(t *testing.T, a account, want string, ok func(usageRecord) bool) 
 	t.Fatalf("usage %+v, want %s", u, want)
 }
 
-// verifyDelivery is a receiver's check of a webhook delivery, written from api-v1 section 6
-// alone: x-signature is the hex HMAC-SHA256 of "<x-timestamp>.<raw body>" keyed with the secret
-// key, and x-timestamp must be within 5 minutes of the receiver's clock.
-func verifyDelivery(secret string, h http.Header, body []byte, now time.Time) error {
-	ts := h.Get("x-timestamp")
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return fmt.Errorf("x-timestamp %q is not Unix seconds", ts)
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return fmt.Errorf("x-timestamp is %v away from the receiver's clock", d.Round(time.Second))
-	}
-	sig, err := hex.DecodeString(h.Get("x-signature"))
-	if err != nil || len(sig) != sha256.Size {
-		return errors.New("x-signature is not a hex HMAC-SHA256")
-	}
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write([]byte(ts))
-	mac.Write([]byte("."))
-	mac.Write(body)
-	if !hmac.Equal(mac.Sum(nil), sig) {
-		return errors.New("x-signature does not match")
-	}
-	return nil
-}
-
-// delivery is one POST a receiver got.
-type delivery struct {
-	header   http.Header
-	body     []byte
-	answered int
-	verr     error // nil when the signature verified (or the receiver does not verify)
-}
-
-// receiver is an independent webhook receiver on loopback. It answers 500 to its first fail
-// deliveries (all of them when fail < 0), 401 to those that do not verify, 204 to the others.
-type receiver struct {
-	secret string // "": do not verify
-	fail   int
-	srv    *httptest.Server
-
-	mu  sync.Mutex
-	got []delivery
-}
-
-func newReceiver(t *testing.T, secret string, fail int) *receiver {
-	t.Helper()
-	rc := &receiver{secret: secret, fail: fail}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
-	t.Cleanup(rc.srv.Close)
+// newReceiver is a webhook receiver that checks signatures with secret ("": none) and answers
+// 500 to its first fail deliveries (to all of them when fail < 0).
+func newReceiver(t *testing.T, secret string, fail int) *testkit.Receiver {
+	rc := testkit.StartReceiver(t)
+	rc.Verify(secret)
+	rc.Fail(fail)
 	return rc
-}
-
-func (rc *receiver) url() string { return rc.srv.URL + "/hook" }
-
-func (rc *receiver) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	d := delivery{header: r.Header.Clone(), body: body}
-	if r.Method != http.MethodPost || r.URL.Path != "/hook" {
-		d.verr = fmt.Errorf("%s %s", r.Method, r.URL.Path)
-	} else if rc.secret != "" {
-		d.verr = verifyDelivery(rc.secret, r.Header, body, time.Now())
-	}
-	rc.mu.Lock()
-	n := len(rc.got)
-	switch {
-	case rc.fail < 0 || n < rc.fail:
-		d.answered = http.StatusInternalServerError
-	case d.verr != nil:
-		d.answered = http.StatusUnauthorized
-	default:
-		d.answered = http.StatusNoContent
-	}
-	rc.got = append(rc.got, d)
-	rc.mu.Unlock()
-	w.WriteHeader(d.answered)
-}
-
-func (rc *receiver) deliveries() []delivery {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return slices.Clone(rc.got)
 }
 
 // checkDelivery checks one delivery against the job record as GET shows it now (after the
 // delivery ended): headers of api-v1 section 6 and a body that is the record plus event.
-func checkDelivery(t *testing.T, d delivery, rec jobRecord, recRaw []byte, attempt int) {
+func checkDelivery(t *testing.T, d testkit.Delivery, rec jobRecord, recRaw []byte, attempt int) {
 	t.Helper()
 	event := "job." + rec.Status
-	h := d.header
-	if d.verr != nil {
-		t.Fatalf("attempt %d does not verify: %v", attempt, d.verr)
+	h := d.Header
+	if d.Err != nil {
+		t.Fatalf("attempt %d does not verify: %v", attempt, d.Err)
 	}
 	if got := h.Get("x-webhook-event"); got != event {
 		t.Fatalf("x-webhook-event %q, want %q", got, event)
@@ -419,8 +342,8 @@ func checkDelivery(t *testing.T, d delivery, rec jobRecord, recRaw []byte, attem
 		t.Fatalf("delivery Content-Type %q", ct)
 	}
 	var body, want map[string]json.RawMessage
-	if err := json.Unmarshal(d.body, &body); err != nil {
-		t.Fatalf("delivery body is not a JSON object (%d bytes)", len(d.body))
+	if err := json.Unmarshal(d.Body, &body); err != nil {
+		t.Fatalf("delivery body is not a JSON object (%d bytes)", len(d.Body))
 	}
 	if err := json.Unmarshal(recRaw, &want); err != nil {
 		t.Fatal(err)
@@ -442,7 +365,7 @@ func checkDelivery(t *testing.T, d delivery, rec jobRecord, recRaw []byte, attem
 		}
 	}
 	var sent jobRecord
-	if err := json.Unmarshal(d.body, &sent); err != nil {
+	if err := json.Unmarshal(d.Body, &sent); err != nil {
 		t.Fatal(err)
 	}
 	if sent.UpdatedAt.Before(sent.CreatedAt) || sent.UpdatedAt.After(rec.UpdatedAt) {
@@ -483,34 +406,34 @@ func TestWebhookDelivery(t *testing.T) {
 			}
 			rc := newReceiver(t, secret, 0)
 			opts := maps.Clone(c.opts)
-			opts["webhook_url"] = rc.url()
+			opts["webhook_url"] = rc.URL()
 			id := submit(t, c.key.AccessKey, opts)
 			j := waitDelivered(t, c.key.AccessKey, id)
 			if j.Status != c.status || j.ErrorCode != string(c.code) {
 				t.Fatalf("job %s %s, want %s %s", j.Status, j.ErrorCode, c.status, c.code)
 			}
-			if j.Webhook.Status != "delivered" || j.Webhook.Attempts != 1 || j.Webhook.URL != rc.url() {
-				t.Fatalf("webhook %+v, want delivered at attempt 1 to %s", j.Webhook, rc.url())
+			if j.Webhook.Status != "delivered" || j.Webhook.Attempts != 1 || j.Webhook.URL != rc.URL() {
+				t.Fatalf("webhook %+v, want delivered at attempt 1 to %s", j.Webhook, rc.URL())
 			}
 			raw := get(t, "/api/v1/jobs/"+id, url.Values{"access_key": {c.key.AccessKey}}).body
-			ds := rc.deliveries()
+			ds := rc.Deliveries()
 			if len(ds) != 1 {
 				t.Fatalf("receiver got %d deliveries, want 1", len(ds))
 			}
 			d := ds[0]
 			if !c.sign {
-				if _, ok := d.header["X-Signature"]; ok {
+				if _, ok := d.Header["X-Signature"]; ok {
 					t.Fatal("webhook_sign=false, but the delivery carries x-signature")
 				}
-				d.verr = nil
+				d.Err = nil
 			}
 			checkDelivery(t, d, j, raw, 1)
 			if c.sign && c.key.SecretKey == second.SecretKey {
-				if verifyDelivery(a.key.SecretKey, d.header, d.body, time.Now()) == nil {
+				if testkit.VerifySignature(a.key.SecretKey, d.Header, d.Body, time.Now()) == nil {
 					t.Fatal("the delivery verifies with the secret of another key of the account")
 				}
 			}
-			if ts, _ := strconv.ParseInt(d.header.Get("x-timestamp"), 10, 64); time.Since(time.Unix(ts, 0)).Abs() > 10*time.Second {
+			if ts, _ := strconv.ParseInt(d.Header.Get("x-timestamp"), 10, 64); time.Since(time.Unix(ts, 0)).Abs() > 10*time.Second {
 				t.Fatalf("x-timestamp %d is not now", ts)
 			}
 		})
@@ -519,20 +442,20 @@ func TestWebhookDelivery(t *testing.T) {
 	// The receiver's own checks must be able to refuse: a replayed or altered delivery.
 	t.Run("receiver refuses", func(t *testing.T) {
 		rc := newReceiver(t, a.key.SecretKey, 0)
-		id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>r</p>", "viewport_width": 300, "viewport_height": 200, "webhook_url": rc.url()})
+		id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>r</p>", "viewport_width": 300, "viewport_height": 200, "webhook_url": rc.URL()})
 		waitDelivered(t, a.key.AccessKey, id)
-		d := rc.deliveries()[0]
-		ts, _ := strconv.ParseInt(d.header.Get("x-timestamp"), 10, 64)
+		d := rc.Deliveries()[0]
+		ts, _ := strconv.ParseInt(d.Header.Get("x-timestamp"), 10, 64)
 		sent := time.Unix(ts, 0)
 		resigned := func(at time.Time) http.Header {
-			h := d.header.Clone()
+			h := d.Header.Clone()
 			h.Set("x-timestamp", strconv.FormatInt(at.Unix(), 10))
 			mac := hmac.New(sha256.New, []byte(a.key.SecretKey))
-			fmt.Fprintf(mac, "%d.%s", at.Unix(), d.body)
+			fmt.Fprintf(mac, "%d.%s", at.Unix(), d.Body)
 			h.Set("x-signature", hex.EncodeToString(mac.Sum(nil)))
 			return h
 		}
-		tampered := strings.Replace(string(d.body), `"succeeded"`, `"failed"`, 1)
+		tampered := strings.Replace(string(d.Body), `"succeeded"`, `"failed"`, 1)
 		checks := []struct {
 			name string
 			h    http.Header
@@ -540,21 +463,21 @@ func TestWebhookDelivery(t *testing.T) {
 			now  time.Time
 			ok   bool
 		}{
-			{"as sent", d.header, d.body, time.Now(), true},
-			{"4 minutes later", d.header, d.body, sent.Add(4 * time.Minute), true},
-			{"replayed 6 minutes later", d.header, d.body, sent.Add(6 * time.Minute), false},
-			{"timestamp 6 minutes ahead", d.header, d.body, sent.Add(-6 * time.Minute), false},
-			{"old timestamp, signed anew", resigned(time.Now().Add(-10 * time.Minute)), d.body, time.Now(), false},
-			{"fresh timestamp, signed anew", resigned(time.Now()), d.body, time.Now(), true},
-			{"altered body", d.header, []byte(tampered), time.Now(), false},
+			{"as sent", d.Header, d.Body, time.Now(), true},
+			{"4 minutes later", d.Header, d.Body, sent.Add(4 * time.Minute), true},
+			{"replayed 6 minutes later", d.Header, d.Body, sent.Add(6 * time.Minute), false},
+			{"timestamp 6 minutes ahead", d.Header, d.Body, sent.Add(-6 * time.Minute), false},
+			{"old timestamp, signed anew", resigned(time.Now().Add(-10 * time.Minute)), d.Body, time.Now(), false},
+			{"fresh timestamp, signed anew", resigned(time.Now()), d.Body, time.Now(), true},
+			{"altered body", d.Header, []byte(tampered), time.Now(), false},
 			{"timestamp changed, signature kept", func() http.Header {
-				h := d.header.Clone()
+				h := d.Header.Clone()
 				h.Set("x-timestamp", strconv.FormatInt(ts+1, 10))
 				return h
-			}(), d.body, time.Now(), false},
+			}(), d.Body, time.Now(), false},
 		}
 		for _, c := range checks {
-			if err := verifyDelivery(a.key.SecretKey, c.h, c.body, c.now); (err == nil) != c.ok {
+			if err := testkit.VerifySignature(a.key.SecretKey, c.h, c.body, c.now); (err == nil) != c.ok {
 				t.Errorf("%s: verify = %v, want ok %v", c.name, err, c.ok)
 			}
 		}
@@ -577,7 +500,7 @@ func TestWebhookRetries(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			rc := newReceiver(t, a.key.SecretKey, c.fail)
-			id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>retry</p>", "viewport_width": 300, "viewport_height": 200, "webhook_url": rc.url()})
+			id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>retry</p>", "viewport_width": 300, "viewport_height": 200, "webhook_url": rc.URL()})
 			j := waitDelivered(t, a.key.AccessKey, id)
 			if j.Webhook.Status != c.status || j.Webhook.Attempts != c.attempts {
 				t.Fatalf("webhook %s after %d attempts, want %s after %d", j.Webhook.Status, j.Webhook.Attempts, c.status, c.attempts)
@@ -586,7 +509,7 @@ func TestWebhookRetries(t *testing.T) {
 			if c.status == "failed" {
 				time.Sleep(700 * time.Millisecond) // no attempt after the last
 			}
-			ds := rc.deliveries()
+			ds := rc.Deliveries()
 			if len(ds) != c.attempts {
 				t.Fatalf("receiver got %d deliveries, want %d", len(ds), c.attempts)
 			}
@@ -597,39 +520,10 @@ func TestWebhookRetries(t *testing.T) {
 	}
 }
 
-// canary is a listener on an address the egress guard must never reach; it counts connections.
-type canary struct {
-	ln    net.Listener
-	conns atomic.Int32
-	done  chan struct{}
-}
-
-func newCanary(t *testing.T, addr string) *canary {
-	t.Helper()
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		t.Skipf("cannot listen on %s: %v", addr, err)
-	}
-	c := &canary{ln: ln, done: make(chan struct{})}
-	go func() {
-		defer close(c.done)
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			c.conns.Add(1)
-			conn.Close()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); <-c.done })
-	return c
-}
-
 func TestWebhookURLNotAllowed(t *testing.T) {
 	a := newAccount(t, "jobs", true)
-	c := newCanary(t, "127.0.0.3:0")
-	hook := "http://" + c.ln.Addr().String() + "/hook"
+	c := testkit.NewCanary(t, "127.0.0.3:0")
+	hook := "http://" + c.Addr().String() + "/hook"
 	before := usageOf(t, a)
 	cases := []struct {
 		name string
@@ -647,8 +541,8 @@ func TestWebhookURLNotAllowed(t *testing.T) {
 		})
 	}
 	time.Sleep(300 * time.Millisecond)
-	if n := c.conns.Load(); n != 0 {
-		t.Fatalf("the canary on %s got %d connections", c.ln.Addr(), n)
+	if n := c.Count(); n != 0 {
+		t.Fatalf("the canary on %s got %d connections", c.Addr(), n)
 	}
 	if after := usageOf(t, a); after != before {
 		t.Fatalf("refused requests changed the usage: %+v -> %+v", before, after)
@@ -660,8 +554,8 @@ func TestWebhookURLNotAllowed(t *testing.T) {
 // sync render keeps the full check of its url and has no use for webhook_url.
 func TestJobTargetsNeedNoDNS(t *testing.T) {
 	a := newAccount(t, "jobs", true)
-	c := newCanary(t, "127.0.0.3:0")
-	_, port, _ := net.SplitHostPort(c.ln.Addr().String())
+	c := testkit.NewCanary(t, "127.0.0.3:0")
+	_, port, _ := net.SplitHostPort(c.Addr().String())
 	private := "http://private.shotd.test:" + port + "/" // resolves to the canary
 	unresolvable := "http://" + nowhere + "/"
 	small := func(kv ...any) map[string]any {
@@ -746,7 +640,7 @@ func TestJobTargetsNeedNoDNS(t *testing.T) {
 			{"url does not resolve", small("url", unresolvable), 502, shotd.CodeNavigationFailed},
 			{"url names a private address", small("url", private), 403, shotd.CodeHostNotAllowed},
 			{"webhook_url that does not resolve is not used", small("html", "<p>x</p>", "webhook_url", unresolvable+"hook"), 200, ""},
-			{"webhook_url at a private address is not used", small("html", "<p>x</p>", "webhook_url", "http://"+c.ln.Addr().String()+"/hook"), 200, ""},
+			{"webhook_url at a private address is not used", small("html", "<p>x</p>", "webhook_url", "http://"+c.Addr().String()+"/hook"), 200, ""},
 		}
 		for _, cc := range cases {
 			t.Run(cc.name, func(t *testing.T) {
@@ -762,62 +656,19 @@ func TestJobTargetsNeedNoDNS(t *testing.T) {
 		}
 	})
 	time.Sleep(300 * time.Millisecond)
-	if n := c.conns.Load(); n != 0 {
-		t.Fatalf("the canary on %s got %d connections", c.ln.Addr(), n)
+	if n := c.Count(); n != 0 {
+		t.Fatalf("the canary on %s got %d connections", c.Addr(), n)
 	}
-}
-
-// holdPages serves pages that take a while and counts how many requests are in flight at once.
-type holdPages struct {
-	srv               *httptest.Server
-	mu                sync.Mutex
-	inflight, maxSeen int
-	served            int
-}
-
-func newHoldPages(t *testing.T, hold time.Duration) *holdPages {
-	t.Helper()
-	p := &holdPages{}
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/hold" {
-			http.NotFound(w, r)
-			return
-		}
-		p.mu.Lock()
-		p.inflight++
-		p.served++
-		p.maxSeen = max(p.maxSeen, p.inflight)
-		p.mu.Unlock()
-		defer func() {
-			p.mu.Lock()
-			p.inflight--
-			p.mu.Unlock()
-		}()
-		select {
-		case <-time.After(hold):
-		case <-r.Context().Done():
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, "<html><body style='background:#c63'>held</body></html>")
-	}))
-	t.Cleanup(p.srv.Close)
-	return p
-}
-
-func (p *holdPages) stats() (served, maxSeen int) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.served, p.maxSeen
 }
 
 func TestJobsWaitForSlot(t *testing.T) {
 	a := newAccount(t, "jobs-serial", true) // concurrency 1
-	pages := newHoldPages(t, 300*time.Millisecond)
+	pages := testkit.StartPages(t, 300*time.Millisecond)
 	const n = 4
 	ids := make([]string, n)
 	for i := range ids {
 		// Each acceptance is a 202, never concurrency_limit, although only one may render.
-		ids[i] = submit(t, a.key.AccessKey, map[string]any{"url": pages.srv.URL + "/hold?n=" + strconv.Itoa(i), "viewport_width": 300, "viewport_height": 200})
+		ids[i] = submit(t, a.key.AccessKey, map[string]any{"url": pages.URL("/slow?n=" + strconv.Itoa(i)), "viewport_width": 300, "viewport_height": 200})
 	}
 	for _, id := range ids {
 		j := waitFinal(t, a.key.AccessKey, id)
@@ -825,7 +676,7 @@ func TestJobsWaitForSlot(t *testing.T) {
 			t.Fatalf("job %s %s (%s: %s)", id, j.Status, j.ErrorCode, j.ErrorMessage)
 		}
 	}
-	served, maxSeen := pages.stats()
+	served, maxSeen := pages.SlowCame(), pages.SlowPeak()
 	if served != n || maxSeen != 1 {
 		t.Fatalf("the page was served %d times, at most %d at once; want %d, one at a time", served, maxSeen, n)
 	}
@@ -1016,7 +867,7 @@ func TestBulkCompletion(t *testing.T) {
 				map[string]any{"html": `<html style="height:200px;width:300px"><body style="margin:0"><p>own</p></body></html>`, "selector": "html"}},
 		}, []string{"succeeded", "succeeded", "succeeded"}, []int{300, 300, 300}, false, 200},
 		{"one item fails", map[string]any{
-			"defaults": map[string]any{"viewport_width": 320, "viewport_height": 240, "webhook_url": rc.url()},
+			"defaults": map[string]any{"viewport_width": 320, "viewport_height": 240, "webhook_url": rc.URL()},
 			"requests": []any{map[string]any{"html": "<p>ok</p>"}, map[string]any{"url": "http://127.0.0.1:" + closed + "/"},
 				map[string]any{"url": page("/"), "async": false}},
 		}, []string{"succeeded", "failed", "succeeded"}, []int{320, 0, 320}, true, 240},
@@ -1057,11 +908,11 @@ func TestBulkCompletion(t *testing.T) {
 				}
 			}
 			byJob := map[string]int{}
-			for _, d := range rc.deliveries() {
-				if d.verr != nil {
-					t.Fatalf("delivery for %s: %v", d.header.Get("x-job-id"), d.verr)
+			for _, d := range rc.Deliveries() {
+				if d.Err != nil {
+					t.Fatalf("delivery for %s: %v", d.Header.Get("x-job-id"), d.Err)
 				}
-				byJob[d.header.Get("x-job-id")]++
+				byJob[d.Header.Get("x-job-id")]++
 			}
 			for _, id := range ids {
 				if byJob[id] != 1 {
@@ -1074,9 +925,9 @@ func TestBulkCompletion(t *testing.T) {
 
 func TestBulkQueueLimit(t *testing.T) {
 	a := newAccount(t, "jobs-queue3", true) // queue_limit 3, concurrency 1
-	pages := newHoldPages(t, 700*time.Millisecond)
+	pages := testkit.StartPages(t, 700*time.Millisecond)
 	item := func(i int) map[string]any {
-		return map[string]any{"url": pages.srv.URL + "/hold?i=" + strconv.Itoa(i), "viewport_width": 300, "viewport_height": 200}
+		return map[string]any{"url": pages.URL("/slow?i=" + strconv.Itoa(i)), "viewport_width": 300, "viewport_height": 200}
 	}
 	before := usageOf(t, a)
 	// Four items do not fit a queue of three: nothing is queued.
@@ -1099,7 +950,7 @@ func TestBulkQueueLimit(t *testing.T) {
 	if b.Counts.Succeeded != 3 {
 		t.Fatalf("counts %+v", b.Counts)
 	}
-	if _, maxSeen := pages.stats(); maxSeen != 1 {
+	if maxSeen := pages.SlowPeak(); maxSeen != 1 {
 		t.Fatalf("%d jobs rendered at once with concurrency 1", maxSeen)
 	}
 	// The queue is free again once the account actor has settled the three jobs.

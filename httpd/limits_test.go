@@ -3,10 +3,8 @@ package httpd_test
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
 	"strings"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // Plans of the limit tests. Every limit is positive; each plan lowers the ones it exercises.
@@ -122,47 +121,9 @@ func wantRateHeaders(t *testing.T, a answer, limit, remaining int) {
 	}
 }
 
-// holdPage is a fixture page whose answer waits until the test releases it: a render of it holds
+// newHoldPage serves /slow, whose answer waits until the test releases it: a render of it holds
 // its concurrency slot (or its job) as long as the test needs.
-type holdPage struct {
-	srv     *httptest.Server
-	arrived chan struct{}
-	release chan struct{}
-	once    sync.Once
-}
-
-func newHoldPage(t *testing.T) *holdPage {
-	h := &holdPage{arrived: make(chan struct{}, 16), release: make(chan struct{})}
-	h.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/held" {
-			h.arrived <- struct{}{}
-			select {
-			case <-h.release:
-			case <-r.Context().Done():
-				return
-			case <-time.After(30 * time.Second):
-			}
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprint(w, `<html><body style="background:#c63">held</body></html>`)
-	}))
-	t.Cleanup(func() { h.open(); h.srv.Close() })
-	return h
-}
-
-func (h *holdPage) url() string { return h.srv.URL + "/held" }
-
-func (h *holdPage) open() { h.once.Do(func() { close(h.release) }) }
-
-// waitArrived waits until Chrome asks for the held page.
-func (h *holdPage) waitArrived(t *testing.T) {
-	t.Helper()
-	select {
-	case <-h.arrived:
-	case <-time.After(20 * time.Second):
-		t.Fatal("the held page was never requested")
-	}
-}
+func newHoldPage(t *testing.T) *testkit.Pages { return testkit.StartPages(t, 30*time.Second) }
 
 func TestRateLimit(t *testing.T) {
 	a := newAccount(t, "lim_rate", true)
@@ -228,13 +189,13 @@ func TestConcurrencyLimit(t *testing.T) {
 	hp := newHoldPage(t)
 	first := make(chan answer, 1)
 	go func() {
-		r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+a.q("url", hp.url(), "viewport_width", "120", "viewport_height", "100").Encode(), nil, nil)
+		r, err := fetch(http.MethodGet, env.base+"/api/v1/screenshot?"+a.q("url", hp.URL("/slow"), "viewport_width", "120", "viewport_height", "100").Encode(), nil, nil)
 		if err != nil {
 			r.status = -1
 		}
 		first <- r
 	}()
-	hp.waitArrived(t)
+	hp.WaitSlow(t, 1, 20*time.Second)
 
 	r := get(t, "/api/v1/screenshot", tiny(a))
 	wantError(t, r, 429, shotd.CodeConcurrencyLimit)
@@ -247,7 +208,7 @@ func TestConcurrencyLimit(t *testing.T) {
 		t.Fatalf("usage while rendering: %+v (one reservation held)", u.Quota)
 	}
 
-	hp.open()
+	hp.Release()
 	r = <-first
 	if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
 		t.Fatalf("held render: %d %s %s", r.status, r.header.Get("Content-Type"), codeOf(r))
@@ -286,7 +247,7 @@ func TestQueueLimit(t *testing.T) {
 	a := newAccount(t, "lim_queue", true)
 	hp := newHoldPage(t)
 	async := func() answer {
-		return get(t, "/api/v1/screenshot", a.q("url", hp.url(), "async", "true", "viewport_width", "120", "viewport_height", "100"))
+		return get(t, "/api/v1/screenshot", a.q("url", hp.URL("/slow"), "async", "true", "viewport_width", "120", "viewport_height", "100"))
 	}
 	var jobs []string
 	var last answer
@@ -303,7 +264,7 @@ func TestQueueLimit(t *testing.T) {
 		}
 		jobs = append(jobs, acc.JobID)
 		if i == 0 {
-			hp.waitArrived(t) // the first job renders and holds the only slot; the second waits
+			hp.WaitSlow(t, 1, 20*time.Second) // the first job renders and holds the only slot; the second waits
 		}
 	}
 	before := usageNow(t, a)
@@ -322,7 +283,7 @@ func TestQueueLimit(t *testing.T) {
 		t.Fatalf("usage with two jobs: %+v", before)
 	}
 
-	hp.open()
+	hp.Release()
 	for _, id := range jobs {
 		waitJobStatus(t, a, id, "succeeded")
 	}

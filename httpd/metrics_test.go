@@ -7,10 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -19,8 +17,10 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
+
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/store"
 )
 
@@ -104,9 +104,7 @@ func TestMetricsAfterRenders(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var delivered atomic.Int32
-	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { delivered.Add(1) }))
-	defer hook.Close()
+	hook := testkit.StartReceiver(t)
 
 	shot := func(want int, kv ...string) []byte {
 		t.Helper()
@@ -136,10 +134,10 @@ func TestMetricsAfterRenders(t *testing.T) {
 	var accepted struct {
 		JobID string `json:"job_id"`
 	}
-	if err := json.Unmarshal(shot(202, "url", page("/"), "async", "true", "webhook_url", hook.URL+"/hook"), &accepted); err != nil {
+	if err := json.Unmarshal(shot(202, "url", page("/"), "async", "true", "webhook_url", hook.URL()), &accepted); err != nil {
 		t.Fatal(err)
 	}
-	for end := time.Now().Add(time.Minute); delivered.Load() == 0 || jobs.Stats().Succeeded == 0; time.Sleep(20 * time.Millisecond) {
+	for end := time.Now().Add(time.Minute); len(hook.Deliveries()) == 0 || jobs.Stats().Succeeded == 0; time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("job %s: no delivery in a minute (stats %+v)", accepted.JobID, jobs.Stats())
 		}

@@ -272,29 +272,29 @@ func TestScreenshotOneResults(t *testing.T) {
 
 	rc := newReceiver(t, a.key.SecretKey, 0)
 	id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>x</p>", "viewport_width": 300, "viewport_height": 200,
-		"webhook_url": rc.url(), "external_identifier": "order-42"})
+		"webhook_url": rc.URL(), "external_identifier": "order-42"})
 	waitDelivered(t, a.key.AccessKey, id)
 	rec := get(t, "/api/v1/jobs/"+id, url.Values{"access_key": {a.key.AccessKey}})
 	if !strings.Contains(string(rec.body), `"external_identifier":"order-42"`) {
 		t.Errorf("job record %s", rec.body)
 	}
-	if ds := rc.deliveries(); len(ds) != 1 || !strings.Contains(string(ds[0].body), `"external_identifier":"order-42"`) {
-		t.Errorf("deliveries %d, first %.300s", len(ds), ds[0].body)
+	if ds := rc.Deliveries(); len(ds) != 1 || !strings.Contains(string(ds[0].Body), `"external_identifier":"order-42"`) {
+		t.Errorf("deliveries %d, first %.300s", len(ds), ds[0].Body)
 	}
 
 	// A failed job with webhook_errors=false sends nothing; its record shows no webhook.
 	for _, errs := range []bool{true, false} {
 		rc := newReceiver(t, a.key.SecretKey, 0)
 		id := submit(t, a.key.AccessKey, map[string]any{"html": "<p>x</p>", "wait_for_selector": "#nope", "timeout": 1,
-			"webhook_url": rc.url(), "webhook_errors": errs})
+			"webhook_url": rc.URL(), "webhook_errors": errs})
 		j := waitFinal(t, a.key.AccessKey, id)
 		if j.Status != "failed" || (j.Webhook != nil) != errs {
 			t.Fatalf("webhook_errors=%v: job %s, webhook %+v", errs, j.Status, j.Webhook)
 		}
 		if errs {
 			waitDelivered(t, a.key.AccessKey, id)
-			if len(rc.deliveries()) != 1 {
-				t.Errorf("webhook_errors=true: %d deliveries", len(rc.deliveries()))
+			if len(rc.Deliveries()) != 1 {
+				t.Errorf("webhook_errors=true: %d deliveries", len(rc.Deliveries()))
 			}
 		}
 	}

@@ -258,10 +258,7 @@ func TestEncoderKilledWithItsContext(t *testing.T) {
 		},
 	}
 	// Noise frames keep ffmpeg busy far longer than the context lives.
-	noise := make([][]byte, 4)
-	for i := range noise {
-		noise[i] = noiseJPEG(t, 1280, 720, uint64(i))
-	}
+	noise := noiseJPEGs(t, 4, 1280, 720)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmp := t.TempDir()
@@ -363,10 +360,7 @@ func TestEncoderMaxBytes(t *testing.T) {
 		{name: "gif over the limit", format: "gif", maxBytes: 20_000, wantCode: shotd.CodeContentTooLarge},
 		{name: "mp4 under the limit", format: "mp4", maxBytes: 50 << 20},
 	}
-	frames := make([][]byte, 6)
-	for i := range frames {
-		frames[i] = noiseJPEG(t, 320, 240, uint64(i))
-	}
+	frames := noiseJPEGs(t, 6, 320, 240)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tmp := t.TempDir()

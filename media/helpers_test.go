@@ -12,7 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"testing"
 	"time"
@@ -20,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // The colours of the synthetic frames; far apart so that compression cannot confuse them.
@@ -73,6 +73,15 @@ func noiseJPEG(t testing.TB, w, h int, seed uint64) []byte {
 	return encodeJPEG(t, img, 90)
 }
 
+// noiseJPEGs is n noise frames, seeded 0 to n-1.
+func noiseJPEGs(t testing.TB, n, w, h int) [][]byte {
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = noiseJPEG(t, w, h, uint64(i))
+	}
+	return frames
+}
+
 // frameAt decodes output frame i of a video: -ss half a frame before its start, so that the
 // first frame at or after that time is frame i whatever the container's timestamp rounding.
 func frameAt(t testing.TB, video []byte, i, fps int) image.Image {
@@ -124,27 +133,10 @@ func alive(pid int) bool {
 // checkNoLeaks fails the test if, at its end, goroutines outlive it or dir is not empty.
 func checkNoLeaks(t *testing.T, dir string) {
 	t.Helper()
-	before := runtime.NumGoroutine()
-	t.Cleanup(func() {
-		deadline := time.Now().Add(3 * time.Second)
-		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
-			time.Sleep(20 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > before {
-			buf := make([]byte, 1<<16)
-			t.Errorf("%d goroutines leaked:\n%s", n-before, buf[:runtime.Stack(buf, true)])
-		}
-		if dir == "" {
-			return
-		}
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			t.Error(err)
-		}
-		for _, e := range entries {
-			t.Errorf("left in the temp dir: %s", e.Name())
-		}
-	})
+	if dir != "" {
+		t.Cleanup(func() { testkit.DirEmpty(t, dir) }) // after the goroutines are checked
+	}
+	testkit.CheckGoroutines(t, 3*time.Second)
 }
 
 func wantCode(t testing.TB, err error, code shotd.Code) {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/rs/zerolog"
 	"go.etcd.io/bbolt"
+
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // TestMain fails the package when a test leaves goroutines behind (Close starts one).
@@ -20,13 +22,8 @@ func TestMain(m *testing.M) {
 	base := runtime.NumGoroutine()
 	code := m.Run()
 	if code == 0 {
-		deadline := time.Now().Add(2 * time.Second)
-		for runtime.NumGoroutine() > base && time.Now().Before(deadline) {
-			time.Sleep(10 * time.Millisecond)
-		}
-		if n := runtime.NumGoroutine(); n > base {
-			buf := make([]byte, 1<<16)
-			fmt.Fprintf(os.Stderr, "goroutine leak: %d before, %d after\n%s\n", base, n, buf[:runtime.Stack(buf, true)])
+		if err := testkit.WaitGoroutines(base, 2*time.Second); err != nil {
+			fmt.Fprintln(os.Stderr, err)
 			code = 1
 		}
 	}

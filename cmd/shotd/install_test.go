@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // TestInstall runs `make install` into a temporary DESTDIR, checks the unit (with
@@ -181,14 +182,14 @@ func TestInstall(t *testing.T) {
 	}
 
 	// SIGHUP while a render is under way: the plan changes, the render is not dropped.
-	fx := newFixture(t, 3*time.Second)
+	fx := testkit.StartPages(t, 3*time.Second)
 	cl := &client{t: t, ctx: ctx, key: svc.accessKey}
 	rendered := make(chan int, 1)
 	go func() {
 		var res map[string]any
-		rendered <- cl.do("GET", svc.base+"/api/v1/screenshot?response_type=json&url="+url.QueryEscape(fx.url("/slow")), nil, &res)
+		rendered <- cl.do("GET", svc.base+"/api/v1/screenshot?response_type=json&url="+url.QueryEscape(fx.URL("/slow")), nil, &res)
 	}()
-	for fx.inflight.Load() == 0 {
+	for fx.Slow() == 0 {
 		select {
 		case code := <-rendered:
 			t.Fatalf("render ended (%d) before the page was served", code)

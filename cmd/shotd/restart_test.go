@@ -4,12 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,12 +15,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/shotd/shotd/internal/chaos"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // TestRecoveryAfterKill runs the real binary, kills it with SIGKILL while jobs are queued and
@@ -39,8 +36,8 @@ func TestRecoveryAfterKill(t *testing.T) {
 	run := newRunRoot(ctx, t, "shotd-rt-")
 	root, tmpDir, dataDir, bin := run.root, run.tmpDir, run.dataDir, run.bin
 
-	fx := newFixture(t, 2*time.Second)
-	rc := newHookReceiver(t)
+	fx := testkit.StartPages(t, 2*time.Second)
+	rc := testkit.StartReceiver(t)
 
 	cfgPath := filepath.Join(root, "shotd.toml")
 	cfg := fmt.Sprintf(`listen = "127.0.0.1:0"
@@ -79,29 +76,29 @@ status_requests_per_minute = 100000
 		t.Fatalf("first start printed no key pair:\n%s", first.stdout())
 	}
 	key, secret := first.accessKey, first.secretKey
-	rc.secret.Store(&secret)
+	rc.Verify(secret)
 	cl := &client{t: t, ctx: ctx, key: key}
 
 	// Phase 1: two quick jobs end while the receiver refuses every delivery, so that their
 	// deliveries are pending when the service is killed.
-	rc.failing.Store(true)
+	rc.Fail(-1)
 	var ids []string
 	for i := range 2 {
-		ids = append(ids, cl.async(first.base, map[string]any{"url": fx.url("/fast?n=" + strconv.Itoa(i)), "webhook_url": rc.url()}))
+		ids = append(ids, cl.async(first.base, map[string]any{"url": fx.URL("/fast?n=" + strconv.Itoa(i)), "webhook_url": rc.URL()}))
 	}
 	quick := slices.Clone(ids)
-	cl.waitAll(first.base, quick, 60*time.Second, func(j job) bool {
+	cl.waitAll(first.base, quick, 60*time.Second, func(j chaos.Job) bool {
 		return j.Status == "succeeded" && j.Webhook != nil && j.Webhook.Status == "pending" && j.Webhook.Attempts >= 1
 	})
 
 	// Phase 2: seven slow jobs (four async, a bulk of three) for two slots.
 	for i := range 4 {
-		ids = append(ids, cl.async(first.base, map[string]any{"url": fx.url("/slow?n=" + strconv.Itoa(i)), "webhook_url": rc.url()}))
+		ids = append(ids, cl.async(first.base, map[string]any{"url": fx.URL("/slow?n=" + strconv.Itoa(i)), "webhook_url": rc.URL()}))
 	}
 	batchID, batchJobs := cl.bulk(first.base, map[string]any{
-		"defaults": map[string]any{"webhook_url": rc.url()},
+		"defaults": map[string]any{"webhook_url": rc.URL()},
 		"requests": []any{
-			map[string]any{"url": fx.url("/slow?n=b0")}, map[string]any{"url": fx.url("/slow?n=b1")}, map[string]any{"url": fx.url("/slow?n=b2")},
+			map[string]any{"url": fx.URL("/slow?n=b0")}, map[string]any{"url": fx.URL("/slow?n=b1")}, map[string]any{"url": fx.URL("/slow?n=b2")},
 		},
 	})
 	ids = append(ids, batchJobs...)
@@ -121,18 +118,18 @@ status_requests_per_minute = 100000
 				queued++
 			}
 		}
-		if len(rendering) > 0 && queued > 0 && fx.inflight.Load() > 0 {
+		if len(rendering) > 0 && queued > 0 && fx.Slow() > 0 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("no moment with jobs rendering and queued: %d rendering, %d queued, %d page requests in flight",
-				len(rendering), queued, fx.inflight.Load())
+				len(rendering), queued, fx.Slow())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	servedBefore := map[string]int{}
 	for _, id := range rendering {
-		servedBefore[id] = fx.served(cl.page(id))
+		servedBefore[id] = fx.Loads(cl.page(id))
 	}
 
 	var chrome []string
@@ -153,13 +150,13 @@ status_requests_per_minute = 100000
 	leftByKill := dirNames(t, tmpDir)
 
 	// Phase 3: the receiver accepts from now on; the service starts again on the same data_dir.
-	rc.failing.Store(false)
+	rc.Fail(0)
 	second := startService(ctx, t, bin, cfgPath, tmpDir, "second")
 	if second.accessKey != "" {
 		t.Fatal("the second start created a key again")
 	}
 
-	jobs := cl.waitAll(second.base, ids, 120*time.Second, func(j job) bool {
+	jobs := cl.waitAll(second.base, ids, 120*time.Second, func(j chaos.Job) bool {
 		return (j.Status == "succeeded" || j.Status == "failed") && j.Webhook != nil && j.Webhook.Status != "pending"
 	})
 	for _, id := range ids {
@@ -176,7 +173,7 @@ status_requests_per_minute = 100000
 	}
 	// The jobs cut short while rendering were rendered again.
 	for _, id := range rendering {
-		if n := fx.served(cl.page(id)); n <= servedBefore[id] {
+		if n := fx.Loads(cl.page(id)); n <= servedBefore[id] {
 			t.Errorf("job %s was rendering at the kill, but its page was not loaded again (%d loads)", id, n)
 		}
 	}
@@ -184,13 +181,16 @@ status_requests_per_minute = 100000
 		t.Errorf("batch %s %+v", b.Status, b.Counts)
 	}
 	// Every job's webhook reached the receiver with a valid signature and the right event.
-	ok := rc.delivered()
+	ok := map[string]bool{}
+	for _, d := range rc.Deliveries() {
+		ok[d.JobID] = ok[d.JobID] || d.Acknowledged() && d.Event == "job.succeeded"
+	}
 	for _, id := range ids {
 		if !ok[id] {
 			t.Errorf("no valid delivery of job.succeeded for %s", id)
 		}
 	}
-	for _, bad := range rc.invalid() {
+	for _, bad := range rc.Invalid() {
 		t.Errorf("invalid delivery: %s", bad)
 	}
 	// The account's counts survived: nine renders billed once each, nothing waiting or held.
@@ -481,129 +481,11 @@ func killLeftovers(t *testing.T, marker string) {
 	t.Errorf("processes of the run survive SIGKILL: %v", processesOf(marker))
 }
 
-// fixture serves pages: /fast at once, /slow after hold. It counts loads per URL.
-type fixture struct {
-	srv      *httptest.Server
-	inflight atomic.Int32
-	mu       sync.Mutex
-	loads    map[string]int
-}
-
-func newFixture(t *testing.T, hold time.Duration) *fixture {
-	f := &fixture{loads: map[string]int{}}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		f.mu.Lock()
-		f.loads[r.URL.RequestURI()]++
-		f.mu.Unlock()
-		switch r.URL.Path {
-		case "/fast":
-		case "/slow":
-			f.inflight.Add(1)
-			defer f.inflight.Add(-1)
-			select {
-			case <-time.After(hold):
-			case <-r.Context().Done():
-				return
-			}
-		default:
-			http.NotFound(w, r)
-			return
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<html><body style='background:#396'><h1>%s</h1></body></html>", r.URL.Query().Get("n"))
-	}))
-	t.Cleanup(f.srv.Close)
-	return f
-}
-
-func (f *fixture) url(path string) string { return f.srv.URL + path }
-
-func (f *fixture) served(rawURL string) int {
-	u, err := url.Parse(rawURL)
-	if err != nil {
-		return 0
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.loads[u.RequestURI()]
-}
-
 // page is the page a job renders, as the test submitted it.
 func (c *client) page(id string) string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.urls[id]
-}
-
-// hookReceiver verifies deliveries with its own HMAC code (api-v1 section 6) and the 5-minute
-// window. While failing it answers 500.
-type hookReceiver struct {
-	srv     *httptest.Server
-	secret  atomic.Pointer[string]
-	failing atomic.Bool
-
-	mu  sync.Mutex
-	ok  map[string]bool // job id -> a valid job.succeeded delivery was acknowledged
-	bad []string
-}
-
-func newHookReceiver(t *testing.T) *hookReceiver {
-	rc := &hookReceiver{ok: map[string]bool{}}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
-	t.Cleanup(rc.srv.Close)
-	return rc
-}
-
-func (rc *hookReceiver) url() string { return rc.srv.URL + "/hook" }
-
-func (rc *hookReceiver) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	id := r.Header.Get("x-job-id")
-	var err error
-	if s := rc.secret.Load(); s == nil {
-		err = errors.New("no secret yet")
-	} else {
-		err = chaos.VerifyWebhook(*s, r.Header, body, time.Now())
-	}
-	var rec struct {
-		JobID  string `json:"job_id"`
-		Status string `json:"status"`
-		Event  string `json:"event"`
-	}
-	if err == nil {
-		if jerr := json.Unmarshal(body, &rec); jerr != nil || rec.JobID != id || rec.Event != "job.succeeded" ||
-			r.Header.Get("x-webhook-event") != rec.Event || rec.Status != "succeeded" {
-			err = fmt.Errorf("body %q/%q/%q does not match headers", rec.JobID, rec.Status, rec.Event)
-		}
-	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	switch {
-	case err != nil:
-		rc.bad = append(rc.bad, fmt.Sprintf("%s attempt %s: %v", id, r.Header.Get("x-webhook-attempt"), err))
-		w.WriteHeader(http.StatusUnauthorized)
-	case rc.failing.Load():
-		w.WriteHeader(http.StatusInternalServerError)
-	default:
-		rc.ok[id] = true
-		w.WriteHeader(http.StatusOK)
-	}
-}
-
-func (rc *hookReceiver) delivered() map[string]bool {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	out := map[string]bool{}
-	for k, v := range rc.ok {
-		out[k] = v
-	}
-	return out
-}
-
-func (rc *hookReceiver) invalid() []string {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]string(nil), rc.bad...)
 }
 
 // client talks to the public API with one access key.
@@ -614,16 +496,6 @@ type client struct {
 
 	mu   sync.Mutex
 	urls map[string]string // job id -> page url
-}
-
-type job struct {
-	JobID     string `json:"job_id"`
-	Status    string `json:"status"`
-	ErrorCode string `json:"error_code"`
-	Webhook   *struct {
-		Status   string `json:"status"`
-		Attempts int    `json:"attempts"`
-	} `json:"webhook"`
 }
 
 func (c *client) do(method, rawURL string, body []byte, v any) int {
@@ -701,9 +573,9 @@ func (c *client) getJSON(rawURL string, v any) {
 	}
 }
 
-func (c *client) job(base, id string) job {
+func (c *client) job(base, id string) chaos.Job {
 	c.t.Helper()
-	var j job
+	var j chaos.Job
 	c.getJSON(base+"/api/v1/jobs/"+id, &j)
 	return j
 }
@@ -723,9 +595,9 @@ func (c *client) batch(base, id string) batchRec {
 }
 
 // waitAll polls the jobs until done holds for each, and returns their last records.
-func (c *client) waitAll(base string, ids []string, timeout time.Duration, done func(job) bool) map[string]job {
+func (c *client) waitAll(base string, ids []string, timeout time.Duration, done func(chaos.Job) bool) map[string]chaos.Job {
 	c.t.Helper()
-	out := map[string]job{}
+	out := map[string]chaos.Job{}
 	for end := time.Now().Add(timeout); ; time.Sleep(200 * time.Millisecond) {
 		pending := 0
 		for _, id := range ids {

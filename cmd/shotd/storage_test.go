@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd/internal/s3test"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // result is the render result of operator contract 5.4 with the store part of store=true.
@@ -38,7 +39,7 @@ func TestS3Storage(t *testing.T) {
 	defer cancel()
 	s3 := s3test.Start(t, "results", "user")
 	run := newRunRoot(ctx, t, "shotd-s3-")
-	fx := newFixture(t, time.Second)
+	fx := testkit.StartPages(t, time.Second)
 
 	cfgPath := filepath.Join(run.root, "shotd.toml")
 	cfg := fmt.Sprintf(`listen = "127.0.0.1:0"
@@ -75,7 +76,7 @@ format = "json"
 	// The client's own bucket: the same server, another bucket and its own secret in the request.
 	const userSecret = s3test.SecretKey
 	store := func(kv ...any) map[string]any {
-		m := map[string]any{"url": fx.url("/fast?n=s3"), "response_type": "json", "store": true,
+		m := map[string]any{"url": fx.URL("/fast?n=s3"), "response_type": "json", "store": true,
 			"storage_bucket": "user", "storage_endpoint": s3.Endpoint(), "storage_access_key_id": s3test.AccessKey,
 			"storage_secret_access_key": userSecret, "storage_path": "shots/{{uuid}}", "storage_return_location": true}
 		for i := 0; i+1 < len(kv); i += 2 {
@@ -86,7 +87,7 @@ format = "json"
 
 	t.Run("stored result is a presigned object", func(t *testing.T) {
 		var r result
-		if st := post(map[string]any{"url": fx.url("/fast?n=json"), "response_type": "json"}, &r); st != 200 {
+		if st := post(map[string]any{"url": fx.URL("/fast?n=json"), "response_type": "json"}, &r); st != 200 {
 			t.Fatalf("status %d %+v", st, r)
 		}
 		if !strings.HasPrefix(r.URL, s3.Endpoint()+"/results/shotd/"+r.FileID+"?") {

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // Options shape a chaos run.
@@ -82,8 +84,8 @@ type run struct {
 	root   *Root
 	bin    string
 	svc    *Service
-	fx     *Fixture
-	rc     *Receiver
+	fx     *testkit.Pages
+	rc     *testkit.Receiver
 	cl     *Client
 	rep    *Report
 	mu     sync.Mutex
@@ -129,7 +131,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	r.fx = NewFixture(2 * time.Second)
+	r.fx = testkit.NewPages(2 * time.Second)
 	defer r.fx.Close()
 	if r.svc, err = Start(ctx, r.bin, r.root); err != nil {
 		return nil, err
@@ -143,7 +145,8 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	if key == "" {
 		return nil, fmt.Errorf("the first start printed no key pair:\n%s", r.svc.Tail())
 	}
-	r.rc = NewReceiver(secret)
+	r.rc = testkit.NewReceiver()
+	r.rc.Verify(secret)
 	defer r.rc.Close()
 	r.cl = &Client{Base: r.svc.Base, Key: key, HTTP: r.hc}
 	before, err := r.cl.Usage(ctx)
@@ -404,8 +407,9 @@ func (r *run) checkJobs(ctx context.Context) {
 	final := map[string]Job{}
 	for end := time.Now().Add(3 * time.Minute); ; time.Sleep(500 * time.Millisecond) {
 		pending := 0
+		delivered := r.rc.Acknowledged()
 		for _, id := range r.jobs {
-			if j, ok := final[id]; ok && r.rc.Delivered(id) > 0 && j.Webhook != nil && j.Webhook.Status != "pending" {
+			if j, ok := final[id]; ok && delivered[id] > 0 && j.Webhook != nil && j.Webhook.Status != "pending" {
 				continue
 			}
 			j, err := r.cl.Job(ctx, id)
@@ -414,7 +418,7 @@ func (r *run) checkJobs(ctx context.Context) {
 				continue
 			}
 			final[id] = j
-			if (j.Status != "succeeded" && j.Status != "failed") || r.rc.Delivered(id) == 0 || j.Webhook == nil || j.Webhook.Status == "pending" {
+			if (j.Status != "succeeded" && j.Status != "failed") || delivered[id] == 0 || j.Webhook == nil || j.Webhook.Status == "pending" {
 				pending++
 			}
 		}
@@ -423,6 +427,7 @@ func (r *run) checkJobs(ctx context.Context) {
 		}
 	}
 	var notDone []string
+	delivered := r.rc.Acknowledged()
 	for _, id := range r.jobs {
 		j := final[id]
 		switch {
@@ -432,7 +437,7 @@ func (r *run) checkJobs(ctx context.Context) {
 		default:
 			notDone = append(notDone, fmt.Sprintf("%s %s %q", id, j.Status, j.ErrorCode))
 		}
-		if r.rc.Delivered(id) > 0 {
+		if delivered[id] > 0 {
 			r.rep.Webhooks++
 		}
 	}

@@ -3,132 +3,18 @@ package chaos
 import (
 	"bytes"
 	"context"
-	"crypto/hmac"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"image"
 	_ "image/jpeg" // DecodeConfig of the answers
 	_ "image/png"
 	"io"
 	"net/http"
-	"net/http/httptest"
 	"net/url"
 	"strconv"
-	"sync"
-	"time"
 
 	"github.com/shotd/shotd"
 )
-
-// Fixture serves the pages the clients render: /page (at once) and /slow (after a hold).
-type Fixture struct {
-	srv  *httptest.Server
-	hold time.Duration
-}
-
-// NewFixture starts the page server on loopback.
-func NewFixture(hold time.Duration) *Fixture {
-	f := &Fixture{hold: hold}
-	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path == "/slow" {
-			select {
-			case <-time.After(f.hold):
-			case <-r.Context().Done():
-				return
-			}
-		}
-		w.Header().Set("Content-Type", "text/html")
-		fmt.Fprintf(w, "<html><body style='background:#396;margin:0'><h1>%s</h1><p>%s</p></body></html>",
-			r.URL.Query().Get("n"), bytes.Repeat([]byte("lorem ipsum "), 40))
-	}))
-	return f
-}
-
-// URL is the address of path on the fixture.
-func (f *Fixture) URL(path string) string { return f.srv.URL + path }
-
-// Close stops the server.
-func (f *Fixture) Close() { f.srv.Close() }
-
-// Receiver is a webhook receiver that checks every delivery's signature (HMAC-SHA256 of the
-// secret key over "<x-timestamp>.<body>", lower-case hex in x-signature).
-type Receiver struct {
-	srv    *httptest.Server
-	secret string
-
-	mu    sync.Mutex
-	valid map[string]int // job id -> valid deliveries
-	bad   []string
-}
-
-// NewReceiver starts the receiver on loopback.
-func NewReceiver(secret string) *Receiver {
-	rc := &Receiver{secret: secret, valid: map[string]int{}}
-	rc.srv = httptest.NewServer(http.HandlerFunc(rc.serve))
-	return rc
-}
-
-// URL is where deliveries go.
-func (rc *Receiver) URL() string { return rc.srv.URL + "/hook" }
-
-// Close stops the receiver.
-func (rc *Receiver) Close() { rc.srv.Close() }
-
-func (rc *Receiver) serve(w http.ResponseWriter, r *http.Request) {
-	body, _ := io.ReadAll(r.Body)
-	err := VerifyWebhook(rc.secret, r.Header, body, time.Now())
-	var rec struct {
-		JobID  string `json:"job_id"`
-		Status string `json:"status"`
-		Event  string `json:"event"`
-	}
-	if err == nil {
-		if jerr := json.Unmarshal(body, &rec); jerr != nil || rec.Event != "job."+rec.Status || r.Header.Get("x-webhook-event") != rec.Event {
-			err = fmt.Errorf("body %q/%q does not match its header", rec.Status, rec.Event)
-		}
-	}
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	if err != nil {
-		rc.bad = append(rc.bad, err.Error())
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	rc.valid[rec.JobID]++
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// Delivered is the number of valid deliveries of job id.
-func (rc *Receiver) Delivered(id string) int {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return rc.valid[id]
-}
-
-// Invalid lists the deliveries that failed the check.
-func (rc *Receiver) Invalid() []string {
-	rc.mu.Lock()
-	defer rc.mu.Unlock()
-	return append([]string(nil), rc.bad...)
-}
-
-// VerifyWebhook checks a delivery's X-Timestamp (within 5 minutes of now) and X-Signature,
-// as the operator contract defines them (shotd.SignWebhook).
-func VerifyWebhook(secret string, h http.Header, body []byte, now time.Time) error {
-	ts := h.Get("x-timestamp")
-	sec, err := strconv.ParseInt(ts, 10, 64)
-	if err != nil {
-		return fmt.Errorf("x-timestamp %q", ts)
-	}
-	if d := now.Sub(time.Unix(sec, 0)); d > 5*time.Minute || d < -5*time.Minute {
-		return fmt.Errorf("x-timestamp %v away", d)
-	}
-	if !hmac.Equal([]byte(shotd.SignWebhook(secret, sec, body)), []byte(h.Get("x-signature"))) {
-		return errors.New("x-signature does not match")
-	}
-	return nil
-}
 
 // Client talks to the public API with one access key.
 type Client struct {

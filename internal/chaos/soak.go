@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // SoakOptions shape a soak run.
@@ -79,7 +81,7 @@ func Soak(ctx context.Context, opt SoakOptions) (*SoakReport, error) {
 			return nil, err
 		}
 	}
-	fx := NewFixture(0)
+	fx := testkit.NewPages(0)
 	defer fx.Close()
 	svc, err := Start(ctx, bin, root)
 	if err != nil {
