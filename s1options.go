@@ -42,6 +42,10 @@ type S1Options struct {
 	BlockSocials             bool
 	BlockBannersByHeuristics bool
 
+	// Network: the user's upstream proxy (proxy, proxy_bypass_hosts); nil: none.
+	Proxy       *UpstreamProxy
+	proxyBypass []string // proxy_bypass_hosts, until checkProxyOptions puts them in Proxy
+
 	// Background.
 	ExternalIdentifier string
 	NoWebhookErrors    bool // webhook_errors=false: no webhook for a failed job
@@ -157,6 +161,16 @@ func s1OptionSpecs() []*OptionSpec {
 			func(o *Options, v bool) { o.S1.BlockSocials = v }),
 		boolean("Blocking", "block_banners_by_heuristics", "false", "Hide banners found by their look: fixed or sticky boxes along the top or bottom edge that are not the page's header or navigation, and full-screen overlays.",
 			func(o *Options, v bool) { o.S1.BlockBannersByHeuristics = v }),
+		str("Network", "proxy", "", "Your HTTP proxy, http://user:password@host:port, that the render's connections leave through. Only http:// proxies; https sites go through CONNECT tunnels. The egress guard still checks every host the page asks for, and the proxy's own address (resolved once); the proxy is asked for the address checked, not the name. With credentials, synchronous renders only.",
+			func(o *Options, v string) { o.S1.Proxy, _ = parseProxy(v) }).checked(checkProxy),
+		list("Network", "proxy_bypass_hosts", ArrayRepeat, "Hosts reached directly rather than through proxy (still through the egress guard): names, *.example.com for a domain and its subdomains, IP addresses; repeated or comma-separated.",
+			func(o *Options, v []string) {
+				for _, it := range v {
+					for _, h := range splitBypass(it) {
+						o.S1.proxyBypass = append(o.S1.proxyBypass, bypassHost(h))
+					}
+				}
+			}).checked(checkBypassHosts),
 		str("Background", "external_identifier", "", "Your own identifier for the job, kept in its record and in its webhook (up to 256 printable characters).",
 			func(o *Options, v string) { o.S1.ExternalIdentifier = v }).checked(checkExternalID).nonRender(),
 		boolean("Background", "webhook_errors", "true", "Send the webhook for failed jobs too (job.failed); false sends it for succeeded jobs only.",
@@ -270,6 +284,7 @@ func checkS1Options(o *Options, given map[string]bool, fail func(string, string,
 	if given["navigation_timeout"] && o.HTML+o.Markdown != "" {
 		fail("navigation_timeout", "applies to url sources only")
 	}
+	checkProxyOptions(o, given, fail)
 	for _, n := range []string{"fail_if_content_contains", "fail_if_content_missing"} {
 		if given[n] && (n == "fail_if_content_contains" && o.S1.FailIfContentContains == "" ||
 			n == "fail_if_content_missing" && o.S1.FailIfContentMissing == "") {
@@ -284,8 +299,6 @@ const selfHosted = "it belongs to ScreenshotOne's hosted service and has no mean
 // RefusedOptions are ScreenshotOne option names shotd knows but does not honour, each with the
 // reason its refusal gives, so that none is refused as unknown (issue 14).
 var RefusedOptions = map[string]string{
-	"proxy":                       "not yet available; renders reach the web through the egress guard (and its upstream proxy, when the operator set one)",
-	"proxy_bypass_hosts":          "not yet available; renders reach the web through the egress guard (and its upstream proxy, when the operator set one)",
 	"request_gpu_rendering":       selfHosted + "; shotd renders with the host's software rasteriser",
 	"fail_if_gpu_rendering_fails": selfHosted + "; shotd renders with the host's software rasteriser",
 }
