@@ -117,13 +117,10 @@ func splitBypass(v string) []string {
 	return out
 }
 
-// checkProxyOptions validates the rules between proxy, proxy_bypass_hosts and the other options
-// (from checkS1Options).
-func checkProxyOptions(o *Options, given map[string]bool, fail func(string, string, ...any)) {
+// checkProxyOptions completes the proxy option with its bypass list and refuses credentials
+// where they would outlive the render (from checkS1Options).
+func checkProxyOptions(o *Options, fail func(string, string, ...any)) {
 	p := o.S1.Proxy
-	if given["proxy_bypass_hosts"] && p == nil {
-		fail("proxy_bypass_hosts", "needs proxy")
-	}
 	if p == nil {
 		return
 	}
