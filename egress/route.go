@@ -23,10 +23,12 @@ import (
 // Upstream is an HTTP proxy of a user's that the connections of one render leave through (the
 // proxy option).
 type Upstream struct {
-	Host     string   // host:port
-	Username string   // with Password, sent as Proxy-Authorization: Basic; "" and "": none
-	Password string   //
-	Bypass   []string // hosts reached directly: lower-case names, "*." and a name, IP addresses
+	Host string // host:port
+	// Username and Password go to the upstream as Proxy-Authorization: Basic; both "": none.
+	Username, Password string
+	// Bypass lists the hosts reached directly, in shotd.UpstreamProxy's canonical forms:
+	// lower-case names, "*." and a name for a domain and its subdomains, IP addresses.
+	Bypass []string
 }
 
 // errProxyAuth is the upstream proxy's 407: it refused the credentials, or wants some.
@@ -233,6 +235,7 @@ func (p *Proxy) forwardVia(w http.ResponseWriter, r *http.Request) {
 		p.forwardError(w, r, err)
 		return
 	}
+	// One request, one address: the first the Guard checked, as a browser would take it.
 	out := r.Clone(r.Context())
 	out.URL.Host = targets[0].String()
 	out.Host = r.Host
