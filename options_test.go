@@ -70,6 +70,10 @@ func validValue(s *OptionSpec) string {
 		return "https://s3.example.com:9000"
 	case "storage_class":
 		return "STANDARD_IA"
+	case "proxy":
+		return "http://user:pass@proxy.example:3128"
+	case "proxy_bypass_hosts":
+		return "*.example.com"
 	case "headers":
 		return "X-Test: 1"
 	case "cookies":
@@ -107,6 +111,8 @@ func base(name string) Params {
 		return q("url", "https://example.com/", "wait_for_selector", "h1")
 	case "selector_algorithm", "selector_scroll_into_view":
 		return q("url", "https://example.com/", "selector", "h1")
+	case "proxy_bypass_hosts":
+		return q("url", "https://example.com/", "proxy", "http://proxy.example:3128")
 	}
 	if slices.Contains(StorageOptions, name) || name == "store" {
 		return q("url", "https://example.com/", "store", "true", "storage_bucket", "shots",

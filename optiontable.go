@@ -49,6 +49,9 @@ type OptionSpec struct {
 	// Render is false for options that do not change the rendered bytes (auth, async, webhook,
 	// response_type, cache control); the cache key leaves them out.
 	Render bool
+	// Aliases are other spellings of Enum values, read as the value they stand for before the
+	// enum check (format's jpg, ScreenshotOne's name for jpeg).
+	Aliases map[string]string
 	// check validates one string value (or list item) beyond kind, bounds and enum.
 	check func(v string) string
 	// apply stores the typed value.
@@ -124,8 +127,8 @@ var OptionTable = slices.Concat([]*OptionSpec{
 	str("Source", "markdown", "", "Markdown rendered as a styled page.", func(o *Options, v string) { o.Markdown = v }),
 
 	// Output.
-	enum("Output", "format", FormatPNG, "Result format; mp4, webm, gif and mov record a video.", Formats,
-		func(o *Options, v string) { o.Format = v }),
+	withAliases(enum("Output", "format", FormatPNG, "Result format; mp4, webm, gif and mov record a video. jpg is read as jpeg.", Formats,
+		func(o *Options, v string) { o.Format = v }), map[string]string{"jpg": FormatJPEG}),
 	integer("Output", "image_quality", "80", "Compression for jpeg and webp.",
 		func(o *Options, v int) { o.ImageQuality = v }).withBounds(1, 100),
 	integer("Output", "image_width", "", "Resize final image width.",
@@ -268,6 +271,8 @@ var OptionTable = slices.Concat([]*OptionSpec{
 }, storageOptionSpecs(), s1OptionSpecs())
 
 func withEnum(s *OptionSpec, values []string) *OptionSpec { s.Enum = values; return s }
+
+func withAliases(s *OptionSpec, aliases map[string]string) *OptionSpec { s.Aliases = aliases; return s }
 
 var optionsByName = func() map[string]*OptionSpec {
 	m := make(map[string]*OptionSpec, len(OptionTable))

@@ -252,6 +252,9 @@ func convert(s *OptionSpec, values []string, array bool) (any, string) {
 		}
 		return f, ""
 	default:
+		if a, ok := s.Aliases[v]; ok {
+			v = a
+		}
 		if s.Enum != nil && !slices.Contains(s.Enum, v) {
 			if s.Name == "viewport_device" {
 				return nil, fmt.Sprintf("unknown device %q; see the viewport_device list", clip(v))

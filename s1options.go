@@ -42,11 +42,15 @@ type S1Options struct {
 	BlockSocials             bool
 	BlockBannersByHeuristics bool
 
+	// Network: the user's upstream proxy (proxy, proxy_bypass_hosts); nil: none.
+	Proxy       *UpstreamProxy
+	proxyBypass []string // proxy_bypass_hosts, until checkProxyOptions puts them in Proxy
+
 	// Background.
 	ExternalIdentifier string
 	NoWebhookErrors    bool // webhook_errors=false: no webhook for a failed job
 
-	refused []string // onlyValue options given another value
+	refused []string // trueOnly options given false
 }
 
 // Values of the ScreenshotOne options.
@@ -71,7 +75,7 @@ func (s *S1Options) WantsMetadata() bool {
 }
 
 // s1OptionSpecs are the ScreenshotOne take options shotd honours. The ones whose only honest
-// value is shotd's own behaviour accept that value alone (onlyValue).
+// value is shotd's own behaviour accept that value alone (trueOnly).
 func s1OptionSpecs() []*OptionSpec {
 	return []*OptionSpec{
 		boolean("Page", "bypass_csp", "false", "Set the page's Content-Security-Policy aside, so that styles and scripts are not refused.",
@@ -91,40 +95,35 @@ func s1OptionSpecs() []*OptionSpec {
 		number("Viewport", "geolocation_accuracy", "", "Accuracy of the position, in metres.",
 			func(o *Options, v float64) { o.S1.Accuracy = v }).withBounds(0, 1e7),
 		str("Waiting", "fail_if_content_contains", "", "Fail with content_check_failed when the page's text or HTML contains this (case-insensitive).",
-			func(o *Options, v string) { o.S1.FailIfContentContains = v }),
+			func(o *Options, v string) { o.S1.FailIfContentContains = v }).checked(notEmpty),
 		str("Waiting", "fail_if_content_missing", "", "Fail with content_check_failed when the page's text and HTML lack this (case-insensitive).",
-			func(o *Options, v string) { o.S1.FailIfContentMissing = v }),
-		onlyValue(boolean("Waiting", "error_on_selector_not_found", "true",
-			"true only: nothing matching selector or wait_for_selector answers selector_not_found.", nil), "true",
+			func(o *Options, v string) { o.S1.FailIfContentMissing = v }).checked(notEmpty),
+		trueOnly("Waiting", "error_on_selector_not_found", "nothing matching selector or wait_for_selector answers selector_not_found.",
 			"shotd always answers selector_not_found when selector matches nothing; it never captures something else instead"),
-		onlyValue(boolean("Waiting", "error_on_click_selector_not_found", "true",
-			"true only: nothing matching click answers selector_not_found.", nil), "true",
+		trueOnly("Waiting", "error_on_click_selector_not_found", "nothing matching click answers selector_not_found.",
 			"shotd always answers selector_not_found when click matches nothing"),
-		onlyValue(boolean("Waiting", "error_on_hover_selector_not_found", "true",
-			"true only: nothing matching hover answers selector_not_found.", nil), "true",
+		trueOnly("Waiting", "error_on_hover_selector_not_found", "nothing matching hover answers selector_not_found.",
 			"shotd always answers selector_not_found when hover matches nothing"),
-		onlyValue(boolean("Waiting", "ignore_host_errors", "true",
-			"true only: a page answered with an HTTP error status is rendered as it is.", nil), "true",
+		trueOnly("Waiting", "ignore_host_errors", "a page answered with an HTTP error status is rendered as it is.",
 			"shotd renders a page whatever its HTTP status; failing on an error status is not available"),
-		onlyValue(boolean("Area", "capture_beyond_viewport", "true",
-			"true only: full_page, selector and clip capture beyond the viewport.", nil), "true",
+		trueOnly("Area", "capture_beyond_viewport", "full_page, selector and clip capture beyond the viewport.",
 			"shotd always captures beyond the viewport for full_page, selector and clip"),
-		boolean("Metadata", "metadata_image_size", "false", "JSON answer: metadata.image_size, the image's width and height in pixels.",
-			func(o *Options, v bool) { o.S1.MetaImageSize = v }),
-		boolean("Metadata", "metadata_page_title", "false", "JSON answer: metadata.page_title, the document's title.",
-			func(o *Options, v bool) { o.S1.MetaPageTitle = v }),
-		boolean("Metadata", "metadata_open_graph", "false", "JSON answer: metadata.open_graph, the page's og: meta tags (og:title as title, and so on).",
-			func(o *Options, v bool) { o.S1.MetaOpenGraph = v }),
-		boolean("Metadata", "metadata_icon", "false", "JSON answer: metadata.icon, the url and type of the page's icon (its link rel=icon, else /favicon.ico).",
-			func(o *Options, v bool) { o.S1.MetaIcon = v }),
-		boolean("Metadata", "metadata_fonts", "false", "JSON answer: metadata.fonts, the font families the page's text is set in and the web fonts it loaded.",
-			func(o *Options, v bool) { o.S1.MetaFonts = v }),
-		boolean("Metadata", "metadata_http_response_status_code", "false", "JSON answer: metadata.http_response_status_code, the HTTP status of the page's document (url sources).",
-			func(o *Options, v bool) { o.S1.MetaStatusCode = v }),
-		boolean("Metadata", "metadata_http_response_headers", "false", "JSON answer: metadata.http_response_headers, the response headers of the page's document (url sources).",
-			func(o *Options, v bool) { o.S1.MetaHeaders = v }),
-		boolean("Metadata", "metadata_content", "false", "JSON answer: metadata.content, a link to the page's content as a file of its own (see metadata_content_format).",
-			func(o *Options, v bool) { o.S1.MetaContent = v }),
+		metadataOption("metadata_image_size", "metadata.image_size, the image's width and height in pixels.",
+			func(s *S1Options) *bool { return &s.MetaImageSize }),
+		metadataOption("metadata_page_title", "metadata.page_title, the document's title.",
+			func(s *S1Options) *bool { return &s.MetaPageTitle }),
+		metadataOption("metadata_open_graph", "metadata.open_graph, the page's og: meta tags (og:title as title, and so on).",
+			func(s *S1Options) *bool { return &s.MetaOpenGraph }),
+		metadataOption("metadata_icon", "metadata.icon, the url and type of the page's icon (its link rel=icon, else /favicon.ico).",
+			func(s *S1Options) *bool { return &s.MetaIcon }),
+		metadataOption("metadata_fonts", "metadata.fonts, the font families the page's text is set in and the web fonts it loaded.",
+			func(s *S1Options) *bool { return &s.MetaFonts }),
+		metadataOption("metadata_http_response_status_code", "metadata.http_response_status_code, the HTTP status of the page's document (url sources).",
+			func(s *S1Options) *bool { return &s.MetaStatusCode }),
+		metadataOption("metadata_http_response_headers", "metadata.http_response_headers, the response headers of the page's document (url sources).",
+			func(s *S1Options) *bool { return &s.MetaHeaders }),
+		metadataOption("metadata_content", "metadata.content, a link to the page's content as a file of its own (see metadata_content_format).",
+			func(s *S1Options) *bool { return &s.MetaContent }),
 		enum("Metadata", "metadata_content_format", "html", "Format of metadata_content: the page's HTML as it is rendered, or that HTML converted to Markdown.", ContentFormats,
 			func(o *Options, v string) { o.S1.MetaContentFormat = v }),
 		boolean("Metadata", "include_shadow_dom", "false", "metadata_content includes the content of the page's open shadow roots.",
@@ -157,6 +156,16 @@ func s1OptionSpecs() []*OptionSpec {
 			func(o *Options, v bool) { o.S1.BlockSocials = v }),
 		boolean("Blocking", "block_banners_by_heuristics", "false", "Hide banners found by their look: fixed or sticky boxes along the top or bottom edge that are not the page's header or navigation, and full-screen overlays.",
 			func(o *Options, v bool) { o.S1.BlockBannersByHeuristics = v }),
+		str("Network", "proxy", "", "Your HTTP proxy, http://user:password@host:port, that the render's connections leave through. Only http:// proxies; https sites go through CONNECT tunnels. The egress guard still checks every host the page asks for, and the proxy's own address (resolved once); the proxy is asked for the address checked, not the name. With credentials, synchronous renders only.",
+			func(o *Options, v string) { o.S1.Proxy, _ = parseProxy(v) }).checked(checkProxy),
+		list("Network", "proxy_bypass_hosts", ArrayRepeat, "Hosts reached directly rather than through proxy (still through the egress guard): names, *.example.com for a domain and its subdomains, IP addresses; repeated or comma-separated.",
+			func(o *Options, v []string) {
+				for _, it := range v {
+					for _, h := range splitBypass(it) {
+						o.S1.proxyBypass = append(o.S1.proxyBypass, bypassHost(h))
+					}
+				}
+			}).checked(checkBypassHosts),
 		str("Background", "external_identifier", "", "Your own identifier for the job, kept in its record and in its webhook (up to 256 printable characters).",
 			func(o *Options, v string) { o.S1.ExternalIdentifier = v }).checked(checkExternalID).nonRender(),
 		boolean("Background", "webhook_errors", "true", "Send the webhook for failed jobs too (job.failed); false sends it for succeeded jobs only.",
@@ -166,20 +175,23 @@ func s1OptionSpecs() []*OptionSpec {
 	}
 }
 
-// onlyValue makes the boolean option s accept want alone; another value is refused with why
-// (checkS1Options), as the parser checks no boolean beyond its kind.
-func onlyValue(s *OptionSpec, want, why string) *OptionSpec {
-	name, w := s.Name, want == "true"
-	onlyWhy[name] = "only " + want + " is accepted: " + why
-	s.apply = func(o *Options, v any) {
-		if v.(bool) != w {
-			o.S1.refused = append(o.S1.refused, name)
-		}
-	}
-	return s
+// metadataOption is a metadata_* option: a boolean that asks for field in the JSON answer.
+func metadataOption(name, doc string, field func(*S1Options) *bool) *OptionSpec {
+	return boolean("Metadata", name, "false", "JSON answer: "+doc, func(o *Options, v bool) { *field(&o.S1) = v })
 }
 
-// onlyWhy holds the refusal of each onlyValue option.
+// trueOnly is a boolean option whose only honest value is true, shotd's own behaviour: false is
+// refused with why (checkS1Options), as the parser checks no boolean beyond its kind.
+func trueOnly(group, name, doc, why string) *OptionSpec {
+	onlyWhy[name] = "only true is accepted: " + why
+	return boolean(group, name, "true", "true only: "+doc, func(o *Options, v bool) {
+		if !v {
+			o.S1.refused = append(o.S1.refused, name)
+		}
+	})
+}
+
+// onlyWhy holds the refusal of each trueOnly option.
 var onlyWhy = map[string]string{}
 
 // checkExternalID keeps an identifier that fits a record and a log line.
@@ -208,44 +220,48 @@ func checkAttachmentName(v string) string {
 	return ""
 }
 
+// s1Requires lists the ScreenshotOne options that refine another one: each of names, given
+// without what has finds in the request, is refused as needing it.
+var s1Requires = []struct {
+	names []string
+	needs string
+	has   func(o *Options) bool
+}{
+	{[]string{"geolocation_accuracy"}, "geolocation_latitude and geolocation_longitude", func(o *Options) bool { return o.S1.HasGeolocation }},
+	{[]string{"scroll_into_view_adjust_top"}, "scroll_into_view", func(o *Options) bool { return o.S1.ScrollIntoView != "" }},
+	{[]string{"metadata_content_format", "include_shadow_dom"}, "metadata_content=true", func(o *Options) bool { return o.S1.MetaContent }},
+	{[]string{"full_page_algorithm", "full_page_scroll_by", "full_page_scroll_delay", "full_page_slices"}, "full_page=true", func(o *Options) bool { return o.FullPage }},
+	{[]string{"full_page_slice_height", "full_page_slice_overlap_height"}, "full_page_slices=true", func(o *Options) bool { return o.S1.Slices }},
+	{[]string{"scripts_wait_until"}, "scripts", func(o *Options) bool { return o.Scripts != "" }},
+	{[]string{"wait_for_selector_algorithm"}, "wait_for_selector", func(o *Options) bool { return o.WaitForSelector != "" }},
+	{[]string{"selector_algorithm", "selector_scroll_into_view"}, "selector", func(o *Options) bool { return o.Selector != "" }},
+	{[]string{"proxy_bypass_hosts"}, "proxy", func(o *Options) bool { return o.S1.Proxy != nil }},
+}
+
 // checkS1Options validates the rules between the ScreenshotOne options (from crossCheck).
 func checkS1Options(o *Options, given map[string]bool, fail func(string, string, ...any)) {
 	for _, n := range o.S1.refused {
 		fail(n, "%s", onlyWhy[n])
 	}
+	for _, r := range s1Requires {
+		for _, n := range r.names {
+			if given[n] && !r.has(o) {
+				fail(n, "needs %s", r.needs)
+			}
+		}
+	}
 	if given["geolocation_latitude"] != given["geolocation_longitude"] {
 		fail("geolocation_latitude", "geolocation_latitude and geolocation_longitude go together")
-	}
-	if given["geolocation_accuracy"] && !o.S1.HasGeolocation {
-		fail("geolocation_accuracy", "needs geolocation_latitude and geolocation_longitude")
-	}
-	if given["scroll_into_view_adjust_top"] && o.S1.ScrollIntoView == "" {
-		fail("scroll_into_view_adjust_top", "needs scroll_into_view")
 	}
 	s := &o.S1
 	if s.MetaContentFormat == "" {
 		s.MetaContentFormat = "html"
 	}
-	if given["metadata_content_format"] && !s.MetaContent {
-		fail("metadata_content_format", "needs metadata_content=true")
-	}
-	if given["include_shadow_dom"] && !s.MetaContent {
-		fail("include_shadow_dom", "applies to metadata_content, which is not asked for")
-	}
-	if s.WantsMetadata() && (IsVideo(o.Format) || o.Format == FormatPDF) && s.MetaImageSize {
+	notImage := IsVideo(o.Format) || o.Format == FormatPDF
+	if s.MetaImageSize && notImage {
 		fail("metadata_image_size", "applies to images only")
 	}
-	for _, n := range []string{"full_page_algorithm", "full_page_scroll_by", "full_page_scroll_delay", "full_page_slices"} {
-		if given[n] && !o.FullPage {
-			fail(n, "needs full_page=true")
-		}
-	}
-	for _, n := range []string{"full_page_slice_height", "full_page_slice_overlap_height"} {
-		if given[n] && !s.Slices {
-			fail(n, "needs full_page_slices=true")
-		}
-	}
-	if s.Slices && (IsVideo(o.Format) || o.Format == FormatPDF) {
+	if s.Slices && notImage {
 		fail("full_page_slices", "applies to images only")
 	}
 	if s.Slices && s.SliceOverlap >= s.SliceHeight {
@@ -254,28 +270,18 @@ func checkS1Options(o *Options, given map[string]bool, fail func(string, string,
 	if given["full_page_algorithm"] && s.FullPageAlgorithm == "by_sections" && IsVideo(o.Format) {
 		fail("full_page_algorithm", "applies to images only")
 	}
-	if given["scripts_wait_until"] && o.Scripts == "" {
-		fail("scripts_wait_until", "needs scripts")
-	}
-	if given["wait_for_selector_algorithm"] && o.WaitForSelector == "" {
-		fail("wait_for_selector_algorithm", "needs wait_for_selector")
-	}
-	if (given["selector_algorithm"] || given["selector_scroll_into_view"]) && o.Selector == "" {
-		n := "selector_algorithm"
-		if given["selector_scroll_into_view"] {
-			n = "selector_scroll_into_view"
-		}
-		fail(n, "needs selector")
-	}
 	if given["navigation_timeout"] && o.HTML+o.Markdown != "" {
 		fail("navigation_timeout", "applies to url sources only")
 	}
-	for _, n := range []string{"fail_if_content_contains", "fail_if_content_missing"} {
-		if given[n] && (n == "fail_if_content_contains" && o.S1.FailIfContentContains == "" ||
-			n == "fail_if_content_missing" && o.S1.FailIfContentMissing == "") {
-			fail(n, "must not be empty")
-		}
+	checkProxyOptions(o, fail)
+}
+
+// notEmpty refuses an empty string value.
+func notEmpty(v string) string {
+	if v == "" {
+		return "must not be empty"
 	}
+	return ""
 }
 
 // selfHosted is why an option of ScreenshotOne's hosted service means nothing on one's own.
@@ -284,8 +290,6 @@ const selfHosted = "it belongs to ScreenshotOne's hosted service and has no mean
 // RefusedOptions are ScreenshotOne option names shotd knows but does not honour, each with the
 // reason its refusal gives, so that none is refused as unknown (issue 14).
 var RefusedOptions = map[string]string{
-	"proxy":                       "not yet available; renders reach the web through the egress guard (and its upstream proxy, when the operator set one)",
-	"proxy_bypass_hosts":          "not yet available; renders reach the web through the egress guard (and its upstream proxy, when the operator set one)",
 	"request_gpu_rendering":       selfHosted + "; shotd renders with the host's software rasteriser",
 	"fail_if_gpu_rendering_fails": selfHosted + "; shotd renders with the host's software rasteriser",
 }

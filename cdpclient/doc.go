@@ -34,6 +34,10 @@
 // only, and the recording gets its own deadline of twice its length plus 30 s. A markdown source
 // is converted by package markdown and rendered like html.
 //
+// A render with the proxy option runs in a browser context of its own, outside the pool and
+// disposed after it, whose proxy is a route of the egress guard (egress.Route, proxy.go) that
+// leaves through the user's proxy: the guard checks its connections as any other render's.
+//
 // A page that replaces its document while loading (location=, a click, a form, a meta refresh) is
 // followed to its new document. A main-frame document the egress guard refuses, at any moment
 // of the render, fails it with host_not_allowed: Chrome's error page is never captured.

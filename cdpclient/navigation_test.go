@@ -19,10 +19,18 @@ import (
 )
 
 // launchGuarded starts a Process of the test's own behind the real egress guard and proxy, with
-// only 127.0.0.1 allowed: 127.0.0.3 stands for every address a page must not reach.
-func launchGuarded(t *testing.T) *Process {
+// only 127.0.0.1 allowed, or the allow prefixes: 127.0.0.3 stands for every address a page must
+// not reach.
+func launchGuarded(t *testing.T, allow ...string) *Process {
 	t.Helper()
-	guard := egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}), nil)
+	if len(allow) == 0 {
+		allow = []string{"127.0.0.1/32"}
+	}
+	var prefixes []netip.Prefix
+	for _, a := range allow {
+		prefixes = append(prefixes, netip.MustParsePrefix(a))
+	}
+	guard := egress.NewGuard(egress.NewPolicy(prefixes), nil)
 	proxy := egress.NewProxy(guard, zerolog.Nop())
 	if err := proxy.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)

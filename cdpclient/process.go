@@ -21,6 +21,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/internal/cgroup"
 	"github.com/shotd/shotd/internal/proc"
 )
@@ -78,6 +79,8 @@ type Config struct {
 // Guard is the egress guard as cdpclient uses it; *egress.Guard implements it.
 type Guard interface {
 	CheckURL(ctx context.Context, rawURL string) error
+	// OpenRoute starts the one-off egress proxy of a render with the proxy option (proxy.go).
+	OpenRoute(ctx context.Context, up egress.Upstream, log zerolog.Logger) (*egress.Route, error)
 }
 
 // ProxyFlags makes Chrome send every connection through the egress proxy at addr: loopback too

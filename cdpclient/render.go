@@ -142,7 +142,11 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 	loaded := sync.OnceFunc(func() { p.loading.Add(-1) })
 	defer loaded()
 
-	r.t, err = p.acquire(rctx)
+	if o.S1.Proxy != nil {
+		r.t, err = p.proxiedTab(rctx, o.S1.Proxy)
+	} else {
+		r.t, err = p.acquire(rctx)
+	}
 	if err != nil {
 		return nil, r.fail(ctx, rctx, "open target", err)
 	}

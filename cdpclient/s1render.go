@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"maps"
 	"math"
 	"sort"
 	"strings"
@@ -127,34 +128,15 @@ func (n *s1Network) read(ctx context.Context, main string, wait bool) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	for {
-		which := -1
-		select {
-		case <-n.sent.Ready():
-			which = 0
-		case <-n.received.Ready():
-			which = 1
-		case <-n.failed.Ready():
-			which = 2
-		case <-n.finished.Ready():
-			which = 3
-		default:
-		}
+		which := n.buffered()
 		if which < 0 {
 			if !wait {
 				return nil
 			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-n.sent.Ready():
-				which = 0
-			case <-n.received.Ready():
-				which = 1
-			case <-n.failed.Ready():
-				which = 2
-			case <-n.finished.Ready():
-				which = 3
+			if err := n.await(ctx); err != nil {
+				return err
 			}
+			continue
 		}
 		if err := n.handle(which, main); err != nil {
 			return err
@@ -165,7 +147,38 @@ func (n *s1Network) read(ctx context.Context, main string, wait bool) error {
 	}
 }
 
-// handle reads one event of the stream which (read's numbering).
+// streams are the Ready channels of the four event streams, in handle's numbering.
+func (n *s1Network) streams() [4]<-chan struct{} {
+	return [4]<-chan struct{}{n.sent.Ready(), n.received.Ready(), n.failed.Ready(), n.finished.Ready()}
+}
+
+// buffered returns the first stream with an event buffered, or -1.
+func (n *s1Network) buffered() int {
+	for i, ready := range n.streams() {
+		select {
+		case <-ready:
+			return i
+		default:
+		}
+	}
+	return -1
+}
+
+// await blocks until a stream has an event, or ctx ends.
+func (n *s1Network) await(ctx context.Context) error {
+	s := n.streams()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-s[0]:
+	case <-s[1]:
+	case <-s[2]:
+	case <-s[3]:
+	}
+	return nil
+}
+
+// handle reads one event of the stream which (streams' numbering).
 func (n *s1Network) handle(which int, main string) error {
 	switch which {
 	case 0:
@@ -476,9 +489,10 @@ func (r *render) s1Finish(ctx context.Context) error {
 	return nil
 }
 
+// readMetadata reads what the metadata_* options ask for: from the page (title, Open Graph,
+// icon, fonts, content) and from its document's answer (status code, headers).
 func (r *render) readMetadata(ctx context.Context) error {
 	s := &r.o.S1
-	m := &shotd.Metadata{}
 	want := map[string]bool{"title": s.MetaPageTitle, "og": s.MetaOpenGraph, "icon": s.MetaIcon,
 		"fonts": s.MetaFonts, "content": s.MetaContent, "shadow": s.IncludeShadowDOM}
 	var got struct {
@@ -491,62 +505,79 @@ func (r *render) readMetadata(ctx context.Context) error {
 	if err := r.eval(ctx, jsCall(metadataJS, want), &got); err != nil {
 		return fmt.Errorf("read the page's metadata: %w", err)
 	}
+	// What is asked for is always in the answer, empty rather than null: the page's own scripts
+	// run beside metadataJS and may have spoiled what it returns.
+	m := &shotd.Metadata{Icon: got.Icon}
 	if s.MetaPageTitle {
-		t := ""
+		m.PageTitle = new(string)
 		if got.Title != nil {
-			t = *got.Title
+			*m.PageTitle = *got.Title
 		}
-		m.PageTitle = &t
 	}
 	if s.MetaOpenGraph {
-		m.OpenGraph = got.OG
-		if m.OpenGraph == nil {
-			m.OpenGraph = map[string]string{}
-		}
+		m.OpenGraph = make(map[string]string, len(got.OG))
+		maps.Copy(m.OpenGraph, got.OG)
 	}
-	m.Icon = got.Icon
 	if s.MetaFonts {
-		sort.Strings(got.Fonts)
-		m.Fonts = got.Fonts
-		if m.Fonts == nil {
-			m.Fonts = []string{}
-		}
+		m.Fonts = append([]string{}, got.Fonts...)
+		sort.Strings(m.Fonts)
 	}
 	if s.MetaContent && got.Content != nil {
-		if len(*got.Content) > maxContentBytes {
-			return shotd.Errorf(shotd.CodeContentTooLarge, "the page's content is %d bytes; metadata_content takes at most %d", len(*got.Content), maxContentBytes)
-		}
-		x := shotd.Extra{Data: []byte(*got.Content), Format: "html", ContentType: "text/html; charset=utf-8"}
-		if s.MetaContentFormat == "markdown" {
-			md, err := htmltomarkdown.ConvertString(*got.Content, converter.WithDomain(r.pageURL()))
-			if err != nil {
-				return fmt.Errorf("convert the content to markdown: %w", err)
-			}
-			x = shotd.Extra{Data: []byte(md), Format: "md", ContentType: "text/markdown; charset=utf-8"}
-		}
-		m.Content = &shotd.FileRef{Extra: len(r.s1.extras), Format: x.Format}
-		r.s1.extras = append(r.s1.extras, x)
-	}
-	if r.s1.net != nil && (s.MetaStatusCode || s.MetaHeaders) {
-		if err := r.s1.net.drain(string(r.t.frameID)); err != nil {
+		ref, err := r.contentFile(*got.Content)
+		if err != nil {
 			return err
 		}
-		if doc := r.s1.net.doc; doc != nil {
-			if s.MetaStatusCode {
-				m.HTTPResponseStatusCode = doc.Status
-			}
-			if s.MetaHeaders {
-				hs := map[string]string{}
-				_ = json.Unmarshal(doc.Headers, &hs)
-				lower := make(map[string]string, len(hs))
-				for k, v := range hs {
-					lower[strings.ToLower(k)] = v
-				}
-				m.HTTPResponseHeaders = lower
-			}
+		m.Content = ref
+	}
+	if r.s1.net != nil && (s.MetaStatusCode || s.MetaHeaders) {
+		if err := r.documentAnswer(m); err != nil {
+			return err
 		}
 	}
 	r.s1.meta = m
+	return nil
+}
+
+// contentFile keeps the page's content as a file of the render (metadata_content), in
+// metadata_content_format.
+func (r *render) contentFile(html string) (*shotd.FileRef, error) {
+	if len(html) > maxContentBytes {
+		return nil, shotd.Errorf(shotd.CodeContentTooLarge, "the page's content is %d bytes; metadata_content takes at most %d", len(html), maxContentBytes)
+	}
+	x := shotd.Extra{Data: []byte(html), Format: "html", ContentType: "text/html; charset=utf-8"}
+	if r.o.S1.MetaContentFormat == "markdown" {
+		md, err := htmltomarkdown.ConvertString(html, converter.WithDomain(r.pageURL()))
+		if err != nil {
+			return nil, fmt.Errorf("convert the content to markdown: %w", err)
+		}
+		x = shotd.Extra{Data: []byte(md), Format: "md", ContentType: "text/markdown; charset=utf-8"}
+	}
+	ref := &shotd.FileRef{Extra: len(r.s1.extras), Format: x.Format}
+	r.s1.extras = append(r.s1.extras, x)
+	return ref, nil
+}
+
+// documentAnswer puts the status code and the headers (names in lower case) of the page's
+// document into m, as far as asked for.
+func (r *render) documentAnswer(m *shotd.Metadata) error {
+	if err := r.s1.net.drain(string(r.t.frameID)); err != nil {
+		return err
+	}
+	doc := r.s1.net.doc
+	if doc == nil {
+		return nil
+	}
+	if r.o.S1.MetaStatusCode {
+		m.HTTPResponseStatusCode = doc.Status
+	}
+	if r.o.S1.MetaHeaders {
+		var hs map[string]string
+		_ = json.Unmarshal(doc.Headers, &hs)
+		m.HTTPResponseHeaders = make(map[string]string, len(hs))
+		for k, v := range hs {
+			m.HTTPResponseHeaders[strings.ToLower(k)] = v
+		}
+	}
 	return nil
 }
 

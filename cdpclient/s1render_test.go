@@ -215,6 +215,61 @@ func TestS1ScrollBy(t *testing.T) {
 	}
 }
 
+// TestS1ScrollDelay: full_page_scroll_delay holds each scroll step for that long. The page
+// stamps each scroll event with its own clock (performance.now), so the gaps are measured in page
+// time, and only from below: a timer never fires early, and without the delay a step follows the
+// last one within a few frames.
+func TestS1ScrollDelay(t *testing.T) {
+	t.Parallel()
+	const delay = 400 * time.Millisecond
+	var mu sync.Mutex
+	at := map[int]float64{} // scroll position -> page time of its first scroll event, in ms
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<!doctype html><body style="margin:0;height:1000px">
+<script>addEventListener('scroll', () => navigator.sendBeacon('/y?v=' + Math.round(scrollY) + '&t=' + performance.now()));</script></body>`))
+	mux.HandleFunc("/y", func(w http.ResponseWriter, r *http.Request) {
+		v, _ := strconv.Atoi(r.URL.Query().Get("v"))
+		ms, _ := strconv.ParseFloat(r.URL.Query().Get("t"), 64)
+		mu.Lock()
+		if old, ok := at[v]; !ok || ms < old {
+			at[v] = ms
+		}
+		mu.Unlock()
+	})
+	srv, _ := server(t, mux)
+	o := opts(srv.URL + "/")
+	o.FullPage, o.FullPageScroll, o.S1.FullPageScrollBy, o.S1.FullPageScrollDelay = true, true, 150, delay
+	mustRender(t, shared, o)
+	steps := []int{150, 300, 450, 600}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := 0
+		for _, y := range steps {
+			if _, ok := at[y]; ok {
+				n++
+			}
+		}
+		mu.Unlock()
+		if n == len(steps) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scroll positions seen: %v, want %v", at, steps)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// A little under the delay: the page's clock is coarsened to a tenth of a millisecond.
+	const least = float64(delay/time.Millisecond) - 1
+	for i := 1; i < len(steps); i++ {
+		if gap := at[steps[i]] - at[steps[i-1]]; gap < least {
+			t.Errorf("scroll to %d came %.1f ms after the scroll to %d, want at least %v", steps[i], gap, steps[i-1], delay)
+		}
+	}
+}
+
 func TestS1NavigationTimeout(t *testing.T) {
 	t.Parallel()
 	mux := http.NewServeMux()

@@ -13,6 +13,8 @@ import (
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
+
+	"github.com/shotd/shotd/egress"
 )
 
 // tab is one browser context with one page target in it, connected and with the Page domain on.
@@ -36,6 +38,10 @@ type tab struct {
 	// it, so that the replacement is made after the render rather than competing with it for the
 	// CPU.
 	slot bool
+
+	// route is the egress route of a render with the proxy option (proxy.go), closed once the
+	// context is disposed; nil for every pooled tab.
+	route *egress.Route
 
 	uses    int       // renders served, for Config.TabReuse
 	over    overrides // what the current render changed (wipe.go)
@@ -87,9 +93,18 @@ func (t *tab) setMetrics(ctx context.Context, m metrics) error {
 // newTab creates a browser context, a target in it, and connects to the target. On error it
 // disposes what it created.
 func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
-	// disposeOnDetach false: the context belongs to the render, not to a connection, and is
-	// disposed explicitly by disposeTab.
-	bc, err := p.browser.Target.CreateBrowserContext(ctx, target.NewCreateBrowserContextArgs().SetDisposeOnDetach(false))
+	return p.newTabIn(ctx, contextArgs())
+}
+
+// contextArgs are the arguments of every browser context. disposeOnDetach false: the context
+// belongs to the render, not to a connection, and is disposed explicitly by disposeTab.
+func contextArgs() *target.CreateBrowserContextArgs {
+	return target.NewCreateBrowserContextArgs().SetDisposeOnDetach(false)
+}
+
+// newTabIn is newTab with the context made by args.
+func (p *Process) newTabIn(ctx context.Context, args *target.CreateBrowserContextArgs) (t *tab, err error) {
+	bc, err := p.browser.Target.CreateBrowserContext(ctx, args)
 	if err != nil {
 		return nil, err
 	}
@@ -238,6 +253,9 @@ func (p *Process) watchTab(t *tab, dialogs page.JavascriptDialogOpeningClient, c
 // and drops its cookies, storage, cache and service workers. It uses its own deadline, detached
 // from any render.
 func (p *Process) disposeTab(t *tab) {
+	// The route outlives the context: a port freed earlier could be another render's route
+	// before the context's last connections are gone.
+	defer p.closeRoute(t)
 	if t.conn != nil {
 		t.conn.Close()
 	}
@@ -253,11 +271,11 @@ func (p *Process) disposeTab(t *tab) {
 }
 
 // release takes t back after a render. With wipe isolation a tab that may serve again
-// (reusable: the render did not time out or fail inside Chrome, and t has served fewer than
-// Config.TabReuse renders) is wiped off the caller's path and returns to the pool; every other
-// tab is disposed and replaced. Close waits for both.
+// (reusable: the render did not time out or fail inside Chrome, t has served fewer than
+// Config.TabReuse renders and has no route) is wiped off the caller's path and returns to the
+// pool; every other tab is disposed and replaced. Close waits for both.
 func (p *Process) release(t *tab, reusable bool) {
-	if p.cfg.Isolation == IsolationWipe && reusable && t.uses < p.cfg.TabReuse {
+	if p.cfg.Isolation == IsolationWipe && reusable && t.uses < p.cfg.TabReuse && t.route == nil {
 		if !t.slot {
 			// A tab made inline joins the pool when it has a free place, which the pre-warmer
 			// then need not fill.
@@ -329,6 +347,7 @@ func (p *Process) discard(t *tab) {
 		p.disposeTab(t)
 	}) {
 		p.background.Add(-1)
+		p.closeRoute(t) // the browser is going, and the context with it
 	}
 }
 

@@ -20,6 +20,12 @@
 //   - Proxy is the HTTP forward proxy (absolute-form requests and CONNECT tunnels) that Chrome is
 //     launched behind, so that every connection a page makes is dialled by the Guard. Refusals
 //     answer 403 with the X-Shotd-Refused header.
+//   - Route (Guard.OpenRoute) is a one-off Proxy for one render whose way out is the user's
+//     upstream HTTP proxy (the proxy option): the Guard checks every destination as above and the
+//     upstream is asked for the checked address; bypass hosts are dialled directly. Its own
+//     loopback port, refused to every page while it lives, is what ties a browser context to it.
+//
+// Package egresstest holds a recording upstream proxy for tests.
 //
 // Errors are *shotd.Error values: host_not_allowed for a refusal (the cause, a *RefusedError, says
 // which address and why and is for the log only), invalid_options for a url that is not http or

@@ -281,6 +281,17 @@ func (g *Guard) DialContext(ctx context.Context, network, address string) (net.C
 // dial is DialContext with one more denied listener, the proxy's own address, so that a page
 // cannot make the proxy connect to itself when loopback is allow-listed.
 func (g *Guard) dial(ctx context.Context, network, address string, self netip.AddrPort) (net.Conn, error) {
+	targets, err := g.checkAddress(ctx, network, address, self)
+	if err != nil {
+		return nil, err
+	}
+	return g.dialFirst(ctx, targets)
+}
+
+// checkAddress resolves the host of address ("host:port") once and returns the addresses a
+// connect over network may use, after checking each and the port (self is one more denied
+// listener). A refusal is a host_not_allowed *shotd.Error.
+func (g *Guard) checkAddress(ctx context.Context, network, address string, self netip.AddrPort) ([]netip.AddrPort, error) {
 	switch network {
 	case "tcp", "tcp4", "tcp6":
 	default:
@@ -303,21 +314,26 @@ func (g *Guard) dial(ctx context.Context, network, address string, self netip.Ad
 	if err != nil {
 		return nil, err
 	}
-	var usable []netip.Addr
+	var usable []netip.AddrPort
 	for _, a := range addrs {
 		if g.portDenied(a, port, self) {
 			return nil, refused(&RefusedError{Host: host, Addr: a, Port: port, Reason: "denied port"})
 		}
 		if network == "tcp" || (network == "tcp4") == a.Is4() {
-			usable = append(usable, a)
+			usable = append(usable, netip.AddrPortFrom(a, port))
 		}
 	}
 	if len(usable) == 0 {
 		return nil, fmt.Errorf("egress: %q has no %s address", host, network)
 	}
+	return usable, nil
+}
+
+// dialFirst connects to the checked targets in order until one answers.
+func (g *Guard) dialFirst(ctx context.Context, targets []netip.AddrPort) (net.Conn, error) {
 	var firstErr error
-	for _, a := range usable {
-		conn, err := g.dialer.DialContext(ctx, "tcp", netip.AddrPortFrom(a, port).String())
+	for _, t := range targets {
+		conn, err := g.dialer.DialContext(ctx, "tcp", t.String())
 		if err == nil {
 			return conn, nil
 		}

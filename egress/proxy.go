@@ -36,6 +36,8 @@ const UpstreamErrorHeader = "X-Shotd-Upstream-Error"
 func upstreamReason(err error) string {
 	msg := err.Error()
 	switch {
+	case errors.Is(err, errProxyAuth):
+		return "proxy authentication failed"
 	case strings.Contains(msg, "connection refused"):
 		return "connection refused"
 	case strings.Contains(msg, "no such host"), shotd.CodeOf(err) == shotd.CodeNavigationFailed:
@@ -85,6 +87,7 @@ type Proxy struct {
 
 	transport *http.Transport
 	forward   *httputil.ReverseProxy
+	via       *upstream // a Route's way out; nil: every connection is dialled directly
 
 	mu      sync.Mutex
 	started bool
@@ -281,6 +284,10 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, r.URL.Host, refused(&RefusedError{Host: host, Reason: "denied host name"}))
 		return
 	}
+	if p.via != nil && !p.via.bypasses(r.URL.Hostname()) {
+		p.forwardVia(w, r)
+		return
+	}
 	p.forward.ServeHTTP(w, r)
 }
 
@@ -383,7 +390,12 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 		p.refuse(w, r, target, refused(&RefusedError{Host: host, Reason: "denied host name"}))
 		return
 	}
-	upstream, err := p.dial(r.Context(), "tcp", target)
+	var upstream net.Conn
+	if p.via != nil && !p.via.bypasses(host) {
+		upstream, err = p.via.tunnel(r.Context(), target, p.self)
+	} else {
+		upstream, err = p.dial(r.Context(), "tcp", target)
+	}
 	if err != nil {
 		if IsRefused(err) {
 			p.refuse(w, r, target, err)

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotd/shotd/egress/egresstest"
 	"github.com/shotd/shotd/media"
 )
 
@@ -46,13 +47,15 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	}))
 	defer site.Close()
 	a := newAccount(t, "jobs", true)
+	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", "sdk-user", "sdk-pass")
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "run.js")
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SHOTD_BASE="+env.base+"/api/v1", "SHOTD_ACCESS_KEY="+a.key.AccessKey,
-		"SHOTD_SECRET_KEY="+a.key.SecretKey, "SHOTD_PAGE="+site.URL+"/", "SHOTD_OUT="+out)
+		"SHOTD_SECRET_KEY="+a.key.SecretKey, "SHOTD_PAGE="+site.URL+"/", "SHOTD_OUT="+out,
+		"SHOTD_PROXY="+up.URL("sdk-user", "sdk-pass"))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node run.js: %v\n%s", err, b)
 	}
@@ -69,6 +72,19 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	}
 	if w, h := imageSize(t, "jpeg", read("take.jpg")); w != 320 || h != 240 {
 		t.Errorf("take.jpg is %dx%d", w, h)
+	}
+	if w, h := imageSize(t, "jpeg", read("jpg.jpg")); w != 320 || h != 240 {
+		t.Errorf("jpg.jpg (format=jpg) is %dx%d", w, h)
+	}
+	if w, h := imageSize(t, "png", read("proxy.png")); w != 320 || h != 240 {
+		t.Errorf("proxy.png is %dx%d", w, h)
+	}
+	proxied := false
+	for _, r := range up.Requests() {
+		proxied = proxied || (r.Target == site.URL+"/" && r.Authorized)
+	}
+	if !proxied {
+		t.Errorf("proxy(): the proxy was not asked for the page with its credentials: %+v", up.Requests())
 	}
 	if w, h := imageSize(t, "png", read("full.png")); w != 320 || h <= 760 {
 		t.Errorf("full.png is %dx%d, want 320 wide and the whole page high (over 760)", w, h)
@@ -118,7 +134,7 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 		t.Error("pdf.pdf is not a PDF")
 	}
 	if e := string(read("error.txt")); e != "400 invalid_options" {
-		t.Errorf("proxy: %q, want 400 invalid_options through the SDK's APIError", e)
+		t.Errorf("a socks5 proxy: %q, want 400 invalid_options through the SDK's APIError", e)
 	}
 	for name, want := range map[string]string{"animate.mp4": "mp4", "animate.gif": "gif", "animate.mov": "mov"} {
 		info, err := media.Probe(context.Background(), read(name))

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/egress/egresstest"
 	"github.com/shotd/shotd/media"
 )
 
@@ -181,7 +182,7 @@ func TestScreenshotOneTakeOptions(t *testing.T) {
 			header: [2]string{"Content-Disposition", `attachment; filename="shot.png"`}},
 		{name: "attachment_name with a quote", kv: []string{"html", "<p>x</p>", "attachment_name", `a"b.png`}, status: 400, code: shotd.CodeInvalidOptions},
 		{name: "error_on_selector_not_found false", kv: []string{"html", "<p>x</p>", "error_on_selector_not_found", "false"}, status: 400, code: shotd.CodeInvalidOptions},
-		{name: "refused option", kv: []string{"html", "<p>x</p>", "proxy", "http://127.0.0.1:3128"}, status: 400, code: shotd.CodeInvalidOptions},
+		{name: "refused option", kv: []string{"html", "<p>x</p>", "request_gpu_rendering", "true"}, status: 400, code: shotd.CodeInvalidOptions},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -297,5 +298,40 @@ func TestScreenshotOneResults(t *testing.T) {
 				t.Errorf("webhook_errors=true: %d deliveries", len(rc.Deliveries()))
 			}
 		}
+	}
+}
+
+// TestScreenshotOneProxy: a signed take with proxy renders its page through the user's proxy,
+// with the credentials; a proxy on an address the egress guard refuses is host_not_allowed; a
+// proxy with credentials is refused for a background job; format=jpg answers a jpeg.
+func TestScreenshotOneProxy(t *testing.T) {
+	a := newAccount(t, "default", true)
+	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", "api-user", "api-pass")
+	shot := []string{"url", page("/"), "viewport_width", "300", "viewport_height", "200"}
+	take := func(kv ...string) answer {
+		return do(t, "GET", env.base+"/api/v1/take?"+s1Query(a.key.SecretKey, a.key.AccessKey, append(shot, kv...)...), nil, nil)
+	}
+
+	r := take("proxy", up.URL("api-user", "api-pass"), "proxy_bypass_hosts", "bypass.example")
+	if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
+		t.Fatalf("through the proxy: %d %s: %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	var asked bool
+	for _, req := range up.Requests() {
+		asked = asked || (req.Method == "GET" && req.Target == page("/") && req.Authorized)
+	}
+	if !asked {
+		t.Errorf("the proxy was not asked for the page with its credentials: %+v", up.Requests())
+	}
+
+	wantError(t, take("proxy", "http://u:p@127.0.0.3:"+strings.TrimPrefix(up.Addr(), "127.0.0.1:")), 403, shotd.CodeHostNotAllowed)
+	e := wantError(t, take("proxy", up.URL("api-user", "api-pass"), "async", "true"), 400, shotd.CodeInvalidOptions)
+	if len(e.Errors) != 1 || e.Errors[0].Field != "proxy" || strings.Contains(string(e.Errors[0].Message), "api-pass") {
+		t.Errorf("async with credentials: %+v", e.Errors)
+	}
+
+	r = take("format", "jpg")
+	if r.status != 200 || r.header.Get("Content-Type") != "image/jpeg" || len(r.body) < 2 || r.body[0] != 0xFF || r.body[1] != 0xD8 {
+		t.Errorf("format=jpg: %d %s", r.status, r.header.Get("Content-Type"))
 	}
 }

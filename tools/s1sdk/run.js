@@ -1,12 +1,12 @@
 // Runs ScreenshotOne's Node SDK against a shotd: TestScreenshotOneNodeSDK (httpd) starts it with
-// SHOTD_BASE (http://127.0.0.1:PORT/api/v1), the access and secret keys, the page to capture and
-// a directory for the files. Each call's answer is written there; the Go test checks the files.
+// SHOTD_BASE (http://127.0.0.1:PORT/api/v1), the access and secret keys, the page to capture, an
+// HTTP proxy with credentials (SHOTD_PROXY) and a directory for the files. Each call's answer is written there; the Go test checks the files.
 "use strict";
 const fs = require("node:fs");
 const path = require("node:path");
 const screenshotone = require("screenshotone-api-sdk");
 
-const { SHOTD_BASE, SHOTD_ACCESS_KEY, SHOTD_SECRET_KEY, SHOTD_PAGE, SHOTD_OUT } = process.env;
+const { SHOTD_BASE, SHOTD_ACCESS_KEY, SHOTD_SECRET_KEY, SHOTD_PAGE, SHOTD_OUT, SHOTD_PROXY } = process.env;
 
 async function save(name, blob) {
   fs.writeFileSync(path.join(SHOTD_OUT, name), Buffer.from(await blob.arrayBuffer()));
@@ -34,9 +34,13 @@ async function main() {
     .selector("h1").selectorAlgorithm("clip").selectorScrollIntoView(false)
     .failIfRequestFailed("http://127.0.0.1:1/*").failIfContentMissing("Hello")));
   await save("pdf.pdf", await client.take(T.url(SHOTD_PAGE).format("pdf")));
+  // format jpg (their name for jpeg), and proxy through the test's proxy, a bypass list with it.
+  await save("jpg.jpg", await client.take(T.url(SHOTD_PAGE).viewportWidth(320).viewportHeight(240).format("jpg")));
+  await save("proxy.png", await client.take(T.url(SHOTD_PAGE).viewportWidth(320).viewportHeight(240)
+    .proxy(SHOTD_PROXY).proxyBypassHosts("bypass.example", "*.cdn.example")));
   // An error answer comes back as the SDK's APIError with shotd's code.
   try {
-    await client.take(T.url(SHOTD_PAGE).proxy("http://127.0.0.1:3128"));
+    await client.take(T.url(SHOTD_PAGE).proxy("socks5://127.0.0.1:1080"));
     fs.writeFileSync(path.join(SHOTD_OUT, "error.txt"), "no error");
   } catch (e) {
     fs.writeFileSync(path.join(SHOTD_OUT, "error.txt"), `${e.httpStatusCode} ${e.errorCode}`);
