@@ -13,7 +13,7 @@ import (
 	"testing"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/egress/egresstest"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // TestProxy: a render with the proxy option fetches its page through the user's proxy, with the
@@ -52,7 +52,7 @@ func TestProxy(t *testing.T) {
 	srv, _ := server(t, mux)
 	page := srv.URL + "/page"
 
-	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", "render-user", "pass-word")
+	up := testkit.NewUpstreamProxy(t, "127.0.0.1", "render-user", "pass-word")
 	// A listener on 127.0.0.3, which the guard does not allow: it must never be dialled.
 	refused, err := net.Listen("tcp", "127.0.0.3:0")
 	if err != nil {

@@ -25,8 +25,6 @@
 //     upstream is asked for the checked address; bypass hosts are dialled directly. Its own
 //     loopback port, refused to every page while it lives, is what ties a browser context to it.
 //
-// Package egresstest holds a recording upstream proxy for tests.
-//
 // Errors are *shotd.Error values: host_not_allowed for a refusal (the cause, a *RefusedError, says
 // which address and why and is for the log only), invalid_options for a url that is not http or
 // https, navigation_failed for a name that does not resolve.

@@ -14,7 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/egress/egresstest"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 const (
@@ -53,9 +53,9 @@ func through(t *testing.T, e *proxyEnv, r *Route) *http.Client {
 // address the guard checked; a bypass host goes direct; what the guard refuses never reaches the
 // proxy; the credentials appear in no log line.
 func TestRoute(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
-	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", routeUser, routePass)
+	up := testkit.NewUpstreamProxy(t, "127.0.0.1", routeUser, routePass)
 	logs := &syncBuffer{}
 	r := openRoute(t, e, Upstream{Host: up.Addr(), Username: routeUser, Password: routePass, Bypass: []string{"backend.test"}}, logs)
 	c := through(t, e, r)
@@ -66,12 +66,12 @@ func TestRoute(t *testing.T) {
 		name       string
 		url        string
 		wantStatus int
-		want       *egresstest.Request // what the upstream is asked; nil: nothing
+		want       *testkit.Request // what the upstream is asked; nil: nothing
 	}{
 		{name: "http through the upstream", url: "http://127.0.0.1:" + p + "/echo", wantStatus: 200,
-			want: &egresstest.Request{Method: "GET", Target: "http://127.0.0.1:" + p + "/echo", Host: "127.0.0.1:" + p, Authorized: true}},
+			want: &testkit.Request{Method: "GET", Target: "http://127.0.0.1:" + p + "/echo", Host: "127.0.0.1:" + p, Authorized: true}},
 		{name: "https through a tunnel", url: "https://" + tlsAddr + "/hello", wantStatus: 200,
-			want: &egresstest.Request{Method: "CONNECT", Target: tlsAddr, Host: tlsAddr, Authorized: true}},
+			want: &testkit.Request{Method: "CONNECT", Target: tlsAddr, Host: tlsAddr, Authorized: true}},
 		{name: "bypass host goes direct", url: "http://backend.test:" + p + "/hello", wantStatus: 200},
 		{name: "refused literal", url: "http://127.0.0.3:" + p + "/", wantStatus: 403},
 		{name: "refused name", url: "http://canary.test:" + p + "/", wantStatus: 403},
@@ -121,9 +121,9 @@ func TestRoute(t *testing.T) {
 // TestRouteWrongCredentials: a 407 of the upstream is the proxy's own error page (502 with a
 // reason) for http, a failed tunnel for https: never a 407 the browser would answer.
 func TestRouteWrongCredentials(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
-	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", routeUser, routePass)
+	up := testkit.NewUpstreamProxy(t, "127.0.0.1", routeUser, routePass)
 	r := openRoute(t, e, Upstream{Host: up.Addr(), Username: routeUser, Password: "wrong"}, io.Discard)
 	c := through(t, e, r)
 	resp, err := c.Get("http://127.0.0.1:" + e.port + "/hello")
@@ -147,7 +147,7 @@ func TestRouteWrongCredentials(t *testing.T) {
 // TestRouteRefusedUpstream: the upstream's own address is checked like any destination, its
 // name resolved once; a refused one opens no route and is never dialled.
 func TestRouteRefusedUpstream(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
 	// The canary listens on 127.0.0.3 at e.port: newProxyEnv fails the test if it is dialled.
 	for _, host := range []string{"127.0.0.3", "canary.test", "mixed.test", "[::ffff:127.0.0.3]"} {
@@ -170,9 +170,9 @@ func TestRouteRefusedUpstream(t *testing.T) {
 // TestRoutePort: while a route is open its port is refused to every page, so that no other
 // render can send its connections through the route's proxy; closing it frees the port.
 func TestRoutePort(t *testing.T) {
-	checkGoroutines(t)
+	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
-	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", "", "")
+	up := testkit.NewUpstreamProxy(t, "127.0.0.1", "", "")
 	r, err := e.guard.OpenRoute(context.Background(), Upstream{Host: up.Addr()}, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)

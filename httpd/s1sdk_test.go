@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/shotd/shotd/egress/egresstest"
+	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/media"
 )
 
@@ -47,7 +47,7 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	}))
 	defer site.Close()
 	a := newAccount(t, "jobs", true)
-	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", "sdk-user", "sdk-pass")
+	up := testkit.NewUpstreamProxy(t, "127.0.0.1", "sdk-user", "sdk-pass")
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()

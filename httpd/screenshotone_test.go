@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/egress/egresstest"
+	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/media"
 )
 
@@ -306,7 +306,7 @@ func TestScreenshotOneResults(t *testing.T) {
 // proxy with credentials is refused for a background job; format=jpg answers a jpeg.
 func TestScreenshotOneProxy(t *testing.T) {
 	a := newAccount(t, "default", true)
-	up := egresstest.NewUpstreamProxy(t, "127.0.0.1", "api-user", "api-pass")
+	up := testkit.NewUpstreamProxy(t, "127.0.0.1", "api-user", "api-pass")
 	shot := []string{"url", page("/"), "viewport_width", "300", "viewport_height", "200"}
 	take := func(kv ...string) answer {
 		return do(t, "GET", env.base+"/api/v1/take?"+s1Query(a.key.SecretKey, a.key.AccessKey, append(shot, kv...)...), nil, nil)

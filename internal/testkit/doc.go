@@ -6,6 +6,8 @@
 //     of its own (VerifySignature, written from the webhook contract, not from shotd.SignWebhook)
 //     and answers 500 on demand, for retries.
 //   - Pages: a page server for renders, with a /slow page that holds its answer, counting loads.
+//   - UpstreamProxy: an HTTP forward proxy that requires credentials and records what it is
+//     asked for, standing in for a user's proxy (the proxy option).
 //   - Leak checks: goroutines that outlive a test or a package (WaitGoroutines,
 //     CheckGoroutines) and the Chrome processes and user-data dirs that must be gone after a
 //     browser is closed (ProcessGone, GroupGone, DirEmpty).

@@ -1,4 +1,4 @@
-package egresstest
+package testkit
 
 import (
 	"encoding/base64"
