@@ -142,7 +142,7 @@ func decode(ctx *fasthttp.RequestCtx, v any) error {
 
 func (a *Admin) storeErr(err error, what string) error {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, shotd.ErrNotFound):
 		return shotd.Errorf(shotd.CodeNotFound, "no such %s", what)
 	default:
 		var e *shotd.Error

@@ -244,7 +244,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 // streamFile sends a stored file with its Content-Type.
 func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
 	f, err := s.files.OpenFile(rec)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
+	if err != nil && !errors.Is(err, shotd.ErrNotFound) {
 		s.fail(ctx, store.StoredError(err)) // the service's bucket did not answer: retry, not gone
 		return
 	}
@@ -304,7 +304,7 @@ func (s *Server) file(ctx *fasthttp.RequestCtx) {
 	}
 	id, _ := ctx.UserValue("id").(string)
 	rec, err := s.files.File(who.account.ID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, shotd.ErrNotFound) {
 		s.fail(ctx, shotd.Errorf(shotd.CodeFileNotFound, "no file %q for this account; it may have expired", id))
 		return
 	}

@@ -147,7 +147,7 @@ func TestFileExpiry(t *testing.T) {
 	if _, err := env.st.SweepNow(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.st.OpenFile(short); !errors.Is(err, store.ErrNotFound) {
+	if _, err := env.st.OpenFile(short); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("swept file still on disk: %v", err)
 	}
 	wantError(t, get(t, "/api/v1/files/"+short.FileID, a.q()), 404, shotd.CodeFileNotFound)

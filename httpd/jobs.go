@@ -132,7 +132,7 @@ func (s *Server) batch(ctx *fasthttp.RequestCtx) {
 }
 
 func notFound(err error, code shotd.Code, format string, args ...any) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, shotd.ErrNotFound) {
 		return shotd.Errorf(code, format, args...)
 	}
 	return shotd.Wrap(shotd.CodeInternalError, err, "the record could not be read")

@@ -28,7 +28,8 @@ type Renderer interface {
 	Ready() bool
 }
 
-// KeyLookup finds an access key and its account. It returns store.ErrNotFound for an unknown key.
+// KeyLookup finds an access key and its account. It returns an error wrapping shotd.ErrNotFound
+// for an unknown or revoked key.
 type KeyLookup interface {
 	Lookup(accessKey string) (shotd.Key, shotd.Account, error)
 }
