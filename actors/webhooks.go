@@ -3,7 +3,6 @@ package actors
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,8 +34,10 @@ type WebhooksConfig struct {
 	Store       *store.Store
 	Client      *http.Client    // its transport dials through the egress guard
 	RetryDelays []time.Duration // delay before attempt 2, 3, ...; then the delivery fails
-	PublicURL   string
-	Log         zerolog.Logger
+	// Body is the JSON a receiver gets for job, which ended with event: the job record as the
+	// public API shows it, with the event (httpd.WebhookBodies makes it).
+	Body func(job store.Job, event string) ([]byte, error)
+	Log  zerolog.Logger
 	// Attempted, when set, hears the outcome of every attempt: "delivered", "retry" (failed,
 	// another attempt follows) or "failed" (the last one failed). For /metrics.
 	Attempted func(outcome string)
@@ -45,13 +46,6 @@ type WebhooksConfig struct {
 // DeliverWebhook asks for the next attempt of a job's delivery.
 type DeliverWebhook struct {
 	JobID string
-}
-
-// WebhookBody is what a receiver gets: the job record exactly as GET /api/v1/jobs/{id} shows it,
-// plus the event.
-type WebhookBody struct {
-	store.JobView
-	Event string `json:"event"`
 }
 
 // webhookActor schedules deliveries. Each attempt runs in a goroutine that records the attempt
@@ -140,12 +134,11 @@ var errNothingToDeliver = errors.New("nothing to deliver")
 
 // send POSTs the job record, signed with the secret of the key that created the job.
 func (a *webhookActor) send(job store.Job) error {
-	view := job.View(a.cfg.PublicURL)
-	body := WebhookBody{JobView: view, Event: EventSucceeded}
+	event := EventSucceeded
 	if job.Status == store.JobFailed {
-		body.Event = EventFailed
+		event = EventFailed
 	}
-	raw, err := json.Marshal(body)
+	raw, err := a.cfg.Body(job, event)
 	if err != nil {
 		return err
 	}
@@ -159,7 +152,7 @@ func (a *webhookActor) send(job store.Job) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "shotd-webhook/1")
 	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("x-webhook-event", body.Event)
+	req.Header.Set("x-webhook-event", event)
 	req.Header.Set("x-job-id", job.JobID)
 	req.Header.Set("x-webhook-attempt", strconv.Itoa(job.Webhook.Attempts))
 	if job.Webhook.Sign {
@@ -194,8 +187,8 @@ type Webhooks struct {
 
 // StartWebhooks spawns the webhook actor and resumes the deliveries a previous run left pending.
 func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error) {
-	if cfg.Store == nil || cfg.Client == nil {
-		return nil, errors.New("actors: webhooks need a store and a client")
+	if cfg.Store == nil || cfg.Client == nil || cfg.Body == nil {
+		return nil, errors.New("actors: webhooks need a store, a client and a body")
 	}
 	pending, err := cfg.Store.PendingWebhooks()
 	if err != nil {

@@ -190,7 +190,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "MISS").View(s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, NewResultView(s.files.ResultOf(rec, "MISS"), s.set.PublicURL))
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
@@ -233,7 +233,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	ctx.Response.Header.Set("X-Cache", "HIT")
 	if o.ResponseType == "json" {
 		f.Close() // opened only to know that the file is there
-		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "HIT").View(s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, NewResultView(s.files.ResultOf(rec, "HIT"), s.set.PublicURL))
 		return true
 	}
 	setAttachment(ctx, o)

@@ -114,7 +114,7 @@ func (s *Server) job(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no job %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, j.View(s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, NewJobView(j, s.set.PublicURL))
 }
 
 func (s *Server) batch(ctx *fasthttp.RequestCtx) {
@@ -128,7 +128,7 @@ func (s *Server) batch(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no batch %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, b.View(jobs, s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, NewBatchView(b, jobs, s.set.PublicURL))
 }
 
 func notFound(err error, code shotd.Code, format string, args ...any) error {

@@ -58,7 +58,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, PublicURL: "http://shotd.test", Log: log,
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Body: httpd.WebhookBodies("http://shotd.test"), Log: log,
 		RetryDelays: []time.Duration{50 * time.Millisecond}, Attempted: metrics.WebhookAttempted,
 		Client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
 	if err != nil {

@@ -66,12 +66,12 @@ func TestRemoteFiles(t *testing.T) {
 		t.Fatalf("a copy was left in data_dir: %v", err)
 	}
 
+	// The result links to the object itself, not to the files endpoint.
 	res := s.ResultOf(rec, "MISS")
-	view := res.View("http://127.0.0.1:8080")
-	if !strings.HasPrefix(view.URL, srv.Endpoint()+"/files/shotd/"+rec.FileID+"?") || !strings.Contains(view.URL, "X-Amz-Signature=") {
-		t.Fatalf("url is not a presigned link of the bucket: %s", view.URL)
+	if !strings.HasPrefix(res.URL, srv.Endpoint()+"/files/shotd/"+rec.FileID+"?") || !strings.Contains(res.URL, "X-Amz-Signature=") {
+		t.Fatalf("url is not a presigned link of the bucket: %s", res.URL)
 	}
-	if st, body := httpGet(t, view.URL); st != 200 || string(body) != "remote bytes" {
+	if st, body := httpGet(t, res.URL); st != 200 || string(body) != "remote bytes" {
 		t.Fatalf("presigned link: %d %q", st, body)
 	}
 
@@ -87,7 +87,7 @@ func TestRemoteFiles(t *testing.T) {
 
 	// Wait until the link expires (the deadline only bounds a broken server).
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
-		st, _ := httpGet(t, view.URL)
+		st, _ := httpGet(t, res.URL)
 		if st == http.StatusForbidden {
 			break
 		}
