@@ -7,14 +7,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/store"
 )
 
 // UsageStore keeps the billed usage of each period and the bonus balance on the account.
 // store.Store implements it.
 type UsageStore interface {
-	Usage(acc shotd.Account, now time.Time) (store.Usage, error)
-	RecordUsage(acc shotd.Account, now time.Time, d store.UsageDelta, quota int) (store.Usage, shotd.Account, error)
+	Usage(acc shotd.Account, now time.Time) (shotd.Usage, error)
+	RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int) (shotd.Usage, shotd.Account, error)
 	Account(id string) (shotd.Account, error)
 }
 
@@ -217,7 +216,7 @@ func (a *accountActor) rollPeriod() {
 	if a.loadErr != nil || now.Before(a.periodEnd) {
 		return
 	}
-	a.periodStart, a.periodEnd = store.BillingPeriod(a.acc.CreatedAt, now)
+	a.periodStart, a.periodEnd = shotd.BillingPeriod(a.acc.CreatedAt, now)
 	a.used, a.succeeded, a.failed, a.cacheHits = 0, 0, 0, 0
 }
 
@@ -323,7 +322,7 @@ func rateLimited(retryAfter int) *shotd.Error {
 
 // settle bills or counts the outcome; the reservation was already released by the caller.
 func (a *accountActor) settle(ctx actor.Context, o Outcome) {
-	var d store.UsageDelta
+	var d shotd.UsageDelta
 	debit := 0
 	switch o {
 	case Succeeded:

@@ -124,7 +124,7 @@ func (h *accountsHarness) fresh(tb testing.TB, id string) shotd.Account {
 }
 
 // waitStored waits until the stored usage satisfies ok: usage writes run beside the actor.
-func (h *accountsHarness) waitStored(tb testing.TB, acc shotd.Account, now time.Time, ok func(store.Usage) bool) store.Usage {
+func (h *accountsHarness) waitStored(tb testing.TB, acc shotd.Account, now time.Time, ok func(shotd.Usage) bool) shotd.Usage {
 	tb.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -507,7 +507,7 @@ func TestQuotaExactUnderConcurrency(t *testing.T) {
 			if u.Quota.Used != 10 || u.Quota.Remaining != 0 || u.Renders.Succeeded != 10 {
 				t.Fatalf("usage %+v, want 10 used and none remaining", u.Quota)
 			}
-			stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded >= 10 })
+			stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Succeeded >= 10 })
 			if stored.Used != 10 || stored.Succeeded != 10 || stored.BonusUsed != 0 {
 				t.Fatalf("stored usage %+v, want exactly 10 billed", stored)
 			}
@@ -543,13 +543,13 @@ func TestBonusAfterQuota(t *testing.T) {
 	}
 
 	succeed(2)
-	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded == 2 })
+	stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Succeeded == 2 })
 	if stored.Used != 2 || stored.BonusUsed != 0 || h.fresh(t, acc.ID).BonusScreenshots != 1 {
 		t.Fatalf("after the plan quota: %+v, bonus %d; want the bonus untouched", stored, h.fresh(t, acc.ID).BonusScreenshots)
 	}
 	succeed(1)
 	refused()
-	stored = h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded == 3 })
+	stored = h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Succeeded == 3 })
 	if stored.Used != 2 || stored.BonusUsed != 1 || h.fresh(t, acc.ID).BonusScreenshots != 0 {
 		t.Fatalf("after the bonus: %+v, bonus %d", stored, h.fresh(t, acc.ID).BonusScreenshots)
 	}
@@ -582,7 +582,7 @@ func TestStaleBonusRecord(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.BonusUsed == 1 })
+	h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.BonusUsed == 1 })
 	time.Sleep(50 * time.Millisecond) // the write's report reaches the actor: nothing is pending
 	if _, err := h.accounts.Usage(h.fresh(t, acc.ID), plan); err != nil {
 		t.Fatal(err)
@@ -631,7 +631,7 @@ func TestNotBilled(t *testing.T) {
 	if u.Quota.Used != 0 || u.Quota.Remaining != 1 || u.Renders.Succeeded != 0 || u.Renders.Failed != 2 || u.Renders.CacheHits != 2 {
 		t.Fatalf("usage %+v %+v: want nothing billed, 2 failed, 2 cache hits", u.Quota, u.Renders)
 	}
-	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Failed == 2 && u.CacheHits == 2 })
+	stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Failed == 2 && u.CacheHits == 2 })
 	if stored.Used != 0 || stored.Succeeded != 0 {
 		t.Fatalf("stored %+v: want nothing billed", stored)
 	}
@@ -673,7 +673,7 @@ func TestCacheHitAdmission(t *testing.T) {
 	if u.Quota.Used != 0 || u.Quota.Remaining != 1 || u.Renders.CacheHits != 3 || u.Renders.Succeeded != 0 {
 		t.Fatalf("usage %+v %+v: want 3 hits, nothing billed or reserved", u.Quota, u.Renders)
 	}
-	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.CacheHits == 3 })
+	stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.CacheHits == 3 })
 	if stored.Used != 0 || stored.Succeeded != 0 {
 		t.Fatalf("stored %+v: want nothing billed", stored)
 	}
@@ -771,13 +771,13 @@ type slowUsage struct {
 	fail    error
 }
 
-func (s *slowUsage) Usage(acc shotd.Account, now time.Time) (store.Usage, error) {
+func (s *slowUsage) Usage(acc shotd.Account, now time.Time) (shotd.Usage, error) {
 	s.loads.Add(1)
 	if s.release != nil {
 		<-s.release
 	}
 	if s.fail != nil {
-		return store.Usage{}, s.fail
+		return shotd.Usage{}, s.fail
 	}
 	return s.Store.Usage(acc, now)
 }
@@ -788,14 +788,14 @@ type memUsage struct {
 	succeeded atomic.Int64
 }
 
-func (m *memUsage) Usage(acc shotd.Account, now time.Time) (store.Usage, error) {
+func (m *memUsage) Usage(acc shotd.Account, now time.Time) (shotd.Usage, error) {
 	m.loads.Add(1)
-	start, end := store.BillingPeriod(acc.CreatedAt, now)
+	start, end := shotd.BillingPeriod(acc.CreatedAt, now)
 	n := int(m.succeeded.Load())
-	return store.Usage{PeriodStart: start, PeriodEnd: end, Used: n, Succeeded: n}, nil
+	return shotd.Usage{PeriodStart: start, PeriodEnd: end, Used: n, Succeeded: n}, nil
 }
 
-func (m *memUsage) RecordUsage(acc shotd.Account, now time.Time, d store.UsageDelta, quota int) (store.Usage, shotd.Account, error) {
+func (m *memUsage) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int) (shotd.Usage, shotd.Account, error) {
 	m.succeeded.Add(int64(d.Succeeded))
 	u, _ := m.Usage(acc, now)
 	m.loads.Add(-1)

@@ -33,7 +33,7 @@ type JobsConfig struct {
 	// nil: such jobs are refused, since their credentials could not be kept.
 	Secrets Secrets
 	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
-	Ended func(store.Job)
+	Ended func(shotd.Job)
 	Log   zerolog.Logger
 }
 
@@ -53,8 +53,8 @@ type SubmitJobs struct {
 
 // SubmitJobsResult answers SubmitJobs once the jobs are durable.
 type SubmitJobsResult struct {
-	Jobs  []store.Job
-	Batch *store.Batch
+	Jobs  []shotd.Job
+	Batch *shotd.Batch
 	Err   error
 }
 
@@ -62,7 +62,7 @@ type SubmitJobsResult struct {
 const storeWait = 30 * time.Second
 
 type jobsCreated struct {
-	jobs    []store.Job
+	jobs    []shotd.Job
 	account shotd.Account
 	plan    shotd.Plan
 }
@@ -76,7 +76,7 @@ type jobDone struct {
 
 // pendingJob is what the job actor keeps of a job between its creation and its slot.
 type pendingJob struct {
-	job     store.Job
+	job     shotd.Job
 	account shotd.Account
 	plan    shotd.Plan
 }
@@ -89,7 +89,7 @@ type jobActor struct {
 	cfg     JobsConfig
 	owner   *Jobs
 	pending map[string]*pendingJob
-	restore []store.Job
+	restore []shotd.Job
 }
 
 func (a *jobActor) Receive(ctx actor.Context) {
@@ -129,7 +129,7 @@ func (a *jobActor) Receive(ctx actor.Context) {
 
 // restoreJobs re-registers the jobs found unfinished at start with their accounts.
 func (a *jobActor) restoreJobs(ctx actor.Context) {
-	byAccount := map[string][]store.Job{}
+	byAccount := map[string][]shotd.Job{}
 	for _, j := range a.restore {
 		byAccount[j.AccountID] = append(byAccount[j.AccountID], j)
 	}
@@ -156,10 +156,10 @@ func (a *jobActor) restoreJobs(ctx actor.Context) {
 
 func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 	now := time.Now().UTC()
-	jobs := make([]store.Job, 0, len(m.Options))
-	var batch *store.Batch
+	jobs := make([]shotd.Job, 0, len(m.Options))
+	var batch *shotd.Batch
 	if m.Batch {
-		batch = &store.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
+		batch = &shotd.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
 	}
 	for i, o := range m.Options {
 		raw, err := a.marshalOptions(o)
@@ -167,14 +167,14 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 			ctx.Respond(&SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
 			return
 		}
-		j := store.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
-			Status: store.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.S1.ExternalIdentifier}
+		j := shotd.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
+			Status: shotd.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.S1.ExternalIdentifier}
 		if batch != nil {
 			j.BatchID = batch.BatchID
 			batch.JobIDs = append(batch.JobIDs, j.JobID)
 		}
 		if o.WebhookURL != "" {
-			j.Webhook = &store.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.S1.NoWebhookErrors}
+			j.Webhook = &shotd.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.S1.NoWebhookErrors}
 		}
 		jobs = append(jobs, j)
 	}
@@ -209,11 +209,11 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) {
 	j := p.job
 	log := a.cfg.Log.With().Str("job", j.JobID).Str("account", j.AccountID).Logger()
-	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
 		log.Error().Err(err).Msg("job to rendering")
 	}
 	var o shotd.Options
-	var result *store.JobResult
+	var result *shotd.JobResult
 	outcome := Failed
 	err := json.Unmarshal(j.Options, &o)
 	if err == nil && o.Store && a.cfg.Secrets != nil {
@@ -243,7 +243,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	if err != nil {
 		log.Info().Str("code", string(shotd.CodeOf(err))).Msg("job failed")
 	}
-	if final.Status == store.JobSucceeded {
+	if final.Status == shotd.JobSucceeded {
 		a.owner.succeeded.Add(1)
 	} else {
 		a.owner.failed.Add(1)
@@ -256,16 +256,16 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 
 // recordEnd writes a job's end in one transaction: succeeded with result, or failed with err's
 // code and message; a webhook, if the job has one, becomes pending.
-func (a *jobActor) recordEnd(jobID string, result *store.JobResult, err error) (store.Job, error) {
-	return a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+func (a *jobActor) recordEnd(jobID string, result *shotd.JobResult, err error) (shotd.Job, error) {
+	return a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
 		if err != nil {
 			e := shotd.AsError(err)
-			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = store.JobFailed, string(e.Code), e.Message, nil
+			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = shotd.JobFailed, string(e.Code), e.Message, nil
 		} else {
-			j.Status, j.Result, j.ErrorCode, j.ErrorMessage = store.JobSucceeded, result, "", ""
+			j.Status, j.Result, j.ErrorCode, j.ErrorMessage = shotd.JobSucceeded, result, "", ""
 		}
 		if j.Webhook != nil {
-			j.Webhook.Status = store.WebhookPending
+			j.Webhook.Status = shotd.WebhookPending
 		}
 		return nil
 	})
@@ -273,7 +273,7 @@ func (a *jobActor) recordEnd(jobID string, result *store.JobResult, err error) (
 
 // failRestored ends jobs found at start that can never run, off the mailbox: each failed with
 // err in its own transaction, its webhook delivered.
-func (a *jobActor) failRestored(jobs []store.Job, err error) {
+func (a *jobActor) failRestored(jobs []shotd.Job, err error) {
 	a.owner.goRun(func() {
 		for _, j := range jobs {
 			final, uerr := a.recordEnd(j.JobID, nil, err)
@@ -290,7 +290,7 @@ func (a *jobActor) failRestored(jobs []store.Job, err error) {
 
 // render renders (or serves from the cache) and stores the file. A busy or restarting browser
 // pool is waited out: a job waits, it does not fail for the service's own load.
-func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult, Outcome, error) {
+func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult, Outcome, error) {
 	var cacheKey string
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
@@ -327,14 +327,14 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 		return nil, OutcomeOf(err), err
 	}
 	// The cache may keep the file longer than the file TTL: the result shows the real expiry.
-	var rec store.FileRecord
+	var rec shotd.FileRecord
 	if o.Cache {
 		rec, err = a.cfg.Store.PutCachedFile(accountID, out, a.cfg.FileTTL, cacheKey, o.CacheTTL)
 	} else {
 		rec, err = a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
 	}
 	if err != nil {
-		return nil, Released, store.StoredError(err) // the service's own storage: not the client's failure
+		return nil, Released, shotd.StoredError(err) // the service's own storage: not the client's failure
 	}
 	r := a.cfg.Store.ResultOf(rec, "MISS")
 	return &r, Succeeded, nil

@@ -100,7 +100,7 @@ func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetr
 
 // webhookBody is a receiver's body of the tests, which look at deliveries, not at their bodies
 // (httpd's tests do).
-func webhookBody(j store.Job, event string) ([]byte, error) {
+func webhookBody(j shotd.Job, event string) ([]byte, error) {
 	return json.Marshal(map[string]string{"job_id": j.JobID, "event": event})
 }
 
@@ -140,14 +140,14 @@ func (e *jobsEnv) submitJob(t *testing.T, acc shotd.Account, key shotd.Key, o *s
 	return res.Jobs[0].JobID
 }
 
-func waitJobFinal(t *testing.T, st *store.Store, id string, timeout time.Duration) store.Job {
+func waitJobFinal(t *testing.T, st *store.Store, id string, timeout time.Duration) shotd.Job {
 	t.Helper()
 	for end := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
 		j, err := st.JobByID(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Final() && (j.Webhook == nil || j.Webhook.Status != store.WebhookPending) {
+		if j.Final() && (j.Webhook == nil || j.Webhook.Status != shotd.WebhookPending) {
 			return j
 		}
 		if time.Now().After(end) {
@@ -190,12 +190,12 @@ func TestJobRenderRetries(t *testing.T) {
 		succeeded int // billed
 		failed    int // counted in the failure window
 	}{
-		{"rendered at once", &script{}, 5 * time.Second, store.JobSucceeded, "", 1, 1, 1, 0},
-		{"busy twice, then rendered", &script{errs: []error{busy, busy}}, 5 * time.Second, store.JobSucceeded, "", 3, 3, 1, 0},
-		{"pool restarting, then rendered", &script{errs: []error{down}}, 5 * time.Second, store.JobSucceeded, "", 2, 2, 1, 0},
-		{"page error is final", &script{errs: []error{navFailed}}, 5 * time.Second, store.JobFailed, shotd.CodeNavigationFailed, 1, 1, 0, 1},
+		{"rendered at once", &script{}, 5 * time.Second, shotd.JobSucceeded, "", 1, 1, 1, 0},
+		{"busy twice, then rendered", &script{errs: []error{busy, busy}}, 5 * time.Second, shotd.JobSucceeded, "", 3, 3, 1, 0},
+		{"pool restarting, then rendered", &script{errs: []error{down}}, 5 * time.Second, shotd.JobSucceeded, "", 2, 2, 1, 0},
+		{"page error is final", &script{errs: []error{navFailed}}, 5 * time.Second, shotd.JobFailed, shotd.CodeNavigationFailed, 1, 1, 0, 1},
 		// Retries after 250, 500, 1000 ms: the bound of 600 ms stops them after the second or third.
-		{"busy past the retry bound", &script{always: busy}, 600 * time.Millisecond, store.JobFailed, shotd.CodeRendererBusy, 2, 4, 0, 0},
+		{"busy past the retry bound", &script{always: busy}, 600 * time.Millisecond, shotd.JobFailed, shotd.CodeRendererBusy, 2, 4, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -210,7 +210,7 @@ func TestJobRenderRetries(t *testing.T) {
 			if n := c.script.count(); n < c.minCalls || n > c.maxCalls {
 				t.Fatalf("%d renders, want %d..%d", n, c.minCalls, c.maxCalls)
 			}
-			if c.status == store.JobSucceeded && (j.Result == nil || j.Result.Width != 1 || j.Result.Cache != "MISS") {
+			if c.status == shotd.JobSucceeded && (j.Result == nil || j.Result.Width != 1 || j.Result.Cache != "MISS") {
 				t.Fatalf("result %+v", j.Result)
 			}
 			// The service's own trouble (busy) is neither billed nor counted against the account.
@@ -251,20 +251,20 @@ func TestJobsResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func() store.Job {
-		return store.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
-			Webhook: &store.WebhookState{URL: recv.URL + "/hook", Sign: true}}
+	mk := func() shotd.Job {
+		return shotd.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
+			Webhook: &shotd.WebhookState{URL: recv.URL + "/hook", Sign: true}}
 	}
-	jobs := []store.Job{mk(), mk(), mk()}
+	jobs := []shotd.Job{mk(), mk(), mk()}
 	if err := st.CreateJobs(jobs, nil); err != nil {
 		t.Fatal(err)
 	}
 	queued, cut, ended := jobs[0].JobID, jobs[1].JobID, jobs[2].JobID
-	if _, err := st.UpdateJob(cut, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+	if _, err := st.UpdateJob(cut, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.UpdateJob(ended, func(j *store.Job) error {
-		j.Status, j.ErrorCode, j.ErrorMessage = store.JobFailed, string(shotd.CodeTimeout), "slow"
+	if _, err := st.UpdateJob(ended, func(j *shotd.Job) error {
+		j.Status, j.ErrorCode, j.ErrorMessage = shotd.JobFailed, string(shotd.CodeTimeout), "slow"
 		j.Webhook.Attempts = 1 // one attempt was made (or under way) before the stop
 		return nil
 	}); err != nil {
@@ -275,11 +275,11 @@ func TestJobsResume(t *testing.T) {
 	e := startJobs(t, st, sc.render, time.Second)
 	for _, id := range []string{queued, cut, ended} {
 		j := waitJobFinal(t, st, id, 10*time.Second)
-		want := store.JobSucceeded
+		want := shotd.JobSucceeded
 		if id == ended {
-			want = store.JobFailed
+			want = shotd.JobFailed
 		}
-		if j.Status != want || j.Webhook.Status != store.WebhookDelivered {
+		if j.Status != want || j.Webhook.Status != shotd.WebhookDelivered {
 			t.Fatalf("job %s: %s, webhook %+v; want %s, delivered", id, j.Status, j.Webhook, want)
 		}
 		n, ok := hits.Load(id)
@@ -346,7 +346,7 @@ func TestSubmitTooLate(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, j := range res.Jobs {
-		if got := waitJobFinal(t, st, j.JobID, 10*time.Second); got.Status != store.JobSucceeded {
+		if got := waitJobFinal(t, st, j.JobID, 10*time.Second); got.Status != shotd.JobSucceeded {
 			t.Errorf("job %s: %s", j.JobID, got.Status)
 		}
 	}
@@ -403,14 +403,14 @@ func TestJobCutByShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Status != store.JobRendering || j.ErrorCode != "" {
+	if j.Status != shotd.JobRendering || j.ErrorCode != "" {
 		t.Fatalf("job after the cut: %s %s, want rendering (queued again at the next start)", j.Status, j.ErrorCode)
 	}
 
 	// The next start renders it, and only then is the webhook sent.
 	sc := &script{}
 	startJobs(t, st, sc.render, time.Second)
-	if j := waitJobFinal(t, st, id, 10*time.Second); j.Status != store.JobSucceeded {
+	if j := waitJobFinal(t, st, id, 10*time.Second); j.Status != shotd.JobSucceeded {
 		t.Fatalf("job after the restart: %s", j.Status)
 	}
 	if n := hooks.Load(); n != 1 {
@@ -451,7 +451,7 @@ func TestJobEndingAtShutdownIsBilled(t *testing.T) {
 			t.Fatalf("run %d: close accounts: %v", i, err)
 		}
 		cancel()
-		if j, err := st.JobByID(id); err != nil || j.Status != store.JobSucceeded {
+		if j, err := st.JobByID(id); err != nil || j.Status != shotd.JobSucceeded {
 			t.Fatalf("run %d: job %+v, %v: want succeeded", i, j, err)
 		}
 		u, err := st.Usage(acc, time.Now())
@@ -475,21 +475,21 @@ func TestRestoredJobsOfARemovedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := []store.Job{
-		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &store.WebhookState{URL: hookURL + "/hook", Sign: true}},
+	jobs := []shotd.Job{
+		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &shotd.WebhookState{URL: hookURL + "/hook", Sign: true}},
 		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw},
 	}
 	if err := st.CreateJobs(jobs, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.UpdateJob(jobs[1].JobID, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+	if _, err := st.UpdateJob(jobs[1].JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	sc := &script{}
 	startJobs(t, st, sc.render, time.Second) // its plans: "default" only
 	for _, j := range jobs {
 		got := waitJobFinal(t, st, j.JobID, 10*time.Second)
-		if got.Status != store.JobFailed || got.ErrorCode != string(shotd.CodeInternalError) {
+		if got.Status != shotd.JobFailed || got.ErrorCode != string(shotd.CodeInternalError) {
 			t.Fatalf("job %s: %s %s, want failed internal_error", j.JobID, got.Status, got.ErrorCode)
 		}
 	}

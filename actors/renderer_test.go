@@ -21,7 +21,6 @@ import (
 	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
-	"github.com/shotd/shotd/store"
 )
 
 // launcher starts real Chromium processes and remembers every pid it started.
@@ -716,7 +715,7 @@ func TestAllChromesStopped(t *testing.T) {
 		t.Errorf("usage %+v %+v after %d successes and %d failures: want the successes billed, no failure counted",
 			u.Quota, u.Renders, successes, len(failures))
 	}
-	h.waitStored(t, acc, time.Now(), func(s store.Usage) bool { return s.Succeeded == successes && s.Failed == 0 })
+	h.waitStored(t, acc, time.Now(), func(s shotd.Usage) bool { return s.Succeeded == successes && s.Failed == 0 })
 	t.Logf("%d renders failed while every Chrome was stopped, none counted; %d succeeded", len(failures), successes)
 	closePool()
 	l.noneLeft(t)

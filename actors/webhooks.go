@@ -36,7 +36,7 @@ type WebhooksConfig struct {
 	RetryDelays []time.Duration // delay before attempt 2, 3, ...; then the delivery fails
 	// Body is the JSON a receiver gets for job, which ended with event: the job record as the
 	// public API shows it, with the event (httpd.WebhookBodies makes it).
-	Body func(job store.Job, event string) ([]byte, error)
+	Body func(job shotd.Job, event string) ([]byte, error)
 	Log  zerolog.Logger
 	// Attempted, when set, hears the outcome of every attempt: "delivered", "retry" (failed,
 	// another attempt follows) or "failed" (the last one failed). For /metrics.
@@ -70,8 +70,8 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 	log := a.cfg.Log.With().Str("job", jobID).Logger()
 	var n int
-	job, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
-		if j.Webhook == nil || j.Webhook.Status != store.WebhookPending {
+	job, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
+		if j.Webhook == nil || j.Webhook.Status != shotd.WebhookPending {
 			return errNothingToDeliver
 		}
 		j.Webhook.Attempts++
@@ -88,8 +88,8 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 	}
 	sendErr := a.send(job)
 	if sendErr == nil {
-		if _, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
-			j.Webhook.Status, j.Webhook.LastError = store.WebhookDelivered, ""
+		if _, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
+			j.Webhook.Status, j.Webhook.LastError = shotd.WebhookDelivered, ""
 			return nil
 		}); err != nil {
 			log.Error().Err(err).Msg("webhook delivered, state not recorded")
@@ -104,10 +104,10 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 	if !final {
 		wait = a.cfg.RetryDelays[n-1]
 	}
-	if _, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+	if _, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
 		j.Webhook.LastError = sendErr.Error()
 		if final {
-			j.Webhook.Status = store.WebhookFailed
+			j.Webhook.Status = shotd.WebhookFailed
 		} else {
 			j.Webhook.NextAttemptAt = time.Now().Add(wait).UTC()
 		}
@@ -133,9 +133,9 @@ func (a *webhookActor) attempted(outcome string) {
 var errNothingToDeliver = errors.New("nothing to deliver")
 
 // send POSTs the job record, signed with the secret of the key that created the job.
-func (a *webhookActor) send(job store.Job) error {
+func (a *webhookActor) send(job shotd.Job) error {
 	event := EventSucceeded
-	if job.Status == store.JobFailed {
+	if job.Status == shotd.JobFailed {
 		event = EventFailed
 	}
 	raw, err := a.cfg.Body(job, event)

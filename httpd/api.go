@@ -10,7 +10,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -168,7 +167,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 		return
 	}
 
-	var rec store.FileRecord
+	var rec shotd.FileRecord
 	if o.Cache || o.ResponseType == "json" {
 		// A cached file is kept as long as its entry, which may be longer than the file TTL:
 		// the answer tells the expiry the file really has.
@@ -180,7 +179,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 		if err != nil {
 			outcome = actors.Released
 			settle()
-			s.fail(ctx, store.StoredError(err))
+			s.fail(ctx, shotd.StoredError(err))
 			return
 		}
 	}
@@ -242,10 +241,10 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 }
 
 // streamFile sends a stored file with its Content-Type.
-func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
+func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord) {
 	f, err := s.files.OpenFile(rec)
 	if err != nil && !errors.Is(err, shotd.ErrNotFound) {
-		s.fail(ctx, store.StoredError(err)) // the service's bucket did not answer: retry, not gone
+		s.fail(ctx, shotd.StoredError(err)) // the service's bucket did not answer: retry, not gone
 		return
 	}
 	if err != nil {
@@ -256,7 +255,7 @@ func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
 }
 
 // sendFile answers 200 with the opened file f of rec; fasthttp closes f once sent.
-func sendFile(ctx *fasthttp.RequestCtx, rec store.FileRecord, f *os.File) {
+func sendFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord, f *os.File) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(rec.ContentType)
 	ctx.SetBodyStream(f, int(rec.SizeBytes))

@@ -312,7 +312,7 @@ func ageFile(t *testing.T, fileID string, d time.Duration) {
 	t.Helper()
 	err := env.st.DB().Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("files")) // store's bucket of file records
-		var rec store.FileRecord
+		var rec shotd.FileRecord
 		v := b.Get([]byte(fileID))
 		if v == nil {
 			return fmt.Errorf("no record of %s", fileID)
@@ -594,7 +594,7 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 // is removed from disk between the lookup and the open, as at the instant of its expiry.
 type vanishingFiles struct{ *store.Store }
 
-func (v vanishingFiles) CacheGet(key string, maxAge time.Duration) (store.FileRecord, bool, error) {
+func (v vanishingFiles) CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error) {
 	rec, ok, err := v.Store.CacheGet(key, maxAge)
 	if ok {
 		if f, err := v.Store.OpenFile(rec); err == nil {

@@ -13,7 +13,6 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/markdown"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -24,8 +23,8 @@ type JobQueue interface {
 
 // JobRecords reads jobs and batches: store.Store implements it.
 type JobRecords interface {
-	Job(accountID, jobID string) (store.Job, error)
-	Batch(accountID, batchID string) (store.Batch, []store.Job, error)
+	Job(accountID, jobID string) (shotd.Job, error)
+	Batch(accountID, batchID string) (shotd.Batch, []shotd.Job, error)
 }
 
 // URLChecker refuses addresses the egress guard would refuse, before rendering or queueing.
@@ -54,7 +53,7 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	j := res.Jobs[0]
 	logOf(ctx).Info().Str("job", j.JobID).Msg("job queued")
 	writeJSON(ctx, fasthttp.StatusAccepted, map[string]string{
-		"job_id": j.JobID, "status": store.JobQueued, "status_url": s.set.PublicURL + "/api/v1/jobs/" + j.JobID})
+		"job_id": j.JobID, "status": shotd.JobQueued, "status_url": s.set.PublicURL + "/api/v1/jobs/" + j.JobID})
 }
 
 // checkTargets refuses a url or webhook_url that the egress guard would refuse, before anything

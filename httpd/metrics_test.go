@@ -19,6 +19,7 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/store"
@@ -328,7 +329,7 @@ func checkDashboardData(t *testing.T, admBase, accountID string) {
 
 	// Usage is written by the account actors after each answer: wait for the last one.
 	var daily struct {
-		Days []store.DayUsage
+		Days []shotd.DayUsage
 	}
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		adminGet("/admin/v1/accounts/"+accountID+"/usage/daily?days=30", &daily)

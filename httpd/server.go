@@ -17,7 +17,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -43,14 +42,14 @@ type Gate interface {
 
 // Files keeps rendered files and the response cache: store.Store implements it.
 type Files interface {
-	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (store.FileRecord, error)
-	File(accountID, fileID string) (store.FileRecord, error)
-	OpenFile(rec store.FileRecord) (*os.File, error)
-	CacheGet(key string, maxAge time.Duration) (store.FileRecord, bool, error)
+	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (shotd.FileRecord, error)
+	File(accountID, fileID string) (shotd.FileRecord, error)
+	OpenFile(rec shotd.FileRecord) (*os.File, error)
+	CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error)
 	// PutCachedFile is PutFile that also enters the file in the response cache, in one write.
-	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (store.FileRecord, error)
+	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (shotd.FileRecord, error)
 	// ResultOf describes a stored file as a render result, with the link to it.
-	ResultOf(rec store.FileRecord, cache string) store.JobResult
+	ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult
 }
 
 // Settings are the parts of the configuration the public API needs.

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/store"
 )
 
 // The JSON shapes of jobs, batches and render results as the public API shows them, and as a
@@ -84,7 +83,7 @@ func fileURL(publicURL, fileID string) string {
 
 // NewResultView is r as clients see it, with the link to its file: the presigned link of the
 // service's bucket when r has one, the files endpoint otherwise.
-func NewResultView(r store.JobResult, publicURL string) ResultView {
+func NewResultView(r shotd.JobResult, publicURL string) ResultView {
 	v := ResultView{FileID: r.FileID, URL: r.URL, ExpiresAt: r.ExpiresAt.UTC(), Format: r.Format,
 		ContentType: r.ContentType, SizeBytes: r.SizeBytes, RenderMs: r.RenderMs, Cache: r.Cache,
 		Width: r.Width, Height: r.Height}
@@ -117,7 +116,7 @@ func NewResultView(r store.JobResult, publicURL string) ResultView {
 // NewJobView is the public record of j; its result links to publicURL + "/api/v1/files/" +
 // file_id. A delivery without a state yet (the job has not ended) shows as pending: it is still
 // to come.
-func NewJobView(j store.Job, publicURL string) JobView {
+func NewJobView(j shotd.Job, publicURL string) JobView {
 	v := JobView{
 		JobID:              j.JobID,
 		Status:             j.Status,
@@ -135,7 +134,7 @@ func NewJobView(j store.Job, publicURL string) JobView {
 	if w := j.Webhook; w != nil {
 		v.Webhook = &WebhookView{URL: w.URL, Status: w.Status, Attempts: w.Attempts}
 		if v.Webhook.Status == "" {
-			v.Webhook.Status = store.WebhookPending
+			v.Webhook.Status = shotd.WebhookPending
 		}
 	}
 	return v
@@ -143,28 +142,28 @@ func NewJobView(j store.Job, publicURL string) JobView {
 
 // NewBatchView is the public record of b with its jobs in batch order: queued while every job
 // is queued, done once every job ended, running in between.
-func NewBatchView(b store.Batch, jobs []store.Job, publicURL string) BatchView {
+func NewBatchView(b shotd.Batch, jobs []shotd.Job, publicURL string) BatchView {
 	v := BatchView{BatchID: b.BatchID, Total: len(b.JobIDs), Jobs: make([]JobView, 0, len(jobs))}
 	for _, j := range jobs {
 		switch j.Status {
-		case store.JobQueued:
+		case shotd.JobQueued:
 			v.Counts.Queued++
-		case store.JobRendering:
+		case shotd.JobRendering:
 			v.Counts.Rendering++
-		case store.JobSucceeded:
+		case shotd.JobSucceeded:
 			v.Counts.Succeeded++
-		case store.JobFailed:
+		case shotd.JobFailed:
 			v.Counts.Failed++
 		}
 		v.Jobs = append(v.Jobs, NewJobView(j, publicURL))
 	}
 	switch ended := v.Counts.Succeeded + v.Counts.Failed; {
 	case ended == len(jobs):
-		v.Status = store.BatchDone
+		v.Status = shotd.BatchDone
 	case v.Counts.Queued == len(jobs):
-		v.Status = store.BatchQueued
+		v.Status = shotd.BatchQueued
 	default:
-		v.Status = store.BatchRunning
+		v.Status = shotd.BatchRunning
 	}
 	return v
 }
@@ -178,8 +177,8 @@ type WebhookBody struct {
 
 // WebhookBodies returns the maker of webhook bodies that the webhook actor sends, with links
 // to files under publicURL.
-func WebhookBodies(publicURL string) func(j store.Job, event string) ([]byte, error) {
-	return func(j store.Job, event string) ([]byte, error) {
+func WebhookBodies(publicURL string) func(j shotd.Job, event string) ([]byte, error) {
+	return func(j shotd.Job, event string) ([]byte, error) {
 		return json.Marshal(WebhookBody{JobView: NewJobView(j, publicURL), Event: event})
 	}
 }

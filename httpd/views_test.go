@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
 )
 
 // keysOf decodes a JSON object and returns its field names, sorted.
@@ -23,43 +23,43 @@ func keysOf(t *testing.T, data []byte) (map[string]any, []string) {
 
 func TestJobViewJSON(t *testing.T) {
 	created := time.Date(2025, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
-	base := store.Job{
-		JobID: "job_abc", AccountID: "acc_a", AccessKey: "ak_secret_holder", Status: store.JobQueued,
+	base := shotd.Job{
+		JobID: "job_abc", AccountID: "acc_a", AccessKey: "ak_secret_holder", Status: shotd.JobQueued,
 		CreatedAt: created, UpdatedAt: created.Add(time.Second), Options: json.RawMessage(`{"url":"https://example.com","format":"png"}`),
 	}
-	png := &store.JobResult{FileID: "f_file", ExpiresAt: created.Add(time.Hour), Format: "png", ContentType: "image/png",
+	png := &shotd.JobResult{FileID: "f_file", ExpiresAt: created.Add(time.Hour), Format: "png", ContentType: "image/png",
 		SizeBytes: 1234, RenderMs: 56, Cache: "MISS", Width: 1280, Height: 720}
-	pdf := &store.JobResult{FileID: "f_pdf", ExpiresAt: created.Add(time.Hour), Format: "pdf", ContentType: "application/pdf",
+	pdf := &shotd.JobResult{FileID: "f_pdf", ExpiresAt: created.Add(time.Hour), Format: "pdf", ContentType: "application/pdf",
 		SizeBytes: 99, RenderMs: 7, Cache: "HIT"}
 	record := []string{"created_at", "job_id", "status", "updated_at"}
 	result := []string{"cache", "content_type", "expires_at", "file_id", "format", "height", "render_ms", "size_bytes", "url", "width"}
 
 	tests := []struct {
 		name       string
-		edit       func(*store.Job)
+		edit       func(*shotd.Job)
 		publicURL  string
 		wantKeys   []string
 		wantResult []string // result's keys; nil: no result
 		wantURL    string
 		wantHook   map[string]any
 	}{
-		{"queued, no webhook", func(*store.Job) {}, "https://shots.example", record, nil, "", nil},
-		{"queued with webhook shows the delivery as pending", func(j *store.Job) {
-			j.Webhook = &store.WebhookState{URL: "https://hooks.example/x", Sign: true, NextAttemptAt: created, LastError: "never shown"}
+		{"queued, no webhook", func(*shotd.Job) {}, "https://shots.example", record, nil, "", nil},
+		{"queued with webhook shows the delivery as pending", func(j *shotd.Job) {
+			j.Webhook = &shotd.WebhookState{URL: "https://hooks.example/x", Sign: true, NextAttemptAt: created, LastError: "never shown"}
 		}, "https://shots.example", append(slices.Clone(record), "webhook"), nil, "",
 			map[string]any{"url": "https://hooks.example/x", "status": "pending", "attempts": 0.0}},
-		{"succeeded image in a batch", func(j *store.Job) {
-			j.Status, j.BatchID, j.Index, j.Result = store.JobSucceeded, "bat_x", 2, png
-			j.Webhook = &store.WebhookState{URL: "https://hooks.example/x", Status: store.WebhookDelivered, Attempts: 2}
+		{"succeeded image in a batch", func(j *shotd.Job) {
+			j.Status, j.BatchID, j.Index, j.Result = shotd.JobSucceeded, "bat_x", 2, png
+			j.Webhook = &shotd.WebhookState{URL: "https://hooks.example/x", Status: shotd.WebhookDelivered, Attempts: 2}
 		}, "https://shots.example/", slices.Sorted(slices.Values(append(slices.Clone(record), "batch_id", "result", "webhook"))),
 			result, "https://shots.example/api/v1/files/f_file",
 			map[string]any{"url": "https://hooks.example/x", "status": "delivered", "attempts": 2.0}},
-		{"succeeded pdf: no width or height", func(j *store.Job) { j.Status, j.Result = store.JobSucceeded, pdf },
+		{"succeeded pdf: no width or height", func(j *shotd.Job) { j.Status, j.Result = shotd.JobSucceeded, pdf },
 			"http://127.0.0.1:8080", append(slices.Clone(record), "result"),
 			slices.DeleteFunc(slices.Clone(result), func(k string) bool { return k == "width" || k == "height" }),
 			"http://127.0.0.1:8080/api/v1/files/f_pdf", nil},
-		{"failed", func(j *store.Job) {
-			j.Status, j.ErrorCode, j.ErrorMessage = store.JobFailed, "navigation_timeout", "The page did not load in time."
+		{"failed", func(j *shotd.Job) {
+			j.Status, j.ErrorCode, j.ErrorMessage = shotd.JobFailed, "navigation_timeout", "The page did not load in time."
 		}, "https://shots.example",
 			slices.Sorted(slices.Values(append(slices.Clone(record), "error_code", "error_message"))), nil, "", nil},
 	}
@@ -98,7 +98,7 @@ func TestJobViewJSON(t *testing.T) {
 					t.Fatalf("webhook %v, want %v", m["webhook"], tt.wantHook)
 				}
 			}
-			if j.Status == store.JobFailed && (m["error_code"] != "navigation_timeout" || m["error_message"] == "") {
+			if j.Status == shotd.JobFailed && (m["error_code"] != "navigation_timeout" || m["error_message"] == "") {
 				t.Fatalf("error %v %v", m["error_code"], m["error_message"])
 			}
 		})
@@ -106,24 +106,24 @@ func TestJobViewJSON(t *testing.T) {
 }
 
 func TestBatchView(t *testing.T) {
-	b := store.Batch{BatchID: "bat_x", AccountID: "acc_a", JobIDs: []string{"job_1", "job_2", "job_3"}}
-	jobs := func(states ...string) []store.Job {
-		var js []store.Job
+	b := shotd.Batch{BatchID: "bat_x", AccountID: "acc_a", JobIDs: []string{"job_1", "job_2", "job_3"}}
+	jobs := func(states ...string) []shotd.Job {
+		var js []shotd.Job
 		for i, st := range states {
-			js = append(js, store.Job{JobID: b.JobIDs[i], BatchID: b.BatchID, Index: i, Status: st})
+			js = append(js, shotd.Job{JobID: b.JobIDs[i], BatchID: b.BatchID, Index: i, Status: st})
 		}
 		return js
 	}
 	tests := []struct {
 		name       string
-		jobs       []store.Job
+		jobs       []shotd.Job
 		wantStatus string
 		wantCounts httpd.BatchCounts
 	}{
-		{"all queued", jobs(store.JobQueued, store.JobQueued, store.JobQueued), store.BatchQueued, httpd.BatchCounts{Queued: 3}},
-		{"one rendering", jobs(store.JobQueued, store.JobRendering, store.JobQueued), store.BatchRunning, httpd.BatchCounts{Queued: 2, Rendering: 1}},
-		{"one ended", jobs(store.JobSucceeded, store.JobQueued, store.JobQueued), store.BatchRunning, httpd.BatchCounts{Queued: 2, Succeeded: 1}},
-		{"all ended", jobs(store.JobSucceeded, store.JobFailed, store.JobSucceeded), store.BatchDone, httpd.BatchCounts{Succeeded: 2, Failed: 1}},
+		{"all queued", jobs(shotd.JobQueued, shotd.JobQueued, shotd.JobQueued), shotd.BatchQueued, httpd.BatchCounts{Queued: 3}},
+		{"one rendering", jobs(shotd.JobQueued, shotd.JobRendering, shotd.JobQueued), shotd.BatchRunning, httpd.BatchCounts{Queued: 2, Rendering: 1}},
+		{"one ended", jobs(shotd.JobSucceeded, shotd.JobQueued, shotd.JobQueued), shotd.BatchRunning, httpd.BatchCounts{Queued: 2, Succeeded: 1}},
+		{"all ended", jobs(shotd.JobSucceeded, shotd.JobFailed, shotd.JobSucceeded), shotd.BatchDone, httpd.BatchCounts{Succeeded: 2, Failed: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -3,36 +3,21 @@ package store
 import (
 	"errors"
 	"fmt"
-	"time"
 
+	"github.com/shotd/shotd"
 	"go.etcd.io/bbolt"
 )
 
 var bucketBatches = []byte("batches") // batch id -> Batch
 
-// Batch is the set of jobs one bulk request made.
-type Batch struct {
-	BatchID   string    `json:"batch_id"`
-	AccountID string    `json:"account_id"`
-	CreatedAt time.Time `json:"created_at"`
-	JobIDs    []string  `json:"job_ids"` // in request order
-}
-
-// Batch states of operator contract 5.6.
-const (
-	BatchQueued  = "queued"  // no job has started
-	BatchRunning = "running" // some job started, not all ended
-	BatchDone    = "done"    // every job ended
-)
-
 // Batch returns the batch batchID of accountID and its jobs in batch order, read in one
 // transaction. A batch that does not exist or belongs to another account gives the same error
 // wrapping ErrNotFound. The sweeper deletes a batch with all its jobs, never part of them.
-func (s *Store) Batch(accountID, batchID string) (Batch, []Job, error) {
+func (s *Store) Batch(accountID, batchID string) (shotd.Batch, []shotd.Job, error) {
 	notFound := fmt.Errorf("store: batch %s: %w", batchID, ErrNotFound)
 	var (
-		b    Batch
-		jobs []Job
+		b    shotd.Batch
+		jobs []shotd.Job
 	)
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		ok, err := getJSON(tx.Bucket(bucketBatches), batchID, &b)
@@ -42,7 +27,7 @@ func (s *Store) Batch(accountID, batchID string) (Batch, []Job, error) {
 		if !ok || b.AccountID != accountID {
 			return notFound
 		}
-		jobs = make([]Job, 0, len(b.JobIDs))
+		jobs = make([]shotd.Job, 0, len(b.JobIDs))
 		for _, id := range b.JobIDs {
 			r, err := getJob(tx, id)
 			if errors.Is(err, ErrNotFound) {
@@ -56,14 +41,13 @@ func (s *Store) Batch(accountID, batchID string) (Batch, []Job, error) {
 		return nil
 	})
 	if err != nil {
-		return Batch{}, nil, err
+		return shotd.Batch{}, nil, err
 	}
 	return b, jobs, nil
 }
 
-// ResultOf describes a stored file as a render result; cache is "HIT" or "MISS".
-func ResultOf(rec FileRecord, cache string) JobResult {
-	return JobResult{FileID: rec.FileID, ExpiresAt: rec.ExpiresAt, Format: rec.Format, ContentType: rec.ContentType,
+func ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult {
+	return shotd.JobResult{FileID: rec.FileID, ExpiresAt: rec.ExpiresAt, Format: rec.Format, ContentType: rec.ContentType,
 		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height,
 		StorageLocation: rec.StorageLocation, Metadata: rec.Metadata, Slices: rec.Slices}
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"testing"
+
+	"github.com/shotd/shotd"
 )
 
 func TestBatch(t *testing.T) {
@@ -12,7 +14,7 @@ func TestBatch(t *testing.T) {
 	b, jobs := createBatch(t, s, "acc_a", 5, false)
 	other, _ := createBatch(t, s, "acc_b", 1, false)
 	// Change jobs out of order: the batch keeps request order whatever happens to its jobs.
-	updateJob(t, s, jobs[3].JobID, func(j *Job) { j.Status = JobRendering })
+	updateJob(t, s, jobs[3].JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
 	updateJob(t, s, jobs[0].JobID, fail)
 
 	tests := []struct {
@@ -55,7 +57,7 @@ func TestBatch(t *testing.T) {
 			if !slices.Equal(ids, b.JobIDs) {
 				t.Fatalf("jobs %v, want request order %v", ids, b.JobIDs)
 			}
-			if gotJobs[0].Status != JobFailed || gotJobs[3].Status != JobRendering || gotJobs[1].Status != JobQueued {
+			if gotJobs[0].Status != shotd.JobFailed || gotJobs[3].Status != shotd.JobRendering || gotJobs[1].Status != shotd.JobQueued {
 				t.Fatalf("states %s %s %s", gotJobs[0].Status, gotJobs[1].Status, gotJobs[3].Status)
 			}
 		})

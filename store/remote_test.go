@@ -122,7 +122,7 @@ func TestRemotePutFails(t *testing.T) {
 			s, srv := remoteStore(t)
 			c.breakIt(srv)
 			_, err := s.PutFile("acc1", pngOutput("x"), time.Hour)
-			e := shotd.AsError(StoredError(err))
+			e := shotd.AsError(shotd.StoredError(err))
 			if e.Code != shotd.CodeStorageFailed || !strings.Contains(e.Message, c.msg) {
 				t.Fatalf("got %v, want storage_failed with %q", err, c.msg)
 			}
@@ -147,15 +147,15 @@ func countFiles(t *testing.T, s *Store) int {
 func TestRemoteOpen(t *testing.T) {
 	cases := []struct {
 		name     string
-		breakIt  func(*s3test.Server, FileRecord)
+		breakIt  func(*s3test.Server, shotd.FileRecord)
 		notFound bool
 	}{
-		{"object removed", func(s *s3test.Server, rec FileRecord) {
+		{"object removed", func(s *s3test.Server, rec shotd.FileRecord) {
 			if err := os.Remove(filepath.Join(s.Root, "files", "shotd", rec.FileID)); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
-		{"server down", func(s *s3test.Server, _ FileRecord) { s.Stop() }, false},
+		{"server down", func(s *s3test.Server, _ shotd.FileRecord) { s.Stop() }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestRemoteOpen(t *testing.T) {
 			if got := errors.Is(err, ErrNotFound); got != c.notFound {
 				t.Fatalf("ErrNotFound %v, want %v: %v", got, c.notFound, err)
 			}
-			if !c.notFound && shotd.CodeOf(StoredError(err)) != shotd.CodeStorageFailed {
+			if !c.notFound && shotd.CodeOf(shotd.StoredError(err)) != shotd.CodeStorageFailed {
 				t.Fatalf("got %v, want storage_failed", err)
 			}
 		})
