@@ -75,3 +75,20 @@ type JobResult struct {
 	Metadata *Metadata `json:"metadata,omitempty"`
 	Slices   []Slice   `json:"slices,omitempty"`
 }
+
+// JobRequest asks for background renders: one for async=true, one per item of a bulk request,
+// which makes them one batch. The request has been admitted (AdmitJobs) for len(Options) jobs.
+type JobRequest struct {
+	Account   Account
+	Plan      Plan
+	AccessKey string // the key of the request, whose secret signs the webhooks
+	Options   []*Options
+	Batch     bool
+}
+
+// JobStats counts the jobs of a run of the service: Queued and Rendering now, Succeeded and
+// Failed since it started. Queued is the queue depth (jobs waiting for their account's slot).
+type JobStats struct {
+	Queued, Rendering int64
+	Succeeded, Failed uint64
+}

@@ -53,3 +53,30 @@ type DayUsage struct {
 	Failed    int    `json:"failed"`
 	CacheHits int    `json:"cache_hits"`
 }
+
+// UsageReport is an account's usage and limits in its current billing period: the body of
+// GET /api/v1/usage.
+type UsageReport struct {
+	Quota struct {
+		Limit     int       `json:"limit"`
+		Used      int       `json:"used"`
+		Remaining int       `json:"remaining"`
+		Bonus     int       `json:"bonus"`
+		Reset     time.Time `json:"reset"`
+	} `json:"quota"`
+	RequestsPerMinute       int `json:"requests_per_minute"`
+	StatusRequestsPerMinute int `json:"status_requests_per_minute"`
+	Concurrency             int `json:"concurrency"`
+	QueueLimit              int `json:"queue_limit"`
+	FailuresPerMinute       int `json:"failures_per_minute"`
+	FailuresPerDay          int `json:"failures_per_day"`
+	Renders                 struct {
+		Succeeded int `json:"succeeded"`
+		Failed    int `json:"failed"`
+		CacheHits int `json:"cache_hits"`
+	} `json:"renders"`
+	Jobs struct {
+		Waiting int `json:"waiting"`
+		Running int `json:"running"`
+	} `json:"jobs"`
+}

@@ -37,14 +37,10 @@ type JobsConfig struct {
 	Log   zerolog.Logger
 }
 
-// SubmitJobs queues background renders: one for async=true, one per item for bulk. The caller
-// has admitted them (AdmitJobs). The reply is a *SubmitJobsResult.
+// SubmitJobs queues the background renders of a request, which the caller has admitted
+// (AdmitJobs). The reply is a *SubmitJobsResult.
 type SubmitJobs struct {
-	Account   shotd.Account
-	Plan      shotd.Plan
-	AccessKey string
-	Options   []*shotd.Options
-	Batch     bool
+	shotd.JobRequest
 	// StoreBy: the jobs are written only when the write starts before it; later they are refused
 	// with service_unavailable and their admission is given back. A caller that stopped waiting
 	// (and told its client so) thus never leaves a job behind. Zero: no bound.
@@ -70,7 +66,7 @@ type jobsCreated struct {
 type jobDone struct {
 	jobID     string
 	accountID string
-	outcome   Outcome
+	outcome   shotd.Outcome
 	webhook   bool
 }
 
@@ -117,7 +113,7 @@ func (a *jobActor) Receive(ctx actor.Context) {
 			a.owner.rendering.Add(-1)
 			// Stopping: the job stays queued in the store and runs after the restart. Give the
 			// slot back without billing.
-			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: Released, Started: true})
+			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: shotd.OutcomeReleased, Started: true})
 		}
 	case *jobDone:
 		ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: m.accountID, JobID: m.jobID, Outcome: m.outcome, Started: true})
@@ -183,14 +179,14 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 	if !a.owner.goRun(func() {
 		if !m.StoreBy.IsZero() && time.Now().After(m.StoreBy) {
 			for _, j := range jobs {
-				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: shotd.OutcomeReleased})
 			}
 			root.Send(sender, &SubmitJobsResult{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the job queue is too busy to take jobs now")})
 			return
 		}
 		if err := st.CreateJobs(jobs, batch); err != nil {
 			for _, j := range jobs { // give the admitted places and reservations back
-				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: shotd.OutcomeReleased})
 			}
 			root.Send(sender, &SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
 			return
@@ -199,7 +195,7 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 		root.Send(sender, &SubmitJobsResult{Jobs: jobs, Batch: batch})
 	}) {
 		for _, j := range jobs {
-			ctx.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+			ctx.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: shotd.OutcomeReleased})
 		}
 		ctx.Respond(&SubmitJobsResult{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the service is stopping")})
 	}
@@ -214,7 +210,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	}
 	var o shotd.Options
 	var result *shotd.JobResult
-	outcome := Failed
+	outcome := shotd.OutcomeFailed
 	err := json.Unmarshal(j.Options, &o)
 	if err == nil && o.Store && a.cfg.Secrets != nil {
 		err = a.cfg.Secrets.OpenOptions(&o) // storage_failed when the key changed: said, not lost
@@ -229,7 +225,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		// shutdown): the job stays "rendering" in the store and is queued again at the next
 		// start, as a killed run's would be. Not failed, not billed, no webhook.
 		log.Info().Err(err).Msg("job interrupted by the shutdown; queued again at the next start")
-		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
+		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: shotd.OutcomeReleased})
 		return
 	}
 	final, uerr := a.recordEnd(j.JobID, result, err)
@@ -237,7 +233,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		// The job stays "rendering" in the store, to be rendered again at the next start: this
 		// run neither bills it nor delivers a webhook, so that the next one may.
 		log.Error().Err(uerr).Msg("job end not recorded; queued again at the next start")
-		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
+		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: shotd.OutcomeReleased})
 		return
 	}
 	if err != nil {
@@ -290,14 +286,14 @@ func (a *jobActor) failRestored(jobs []shotd.Job, err error) {
 
 // render renders (or serves from the cache) and stores the file. A busy or restarting browser
 // pool is waited out: a job waits, it does not fail for the service's own load.
-func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult, Outcome, error) {
+func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult, shotd.Outcome, error) {
 	var cacheKey string
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
 		// A copy older than this job's cache_ttl is a miss: the render below replaces it.
 		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey, o.CacheTTL); err == nil && ok {
 			r := a.cfg.Store.ResultOf(rec, "HIT")
-			return &r, CacheHit, nil
+			return &r, shotd.OutcomeCacheHit, nil
 		}
 	}
 	deadline := time.Now().Add(a.cfg.BusyRetry)
@@ -317,14 +313,14 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 		select {
 		case <-time.After(backoff(min(attempt, 3))):
 		case <-a.owner.life.Done():
-			return nil, Released, err
+			return nil, shotd.OutcomeReleased, err
 		}
 	}
 	if err == nil && a.cfg.MaxOutputBytes > 0 && out.Size() > a.cfg.MaxOutputBytes {
 		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), a.cfg.MaxOutputBytes)
 	}
 	if err != nil {
-		return nil, OutcomeOf(err), err
+		return nil, shotd.OutcomeOf(err), err
 	}
 	// The cache may keep the file longer than the file TTL: the result shows the real expiry.
 	var rec shotd.FileRecord
@@ -334,10 +330,10 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 		rec, err = a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
 	}
 	if err != nil {
-		return nil, Released, shotd.StoredError(err) // the service's own storage: not the client's failure
+		return nil, shotd.OutcomeReleased, shotd.StoredError(err) // the service's own storage: not the client's failure
 	}
 	r := a.cfg.Store.ResultOf(rec, "MISS")
-	return &r, Succeeded, nil
+	return &r, shotd.OutcomeSucceeded, nil
 }
 
 // Jobs is the front of the job actor.
@@ -360,15 +356,9 @@ type Jobs struct {
 	succeeded, failed atomic.Uint64
 }
 
-// JobStats counts this run's jobs: Queued and Rendering now, Succeeded and Failed since start.
-type JobStats struct {
-	Queued, Rendering int64
-	Succeeded, Failed uint64
-}
-
 // Stats returns the job counts; Queued is the queue depth (jobs waiting for an account slot).
-func (j *Jobs) Stats() JobStats {
-	return JobStats{Queued: j.queued.Load(), Rendering: j.rendering.Load(), Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
+func (j *Jobs) Stats() shotd.JobStats {
+	return shotd.JobStats{Queued: j.queued.Load(), Rendering: j.rendering.Load(), Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
 }
 
 // StartJobs requeues the jobs a previous run left unfinished and spawns the job actor.
@@ -416,25 +406,23 @@ func (j *Jobs) goRun(f func()) bool {
 	return true
 }
 
-// Submit queues jobs durably and returns their records. timeout bounds the time until their write
-// starts (SubmitJobs.StoreBy); past it the jobs are refused with service_unavailable and are not
-// created.
-func (j *Jobs) Submit(m *SubmitJobs, timeout time.Duration) (*SubmitJobsResult, error) {
-	if m.StoreBy.IsZero() {
-		m.StoreBy = time.Now().Add(timeout)
-	}
+// Submit queues the jobs of req durably and returns their records, and their batch when
+// req.Batch. timeout bounds the time until their write starts (SubmitJobs.StoreBy); past it the
+// jobs are refused with service_unavailable and are not created.
+func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job, *shotd.Batch, error) {
+	m := &SubmitJobs{JobRequest: req, StoreBy: time.Now().Add(timeout)}
 	// The write starts by StoreBy or not at all; once started, its outcome is waited for (a bbolt
 	// write ends within storeWait even on a slow disk), so that the answer always tells whether
 	// the jobs exist.
 	res, err := j.sys.Root.RequestFuture(j.pid, m, time.Until(m.StoreBy)+storeWait).Result()
 	if err != nil {
-		return nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job queue did not answer")
+		return nil, nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job queue did not answer")
 	}
 	r, ok := res.(*SubmitJobsResult)
 	if !ok {
-		return nil, shotd.Errorf(shotd.CodeInternalError, "the job queue answered unexpectedly")
+		return nil, nil, shotd.Errorf(shotd.CodeInternalError, "the job queue answered unexpectedly")
 	}
-	return r, r.Err
+	return r.Jobs, r.Batch, r.Err
 }
 
 // cutWait is how long Close waits, after its deadline, for the renders it cancelled: they end

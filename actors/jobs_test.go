@@ -130,14 +130,14 @@ func jobOptions(t *testing.T, js string) *shotd.Options {
 // submitJob admits and submits one job as httpd does.
 func (e *jobsEnv) submitJob(t *testing.T, acc shotd.Account, key shotd.Key, o *shotd.Options) string {
 	t.Helper()
-	if _, _, err := e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: 1}); err != nil {
+	if _, _, err := e.accounts.Admit(shotd.Admission{Account: acc, Plan: jobsPlan, Kind: shotd.AdmitJobs, Jobs: 1}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: []*shotd.Options{o}}, 5*time.Second)
+	jobs, _, err := e.jobs.Submit(shotd.JobRequest{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: []*shotd.Options{o}}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Jobs[0].JobID
+	return jobs[0].JobID
 }
 
 func waitJobFinal(t *testing.T, st *store.Store, id string, timeout time.Duration) shotd.Job {
@@ -311,7 +311,7 @@ func TestJobsResume(t *testing.T) {
 	}
 }
 
-// TestSubmitTooLate: jobs whose write could not start by StoreBy are not created (nothing renders)
+// TestSubmitTooLate: jobs whose write could not start within the submit's timeout are not created (nothing renders)
 // and give their queue places back, so a client told 503 has left nothing behind.
 func TestSubmitTooLate(t *testing.T) {
 	st := openStore(t, t.TempDir())
@@ -323,29 +323,29 @@ func TestSubmitTooLate(t *testing.T) {
 	for i := range opts {
 		opts[i] = o
 	}
-	if _, _, err := e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: len(opts)}); err != nil {
+	if _, _, err := e.accounts.Admit(shotd.Admission{Account: acc, Plan: jobsPlan, Kind: shotd.AdmitJobs, Jobs: len(opts)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts,
-		Batch: true, StoreBy: time.Now().Add(-time.Millisecond)}, 5*time.Second)
+	_, _, err := e.jobs.Submit(shotd.JobRequest{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts,
+		Batch: true}, -time.Millisecond)
 	if code := shotd.CodeOf(err); code != shotd.CodeServiceUnavailable {
 		t.Fatalf("late submit: %v, want %s", err, shotd.CodeServiceUnavailable)
 	}
 	// The whole queue is free again: the same number of jobs is admitted and they run.
 	var admitErr error
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if _, _, admitErr = e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: len(opts)}); admitErr == nil {
+		if _, _, admitErr = e.accounts.Admit(shotd.Admission{Account: acc, Plan: jobsPlan, Kind: shotd.AdmitJobs, Jobs: len(opts)}); admitErr == nil {
 			break
 		}
 	}
 	if admitErr != nil {
 		t.Fatalf("queue places not given back: %v", admitErr)
 	}
-	res, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts, Batch: true}, 5*time.Second)
+	jobs, _, err := e.jobs.Submit(shotd.JobRequest{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts, Batch: true}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, j := range res.Jobs {
+	for _, j := range jobs {
 		if got := waitJobFinal(t, st, j.JobID, 10*time.Second); got.Status != shotd.JobSucceeded {
 			t.Errorf("job %s: %s", j.JobID, got.Status)
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
 	"github.com/valyala/fasthttp"
 )
 
@@ -45,7 +44,7 @@ func renderKey(ctx *fasthttp.RequestCtx, query shotd.Params) string {
 }
 
 // setLimitHeaders writes the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers of api-v1 2.4.
-func setLimitHeaders(ctx *fasthttp.RequestCtx, l actors.LimitsSnapshot, withQuota bool) {
+func setLimitHeaders(ctx *fasthttp.RequestCtx, l shotd.LimitsSnapshot, withQuota bool) {
 	if l.RateLimit == 0 {
 		return // the limits service did not answer: there is nothing true to say
 	}
@@ -132,13 +131,13 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 			return
 		}
 	}
-	adm, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitRender, Features: o.Features()})
+	adm, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitRender, Features: o.Features()})
 	if err != nil {
 		setLimitHeaders(ctx, limits, true)
 		s.fail(ctx, err)
 		return
 	}
-	outcome := actors.Released
+	outcome := shotd.OutcomeReleased
 	settled := false
 	settle := func() {
 		if settled {
@@ -161,7 +160,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), s.set.MaxOutputBytes)
 	}
 	if err != nil {
-		outcome = actors.OutcomeOf(err)
+		outcome = shotd.OutcomeOf(err)
 		settle()
 		s.fail(ctx, err)
 		return
@@ -177,13 +176,13 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 			rec, err = s.files.PutFile(who.account.ID, out, s.set.FileTTL)
 		}
 		if err != nil {
-			outcome = actors.Released
+			outcome = shotd.OutcomeReleased
 			settle()
 			s.fail(ctx, shotd.StoredError(err))
 			return
 		}
 	}
-	outcome = actors.Succeeded
+	outcome = shotd.OutcomeSucceeded
 	settle()
 	s.metrics.render(out.Format, out.RenderMs)
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
@@ -200,7 +199,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 
 // serveCached answers from the response cache and reports whether it answered (a hit, or its
 // refusal). The lookup comes before admission because a hit renders nothing: it is admitted by
-// plan features and rate alone (actors.AdmitCacheHit), so an account at its quota or at its
+// plan features and rate alone (shotd.AdmitCacheHit), so an account at its quota or at its
 // concurrency limit still gets it, unbilled. The file is opened before admission too: when the
 // sweeper removed it after the lookup (at the instant of expiry), the request is a miss and the
 // caller renders, rather than answering file_not_found for a file the client never asked for.
@@ -221,7 +220,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		log.Info().Err(err).Str("file", rec.FileID).Msg("cached file gone; rendering again")
 		return false
 	}
-	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitCacheHit, Features: o.Features()})
+	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
 		f.Close()
@@ -270,8 +269,8 @@ func (s *Server) statusAuth(ctx *fasthttp.RequestCtx) (*principal, bool) {
 		err = statusParams(ps)
 	}
 	if err == nil {
-		var limits actors.LimitsSnapshot
-		_, limits, err = s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitStatus})
+		var limits shotd.LimitsSnapshot
+		_, limits, err = s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitStatus})
 		setLimitHeaders(ctx, limits, false)
 	}
 	if err != nil {

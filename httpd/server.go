@@ -16,11 +16,10 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
 	"github.com/valyala/fasthttp"
 )
 
-// Renderer renders validated options. The actors package implements it.
+// Renderer renders validated options: the render pool of the actors implements it.
 type Renderer interface {
 	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
 	// Ready reports whether at least one browser can render.
@@ -33,11 +32,13 @@ type KeyLookup interface {
 	Lookup(accessKey string) (shotd.Key, shotd.Account, error)
 }
 
-// Gate is the account admission: the account actors implement it.
+// Gate is the admission and settlement of an account's requests, and its usage report: the
+// account actors implement it. A refusal is a catalogue error, returned with the limits that
+// explain it.
 type Gate interface {
-	Admit(m *actors.Admit) (*actors.AdmitResult, actors.LimitsSnapshot, error)
-	Settle(accountID string, ticket uint64, o actors.Outcome) (actors.LimitsSnapshot, error)
-	Usage(acc shotd.Account, plan shotd.Plan) (*actors.UsageResult, error)
+	Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error)
+	Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.LimitsSnapshot, error)
+	Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error)
 }
 
 // Files keeps rendered files and the response cache: store.Store implements it.
