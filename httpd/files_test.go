@@ -21,7 +21,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
 )
 
 // fileResult is the render result of operator contract 5.4, as a client reads it.
@@ -590,14 +589,14 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 	})
 }
 
-// vanishingFiles is the store with the sweeper's race made certain: the file of every cache hit
+// vanishingFiles are the files with the sweeper's race made certain: the file of every cache hit
 // is removed from disk between the lookup and the open, as at the instant of its expiry.
-type vanishingFiles struct{ *store.Store }
+type vanishingFiles struct{ httpd.Files }
 
 func (v vanishingFiles) CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error) {
-	rec, ok, err := v.Store.CacheGet(key, maxAge)
+	rec, ok, err := v.Files.CacheGet(key, maxAge)
 	if ok {
-		if f, err := v.Store.OpenFile(rec); err == nil {
+		if f, err := v.Files.OpenFile(rec); err == nil {
 			name := f.Name()
 			f.Close()
 			os.Remove(name)
