@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -146,6 +147,62 @@ func TestBatchView(t *testing.T) {
 			for i, j := range m["jobs"].([]any) {
 				if j.(map[string]any)["job_id"] != b.JobIDs[i] || j.(map[string]any)["batch_id"] != "bat_x" {
 					t.Fatalf("job %d: %v", i, j)
+				}
+			}
+		})
+	}
+}
+
+// TestResultViewLinks: a result links to its file through the files endpoint under the public URL
+// of the moment, unless it carries a link of its own (a presigned GET of the service's bucket);
+// the further files of a render (content, slices) always link through the files endpoint.
+func TestResultViewLinks(t *testing.T) {
+	expires := time.Date(2025, 3, 1, 13, 0, 0, 0, time.FixedZone("CET", 3600))
+	base := shotd.JobResult{FileID: "f_main", ExpiresAt: expires, Format: "png", ContentType: "image/png"}
+	tests := []struct {
+		name      string
+		edit      func(*shotd.JobResult)
+		publicURL string
+		wantURL   string
+		wantStore *httpd.StoreView
+	}{
+		{"files endpoint", func(*shotd.JobResult) {}, "https://shots.example/", "https://shots.example/api/v1/files/f_main", nil},
+		{"own link kept", func(r *shotd.JobResult) { r.URL = "https://bucket.example/f_main?X-Amz-Signature=x" },
+			"https://shots.example", "https://bucket.example/f_main?X-Amz-Signature=x", nil},
+		{"store location shown", func(r *shotd.JobResult) { r.StorageLocation = "https://s3.example/b/k.png" },
+			"http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v1/files/f_main", &httpd.StoreView{Location: "https://s3.example/b/k.png"}},
+		{"extras link through the files endpoint", func(r *shotd.JobResult) {
+			r.URL = "https://bucket.example/f_main"
+			r.Metadata = &shotd.Metadata{Content: &shotd.FileRef{FileID: "f_content", Expires: expires}}
+			r.Slices = []shotd.Slice{{Index: 0, FileRef: shotd.FileRef{FileID: "f_s0", Expires: expires}}}
+		}, "https://shots.example", "https://bucket.example/f_main", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := base
+			tt.edit(&r)
+			v := httpd.NewResultView(r, tt.publicURL)
+			if v.URL != tt.wantURL {
+				t.Fatalf("url %q, want %q", v.URL, tt.wantURL)
+			}
+			if !v.ExpiresAt.Equal(expires) || v.ExpiresAt.Location() != time.UTC {
+				t.Fatalf("expires_at %v, want %v in UTC", v.ExpiresAt, expires)
+			}
+			if (v.Store == nil) != (tt.wantStore == nil) || v.Store != nil && *v.Store != *tt.wantStore {
+				t.Fatalf("store %+v, want %+v", v.Store, tt.wantStore)
+			}
+			prefix := strings.TrimRight(tt.publicURL, "/") + "/api/v1/files/"
+			if r.Metadata != nil {
+				if c := v.Metadata.Content; c.URL != prefix+"f_content" || c.Expires.Location() != time.UTC {
+					t.Fatalf("content %+v", c)
+				}
+				if r.Metadata.Content.URL != "" {
+					t.Fatal("the view changed the result's metadata")
+				}
+			}
+			for i, sl := range v.Slices {
+				if sl.URL != prefix+r.Slices[i].FileID {
+					t.Fatalf("slice %d: %+v", i, sl)
 				}
 			}
 		})
