@@ -157,3 +157,9 @@ func CodeOf(err error) Code {
 	}
 	return AsError(err).Code
 }
+
+// ErrNotFound is what a store returns, wrapped, for a record that does not exist or that the
+// asker may not see (test with errors.Is). It is a plain sentinel, not a catalogue error: the
+// code it becomes depends on who asked (an unknown access key is access_key_invalid on the public
+// API but not_found on the admin API).
+var ErrNotFound = errors.New("not found")

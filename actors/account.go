@@ -7,14 +7,13 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/store"
 )
 
 // UsageStore keeps the billed usage of each period and the bonus balance on the account.
 // store.Store implements it.
 type UsageStore interface {
-	Usage(acc shotd.Account, now time.Time) (store.Usage, error)
-	RecordUsage(acc shotd.Account, now time.Time, d store.UsageDelta, quota int) (store.Usage, shotd.Account, error)
+	Usage(acc shotd.Account, now time.Time) (shotd.Usage, error)
+	RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int) (shotd.Usage, shotd.Account, error)
 	Account(id string) (shotd.Account, error)
 }
 
@@ -217,7 +216,7 @@ func (a *accountActor) rollPeriod() {
 	if a.loadErr != nil || now.Before(a.periodEnd) {
 		return
 	}
-	a.periodStart, a.periodEnd = store.BillingPeriod(a.acc.CreatedAt, now)
+	a.periodStart, a.periodEnd = shotd.BillingPeriod(a.acc.CreatedAt, now)
 	a.used, a.succeeded, a.failed, a.cacheHits = 0, 0, 0, 0
 }
 
@@ -239,30 +238,32 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		return
 	}
 	now := a.now()
-	deny := func(err *shotd.Error) { ctx.Respond(&Denied{Err: err, Limits: a.snapshot(m.Kind == AdmitStatus)}) }
+	deny := func(err *shotd.Error) {
+		ctx.Respond(&Denied{Err: err, Limits: a.snapshot(m.Kind == shotd.AdmitStatus)})
+	}
 	for _, f := range m.Features {
 		if !a.plan.HasFeature(f) {
 			deny(shotd.Errorf(shotd.CodeFeatureNotAvailable, "the %s plan does not include %s", a.plan.Name, f))
 			return
 		}
 	}
-	if m.Kind == AdmitStatus {
+	if m.Kind == shotd.AdmitStatus {
 		if a.statusRate.count(now) >= a.plan.StatusRequestsPerMinute {
 			deny(rateLimited(a.statusRate.retryAfter(now)))
 			return
 		}
 		a.statusRate.add(now)
-		ctx.Respond(&AdmitResult{Limits: a.snapshot(true)})
+		ctx.Respond(&shotd.AdmitResult{Limits: a.snapshot(true)})
 		return
 	}
 	if a.rate.count(now) >= a.plan.RequestsPerMinute {
 		deny(rateLimited(a.rate.retryAfter(now)))
 		return
 	}
-	if m.Kind == AdmitCacheHit {
+	if m.Kind == shotd.AdmitCacheHit {
 		a.rate.add(now)
-		a.settle(ctx, CacheHit)
-		ctx.Respond(&AdmitResult{Limits: a.snapshot(false)})
+		a.settle(ctx, shotd.OutcomeCacheHit)
+		ctx.Respond(&shotd.AdmitResult{Limits: a.snapshot(false)})
 		return
 	}
 	if a.failures.count(now) >= a.plan.FailuresPerMinute {
@@ -278,7 +279,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		return
 	}
 	n := 1
-	if m.Kind == AdmitJobs {
+	if m.Kind == shotd.AdmitJobs {
 		n = max(m.Jobs, 1)
 		if a.jobsWaiting+a.jobsRunning+n > a.plan.QueueLimit {
 			e := shotd.Errorf(shotd.CodeQueueLimit, "%d jobs are waiting or rendering; the queue limit is %d", a.jobsWaiting+a.jobsRunning, a.plan.QueueLimit)
@@ -292,10 +293,10 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		deny(shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up until %s", a.plan.MonthlyQuota, a.periodEnd.Format(time.RFC3339)))
 		return
 	}
-	if m.Kind == AdmitJobs {
+	if m.Kind == shotd.AdmitJobs {
 		a.reserved += n
 		a.jobsWaiting += n
-		ctx.Respond(&AdmitResult{Limits: a.snapshot(false)})
+		ctx.Respond(&shotd.AdmitResult{Limits: a.snapshot(false)})
 		return
 	}
 	if a.inflight >= a.plan.Concurrency {
@@ -312,7 +313,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	a.reserved++
 	a.inflight++
 	a.tickets[ticket] = true
-	ctx.Respond(&AdmitResult{Ticket: ticket, Limits: a.snapshot(false)})
+	ctx.Respond(&shotd.AdmitResult{Ticket: ticket, Limits: a.snapshot(false)})
 }
 
 func rateLimited(retryAfter int) *shotd.Error {
@@ -322,11 +323,11 @@ func rateLimited(retryAfter int) *shotd.Error {
 }
 
 // settle bills or counts the outcome; the reservation was already released by the caller.
-func (a *accountActor) settle(ctx actor.Context, o Outcome) {
-	var d store.UsageDelta
+func (a *accountActor) settle(ctx actor.Context, o shotd.Outcome) {
+	var d shotd.UsageDelta
 	debit := 0
 	switch o {
-	case Succeeded:
+	case shotd.OutcomeSucceeded:
 		d.Succeeded = 1
 		a.succeeded++
 		if a.used < a.plan.MonthlyQuota {
@@ -336,15 +337,15 @@ func (a *accountActor) settle(ctx actor.Context, o Outcome) {
 			debit = 1
 			a.bonusDebits++
 		}
-	case Failed:
+	case shotd.OutcomeFailed:
 		d.Failed = 1
 		a.failed++
 		a.failures.add(a.now())
 		a.failuresDay.add(a.now())
-	case CacheHit:
+	case shotd.OutcomeCacheHit:
 		d.CacheHits = 1
 		a.cacheHits++
-	case Released:
+	case shotd.OutcomeReleased:
 		return
 	}
 	a.pendingWrites++
@@ -369,9 +370,9 @@ func (a *accountActor) grantSlots(ctx actor.Context) {
 	}
 }
 
-func (a *accountActor) snapshot(status bool) LimitsSnapshot {
+func (a *accountActor) snapshot(status bool) shotd.LimitsSnapshot {
 	now := a.now()
-	s := LimitsSnapshot{
+	s := shotd.LimitsSnapshot{
 		QuotaLimit:           a.plan.MonthlyQuota,
 		QuotaRemaining:       max(a.capacity()-a.reserved, 0),
 		QuotaReset:           a.periodEnd,
@@ -389,8 +390,8 @@ func (a *accountActor) snapshot(status bool) LimitsSnapshot {
 	return s
 }
 
-func (a *accountActor) usage() *UsageResult {
-	u := &UsageResult{}
+func (a *accountActor) usage() *shotd.UsageReport {
+	u := &shotd.UsageReport{}
 	u.Quota.Limit = a.plan.MonthlyQuota
 	u.Quota.Used = a.used
 	u.Quota.Bonus = max(a.bonus, 0)

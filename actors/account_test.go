@@ -117,9 +117,9 @@ func (h *accountsHarness) setBonus(tb testing.TB, id string, bonus int) shotd.Ac
 
 // fresh reads the account as the key cache would hand it to a request.
 // render admits one render of acc on plan and settles it with o.
-func (h *accountsHarness) render(tb testing.TB, acc shotd.Account, plan shotd.Plan, o actors.Outcome) {
+func (h *accountsHarness) render(tb testing.TB, acc shotd.Account, plan shotd.Plan, o shotd.Outcome) {
 	tb.Helper()
-	admitSettle(tb, h.accounts, &actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}, o)
+	admitSettle(tb, h.accounts, shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}, o)
 }
 
 func (h *accountsHarness) fresh(tb testing.TB, id string) shotd.Account {
@@ -132,7 +132,7 @@ func (h *accountsHarness) fresh(tb testing.TB, id string) shotd.Account {
 }
 
 // waitStored waits until the stored usage satisfies ok: usage writes run beside the actor.
-func (h *accountsHarness) waitStored(tb testing.TB, acc shotd.Account, now time.Time, ok func(store.Usage) bool) store.Usage {
+func (h *accountsHarness) waitStored(tb testing.TB, acc shotd.Account, now time.Time, ok func(shotd.Usage) bool) shotd.Usage {
 	tb.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
@@ -169,7 +169,7 @@ type step struct {
 	times    int    // repeat; 0 means once
 	jobs     int
 	features []string
-	outcome  actors.Outcome
+	outcome  shotd.Outcome
 	advance  time.Duration
 	want     shotd.Code // "" for admitted
 	// Checked on the last repetition when not negative.
@@ -180,22 +180,22 @@ func st(op string) step {
 	return step{op: op, retryAfter: -1, rateRemaining: -1, rateLimit: -1, quotaRemaining: -1, concRemaining: -1}
 }
 
-func (s step) n(times int) step          { s.times = times; return s }
-func (s step) wants(c shotd.Code) step   { s.want = c; return s }
-func (s step) retry(sec int) step        { s.retryAfter = sec; return s }
-func (s step) rate(remaining int) step   { s.rateRemaining = remaining; return s }
-func (s step) rateOf(limit int) step     { s.rateLimit = limit; return s }
-func (s step) quota(remaining int) step  { s.quotaRemaining = remaining; return s }
-func (s step) conc(remaining int) step   { s.concRemaining = remaining; return s }
-func (s step) out(o actors.Outcome) step { s.outcome = o; return s }
-func (s step) need(f ...string) step     { s.features = f; return s }
-func (s step) jobsOf(n int) step         { s.jobs = n; return s }
-func after(d time.Duration) step         { s := st("advance"); s.advance = d; return s }
+func (s step) n(times int) step         { s.times = times; return s }
+func (s step) wants(c shotd.Code) step  { s.want = c; return s }
+func (s step) retry(sec int) step       { s.retryAfter = sec; return s }
+func (s step) rate(remaining int) step  { s.rateRemaining = remaining; return s }
+func (s step) rateOf(limit int) step    { s.rateLimit = limit; return s }
+func (s step) quota(remaining int) step { s.quotaRemaining = remaining; return s }
+func (s step) conc(remaining int) step  { s.concRemaining = remaining; return s }
+func (s step) out(o shotd.Outcome) step { s.outcome = o; return s }
+func (s step) need(f ...string) step    { s.features = f; return s }
+func (s step) jobsOf(n int) step        { s.jobs = n; return s }
+func after(d time.Duration) step        { s := st("advance"); s.advance = d; return s }
 
 // TestAdmitLimits plays scripts against one account each: every limit at its boundary, N
 // allowed and the next refused with its code, Retry-After and headers.
 func TestAdmitLimits(t *testing.T) {
-	released := actors.Released
+	released := shotd.OutcomeReleased
 	tests := []struct {
 		name  string
 		plan  func(p *shotd.Plan)
@@ -246,12 +246,12 @@ func TestAdmitLimits(t *testing.T) {
 			name: "failures per minute",
 			plan: func(p *shotd.Plan) { p.FailuresPerMinute = 2 },
 			steps: []step{
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				after(10 * time.Second),
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				st("render").wants(shotd.CodeFailureLimit).retry(50).quota(100),
 				after(50 * time.Second), // the first failure left the window
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				st("render").wants(shotd.CodeFailureLimit).retry(10),
 			},
 		},
@@ -259,17 +259,17 @@ func TestAdmitLimits(t *testing.T) {
 			name: "failures per day",
 			plan: func(p *shotd.Plan) { p.FailuresPerDay = 3 },
 			steps: []step{
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				after(time.Hour),
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				st("jobs").jobsOf(1), // a job holds its own reservation; it is not settled here
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				after(2 * time.Minute), // out of the per-minute window, not out of the day
 				st("render").wants(shotd.CodeFailureLimit).retry(23*3600 - 120),
 				st("jobs").jobsOf(1).wants(shotd.CodeFailureLimit),
 				st("hit"),                           // a cache hit renders nothing: never refused for failures
 				after(23*time.Hour - 2*time.Minute), // the first failure left the day
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				st("render").wants(shotd.CodeFailureLimit).retry(3600),
 			},
 		},
@@ -277,8 +277,8 @@ func TestAdmitLimits(t *testing.T) {
 			name: "no daily bound when zero",
 			plan: func(p *shotd.Plan) { p.FailuresPerMinute = 100; p.FailuresPerDay = 0 },
 			steps: []step{
-				st("render").n(5), st("settle").out(actors.Failed).n(5),
-				st("render").n(5), st("settle").out(actors.Failed).n(5),
+				st("render").n(5), st("settle").out(shotd.OutcomeFailed).n(5),
+				st("render").n(5), st("settle").out(shotd.OutcomeFailed).n(5),
 				st("render"),
 			},
 		},
@@ -287,7 +287,7 @@ func TestAdmitLimits(t *testing.T) {
 			plan: func(p *shotd.Plan) { p.FailuresPerMinute = 1 },
 			steps: []step{
 				st("render").n(3), st("settle").out(released).n(3),
-				st("render"), st("settle").out(actors.Failed),
+				st("render"), st("settle").out(shotd.OutcomeFailed),
 				st("render").wants(shotd.CodeFailureLimit),
 			},
 		},
@@ -298,7 +298,7 @@ func TestAdmitLimits(t *testing.T) {
 				st("render").conc(1),
 				st("render").conc(0),
 				st("render").wants(shotd.CodeConcurrencyLimit).retry(1).conc(0),
-				st("settle").out(actors.Succeeded).conc(1),
+				st("settle").out(shotd.OutcomeSucceeded).conc(1),
 				st("render").conc(0),
 			},
 		},
@@ -324,8 +324,8 @@ func TestAdmitLimits(t *testing.T) {
 			name: "monthly quota",
 			plan: func(p *shotd.Plan) { p.MonthlyQuota = 2 },
 			steps: []step{
-				st("render").quota(1), st("settle").out(actors.Succeeded).quota(1),
-				st("render").quota(0), st("settle").out(actors.Succeeded).quota(0),
+				st("render").quota(1), st("settle").out(shotd.OutcomeSucceeded).quota(1),
+				st("render").quota(0), st("settle").out(shotd.OutcomeSucceeded).quota(0),
 				st("render").wants(shotd.CodeQuotaExceeded).quota(0),
 				st("jobs").jobsOf(1).wants(shotd.CodeQuotaExceeded),
 			},
@@ -336,9 +336,9 @@ func TestAdmitLimits(t *testing.T) {
 			steps: []step{
 				st("render").n(2).quota(0),
 				st("render").wants(shotd.CodeQuotaExceeded),
-				st("settle").out(actors.Failed).quota(1), // released, not billed
-				st("settle").out(actors.CacheHit).quota(2),
-				st("render").n(2), st("settle").out(actors.Succeeded).n(2).quota(0),
+				st("settle").out(shotd.OutcomeFailed).quota(1), // released, not billed
+				st("settle").out(shotd.OutcomeCacheHit).quota(2),
+				st("render").n(2), st("settle").out(shotd.OutcomeSucceeded).n(2).quota(0),
 				st("render").wants(shotd.CodeQuotaExceeded),
 			},
 		},
@@ -346,7 +346,7 @@ func TestAdmitLimits(t *testing.T) {
 			name: "the billing period resets",
 			plan: func(p *shotd.Plan) { p.MonthlyQuota = 1 },
 			steps: []step{
-				st("render"), st("settle").out(actors.Succeeded),
+				st("render"), st("settle").out(shotd.OutcomeSucceeded),
 				st("render").wants(shotd.CodeQuotaExceeded),
 				after(32 * 24 * time.Hour),
 				st("render").quota(0),
@@ -362,7 +362,7 @@ func TestAdmitLimits(t *testing.T) {
 				st("render").rate(5).quota(0).conc(0), // holds the only slot and the quota
 				st("hit").rate(4).quota(0).conc(0),
 				st("render").wants(shotd.CodeQuotaExceeded).rate(3),
-				st("settle").out(actors.Failed).quota(1).conc(1),
+				st("settle").out(shotd.OutcomeFailed).quota(1).conc(1),
 				st("render").wants(shotd.CodeFailureLimit).rate(3),
 				st("hit").rate(2).quota(1).conc(1),
 				st("hit").need(shotd.FeaturePDF).wants(shotd.CodeFeatureNotAvailable).rate(2),
@@ -391,18 +391,18 @@ func TestAdmitLimits(t *testing.T) {
 			for i, s := range tt.steps {
 				for r := range max(s.times, 1) {
 					var (
-						limits actors.LimitsSnapshot
+						limits shotd.LimitsSnapshot
 						err    error
-						res    *actors.AdmitResult
+						res    *shotd.AdmitResult
 					)
 					switch s.op {
 					case "advance":
 						clock.Advance(s.advance)
 						continue
 					case "render", "status", "jobs", "hit":
-						kind := map[string]actors.AdmitKind{"render": actors.AdmitRender, "status": actors.AdmitStatus,
-							"jobs": actors.AdmitJobs, "hit": actors.AdmitCacheHit}[s.op]
-						res, limits, err = h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: kind, Jobs: s.jobs, Features: s.features})
+						kind := map[string]shotd.AdmitKind{"render": shotd.AdmitRender, "status": shotd.AdmitStatus,
+							"jobs": shotd.AdmitJobs, "hit": shotd.AdmitCacheHit}[s.op]
+						res, limits, err = h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: kind, Jobs: s.jobs, Features: s.features})
 						if err == nil && s.op == "render" {
 							held = append(held, res.Ticket)
 						}
@@ -426,7 +426,7 @@ func TestAdmitLimits(t *testing.T) {
 	}
 }
 
-func checkLimits(t *testing.T, i int, s step, err error, l actors.LimitsSnapshot, now time.Time) {
+func checkLimits(t *testing.T, i int, s step, err error, l shotd.LimitsSnapshot, now time.Time) {
 	t.Helper()
 	if s.retryAfter >= 0 {
 		if got := shotd.AsError(err).RetryAfter; got != s.retryAfter {
@@ -478,7 +478,7 @@ func TestQuotaExactUnderConcurrency(t *testing.T) {
 				wg.Go(func() {
 					<-start
 					for {
-						res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+						res, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 						if codeOf(err) == shotd.CodeQuotaExceeded {
 							exceeded.Add(1)
 							return
@@ -488,15 +488,15 @@ func TestQuotaExactUnderConcurrency(t *testing.T) {
 							return
 						}
 						time.Sleep(time.Duration(rand.IntN(2000)) * time.Microsecond) // the render
-						o := actors.Succeeded
+						o := shotd.OutcomeSucceeded
 						if rand.Float64() < tt.failRate {
-							o = actors.Failed
+							o = shotd.OutcomeFailed
 						}
 						if _, err := h.accounts.Settle(acc.ID, res.Ticket, o); err != nil {
 							other.Add(1)
 							return
 						}
-						if o == actors.Succeeded {
+						if o == shotd.OutcomeSucceeded {
 							succeeded.Add(1)
 							return
 						}
@@ -515,7 +515,7 @@ func TestQuotaExactUnderConcurrency(t *testing.T) {
 			if u.Quota.Used != 10 || u.Quota.Remaining != 0 || u.Renders.Succeeded != 10 {
 				t.Fatalf("usage %+v, want 10 used and none remaining", u.Quota)
 			}
-			stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded >= 10 })
+			stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Succeeded >= 10 })
 			if stored.Used != 10 || stored.Succeeded != 10 || stored.BonusUsed != 0 {
 				t.Fatalf("stored usage %+v, want exactly 10 billed", stored)
 			}
@@ -533,25 +533,25 @@ func TestBonusAfterQuota(t *testing.T) {
 	succeed := func(n int) {
 		t.Helper()
 		for range n {
-			h.render(t, h.fresh(t, acc.ID), plan, actors.Succeeded)
+			h.render(t, h.fresh(t, acc.ID), plan, shotd.OutcomeSucceeded)
 		}
 	}
 	refused := func() {
 		t.Helper()
-		_, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender})
+		_, _, err := h.accounts.Admit(shotd.Admission{Account: h.fresh(t, acc.ID), Plan: plan, Kind: shotd.AdmitRender})
 		if codeOf(err) != shotd.CodeQuotaExceeded {
 			t.Fatalf("got %v, want quota_exceeded", err)
 		}
 	}
 
 	succeed(2)
-	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded == 2 })
+	stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Succeeded == 2 })
 	if stored.Used != 2 || stored.BonusUsed != 0 || h.fresh(t, acc.ID).BonusScreenshots != 1 {
 		t.Fatalf("after the plan quota: %+v, bonus %d; want the bonus untouched", stored, h.fresh(t, acc.ID).BonusScreenshots)
 	}
 	succeed(1)
 	refused()
-	stored = h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Succeeded == 3 })
+	stored = h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Succeeded == 3 })
 	if stored.Used != 2 || stored.BonusUsed != 1 || h.fresh(t, acc.ID).BonusScreenshots != 0 {
 		t.Fatalf("after the bonus: %+v, bonus %d", stored, h.fresh(t, acc.ID).BonusScreenshots)
 	}
@@ -576,24 +576,24 @@ func TestStaleBonusRecord(t *testing.T) {
 	acc := h.account(t, plan.Name, 1)
 	stale := h.fresh(t, acc.ID) // bonus 1
 	for range 2 {
-		h.render(t, h.fresh(t, acc.ID), plan, actors.Succeeded)
+		h.render(t, h.fresh(t, acc.ID), plan, shotd.OutcomeSucceeded)
 	}
-	h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.BonusUsed == 1 })
+	h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.BonusUsed == 1 })
 	time.Sleep(50 * time.Millisecond) // the write's report reaches the actor: nothing is pending
 	if _, err := h.accounts.Usage(h.fresh(t, acc.ID), plan); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := h.accounts.Admit(&actors.Admit{Account: stale, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
+	if _, _, err := h.accounts.Admit(shotd.Admission{Account: stale, Plan: plan, Kind: shotd.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
 		t.Fatalf("with a stale record: %v, want quota_exceeded", err)
 	}
 	// An operator's grant is usable by the next request that carries it.
-	if _, _, err := h.accounts.Admit(&actors.Admit{Account: h.fresh(t, acc.ID), Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
+	if _, _, err := h.accounts.Admit(shotd.Admission{Account: h.fresh(t, acc.ID), Plan: plan, Kind: shotd.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
 		t.Fatalf("without bonus: %v", err)
 	}
 	h.setBonus(t, acc.ID, 1)
-	h.render(t, h.fresh(t, acc.ID), plan, actors.Succeeded) // after the grant
+	h.render(t, h.fresh(t, acc.ID), plan, shotd.OutcomeSucceeded) // after the grant
 	// And the stale record once more, now while the debit may still be on its way to the disk.
-	if _, _, err := h.accounts.Admit(&actors.Admit{Account: stale, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
+	if _, _, err := h.accounts.Admit(shotd.Admission{Account: stale, Plan: plan, Kind: shotd.AdmitRender}); codeOf(err) != shotd.CodeQuotaExceeded {
 		t.Fatalf("with a stale record during a write: %v, want quota_exceeded", err)
 	}
 }
@@ -605,7 +605,7 @@ func TestNotBilled(t *testing.T) {
 	plan := testPlan("free")
 	plan.MonthlyQuota = 1
 	acc := h.account(t, plan.Name, 0)
-	for _, o := range []actors.Outcome{actors.Failed, actors.CacheHit, actors.Released, actors.Failed, actors.CacheHit} {
+	for _, o := range []shotd.Outcome{shotd.OutcomeFailed, shotd.OutcomeCacheHit, shotd.OutcomeReleased, shotd.OutcomeFailed, shotd.OutcomeCacheHit} {
 		h.render(t, acc, plan, o)
 	}
 	u, err := h.accounts.Usage(acc, plan)
@@ -615,17 +615,17 @@ func TestNotBilled(t *testing.T) {
 	if u.Quota.Used != 0 || u.Quota.Remaining != 1 || u.Renders.Succeeded != 0 || u.Renders.Failed != 2 || u.Renders.CacheHits != 2 {
 		t.Fatalf("usage %+v %+v: want nothing billed, 2 failed, 2 cache hits", u.Quota, u.Renders)
 	}
-	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.Failed == 2 && u.CacheHits == 2 })
+	stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Failed == 2 && u.CacheHits == 2 })
 	if stored.Used != 0 || stored.Succeeded != 0 {
 		t.Fatalf("stored %+v: want nothing billed", stored)
 	}
 	// Settling twice changes nothing.
-	res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+	res, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for range 2 {
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, shotd.OutcomeSucceeded); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -642,7 +642,7 @@ func TestCacheHitAdmission(t *testing.T) {
 	plan.MonthlyQuota, plan.Concurrency = 1, 1
 	acc := h.account(t, plan.Name, 0)
 	for range 3 {
-		res, l, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitCacheHit})
+		res, l, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitCacheHit})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -657,12 +657,12 @@ func TestCacheHitAdmission(t *testing.T) {
 	if u.Quota.Used != 0 || u.Quota.Remaining != 1 || u.Renders.CacheHits != 3 || u.Renders.Succeeded != 0 {
 		t.Fatalf("usage %+v %+v: want 3 hits, nothing billed or reserved", u.Quota, u.Renders)
 	}
-	stored := h.waitStored(t, acc, time.Now(), func(u store.Usage) bool { return u.CacheHits == 3 })
+	stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.CacheHits == 3 })
 	if stored.Used != 0 || stored.Succeeded != 0 {
 		t.Fatalf("stored %+v: want nothing billed", stored)
 	}
 	// The render it did not reserve for is still admitted.
-	h.render(t, acc, plan, actors.Succeeded)
+	h.render(t, acc, plan, shotd.OutcomeSucceeded)
 }
 
 // TestQuotaSurvivesRestart: what was billed is in bbolt; a new actor system on the same data
@@ -675,11 +675,11 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 
 	h := startAccounts(t, dir, nil, 0)
 	acc := h.account(t, plan.Name, 0)
-	for _, o := range []actors.Outcome{actors.Succeeded, actors.Failed, actors.Succeeded, actors.CacheHit, actors.Succeeded} {
+	for _, o := range []shotd.Outcome{shotd.OutcomeSucceeded, shotd.OutcomeFailed, shotd.OutcomeSucceeded, shotd.OutcomeCacheHit, shotd.OutcomeSucceeded} {
 		h.render(t, acc, plan, o)
 	}
 	h.stop(t)
-	if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeServiceUnavailable {
+	if _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}); codeOf(err) != shotd.CodeServiceUnavailable {
 		t.Fatalf("admit after close: %v, want service_unavailable", err)
 	}
 
@@ -692,7 +692,7 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 		t.Fatalf("after restart: %+v %+v; want 3 used, 2 remaining, 3/1/1 renders", u.Quota, u.Renders)
 	}
 	for i := range 3 {
-		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		res, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 		if i == 2 {
 			if codeOf(err) != shotd.CodeQuotaExceeded {
 				t.Fatalf("render 6: %v, want quota_exceeded", err)
@@ -702,7 +702,7 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 		if err != nil {
 			t.Fatalf("render %d: %v", 4+i, err)
 		}
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, shotd.OutcomeSucceeded); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -738,13 +738,13 @@ type slowUsage struct {
 	fail    error
 }
 
-func (s *slowUsage) Usage(acc shotd.Account, now time.Time) (store.Usage, error) {
+func (s *slowUsage) Usage(acc shotd.Account, now time.Time) (shotd.Usage, error) {
 	s.loads.Add(1)
 	if s.release != nil {
 		<-s.release
 	}
 	if s.fail != nil {
-		return store.Usage{}, s.fail
+		return shotd.Usage{}, s.fail
 	}
 	return s.Store.Usage(acc, now)
 }
@@ -755,14 +755,14 @@ type memUsage struct {
 	succeeded atomic.Int64
 }
 
-func (m *memUsage) Usage(acc shotd.Account, now time.Time) (store.Usage, error) {
+func (m *memUsage) Usage(acc shotd.Account, now time.Time) (shotd.Usage, error) {
 	m.loads.Add(1)
-	start, end := store.BillingPeriod(acc.CreatedAt, now)
+	start, end := shotd.BillingPeriod(acc.CreatedAt, now)
 	n := int(m.succeeded.Load())
-	return store.Usage{PeriodStart: start, PeriodEnd: end, Used: n, Succeeded: n}, nil
+	return shotd.Usage{PeriodStart: start, PeriodEnd: end, Used: n, Succeeded: n}, nil
 }
 
-func (m *memUsage) RecordUsage(acc shotd.Account, now time.Time, d store.UsageDelta, quota int) (store.Usage, shotd.Account, error) {
+func (m *memUsage) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int) (shotd.Usage, shotd.Account, error) {
 	m.succeeded.Add(int64(d.Succeeded))
 	u, _ := m.Usage(acc, now)
 	m.loads.Add(-1)
@@ -780,8 +780,8 @@ func TestLimitsUnavailable(t *testing.T) {
 		h := startAccountsOn(t, t.TempDir(), func(s *store.Store) actors.UsageStore { su.Store = s; return su }, actors.AccountsConfig{})
 		plan := testPlan("down")
 		acc := h.account(t, plan.Name, 0)
-		for _, kind := range []actors.AdmitKind{actors.AdmitRender, actors.AdmitJobs, actors.AdmitStatus} {
-			if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: kind, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
+		for _, kind := range []shotd.AdmitKind{shotd.AdmitRender, shotd.AdmitJobs, shotd.AdmitStatus} {
+			if _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: kind, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
 				t.Fatalf("kind %v: %v, want service_unavailable", kind, err)
 			}
 		}
@@ -794,8 +794,8 @@ func TestLimitsUnavailable(t *testing.T) {
 		plan.Concurrency, plan.QueueLimit = 1, 1
 		acc := h.account(t, plan.Name, 0)
 		begin := time.Now()
-		for _, kind := range []actors.AdmitKind{actors.AdmitRender, actors.AdmitJobs} {
-			if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: kind, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
+		for _, kind := range []shotd.AdmitKind{shotd.AdmitRender, shotd.AdmitJobs} {
+			if _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: kind, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
 				t.Fatalf("kind %v: %v, want service_unavailable", kind, err)
 			}
 		}
@@ -804,17 +804,17 @@ func TestLimitsUnavailable(t *testing.T) {
 		}
 		close(su.release) // the actor now handles the two late Admits
 		// Neither late Admit may hold the only slot, queue place or any quota.
-		res, l, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		res, l, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 		if err != nil {
 			t.Fatalf("render after recovery: %v (limits %+v)", err, l)
 		}
 		if l.QuotaRemaining != 99 || l.ConcurrencyRemaining != 0 {
 			t.Fatalf("limits %+v: the late admission still holds something", l)
 		}
-		if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitJobs, Jobs: 1}); err != nil {
+		if _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitJobs, Jobs: 1}); err != nil {
 			t.Fatalf("job after recovery: %v", err)
 		}
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Released); err != nil {
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, shotd.OutcomeReleased); err != nil {
 			t.Fatal(err)
 		}
 	})
@@ -831,11 +831,11 @@ func TestLateJobAdmissionGrantsNothing(t *testing.T) {
 	plan.QueueLimit = 1
 	acc := h.account(t, plan.Name, 0)
 	time.AfterFunc(850*time.Millisecond, func() { close(su.release) })
-	if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitJobs, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
+	if _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitJobs, Jobs: 1}); codeOf(err) != shotd.CodeServiceUnavailable {
 		t.Fatalf("a job admission handled at 85%% of the wait: %v, want service_unavailable", err)
 	}
 	// The only queue place is free.
-	if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitJobs, Jobs: 1}); err != nil {
+	if _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitJobs, Jobs: 1}); err != nil {
 		t.Fatalf("job after the late one: %v", err)
 	}
 }
@@ -850,12 +850,12 @@ func TestPassivation(t *testing.T) {
 			actors.AccountsConfig{Idle: 30 * time.Millisecond})
 		plan := testPlan("idle")
 		acc := h.account(t, plan.Name, 0)
-		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		res, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 		if err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(150 * time.Millisecond) // idle checks while busy: no passivation
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, shotd.OutcomeSucceeded); err != nil {
 			t.Fatal(err)
 		}
 		if su.loads.Load() != 1 {
@@ -884,15 +884,15 @@ func TestPassivation(t *testing.T) {
 		plan := testPlan("daily")
 		plan.FailuresPerDay = 1
 		acc := h.account(t, plan.Name, 0)
-		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		res, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Failed); err != nil {
+		if _, err := h.accounts.Settle(acc.ID, res.Ticket, shotd.OutcomeFailed); err != nil {
 			t.Fatal(err)
 		}
 		time.Sleep(200 * time.Millisecond) // idle, but holding the day's failure
-		if _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}); codeOf(err) != shotd.CodeFailureLimit {
+		if _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}); codeOf(err) != shotd.CodeFailureLimit {
 			t.Fatalf("after the idle time: %v, want failure_limit", err)
 		}
 		if su.loads.Load() != 1 {
@@ -915,12 +915,12 @@ func TestPassivation(t *testing.T) {
 				for range 400 {
 					// Around the idle time, so that admissions often cross an idle report.
 					time.Sleep(time.Duration(800+rand.IntN(600)) * time.Microsecond)
-					res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+					res, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 					if err != nil {
 						t.Errorf("admit: %v", err)
 						return
 					}
-					if _, err := h.accounts.Settle(acc.ID, res.Ticket, actors.Succeeded); err != nil {
+					if _, err := h.accounts.Settle(acc.ID, res.Ticket, shotd.OutcomeSucceeded); err != nil {
 						t.Errorf("settle: %v", err)
 						return
 					}
@@ -955,9 +955,9 @@ func TestCloseRefusesLater(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ask := range []func() error{
-		func() error { _, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan}); return err },
+		func() error { _, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan}); return err },
 		func() error { _, err := h.accounts.Usage(acc, plan); return err },
-		func() error { _, err := h.accounts.Settle(acc.ID, 1, actors.Released); return err },
+		func() error { _, err := h.accounts.Settle(acc.ID, 1, shotd.OutcomeReleased); return err },
 	} {
 		if err := ask(); codeOf(err) != shotd.CodeServiceUnavailable {
 			t.Fatalf("after close: %v", err)

@@ -190,9 +190,9 @@ func (a *Accounts) ask(msg any) (any, error) {
 // the same mailboxes, so it always finds the ticket); the actor also refuses an Admit it handles
 // after its Deadline, three quarters into the timeout, which keeps a late job admission from
 // holding queue places.
-func (a *Accounts) Admit(m *Admit) (*AdmitResult, LimitsSnapshot, error) {
-	msg := *m
-	if msg.Kind == AdmitRender {
+func (a *Accounts) Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error) {
+	msg := Admit{Admission: req}
+	if msg.Kind == shotd.AdmitRender {
 		msg.Ticket = a.tickets.Add(1) &^ (1 << 63)
 	}
 	// The actor grants nothing after Deadline, which comes a quarter of the timeout before the
@@ -202,53 +202,40 @@ func (a *Accounts) Admit(m *Admit) (*AdmitResult, LimitsSnapshot, error) {
 	msg.Deadline = time.Now().Add(a.timeout - a.timeout/4)
 	res, err := a.ask(&msg)
 	if err != nil {
-		if msg.Kind == AdmitRender {
-			a.sys.Root.Send(a.router, &Settle{AccountID: m.Account.ID, Ticket: msg.Ticket, Outcome: Released})
+		if msg.Kind == shotd.AdmitRender {
+			a.sys.Root.Send(a.router, &Settle{AccountID: req.Account.ID, Ticket: msg.Ticket, Outcome: shotd.OutcomeReleased})
 		}
-		return nil, LimitsSnapshot{}, err
+		return nil, shotd.LimitsSnapshot{}, err
 	}
 	switch r := res.(type) {
-	case *AdmitResult:
+	case *shotd.AdmitResult:
 		return r, r.Limits, nil
 	case *Denied:
 		return nil, r.Limits, r.Err
 	}
-	return nil, LimitsSnapshot{}, shotd.Errorf(shotd.CodeServiceUnavailable, "the limits service answered unexpectedly")
+	return nil, shotd.LimitsSnapshot{}, shotd.Errorf(shotd.CodeServiceUnavailable, "the limits service answered unexpectedly")
 }
 
 // Settle ends an admitted render.
-func (a *Accounts) Settle(accountID string, ticket uint64, o Outcome) (LimitsSnapshot, error) {
+func (a *Accounts) Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.LimitsSnapshot, error) {
 	res, err := a.ask(&Settle{AccountID: accountID, Ticket: ticket, Outcome: o})
 	if err != nil {
-		return LimitsSnapshot{}, err
+		return shotd.LimitsSnapshot{}, err
 	}
 	if r, ok := res.(*SettleResult); ok {
 		return r.Limits, nil
 	}
-	return LimitsSnapshot{}, shotd.Errorf(shotd.CodeServiceUnavailable, "the limits service answered unexpectedly")
+	return shotd.LimitsSnapshot{}, shotd.Errorf(shotd.CodeServiceUnavailable, "the limits service answered unexpectedly")
 }
 
 // Usage returns the usage record of the account for its current period.
-func (a *Accounts) Usage(acc shotd.Account, plan shotd.Plan) (*UsageResult, error) {
+func (a *Accounts) Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error) {
 	res, err := a.ask(&GetUsage{Account: acc, Plan: plan})
 	if err != nil {
 		return nil, err
 	}
-	if r, ok := res.(*UsageResult); ok {
+	if r, ok := res.(*shotd.UsageReport); ok {
 		return r, nil
 	}
 	return nil, shotd.Errorf(shotd.CodeServiceUnavailable, "the limits service answered unexpectedly")
-}
-
-// OutcomeOf classifies a render error for billing and the failure window: errors of the service
-// itself (busy, unavailable, limits down) are released, not counted against the account.
-func OutcomeOf(err error) Outcome {
-	if err == nil {
-		return Succeeded
-	}
-	switch shotd.CodeOf(err) {
-	case shotd.CodeRendererBusy, shotd.CodeRendererUnavailable, shotd.CodeServiceUnavailable:
-		return Released
-	}
-	return Failed
 }

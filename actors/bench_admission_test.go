@@ -15,17 +15,17 @@ import (
 func BenchmarkAdmission(b *testing.B) {
 	tests := []struct {
 		name    string
-		outcome actors.Outcome
+		outcome shotd.Outcome
 	}{
-		{"billed", actors.Succeeded}, // the usage write runs beside the actor, off the request path
-		{"released", actors.Released},
+		{"billed", shotd.OutcomeSucceeded}, // the usage write runs beside the actor, off the request path
+		{"released", shotd.OutcomeReleased},
 	}
 	for _, tt := range tests {
 		b.Run(tt.name, func(b *testing.B) {
 			h := startAccounts(b, b.TempDir(), nil, 0)
 			plan := benchPlan()
 			acc := h.account(b, plan.Name, 0)
-			m := &actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}
+			m := shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}
 			// Warm up: the account actor is spawned and its usage loaded on first use.
 			admitSettle(b, h.accounts, m, tt.outcome)
 
@@ -53,7 +53,7 @@ func BenchmarkAdmissionWithKey(b *testing.B) {
 		if err != nil || !shotd.VerifySignature(k.SecretKey, "/api/v1/screenshot", ps, sig) {
 			b.Fatalf("lookup: %v", err)
 		}
-		admitSettle(b, h.accounts, &actors.Admit{Account: a, Plan: plan, Kind: actors.AdmitRender}, actors.Succeeded)
+		admitSettle(b, h.accounts, shotd.Admission{Account: a, Plan: plan, Kind: shotd.AdmitRender}, shotd.OutcomeSucceeded)
 	}
 	round()
 	timeRounds(b, round)
@@ -65,13 +65,13 @@ func BenchmarkAdmissionParallel(b *testing.B) {
 	h := startAccounts(b, b.TempDir(), nil, 0)
 	plan := benchPlan()
 	acc := h.account(b, plan.Name, 0)
-	m := &actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender}
-	admitSettle(b, h.accounts, m, actors.Released)
+	m := shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}
+	admitSettle(b, h.accounts, m, shotd.OutcomeReleased)
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
 		for pb.Next() {
-			admitSettle(b, h.accounts, m, actors.Released)
+			admitSettle(b, h.accounts, m, shotd.OutcomeReleased)
 		}
 	})
 }
@@ -85,7 +85,7 @@ func benchPlan() shotd.Plan {
 }
 
 // admitSettle admits m and settles its ticket with o.
-func admitSettle(tb testing.TB, a *actors.Accounts, m *actors.Admit, o actors.Outcome) {
+func admitSettle(tb testing.TB, a *actors.Accounts, m shotd.Admission, o shotd.Outcome) {
 	tb.Helper()
 	res, l, err := a.Admit(m)
 	if err != nil {

@@ -104,7 +104,7 @@ func (b *browserActor) Receive(ctx actor.Context) {
 		}
 		b.relaunchAfter(ctx, d)
 	case *ListBrowsers:
-		info := BrowserInfo{ID: b.id, Gen: b.gen, Up: b.browser != nil && !b.draining, Inflight: b.inflight, Renders: b.renders}
+		info := shotd.BrowserInfo{ID: b.id, Gen: b.gen, Up: b.browser != nil && !b.draining, Inflight: b.inflight, Renders: b.renders}
 		if b.browser != nil {
 			info.PID = b.browser.PID()
 		}

@@ -33,18 +33,14 @@ type JobsConfig struct {
 	// nil: such jobs are refused, since their credentials could not be kept.
 	Secrets Secrets
 	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
-	Ended func(store.Job)
+	Ended func(shotd.Job)
 	Log   zerolog.Logger
 }
 
-// SubmitJobs queues background renders: one for async=true, one per item for bulk. The caller
-// has admitted them (AdmitJobs). The reply is a *SubmitJobsResult.
+// SubmitJobs queues the background renders of a request, which the caller has admitted
+// (AdmitJobs). The reply is a *SubmitJobsResult.
 type SubmitJobs struct {
-	Account   shotd.Account
-	Plan      shotd.Plan
-	AccessKey string
-	Options   []*shotd.Options
-	Batch     bool
+	shotd.JobRequest
 	// StoreBy: the jobs are written only when the write starts before it; later they are refused
 	// with service_unavailable and their admission is given back. A caller that stopped waiting
 	// (and told its client so) thus never leaves a job behind. Zero: no bound.
@@ -53,8 +49,8 @@ type SubmitJobs struct {
 
 // SubmitJobsResult answers SubmitJobs once the jobs are durable.
 type SubmitJobsResult struct {
-	Jobs  []store.Job
-	Batch *store.Batch
+	Jobs  []shotd.Job
+	Batch *shotd.Batch
 	Err   error
 }
 
@@ -62,7 +58,7 @@ type SubmitJobsResult struct {
 const storeWait = 30 * time.Second
 
 type jobsCreated struct {
-	jobs    []store.Job
+	jobs    []shotd.Job
 	account shotd.Account
 	plan    shotd.Plan
 }
@@ -70,13 +66,13 @@ type jobsCreated struct {
 type jobDone struct {
 	jobID     string
 	accountID string
-	outcome   Outcome
+	outcome   shotd.Outcome
 	webhook   bool
 }
 
 // pendingJob is what the job actor keeps of a job between its creation and its slot.
 type pendingJob struct {
-	job     store.Job
+	job     shotd.Job
 	account shotd.Account
 	plan    shotd.Plan
 }
@@ -89,7 +85,7 @@ type jobActor struct {
 	cfg     JobsConfig
 	owner   *Jobs
 	pending map[string]*pendingJob
-	restore []store.Job
+	restore []shotd.Job
 }
 
 func (a *jobActor) Receive(ctx actor.Context) {
@@ -117,7 +113,7 @@ func (a *jobActor) Receive(ctx actor.Context) {
 			a.owner.rendering.Add(-1)
 			// Stopping: the job stays queued in the store and runs after the restart. Give the
 			// slot back without billing.
-			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: Released, Started: true})
+			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: shotd.OutcomeReleased, Started: true})
 		}
 	case *jobDone:
 		ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: m.accountID, JobID: m.jobID, Outcome: m.outcome, Started: true})
@@ -129,7 +125,7 @@ func (a *jobActor) Receive(ctx actor.Context) {
 
 // restoreJobs re-registers the jobs found unfinished at start with their accounts.
 func (a *jobActor) restoreJobs(ctx actor.Context) {
-	byAccount := map[string][]store.Job{}
+	byAccount := map[string][]shotd.Job{}
 	for _, j := range a.restore {
 		byAccount[j.AccountID] = append(byAccount[j.AccountID], j)
 	}
@@ -156,10 +152,10 @@ func (a *jobActor) restoreJobs(ctx actor.Context) {
 
 func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 	now := time.Now().UTC()
-	jobs := make([]store.Job, 0, len(m.Options))
-	var batch *store.Batch
+	jobs := make([]shotd.Job, 0, len(m.Options))
+	var batch *shotd.Batch
 	if m.Batch {
-		batch = &store.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
+		batch = &shotd.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
 	}
 	for i, o := range m.Options {
 		raw, err := a.marshalOptions(o)
@@ -167,14 +163,14 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 			ctx.Respond(&SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
 			return
 		}
-		j := store.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
-			Status: store.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.S1.ExternalIdentifier}
+		j := shotd.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
+			Status: shotd.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.S1.ExternalIdentifier}
 		if batch != nil {
 			j.BatchID = batch.BatchID
 			batch.JobIDs = append(batch.JobIDs, j.JobID)
 		}
 		if o.WebhookURL != "" {
-			j.Webhook = &store.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.S1.NoWebhookErrors}
+			j.Webhook = &shotd.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.S1.NoWebhookErrors}
 		}
 		jobs = append(jobs, j)
 	}
@@ -183,14 +179,14 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 	if !a.owner.goRun(func() {
 		if !m.StoreBy.IsZero() && time.Now().After(m.StoreBy) {
 			for _, j := range jobs {
-				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: shotd.OutcomeReleased})
 			}
 			root.Send(sender, &SubmitJobsResult{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the job queue is too busy to take jobs now")})
 			return
 		}
 		if err := st.CreateJobs(jobs, batch); err != nil {
 			for _, j := range jobs { // give the admitted places and reservations back
-				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+				root.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: shotd.OutcomeReleased})
 			}
 			root.Send(sender, &SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
 			return
@@ -199,7 +195,7 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 		root.Send(sender, &SubmitJobsResult{Jobs: jobs, Batch: batch})
 	}) {
 		for _, j := range jobs {
-			ctx.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: Released})
+			ctx.Send(accounts, &SettleJob{AccountID: acc.ID, JobID: j.JobID, Outcome: shotd.OutcomeReleased})
 		}
 		ctx.Respond(&SubmitJobsResult{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the service is stopping")})
 	}
@@ -209,12 +205,12 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) {
 	j := p.job
 	log := a.cfg.Log.With().Str("job", j.JobID).Str("account", j.AccountID).Logger()
-	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
 		log.Error().Err(err).Msg("job to rendering")
 	}
 	var o shotd.Options
-	var result *store.JobResult
-	outcome := Failed
+	var result *shotd.JobResult
+	outcome := shotd.OutcomeFailed
 	err := json.Unmarshal(j.Options, &o)
 	if err == nil && o.Store && a.cfg.Secrets != nil {
 		err = a.cfg.Secrets.OpenOptions(&o) // storage_failed when the key changed: said, not lost
@@ -229,7 +225,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		// shutdown): the job stays "rendering" in the store and is queued again at the next
 		// start, as a killed run's would be. Not failed, not billed, no webhook.
 		log.Info().Err(err).Msg("job interrupted by the shutdown; queued again at the next start")
-		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
+		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: shotd.OutcomeReleased})
 		return
 	}
 	final, uerr := a.recordEnd(j.JobID, result, err)
@@ -237,13 +233,13 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		// The job stays "rendering" in the store, to be rendered again at the next start: this
 		// run neither bills it nor delivers a webhook, so that the next one may.
 		log.Error().Err(uerr).Msg("job end not recorded; queued again at the next start")
-		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: Released})
+		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: shotd.OutcomeReleased})
 		return
 	}
 	if err != nil {
 		log.Info().Str("code", string(shotd.CodeOf(err))).Msg("job failed")
 	}
-	if final.Status == store.JobSucceeded {
+	if final.Status == shotd.JobSucceeded {
 		a.owner.succeeded.Add(1)
 	} else {
 		a.owner.failed.Add(1)
@@ -256,16 +252,16 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 
 // recordEnd writes a job's end in one transaction: succeeded with result, or failed with err's
 // code and message; a webhook, if the job has one, becomes pending.
-func (a *jobActor) recordEnd(jobID string, result *store.JobResult, err error) (store.Job, error) {
-	return a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+func (a *jobActor) recordEnd(jobID string, result *shotd.JobResult, err error) (shotd.Job, error) {
+	return a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
 		if err != nil {
 			e := shotd.AsError(err)
-			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = store.JobFailed, string(e.Code), e.Message, nil
+			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = shotd.JobFailed, string(e.Code), e.Message, nil
 		} else {
-			j.Status, j.Result, j.ErrorCode, j.ErrorMessage = store.JobSucceeded, result, "", ""
+			j.Status, j.Result, j.ErrorCode, j.ErrorMessage = shotd.JobSucceeded, result, "", ""
 		}
 		if j.Webhook != nil {
-			j.Webhook.Status = store.WebhookPending
+			j.Webhook.Status = shotd.WebhookPending
 		}
 		return nil
 	})
@@ -273,7 +269,7 @@ func (a *jobActor) recordEnd(jobID string, result *store.JobResult, err error) (
 
 // failRestored ends jobs found at start that can never run, off the mailbox: each failed with
 // err in its own transaction, its webhook delivered.
-func (a *jobActor) failRestored(jobs []store.Job, err error) {
+func (a *jobActor) failRestored(jobs []shotd.Job, err error) {
 	a.owner.goRun(func() {
 		for _, j := range jobs {
 			final, uerr := a.recordEnd(j.JobID, nil, err)
@@ -290,14 +286,14 @@ func (a *jobActor) failRestored(jobs []store.Job, err error) {
 
 // render renders (or serves from the cache) and stores the file. A busy or restarting browser
 // pool is waited out: a job waits, it does not fail for the service's own load.
-func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult, Outcome, error) {
+func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult, shotd.Outcome, error) {
 	var cacheKey string
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
 		// A copy older than this job's cache_ttl is a miss: the render below replaces it.
 		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey, o.CacheTTL); err == nil && ok {
 			r := a.cfg.Store.ResultOf(rec, "HIT")
-			return &r, CacheHit, nil
+			return &r, shotd.OutcomeCacheHit, nil
 		}
 	}
 	deadline := time.Now().Add(a.cfg.BusyRetry)
@@ -317,27 +313,27 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*store.JobResult,
 		select {
 		case <-time.After(backoff(min(attempt, 3))):
 		case <-a.owner.life.Done():
-			return nil, Released, err
+			return nil, shotd.OutcomeReleased, err
 		}
 	}
 	if err == nil && a.cfg.MaxOutputBytes > 0 && out.Size() > a.cfg.MaxOutputBytes {
 		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), a.cfg.MaxOutputBytes)
 	}
 	if err != nil {
-		return nil, OutcomeOf(err), err
+		return nil, shotd.OutcomeOf(err), err
 	}
 	// The cache may keep the file longer than the file TTL: the result shows the real expiry.
-	var rec store.FileRecord
+	var rec shotd.FileRecord
 	if o.Cache {
 		rec, err = a.cfg.Store.PutCachedFile(accountID, out, a.cfg.FileTTL, cacheKey, o.CacheTTL)
 	} else {
 		rec, err = a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
 	}
 	if err != nil {
-		return nil, Released, store.StoredError(err) // the service's own storage: not the client's failure
+		return nil, shotd.OutcomeReleased, shotd.StoredError(err) // the service's own storage: not the client's failure
 	}
 	r := a.cfg.Store.ResultOf(rec, "MISS")
-	return &r, Succeeded, nil
+	return &r, shotd.OutcomeSucceeded, nil
 }
 
 // Jobs is the front of the job actor.
@@ -360,15 +356,9 @@ type Jobs struct {
 	succeeded, failed atomic.Uint64
 }
 
-// JobStats counts this run's jobs: Queued and Rendering now, Succeeded and Failed since start.
-type JobStats struct {
-	Queued, Rendering int64
-	Succeeded, Failed uint64
-}
-
 // Stats returns the job counts; Queued is the queue depth (jobs waiting for an account slot).
-func (j *Jobs) Stats() JobStats {
-	return JobStats{Queued: j.queued.Load(), Rendering: j.rendering.Load(), Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
+func (j *Jobs) Stats() shotd.JobStats {
+	return shotd.JobStats{Queued: j.queued.Load(), Rendering: j.rendering.Load(), Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
 }
 
 // StartJobs requeues the jobs a previous run left unfinished and spawns the job actor.
@@ -416,25 +406,23 @@ func (j *Jobs) goRun(f func()) bool {
 	return true
 }
 
-// Submit queues jobs durably and returns their records. timeout bounds the time until their write
-// starts (SubmitJobs.StoreBy); past it the jobs are refused with service_unavailable and are not
-// created.
-func (j *Jobs) Submit(m *SubmitJobs, timeout time.Duration) (*SubmitJobsResult, error) {
-	if m.StoreBy.IsZero() {
-		m.StoreBy = time.Now().Add(timeout)
-	}
+// Submit queues the jobs of req durably and returns their records, and their batch when
+// req.Batch. timeout bounds the time until their write starts (SubmitJobs.StoreBy); past it the
+// jobs are refused with service_unavailable and are not created.
+func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job, *shotd.Batch, error) {
+	m := &SubmitJobs{JobRequest: req, StoreBy: time.Now().Add(timeout)}
 	// The write starts by StoreBy or not at all; once started, its outcome is waited for (a bbolt
 	// write ends within storeWait even on a slow disk), so that the answer always tells whether
 	// the jobs exist.
 	res, err := j.sys.Root.RequestFuture(j.pid, m, time.Until(m.StoreBy)+storeWait).Result()
 	if err != nil {
-		return nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job queue did not answer")
+		return nil, nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job queue did not answer")
 	}
 	r, ok := res.(*SubmitJobsResult)
 	if !ok {
-		return nil, shotd.Errorf(shotd.CodeInternalError, "the job queue answered unexpectedly")
+		return nil, nil, shotd.Errorf(shotd.CodeInternalError, "the job queue answered unexpectedly")
 	}
-	return r, r.Err
+	return r.Jobs, r.Batch, r.Err
 }
 
 // cutWait is how long Close waits, after its deadline, for the renders it cancelled: they end

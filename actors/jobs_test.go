@@ -75,7 +75,7 @@ func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetr
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log, PublicURL: "http://shotd.test",
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log, Body: webhookBody,
 		RetryDelays: []time.Duration{50 * time.Millisecond}, Client: &http.Client{Timeout: 2 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
@@ -97,6 +97,12 @@ func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetr
 		sys.Shutdown()
 	})
 	return &jobsEnv{st: st, accounts: accounts, jobs: jobs, webhooks: webhooks}
+}
+
+// webhookBody is a receiver's body of the tests, which look at deliveries, not at their bodies
+// (httpd's tests do).
+func webhookBody(j shotd.Job, event string) ([]byte, error) {
+	return json.Marshal(map[string]string{"job_id": j.JobID, "event": event})
 }
 
 func openStore(t *testing.T, dir string) *store.Store {
@@ -125,24 +131,24 @@ func jobOptions(t *testing.T, js string) *shotd.Options {
 // submitJob admits and submits one job as httpd does.
 func (e *jobsEnv) submitJob(t *testing.T, acc shotd.Account, key shotd.Key, o *shotd.Options) string {
 	t.Helper()
-	if _, _, err := e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: 1}); err != nil {
+	if _, _, err := e.accounts.Admit(shotd.Admission{Account: acc, Plan: jobsPlan, Kind: shotd.AdmitJobs, Jobs: 1}); err != nil {
 		t.Fatal(err)
 	}
-	res, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: []*shotd.Options{o}}, 5*time.Second)
+	jobs, _, err := e.jobs.Submit(shotd.JobRequest{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: []*shotd.Options{o}}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return res.Jobs[0].JobID
+	return jobs[0].JobID
 }
 
-func waitJobFinal(t *testing.T, st *store.Store, id string, timeout time.Duration) store.Job {
+func waitJobFinal(t *testing.T, st *store.Store, id string, timeout time.Duration) shotd.Job {
 	t.Helper()
 	for end := time.Now().Add(timeout); ; time.Sleep(20 * time.Millisecond) {
 		j, err := st.JobByID(id)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if j.Final() && (j.Webhook == nil || j.Webhook.Status != store.WebhookPending) {
+		if j.Final() && (j.Webhook == nil || j.Webhook.Status != shotd.WebhookPending) {
 			return j
 		}
 		if time.Now().After(end) {
@@ -185,12 +191,12 @@ func TestJobRenderRetries(t *testing.T) {
 		succeeded int // billed
 		failed    int // counted in the failure window
 	}{
-		{"rendered at once", &script{}, 5 * time.Second, store.JobSucceeded, "", 1, 1, 1, 0},
-		{"busy twice, then rendered", &script{errs: []error{busy, busy}}, 5 * time.Second, store.JobSucceeded, "", 3, 3, 1, 0},
-		{"pool restarting, then rendered", &script{errs: []error{down}}, 5 * time.Second, store.JobSucceeded, "", 2, 2, 1, 0},
-		{"page error is final", &script{errs: []error{navFailed}}, 5 * time.Second, store.JobFailed, shotd.CodeNavigationFailed, 1, 1, 0, 1},
+		{"rendered at once", &script{}, 5 * time.Second, shotd.JobSucceeded, "", 1, 1, 1, 0},
+		{"busy twice, then rendered", &script{errs: []error{busy, busy}}, 5 * time.Second, shotd.JobSucceeded, "", 3, 3, 1, 0},
+		{"pool restarting, then rendered", &script{errs: []error{down}}, 5 * time.Second, shotd.JobSucceeded, "", 2, 2, 1, 0},
+		{"page error is final", &script{errs: []error{navFailed}}, 5 * time.Second, shotd.JobFailed, shotd.CodeNavigationFailed, 1, 1, 0, 1},
 		// Retries after 250, 500, 1000 ms: the bound of 600 ms stops them after the second or third.
-		{"busy past the retry bound", &script{always: busy}, 600 * time.Millisecond, store.JobFailed, shotd.CodeRendererBusy, 2, 4, 0, 0},
+		{"busy past the retry bound", &script{always: busy}, 600 * time.Millisecond, shotd.JobFailed, shotd.CodeRendererBusy, 2, 4, 0, 0},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -205,7 +211,7 @@ func TestJobRenderRetries(t *testing.T) {
 			if n := c.script.count(); n < c.minCalls || n > c.maxCalls {
 				t.Fatalf("%d renders, want %d..%d", n, c.minCalls, c.maxCalls)
 			}
-			if c.status == store.JobSucceeded && (j.Result == nil || j.Result.Width != 1 || j.Result.Cache != "MISS") {
+			if c.status == shotd.JobSucceeded && (j.Result == nil || j.Result.Width != 1 || j.Result.Cache != "MISS") {
 				t.Fatalf("result %+v", j.Result)
 			}
 			// The service's own trouble (busy) is neither billed nor counted against the account.
@@ -238,20 +244,20 @@ func TestJobsResume(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mk := func() store.Job {
-		return store.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
-			Webhook: &store.WebhookState{URL: recv.URL(), Sign: true}}
+	mk := func() shotd.Job {
+		return shotd.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
+			Webhook: &shotd.WebhookState{URL: recv.URL(), Sign: true}}
 	}
-	jobs := []store.Job{mk(), mk(), mk()}
+	jobs := []shotd.Job{mk(), mk(), mk()}
 	if err := st.CreateJobs(jobs, nil); err != nil {
 		t.Fatal(err)
 	}
 	queued, cut, ended := jobs[0].JobID, jobs[1].JobID, jobs[2].JobID
-	if _, err := st.UpdateJob(cut, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+	if _, err := st.UpdateJob(cut, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.UpdateJob(ended, func(j *store.Job) error {
-		j.Status, j.ErrorCode, j.ErrorMessage = store.JobFailed, string(shotd.CodeTimeout), "slow"
+	if _, err := st.UpdateJob(ended, func(j *shotd.Job) error {
+		j.Status, j.ErrorCode, j.ErrorMessage = shotd.JobFailed, string(shotd.CodeTimeout), "slow"
 		j.Webhook.Attempts = 1 // one attempt was made (or under way) before the stop
 		return nil
 	}); err != nil {
@@ -262,11 +268,11 @@ func TestJobsResume(t *testing.T) {
 	e := startJobs(t, st, sc.render, time.Second)
 	for _, id := range []string{queued, cut, ended} {
 		j := waitJobFinal(t, st, id, 10*time.Second)
-		want := store.JobSucceeded
+		want := shotd.JobSucceeded
 		if id == ended {
-			want = store.JobFailed
+			want = shotd.JobFailed
 		}
-		if j.Status != want || j.Webhook.Status != store.WebhookDelivered {
+		if j.Status != want || j.Webhook.Status != shotd.WebhookDelivered {
 			t.Fatalf("job %s: %s, webhook %+v; want %s, delivered", id, j.Status, j.Webhook, want)
 		}
 		if n := recv.Acknowledged()[id]; n != 1 {
@@ -297,7 +303,7 @@ func TestJobsResume(t *testing.T) {
 	}
 }
 
-// TestSubmitTooLate: jobs whose write could not start by StoreBy are not created (nothing renders)
+// TestSubmitTooLate: jobs whose write could not start within the submit's timeout are not created (nothing renders)
 // and give their queue places back, so a client told 503 has left nothing behind.
 func TestSubmitTooLate(t *testing.T) {
 	st := openStore(t, t.TempDir())
@@ -309,30 +315,30 @@ func TestSubmitTooLate(t *testing.T) {
 	for i := range opts {
 		opts[i] = o
 	}
-	if _, _, err := e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: len(opts)}); err != nil {
+	if _, _, err := e.accounts.Admit(shotd.Admission{Account: acc, Plan: jobsPlan, Kind: shotd.AdmitJobs, Jobs: len(opts)}); err != nil {
 		t.Fatal(err)
 	}
-	_, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts,
-		Batch: true, StoreBy: time.Now().Add(-time.Millisecond)}, 5*time.Second)
+	_, _, err := e.jobs.Submit(shotd.JobRequest{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts,
+		Batch: true}, -time.Millisecond)
 	if code := shotd.CodeOf(err); code != shotd.CodeServiceUnavailable {
 		t.Fatalf("late submit: %v, want %s", err, shotd.CodeServiceUnavailable)
 	}
 	// The whole queue is free again: the same number of jobs is admitted and they run.
 	var admitErr error
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
-		if _, _, admitErr = e.accounts.Admit(&actors.Admit{Account: acc, Plan: jobsPlan, Kind: actors.AdmitJobs, Jobs: len(opts)}); admitErr == nil {
+		if _, _, admitErr = e.accounts.Admit(shotd.Admission{Account: acc, Plan: jobsPlan, Kind: shotd.AdmitJobs, Jobs: len(opts)}); admitErr == nil {
 			break
 		}
 	}
 	if admitErr != nil {
 		t.Fatalf("queue places not given back: %v", admitErr)
 	}
-	res, err := e.jobs.Submit(&actors.SubmitJobs{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts, Batch: true}, 5*time.Second)
+	jobs, _, err := e.jobs.Submit(shotd.JobRequest{Account: acc, Plan: jobsPlan, AccessKey: key.AccessKey, Options: opts, Batch: true}, 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, j := range res.Jobs {
-		if got := waitJobFinal(t, st, j.JobID, 10*time.Second); got.Status != store.JobSucceeded {
+	for _, j := range jobs {
+		if got := waitJobFinal(t, st, j.JobID, 10*time.Second); got.Status != shotd.JobSucceeded {
 			t.Errorf("job %s: %s", j.JobID, got.Status)
 		}
 	}
@@ -377,14 +383,14 @@ func TestJobCutByShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Status != store.JobRendering || j.ErrorCode != "" {
+	if j.Status != shotd.JobRendering || j.ErrorCode != "" {
 		t.Fatalf("job after the cut: %s %s, want rendering (queued again at the next start)", j.Status, j.ErrorCode)
 	}
 
 	// The next start renders it, and only then is the webhook sent.
 	sc := &script{}
 	startJobs(t, st, sc.render, time.Second)
-	if j := waitJobFinal(t, st, id, 10*time.Second); j.Status != store.JobSucceeded {
+	if j := waitJobFinal(t, st, id, 10*time.Second); j.Status != shotd.JobSucceeded {
 		t.Fatalf("job after the restart: %s", j.Status)
 	}
 	if n := len(hooks.Deliveries()); n != 1 {
@@ -425,7 +431,7 @@ func TestJobEndingAtShutdownIsBilled(t *testing.T) {
 			t.Fatalf("run %d: close accounts: %v", i, err)
 		}
 		cancel()
-		if j, err := st.JobByID(id); err != nil || j.Status != store.JobSucceeded {
+		if j, err := st.JobByID(id); err != nil || j.Status != shotd.JobSucceeded {
 			t.Fatalf("run %d: job %+v, %v: want succeeded", i, j, err)
 		}
 		u, err := st.Usage(acc, time.Now())
@@ -449,21 +455,21 @@ func TestRestoredJobsOfARemovedPlan(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := []store.Job{
-		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &store.WebhookState{URL: hooks.URL(), Sign: true}},
+	jobs := []shotd.Job{
+		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw, Webhook: &shotd.WebhookState{URL: hooks.URL(), Sign: true}},
 		{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw},
 	}
 	if err := st.CreateJobs(jobs, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.UpdateJob(jobs[1].JobID, func(j *store.Job) error { j.Status = store.JobRendering; return nil }); err != nil {
+	if _, err := st.UpdateJob(jobs[1].JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	sc := &script{}
 	startJobs(t, st, sc.render, time.Second) // its plans: "default" only
 	for _, j := range jobs {
 		got := waitJobFinal(t, st, j.JobID, 10*time.Second)
-		if got.Status != store.JobFailed || got.ErrorCode != string(shotd.CodeInternalError) {
+		if got.Status != shotd.JobFailed || got.ErrorCode != string(shotd.CodeInternalError) {
 			t.Fatalf("job %s: %s %s, want failed internal_error", j.JobID, got.Status, got.ErrorCode)
 		}
 	}

@@ -26,20 +26,7 @@ type ListBrowsers struct{}
 
 // BrowsersResult answers ListBrowsers.
 type BrowsersResult struct {
-	Browsers []BrowserInfo
-}
-
-// BrowserInfo describes one browser actor as the supervisor sees it.
-type BrowserInfo struct {
-	ID       int
-	PID      int
-	Gen      int
-	Up       bool
-	Inflight int
-	Renders  int // renders served by the current process
-	// ReadyTabs are the tabs waiting for a render in the current process, when its Browser
-	// reports them (cdpclient.Process does).
-	ReadyTabs int
+	Browsers []shotd.BrowserInfo
 }
 
 // Messages from a browser actor to the supervisor.

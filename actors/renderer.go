@@ -82,7 +82,7 @@ func (r *Renderer) Ready() bool { return r.ready.Load() > 0 }
 func (r *Renderer) Up() int { return int(r.ready.Load()) }
 
 // Browsers lists the browsers as the supervisor sees them.
-func (r *Renderer) Browsers(timeout time.Duration) ([]BrowserInfo, error) {
+func (r *Renderer) Browsers(timeout time.Duration) ([]shotd.BrowserInfo, error) {
 	res, err := r.sys.Root.RequestFuture(r.sup, &ListBrowsers{}, timeout).Result()
 	if err != nil {
 		return nil, err

@@ -20,7 +20,6 @@ import (
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
 	"github.com/shotd/shotd/internal/testkit"
-	"github.com/shotd/shotd/store"
 )
 
 // launcher starts real Chromium processes and remembers every pid it started.
@@ -245,8 +244,8 @@ func TestWedgedChromeReplaced(t *testing.T) {
 		if code := shotd.CodeOf(err); code != shotd.CodeRendererUnavailable {
 			t.Fatalf("render on the stopped Chrome: %v, want renderer_unavailable", err)
 		}
-		if actors.OutcomeOf(err) != actors.Released {
-			t.Errorf("the lost render is not released: %v", actors.OutcomeOf(err))
+		if shotd.OutcomeOf(err) != shotd.OutcomeReleased {
+			t.Errorf("the lost render is not released: %v", shotd.OutcomeOf(err))
 		}
 	case <-time.After(50 * time.Second):
 		t.Fatal("the render on the stopped Chrome did not answer")
@@ -558,10 +557,10 @@ func TestAllChromesStopped(t *testing.T) {
 	var failures []error
 	// bill renders o as the API does: admitted, rendered, settled by the render's outcome.
 	bill := func(o *shotd.Options) error {
-		res, _, err := h.accounts.Admit(&actors.Admit{Account: acc, Plan: plan, Kind: actors.AdmitRender})
+		res, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
 		if err == nil {
 			_, err = render(r, o)
-			if _, serr := h.accounts.Settle(acc.ID, res.Ticket, actors.OutcomeOf(err)); serr != nil {
+			if _, serr := h.accounts.Settle(acc.ID, res.Ticket, shotd.OutcomeOf(err)); serr != nil {
 				t.Error(serr)
 			}
 		}
@@ -663,7 +662,7 @@ func TestAllChromesStopped(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	for _, err := range failures {
-		if c := shotd.CodeOf(err); (c != shotd.CodeRendererUnavailable && c != shotd.CodeRendererBusy) || actors.OutcomeOf(err) != actors.Released {
+		if c := shotd.CodeOf(err); (c != shotd.CodeRendererUnavailable && c != shotd.CodeRendererBusy) || shotd.OutcomeOf(err) != shotd.OutcomeReleased {
 			t.Errorf("a render failed with %v: not the service's fault, or counted", err)
 		}
 	}
@@ -675,7 +674,7 @@ func TestAllChromesStopped(t *testing.T) {
 		t.Errorf("usage %+v %+v after %d successes and %d failures: want the successes billed, no failure counted",
 			u.Quota, u.Renders, successes, len(failures))
 	}
-	h.waitStored(t, acc, time.Now(), func(s store.Usage) bool { return s.Succeeded == successes && s.Failed == 0 })
+	h.waitStored(t, acc, time.Now(), func(s shotd.Usage) bool { return s.Succeeded == successes && s.Failed == 0 })
 	t.Logf("%d renders failed while every Chrome was stopped, none counted; %d succeeded", len(failures), successes)
 	l.closeClean(t, closePool)
 }

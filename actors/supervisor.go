@@ -111,7 +111,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *ListBrowsers:
 		res := &BrowsersResult{}
 		for i, b := range s.browsers {
-			info := BrowserInfo{ID: i, PID: b.chrome, Gen: b.gen, Up: b.up, Inflight: b.inflight, Renders: b.renders}
+			info := shotd.BrowserInfo{ID: i, PID: b.chrome, Gen: b.gen, Up: b.up, Inflight: b.inflight, Renders: b.renders}
 			if b.up && b.readyTabs != nil {
 				info.ReadyTabs = b.readyTabs()
 			}

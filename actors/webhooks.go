@@ -3,7 +3,6 @@ package actors
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -35,8 +34,10 @@ type WebhooksConfig struct {
 	Store       *store.Store
 	Client      *http.Client    // its transport dials through the egress guard
 	RetryDelays []time.Duration // delay before attempt 2, 3, ...; then the delivery fails
-	PublicURL   string
-	Log         zerolog.Logger
+	// Body is the JSON a receiver gets for job, which ended with event: the job record as the
+	// public API shows it, with the event (httpd.WebhookBodies makes it).
+	Body func(job shotd.Job, event string) ([]byte, error)
+	Log  zerolog.Logger
 	// Attempted, when set, hears the outcome of every attempt: "delivered", "retry" (failed,
 	// another attempt follows) or "failed" (the last one failed). For /metrics.
 	Attempted func(outcome string)
@@ -45,13 +46,6 @@ type WebhooksConfig struct {
 // DeliverWebhook asks for the next attempt of a job's delivery.
 type DeliverWebhook struct {
 	JobID string
-}
-
-// WebhookBody is what a receiver gets: the job record exactly as GET /api/v1/jobs/{id} shows it,
-// plus the event.
-type WebhookBody struct {
-	store.JobView
-	Event string `json:"event"`
 }
 
 // webhookActor schedules deliveries. Each attempt runs in a goroutine that records the attempt
@@ -76,8 +70,8 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 	log := a.cfg.Log.With().Str("job", jobID).Logger()
 	var n int
-	job, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
-		if j.Webhook == nil || j.Webhook.Status != store.WebhookPending {
+	job, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
+		if j.Webhook == nil || j.Webhook.Status != shotd.WebhookPending {
 			return errNothingToDeliver
 		}
 		j.Webhook.Attempts++
@@ -94,8 +88,8 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 	}
 	sendErr := a.send(job)
 	if sendErr == nil {
-		if _, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
-			j.Webhook.Status, j.Webhook.LastError = store.WebhookDelivered, ""
+		if _, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
+			j.Webhook.Status, j.Webhook.LastError = shotd.WebhookDelivered, ""
 			return nil
 		}); err != nil {
 			log.Error().Err(err).Msg("webhook delivered, state not recorded")
@@ -110,10 +104,10 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 	if !final {
 		wait = a.cfg.RetryDelays[n-1]
 	}
-	if _, err := a.cfg.Store.UpdateJob(jobID, func(j *store.Job) error {
+	if _, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
 		j.Webhook.LastError = sendErr.Error()
 		if final {
-			j.Webhook.Status = store.WebhookFailed
+			j.Webhook.Status = shotd.WebhookFailed
 		} else {
 			j.Webhook.NextAttemptAt = time.Now().Add(wait).UTC()
 		}
@@ -139,13 +133,12 @@ func (a *webhookActor) attempted(outcome string) {
 var errNothingToDeliver = errors.New("nothing to deliver")
 
 // send POSTs the job record, signed with the secret of the key that created the job.
-func (a *webhookActor) send(job store.Job) error {
-	view := job.View(a.cfg.PublicURL)
-	body := WebhookBody{JobView: view, Event: EventSucceeded}
-	if job.Status == store.JobFailed {
-		body.Event = EventFailed
+func (a *webhookActor) send(job shotd.Job) error {
+	event := EventSucceeded
+	if job.Status == shotd.JobFailed {
+		event = EventFailed
 	}
-	raw, err := json.Marshal(body)
+	raw, err := a.cfg.Body(job, event)
 	if err != nil {
 		return err
 	}
@@ -159,7 +152,7 @@ func (a *webhookActor) send(job store.Job) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "shotd-webhook/1")
 	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("x-webhook-event", body.Event)
+	req.Header.Set("x-webhook-event", event)
 	req.Header.Set("x-job-id", job.JobID)
 	req.Header.Set("x-webhook-attempt", strconv.Itoa(job.Webhook.Attempts))
 	if job.Webhook.Sign {
@@ -194,8 +187,8 @@ type Webhooks struct {
 
 // StartWebhooks spawns the webhook actor and resumes the deliveries a previous run left pending.
 func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error) {
-	if cfg.Store == nil || cfg.Client == nil {
-		return nil, errors.New("actors: webhooks need a store and a client")
+	if cfg.Store == nil || cfg.Client == nil || cfg.Body == nil {
+		return nil, errors.New("actors: webhooks need a store, a client and a body")
 	}
 	pending, err := cfg.Store.PendingWebhooks()
 	if err != nil {

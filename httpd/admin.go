@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"strings"
 	"time"
@@ -14,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
@@ -35,11 +35,44 @@ func (g GateUsage) Usage(_ context.Context, acc shotd.Account) (any, error) {
 	return g.Gate.Usage(acc, g.Plans[acc.Plan])
 }
 
+// AccountBook keeps accounts and their keys: store.Store implements it. An unknown account or
+// key is an error wrapping shotd.ErrNotFound.
+type AccountBook interface {
+	CreateAccount(email, plan string, verified bool) (shotd.Account, error)
+	Account(id string) (shotd.Account, error)
+	// Accounts lists accounts in id order, at most limit, starting after the id after.
+	Accounts(after string, limit int) ([]shotd.Account, error)
+	UpdateAccount(id string, fn func(*shotd.Account) error) (shotd.Account, error)
+	// CreateKey returns the new key with its secret, which no other answer carries.
+	CreateKey(accountID, name string, requireSignature bool) (shotd.Key, error)
+	Keys(accountID string) ([]shotd.Key, error)
+	UpdateKey(accessKey string, fn func(*shotd.Key) error) (shotd.Key, error)
+	RevokeKey(accessKey string) error
+}
+
+// UsageHistory gives an account's renders per UTC day, oldest first: store.Store implements it.
+type UsageHistory interface {
+	DailyUsage(accountID string, days int, now time.Time) ([]shotd.DayUsage, error)
+}
+
+// Backups writes a consistent copy of the database to w, calling size first with its length:
+// store.Store implements it.
+type Backups interface {
+	Backup(w io.Writer, size func(n int64) error) error
+}
+
+// AdminStore is what the admin API reads and changes.
+type AdminStore interface {
+	AccountBook
+	UsageHistory
+	Backups
+}
+
 // Admin is the admin API listener: accounts, keys and /metrics behind a Bearer token.
 type Admin struct {
 	token     string
 	publicURL string
-	store     *store.Store
+	store     AdminStore
 	plans     *PlanBook
 	usage     UsageReporter
 	renders   *RenderLog
@@ -49,7 +82,7 @@ type Admin struct {
 }
 
 // NewAdmin builds the admin API. gatherer is the Prometheus registry served at /metrics.
-func NewAdmin(token, publicURL string, st *store.Store, plans map[string]shotd.Plan, usage UsageReporter, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
+func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Plan, usage UsageReporter, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
 	a := &Admin{token: token, publicURL: publicURL, store: st, plans: NewPlanBook(plans), usage: usage, log: log, adminGuard: newAdminGuard()}
 	r := router.New()
 	r.RedirectTrailingSlash, r.RedirectFixedPath, r.HandleOPTIONS = false, false, false
@@ -142,7 +175,7 @@ func decode(ctx *fasthttp.RequestCtx, v any) error {
 
 func (a *Admin) storeErr(err error, what string) error {
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, shotd.ErrNotFound):
 		return shotd.Errorf(shotd.CodeNotFound, "no such %s", what)
 	default:
 		var e *shotd.Error

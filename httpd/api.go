@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -46,7 +44,7 @@ func renderKey(ctx *fasthttp.RequestCtx, query shotd.Params) string {
 }
 
 // setLimitHeaders writes the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers of api-v1 2.4.
-func setLimitHeaders(ctx *fasthttp.RequestCtx, l actors.LimitsSnapshot, withQuota bool) {
+func setLimitHeaders(ctx *fasthttp.RequestCtx, l shotd.LimitsSnapshot, withQuota bool) {
 	if l.RateLimit == 0 {
 		return // the limits service did not answer: there is nothing true to say
 	}
@@ -133,13 +131,13 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 			return
 		}
 	}
-	adm, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitRender, Features: o.Features()})
+	adm, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitRender, Features: o.Features()})
 	if err != nil {
 		setLimitHeaders(ctx, limits, true)
 		s.fail(ctx, err)
 		return
 	}
-	outcome := actors.Released
+	outcome := shotd.OutcomeReleased
 	settled := false
 	settle := func() {
 		if settled {
@@ -162,13 +160,13 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), s.set.MaxOutputBytes)
 	}
 	if err != nil {
-		outcome = actors.OutcomeOf(err)
+		outcome = shotd.OutcomeOf(err)
 		settle()
 		s.fail(ctx, err)
 		return
 	}
 
-	var rec store.FileRecord
+	var rec shotd.FileRecord
 	if o.Cache || o.ResponseType == "json" {
 		// A cached file is kept as long as its entry, which may be longer than the file TTL:
 		// the answer tells the expiry the file really has.
@@ -178,19 +176,19 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 			rec, err = s.files.PutFile(who.account.ID, out, s.set.FileTTL)
 		}
 		if err != nil {
-			outcome = actors.Released
+			outcome = shotd.OutcomeReleased
 			settle()
-			s.fail(ctx, store.StoredError(err))
+			s.fail(ctx, shotd.StoredError(err))
 			return
 		}
 	}
-	outcome = actors.Succeeded
+	outcome = shotd.OutcomeSucceeded
 	settle()
 	s.metrics.render(out.Format, out.RenderMs)
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "MISS").View(s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, NewResultView(s.files.ResultOf(rec, "MISS"), s.set.PublicURL))
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
@@ -201,7 +199,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 
 // serveCached answers from the response cache and reports whether it answered (a hit, or its
 // refusal). The lookup comes before admission because a hit renders nothing: it is admitted by
-// plan features and rate alone (actors.AdmitCacheHit), so an account at its quota or at its
+// plan features and rate alone (shotd.AdmitCacheHit), so an account at its quota or at its
 // concurrency limit still gets it, unbilled. The file is opened before admission too: when the
 // sweeper removed it after the lookup (at the instant of expiry), the request is a miss and the
 // caller renders, rather than answering file_not_found for a file the client never asked for.
@@ -222,7 +220,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		log.Info().Err(err).Str("file", rec.FileID).Msg("cached file gone; rendering again")
 		return false
 	}
-	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitCacheHit, Features: o.Features()})
+	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
 		f.Close()
@@ -233,7 +231,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	ctx.Response.Header.Set("X-Cache", "HIT")
 	if o.ResponseType == "json" {
 		f.Close() // opened only to know that the file is there
-		writeJSON(ctx, fasthttp.StatusOK, s.files.ResultOf(rec, "HIT").View(s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, NewResultView(s.files.ResultOf(rec, "HIT"), s.set.PublicURL))
 		return true
 	}
 	setAttachment(ctx, o)
@@ -242,10 +240,10 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 }
 
 // streamFile sends a stored file with its Content-Type.
-func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
+func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord) {
 	f, err := s.files.OpenFile(rec)
-	if err != nil && !errors.Is(err, store.ErrNotFound) {
-		s.fail(ctx, store.StoredError(err)) // the service's bucket did not answer: retry, not gone
+	if err != nil && !errors.Is(err, shotd.ErrNotFound) {
+		s.fail(ctx, shotd.StoredError(err)) // the service's bucket did not answer: retry, not gone
 		return
 	}
 	if err != nil {
@@ -256,7 +254,7 @@ func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec store.FileRecord) {
 }
 
 // sendFile answers 200 with the opened file f of rec; fasthttp closes f once sent.
-func sendFile(ctx *fasthttp.RequestCtx, rec store.FileRecord, f *os.File) {
+func sendFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord, f *os.File) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(rec.ContentType)
 	ctx.SetBodyStream(f, int(rec.SizeBytes))
@@ -271,8 +269,8 @@ func (s *Server) statusAuth(ctx *fasthttp.RequestCtx) (*principal, bool) {
 		err = statusParams(ps)
 	}
 	if err == nil {
-		var limits actors.LimitsSnapshot
-		_, limits, err = s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitStatus})
+		var limits shotd.LimitsSnapshot
+		_, limits, err = s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitStatus})
 		setLimitHeaders(ctx, limits, false)
 	}
 	if err != nil {
@@ -304,7 +302,7 @@ func (s *Server) file(ctx *fasthttp.RequestCtx) {
 	}
 	id, _ := ctx.UserValue("id").(string)
 	rec, err := s.files.File(who.account.ID, id)
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, shotd.ErrNotFound) {
 		s.fail(ctx, shotd.Errorf(shotd.CodeFileNotFound, "no file %q for this account; it may have expired", id))
 		return
 	}

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -74,7 +73,7 @@ func (s *Server) identify(ak string) (*principal, error) {
 	}
 	key, account, err := s.keys.Lookup(ak)
 	switch {
-	case errors.Is(err, store.ErrNotFound):
+	case errors.Is(err, shotd.ErrNotFound):
 		return nil, shotd.Errorf(shotd.CodeAccessKeyInvalid, "the access key is unknown or revoked")
 	case err != nil:
 		return nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the key store did not answer")

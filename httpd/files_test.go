@@ -21,7 +21,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
 )
 
 // fileResult is the render result of operator contract 5.4, as a client reads it.
@@ -147,7 +146,7 @@ func TestFileExpiry(t *testing.T) {
 	if _, err := env.st.SweepNow(time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := env.st.OpenFile(short); !errors.Is(err, store.ErrNotFound) {
+	if _, err := env.st.OpenFile(short); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("swept file still on disk: %v", err)
 	}
 	wantError(t, get(t, "/api/v1/files/"+short.FileID, a.q()), 404, shotd.CodeFileNotFound)
@@ -309,7 +308,7 @@ func ageFile(t *testing.T, fileID string, d time.Duration) {
 	t.Helper()
 	err := env.st.DB().Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket([]byte("files")) // store's bucket of file records
-		var rec store.FileRecord
+		var rec shotd.FileRecord
 		v := b.Get([]byte(fileID))
 		if v == nil {
 			return fmt.Errorf("no record of %s", fileID)
@@ -591,14 +590,14 @@ func TestCacheHitBeyondLimits(t *testing.T) {
 	})
 }
 
-// vanishingFiles is the store with the sweeper's race made certain: the file of every cache hit
+// vanishingFiles are the files with the sweeper's race made certain: the file of every cache hit
 // is removed from disk between the lookup and the open, as at the instant of its expiry.
-type vanishingFiles struct{ *store.Store }
+type vanishingFiles struct{ httpd.Files }
 
-func (v vanishingFiles) CacheGet(key string, maxAge time.Duration) (store.FileRecord, bool, error) {
-	rec, ok, err := v.Store.CacheGet(key, maxAge)
+func (v vanishingFiles) CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error) {
+	rec, ok, err := v.Files.CacheGet(key, maxAge)
 	if ok {
-		if f, err := v.Store.OpenFile(rec); err == nil {
+		if f, err := v.Files.OpenFile(rec); err == nil {
 			name := f.Name()
 			f.Close()
 			os.Remove(name)

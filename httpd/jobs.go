@@ -11,21 +11,20 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/markdown"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
-// JobQueue accepts background renders: the job actor implements it.
+// JobQueue accepts background renders: the job actor implements it. Submit returns once the jobs
+// are stored, with their batch when req.Batch; timeout bounds the wait for the write to start.
 type JobQueue interface {
-	Submit(m *actors.SubmitJobs, timeout time.Duration) (*actors.SubmitJobsResult, error)
+	Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job, *shotd.Batch, error)
 }
 
 // JobRecords reads jobs and batches: store.Store implements it.
 type JobRecords interface {
-	Job(accountID, jobID string) (store.Job, error)
-	Batch(accountID, batchID string) (store.Batch, []store.Job, error)
+	Job(accountID, jobID string) (shotd.Job, error)
+	Batch(accountID, batchID string) (shotd.Batch, []shotd.Job, error)
 }
 
 // URLChecker refuses addresses the egress guard would refuse, before rendering or queueing.
@@ -40,21 +39,21 @@ const submitTimeout = 5 * time.Second
 
 // acceptJob queues one async render and answers 202 (contract 5.2).
 func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options) {
-	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitJobs, Jobs: 1, Features: o.Features()})
+	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitJobs, Jobs: 1, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	res, err := s.jobs.Submit(&actors.SubmitJobs{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: []*shotd.Options{o}}, submitTimeout)
+	jobs, _, err := s.jobs.Submit(shotd.JobRequest{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: []*shotd.Options{o}}, submitTimeout)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	j := res.Jobs[0]
+	j := jobs[0]
 	logOf(ctx).Info().Str("job", j.JobID).Msg("job queued")
 	writeJSON(ctx, fasthttp.StatusAccepted, map[string]string{
-		"job_id": j.JobID, "status": store.JobQueued, "status_url": s.set.PublicURL + "/api/v1/jobs/" + j.JobID})
+		"job_id": j.JobID, "status": shotd.JobQueued, "status_url": s.set.PublicURL + "/api/v1/jobs/" + j.JobID})
 }
 
 // checkTargets refuses a url or webhook_url that the egress guard would refuse, before anything
@@ -114,7 +113,7 @@ func (s *Server) job(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no job %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, j.View(s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, NewJobView(j, s.set.PublicURL))
 }
 
 func (s *Server) batch(ctx *fasthttp.RequestCtx) {
@@ -128,11 +127,11 @@ func (s *Server) batch(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no batch %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, b.View(jobs, s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, NewBatchView(b, jobs, s.set.PublicURL))
 }
 
 func notFound(err error, code shotd.Code, format string, args ...any) error {
-	if errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, shotd.ErrNotFound) {
 		return shotd.Errorf(code, format, args...)
 	}
 	return shotd.Wrap(shotd.CodeInternalError, err, "the record could not be read")
@@ -169,13 +168,13 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
-	_, limits, err := s.gate.Admit(&actors.Admit{Account: who.account, Plan: who.plan, Kind: actors.AdmitJobs, Jobs: len(opts), Features: features})
+	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitJobs, Jobs: len(opts), Features: features})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
 		s.fail(ctx, err)
 		return
 	}
-	res, err := s.jobs.Submit(&actors.SubmitJobs{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: opts, Batch: true}, submitTimeout)
+	jobs, batch, err := s.jobs.Submit(shotd.JobRequest{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: opts, Batch: true}, submitTimeout)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -184,14 +183,14 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 		Index int    `json:"index"`
 		JobID string `json:"job_id"`
 	}
-	items := make([]item, len(res.Jobs))
-	for i, j := range res.Jobs {
+	items := make([]item, len(jobs))
+	for i, j := range jobs {
 		items[i] = item{i, j.JobID}
 	}
-	logOf(ctx).Info().Str("batch", res.Batch.BatchID).Int("jobs", len(items)).Msg("batch queued")
+	logOf(ctx).Info().Str("batch", batch.BatchID).Int("jobs", len(items)).Msg("batch queued")
 	writeJSON(ctx, fasthttp.StatusAccepted, map[string]any{
-		"batch_id": res.Batch.BatchID, "status": "queued", "total": len(items), "jobs": items,
-		"status_url": s.set.PublicURL + "/api/v1/batches/" + res.Batch.BatchID})
+		"batch_id": batch.BatchID, "status": "queued", "total": len(items), "jobs": items,
+		"status_url": s.set.PublicURL + "/api/v1/batches/" + batch.BatchID})
 }
 
 // bulkItems reads and validates the bulk body: a JSON object with a requests list and optional

@@ -4,9 +4,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotd/shotd"
 	"github.com/valyala/fasthttp"
-
-	"github.com/shotd/shotd/actors"
 )
 
 // TestLimitHeadersRoundUp: reset times in whole seconds never come before the real ones, so a
@@ -24,7 +23,7 @@ func TestLimitHeadersRoundUp(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var ctx fasthttp.RequestCtx
-			setLimitHeaders(&ctx, actors.LimitsSnapshot{RateLimit: 60, RateReset: tt.reset, QuotaReset: tt.reset}, true)
+			setLimitHeaders(&ctx, shotd.LimitsSnapshot{RateLimit: 60, RateReset: tt.reset, QuotaReset: tt.reset}, true)
 			if got := string(ctx.Response.Header.Peek("X-RateLimit-Reset")); got != tt.wantRate {
 				t.Errorf("X-RateLimit-Reset %s, want %s", got, tt.wantRate)
 			}

@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/internal/testkit"
 )
 
@@ -73,13 +72,13 @@ func tiny(a account, kv ...string) url.Values {
 	return a.q(append([]string{"html", "<body style='background:#396'>x</body>", "viewport_width", "120", "viewport_height", "100"}, kv...)...)
 }
 
-func usageNow(t *testing.T, a account) actors.UsageResult {
+func usageNow(t *testing.T, a account) shotd.UsageReport {
 	t.Helper()
 	r := get(t, "/api/v1/usage", a.q())
 	if r.status != 200 {
 		t.Fatalf("usage: %d %s", r.status, codeOf(r))
 	}
-	var u actors.UsageResult
+	var u shotd.UsageReport
 	if err := json.Unmarshal(r.body, &u); err != nil {
 		t.Fatal(err)
 	}
@@ -485,15 +484,15 @@ func TestPrecedence(t *testing.T) {
 	// they can reach two limits at once (failures and quota, say), as a plan change could.
 	roomy := env.plans["lim_prec"]
 	roomy.MonthlyQuota, roomy.RequestsPerMinute, roomy.Concurrency, roomy.QueueLimit, roomy.FailuresPerMinute = 100, 100, 100, 100, 100
-	admit := func(t *testing.T, a account, kind actors.AdmitKind, o actors.Outcome, hold bool) {
+	admit := func(t *testing.T, a account, kind shotd.AdmitKind, o shotd.Outcome, hold bool) {
 		t.Helper()
-		res, _, err := env.accounts.Admit(&actors.Admit{Account: a.acc, Plan: roomy, Kind: kind, Jobs: 1})
+		res, _, err := env.accounts.Admit(shotd.Admission{Account: a.acc, Plan: roomy, Kind: kind, Jobs: 1})
 		if err != nil {
 			t.Fatalf("set-up admit: %v", err)
 		}
-		if kind != actors.AdmitRender || hold {
+		if kind != shotd.AdmitRender || hold {
 			if hold {
-				t.Cleanup(func() { env.accounts.Settle(a.acc.ID, res.Ticket, actors.Released) })
+				t.Cleanup(func() { env.accounts.Settle(a.acc.ID, res.Ticket, shotd.OutcomeReleased) })
 			}
 			return
 		}
@@ -501,9 +500,9 @@ func TestPrecedence(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	render := func(t *testing.T, a account, o actors.Outcome, n int) {
+	render := func(t *testing.T, a account, o shotd.Outcome, n int) {
 		for range n {
-			admit(t, a, actors.AdmitRender, o, false)
+			admit(t, a, shotd.AdmitRender, o, false)
 		}
 	}
 	noKey := func(a account) url.Values { q := tiny(a, "fromat", "png"); q.Del("access_key"); return q }
@@ -515,27 +514,36 @@ func TestPrecedence(t *testing.T) {
 	}{
 		{"authentication over validation", nil, noKey, shotd.CodeAccessKeyRequired},
 		{"validation over features", nil, func(a account) url.Values { return tiny(a, "format", "pdf", "viewport_width", "99") }, shotd.CodeInvalidOptions},
-		{"features over rate", func(t *testing.T, a account) { render(t, a, actors.Released, 5) },
+		{"features over rate", func(t *testing.T, a account) { render(t, a, shotd.OutcomeReleased, 5) },
 			func(a account) url.Values { return tiny(a, "format", "pdf") }, shotd.CodeFeatureNotAvailable},
-		{"rate over failures", func(t *testing.T, a account) { render(t, a, actors.Failed, 2); render(t, a, actors.Released, 3) },
+		{"rate over failures", func(t *testing.T, a account) {
+			render(t, a, shotd.OutcomeFailed, 2)
+			render(t, a, shotd.OutcomeReleased, 3)
+		},
 			func(a account) url.Values { return tiny(a) }, shotd.CodeRateLimited},
-		{"rate over quota", func(t *testing.T, a account) { render(t, a, actors.Succeeded, 2); render(t, a, actors.Released, 3) },
+		{"rate over quota", func(t *testing.T, a account) {
+			render(t, a, shotd.OutcomeSucceeded, 2)
+			render(t, a, shotd.OutcomeReleased, 3)
+		},
 			func(a account) url.Values { return tiny(a) }, shotd.CodeRateLimited},
 		{"failures over queue", func(t *testing.T, a account) {
-			render(t, a, actors.Failed, 2)
-			admit(t, a, actors.AdmitJobs, 0, false) // the queue is full
+			render(t, a, shotd.OutcomeFailed, 2)
+			admit(t, a, shotd.AdmitJobs, 0, false) // the queue is full
 		}, func(a account) url.Values { return tiny(a, "async", "true") }, shotd.CodeFailureLimit},
-		{"failures over quota", func(t *testing.T, a account) { render(t, a, actors.Failed, 2); render(t, a, actors.Succeeded, 2) },
+		{"failures over quota", func(t *testing.T, a account) {
+			render(t, a, shotd.OutcomeFailed, 2)
+			render(t, a, shotd.OutcomeSucceeded, 2)
+		},
 			func(a account) url.Values { return tiny(a) }, shotd.CodeFailureLimit},
 		{"queue over quota", func(t *testing.T, a account) {
-			render(t, a, actors.Succeeded, 1)
-			admit(t, a, actors.AdmitJobs, 0, false) // holds the last of the quota and the only queue place
+			render(t, a, shotd.OutcomeSucceeded, 1)
+			admit(t, a, shotd.AdmitJobs, 0, false) // holds the last of the quota and the only queue place
 		}, func(a account) url.Values { return tiny(a, "async", "true") }, shotd.CodeQueueLimit},
 		{"quota over concurrency", func(t *testing.T, a account) {
-			render(t, a, actors.Succeeded, 1)
-			admit(t, a, actors.AdmitRender, 0, true) // holds the only slot and the last of the quota
+			render(t, a, shotd.OutcomeSucceeded, 1)
+			admit(t, a, shotd.AdmitRender, 0, true) // holds the only slot and the last of the quota
 		}, func(a account) url.Values { return tiny(a) }, shotd.CodeQuotaExceeded},
-		{"concurrency alone", func(t *testing.T, a account) { admit(t, a, actors.AdmitRender, 0, true) },
+		{"concurrency alone", func(t *testing.T, a account) { admit(t, a, shotd.AdmitRender, 0, true) },
 			func(a account) url.Values { return tiny(a) }, shotd.CodeConcurrencyLimit},
 	}
 	for _, c := range cases {

@@ -132,7 +132,7 @@ func run(m *testing.M) (int, error) {
 		return 1, err
 	}
 	env.accounts = accounts
-	env.webhooks, err = actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, PublicURL: "http://shotd.test", Log: log,
+	env.webhooks, err = actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Body: httpd.WebhookBodies("http://shotd.test"), Log: log,
 		RetryDelays: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond},
 		Client:      &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
 )
 
 // Metrics are the service's own Prometheus series, served on the admin listener's /metrics.
@@ -127,8 +126,19 @@ func (m *Metrics) CacheLookup(hit bool) {
 	m.cacheLookup.WithLabelValues(result).Inc()
 }
 
+// JobCounter counts the jobs of this run: the job actor implements it.
+type JobCounter interface {
+	Stats() shotd.JobStats
+}
+
+// BrowserPool lists the browsers of the render pool: the render pool of the actors implements
+// it. A pool that does not answer within timeout returns an error.
+type BrowserPool interface {
+	Browsers(timeout time.Duration) ([]shotd.BrowserInfo, error)
+}
+
 // WatchJobs adds the job series, read from jobs.Stats at every scrape.
-func (m *Metrics) WatchJobs(jobs *actors.Jobs) {
+func (m *Metrics) WatchJobs(jobs JobCounter) {
 	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{jobsDesc, queueDesc, jobsEndedDesc}, collect: func(ch chan<- prometheus.Metric) {
 		c := jobs.Stats()
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(c.Queued), "queued")
@@ -150,7 +160,7 @@ var (
 // WatchBrowsers adds the per-process render count, asked of the pool's supervisor at every
 // scrape; a pool that does not answer within a second (busy or stopping) leaves the series out
 // of that scrape.
-func (m *Metrics) WatchBrowsers(pool *actors.Renderer) {
+func (m *Metrics) WatchBrowsers(pool BrowserPool) {
 	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{inflightDesc, tabsDesc}, collect: func(ch chan<- prometheus.Metric) {
 		bs, err := pool.Browsers(time.Second)
 		if err != nil {

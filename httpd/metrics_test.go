@@ -18,6 +18,7 @@ import (
 	"github.com/prometheus/common/model"
 	"github.com/rs/zerolog"
 
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/testkit"
@@ -58,7 +59,7 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, PublicURL: "http://shotd.test", Log: log,
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Body: httpd.WebhookBodies("http://shotd.test"), Log: log,
 		RetryDelays: []time.Duration{50 * time.Millisecond}, Attempted: metrics.WebhookAttempted,
 		Client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
 	if err != nil {
@@ -326,7 +327,7 @@ func checkDashboardData(t *testing.T, admBase, accountID string) {
 
 	// Usage is written by the account actors after each answer: wait for the last one.
 	var daily struct {
-		Days []store.DayUsage
+		Days []shotd.DayUsage
 	}
 	for end := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		adminGet("/admin/v1/accounts/"+accountID+"/usage/daily?days=30", &daily)

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd"
 	"github.com/valyala/fasthttp"
 )
 
@@ -53,7 +53,7 @@ func (l *RenderLog) Add(e RenderEntry) {
 }
 
 // AddJob records the end of a job.
-func (l *RenderLog) AddJob(j store.Job) {
+func (l *RenderLog) AddJob(j shotd.Job) {
 	e := RenderEntry{At: j.UpdatedAt, Kind: "job", JobID: j.JobID, AccountID: j.AccountID, Outcome: j.Status, ErrorCode: j.ErrorCode}
 	if j.Result != nil {
 		e.ContentType, e.RenderMs, e.Cache = j.Result.ContentType, j.Result.RenderMs, j.Result.Cache

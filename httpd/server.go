@@ -16,40 +16,41 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
-// Renderer renders validated options. The actors package implements it.
+// Renderer renders validated options: the render pool of the actors implements it.
 type Renderer interface {
 	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
 	// Ready reports whether at least one browser can render.
 	Ready() bool
 }
 
-// KeyLookup finds an access key and its account. It returns store.ErrNotFound for an unknown key.
+// KeyLookup finds an access key and its account. It returns an error wrapping shotd.ErrNotFound
+// for an unknown or revoked key.
 type KeyLookup interface {
 	Lookup(accessKey string) (shotd.Key, shotd.Account, error)
 }
 
-// Gate is the account admission: the account actors implement it.
+// Gate is the admission and settlement of an account's requests, and its usage report: the
+// account actors implement it. A refusal is a catalogue error, returned with the limits that
+// explain it.
 type Gate interface {
-	Admit(m *actors.Admit) (*actors.AdmitResult, actors.LimitsSnapshot, error)
-	Settle(accountID string, ticket uint64, o actors.Outcome) (actors.LimitsSnapshot, error)
-	Usage(acc shotd.Account, plan shotd.Plan) (*actors.UsageResult, error)
+	Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error)
+	Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.LimitsSnapshot, error)
+	Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error)
 }
 
 // Files keeps rendered files and the response cache: store.Store implements it.
 type Files interface {
-	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (store.FileRecord, error)
-	File(accountID, fileID string) (store.FileRecord, error)
-	OpenFile(rec store.FileRecord) (*os.File, error)
-	CacheGet(key string, maxAge time.Duration) (store.FileRecord, bool, error)
+	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (shotd.FileRecord, error)
+	File(accountID, fileID string) (shotd.FileRecord, error)
+	OpenFile(rec shotd.FileRecord) (*os.File, error)
+	CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error)
 	// PutCachedFile is PutFile that also enters the file in the response cache, in one write.
-	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (store.FileRecord, error)
+	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (shotd.FileRecord, error)
 	// ResultOf describes a stored file as a render result, with the link to it.
-	ResultOf(rec store.FileRecord, cache string) store.JobResult
+	ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult
 }
 
 // Settings are the parts of the configuration the public API needs.

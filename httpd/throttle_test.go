@@ -14,7 +14,6 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
 	"github.com/valyala/fasthttp"
 )
 
@@ -23,7 +22,7 @@ type oneKey struct{}
 
 func (oneKey) Lookup(ak string) (shotd.Key, shotd.Account, error) {
 	if ak != "ak_good" && ak != "ak_other" {
-		return shotd.Key{}, shotd.Account{}, store.ErrNotFound
+		return shotd.Key{}, shotd.Account{}, shotd.ErrNotFound
 	}
 	return shotd.Key{AccessKey: ak, SecretKey: "secret", AccountID: "acc"},
 		shotd.Account{ID: "acc", Plan: "p", EmailVerified: true}, nil

@@ -1,13 +1,12 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"testing"
-	"time"
+
+	"github.com/shotd/shotd"
 )
 
 func TestBatch(t *testing.T) {
@@ -15,7 +14,7 @@ func TestBatch(t *testing.T) {
 	b, jobs := createBatch(t, s, "acc_a", 5, false)
 	other, _ := createBatch(t, s, "acc_b", 1, false)
 	// Change jobs out of order: the batch keeps request order whatever happens to its jobs.
-	updateJob(t, s, jobs[3].JobID, func(j *Job) { j.Status = JobRendering })
+	updateJob(t, s, jobs[3].JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
 	updateJob(t, s, jobs[0].JobID, fail)
 
 	tests := []struct {
@@ -58,147 +57,8 @@ func TestBatch(t *testing.T) {
 			if !slices.Equal(ids, b.JobIDs) {
 				t.Fatalf("jobs %v, want request order %v", ids, b.JobIDs)
 			}
-			if gotJobs[0].Status != JobFailed || gotJobs[3].Status != JobRendering || gotJobs[1].Status != JobQueued {
+			if gotJobs[0].Status != shotd.JobFailed || gotJobs[3].Status != shotd.JobRendering || gotJobs[1].Status != shotd.JobQueued {
 				t.Fatalf("states %s %s %s", gotJobs[0].Status, gotJobs[1].Status, gotJobs[3].Status)
-			}
-		})
-	}
-}
-
-// keysOf decodes a JSON object and returns its field names, sorted.
-func keysOf(t *testing.T, data []byte) (map[string]any, []string) {
-	t.Helper()
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		t.Fatalf("%s: %v", data, err)
-	}
-	return m, slices.Sorted(maps.Keys(m))
-}
-
-func TestJobViewJSON(t *testing.T) {
-	created := time.Date(2025, 3, 1, 12, 0, 0, 0, time.FixedZone("CET", 3600))
-	base := Job{
-		JobID: "job_abc", AccountID: "acc_a", AccessKey: "ak_secret_holder", Status: JobQueued,
-		CreatedAt: created, UpdatedAt: created.Add(time.Second), Options: json.RawMessage(optsJSON),
-	}
-	png := &JobResult{FileID: "f_file", ExpiresAt: created.Add(time.Hour), Format: "png", ContentType: "image/png",
-		SizeBytes: 1234, RenderMs: 56, Cache: "MISS", Width: 1280, Height: 720}
-	pdf := &JobResult{FileID: "f_pdf", ExpiresAt: created.Add(time.Hour), Format: "pdf", ContentType: "application/pdf",
-		SizeBytes: 99, RenderMs: 7, Cache: "HIT"}
-	record := []string{"created_at", "job_id", "status", "updated_at"}
-	result := []string{"cache", "content_type", "expires_at", "file_id", "format", "height", "render_ms", "size_bytes", "url", "width"}
-
-	tests := []struct {
-		name       string
-		edit       func(*Job)
-		publicURL  string
-		wantKeys   []string
-		wantResult []string // result's keys; nil: no result
-		wantURL    string
-		wantHook   map[string]any
-	}{
-		{"queued, no webhook", func(*Job) {}, "https://shots.example", record, nil, "", nil},
-		{"queued with webhook shows the delivery as pending", func(j *Job) {
-			j.Webhook = &WebhookState{URL: "https://hooks.example/x", Sign: true, NextAttemptAt: created, LastError: "never shown"}
-		}, "https://shots.example", append(slices.Clone(record), "webhook"), nil, "",
-			map[string]any{"url": "https://hooks.example/x", "status": "pending", "attempts": 0.0}},
-		{"succeeded image in a batch", func(j *Job) {
-			j.Status, j.BatchID, j.Index, j.Result = JobSucceeded, "bat_x", 2, png
-			j.Webhook = &WebhookState{URL: "https://hooks.example/x", Status: WebhookDelivered, Attempts: 2}
-		}, "https://shots.example/", slices.Sorted(slices.Values(append(slices.Clone(record), "batch_id", "result", "webhook"))),
-			result, "https://shots.example/api/v1/files/f_file",
-			map[string]any{"url": "https://hooks.example/x", "status": "delivered", "attempts": 2.0}},
-		{"succeeded pdf: no width or height", func(j *Job) { j.Status, j.Result = JobSucceeded, pdf },
-			"http://127.0.0.1:8080", append(slices.Clone(record), "result"),
-			slices.DeleteFunc(slices.Clone(result), func(k string) bool { return k == "width" || k == "height" }),
-			"http://127.0.0.1:8080/api/v1/files/f_pdf", nil},
-		{"failed", func(j *Job) { fail(j) }, "https://shots.example",
-			slices.Sorted(slices.Values(append(slices.Clone(record), "error_code", "error_message"))), nil, "", nil},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			j := base
-			tt.edit(&j)
-			data, err := json.Marshal(j.View(tt.publicURL))
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, keys := keysOf(t, data)
-			want := slices.Sorted(slices.Values(tt.wantKeys))
-			if !slices.Equal(keys, want) {
-				t.Fatalf("fields %v, want %v\n%s", keys, want, data)
-			}
-			if m["created_at"] != "2025-03-01T11:00:00Z" || m["updated_at"] != "2025-03-01T11:00:01Z" {
-				t.Fatalf("times %v %v, want UTC", m["created_at"], m["updated_at"])
-			}
-			if m["job_id"] != "job_abc" || m["status"] != j.Status {
-				t.Fatalf("job_id %v status %v", m["job_id"], m["status"])
-			}
-			if tt.wantResult != nil {
-				res, _ := json.Marshal(m["result"])
-				rm, rkeys := keysOf(t, res)
-				if !slices.Equal(rkeys, tt.wantResult) {
-					t.Fatalf("result fields %v, want %v", rkeys, tt.wantResult)
-				}
-				if rm["url"] != tt.wantURL || rm["expires_at"] != "2025-03-01T12:00:00Z" || rm["file_id"] != j.Result.FileID ||
-					rm["size_bytes"] != float64(j.Result.SizeBytes) || rm["cache"] != j.Result.Cache {
-					t.Fatalf("result %v", rm)
-				}
-			}
-			if tt.wantHook != nil {
-				if hook, _ := m["webhook"].(map[string]any); !maps.Equal(hook, tt.wantHook) {
-					t.Fatalf("webhook %v, want %v", m["webhook"], tt.wantHook)
-				}
-			}
-			if j.Status == JobFailed && (m["error_code"] != "navigation_timeout" || m["error_message"] == "") {
-				t.Fatalf("error %v %v", m["error_code"], m["error_message"])
-			}
-		})
-	}
-}
-
-func TestBatchView(t *testing.T) {
-	b := Batch{BatchID: "bat_x", AccountID: "acc_a", JobIDs: []string{"job_1", "job_2", "job_3"}}
-	jobs := func(states ...string) []Job {
-		var js []Job
-		for i, st := range states {
-			js = append(js, Job{JobID: b.JobIDs[i], BatchID: b.BatchID, Index: i, Status: st})
-		}
-		return js
-	}
-	tests := []struct {
-		name       string
-		jobs       []Job
-		wantStatus string
-		wantCounts BatchCounts
-	}{
-		{"all queued", jobs(JobQueued, JobQueued, JobQueued), BatchQueued, BatchCounts{Queued: 3}},
-		{"one rendering", jobs(JobQueued, JobRendering, JobQueued), BatchRunning, BatchCounts{Queued: 2, Rendering: 1}},
-		{"one ended", jobs(JobSucceeded, JobQueued, JobQueued), BatchRunning, BatchCounts{Queued: 2, Succeeded: 1}},
-		{"all ended", jobs(JobSucceeded, JobFailed, JobSucceeded), BatchDone, BatchCounts{Succeeded: 2, Failed: 1}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			v := b.View(tt.jobs, "https://shots.example")
-			if v.Status != tt.wantStatus || v.Counts != tt.wantCounts || v.Total != 3 || len(v.Jobs) != 3 {
-				t.Fatalf("view %+v; want %s %+v", v, tt.wantStatus, tt.wantCounts)
-			}
-			data, err := json.Marshal(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			m, keys := keysOf(t, data)
-			if want := []string{"batch_id", "counts", "jobs", "status", "total"}; !slices.Equal(keys, want) {
-				t.Fatalf("fields %v, want %v", keys, want)
-			}
-			counts, _ := json.Marshal(m["counts"])
-			if _, ck := keysOf(t, counts); !slices.Equal(ck, []string{"failed", "queued", "rendering", "succeeded"}) {
-				t.Fatalf("counts fields %v", ck)
-			}
-			for i, j := range m["jobs"].([]any) {
-				if j.(map[string]any)["job_id"] != b.JobIDs[i] || j.(map[string]any)["batch_id"] != "bat_x" {
-					t.Fatalf("job %d: %v", i, j)
-				}
 			}
 		})
 	}

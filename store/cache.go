@@ -5,6 +5,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/shotd/shotd"
 	"go.etcd.io/bbolt"
 )
 
@@ -30,7 +31,7 @@ type cacheEntry struct {
 //
 // A hit can still race the sweeper at the instant of expiry: OpenFile then returns ErrNotFound
 // and the caller renders as on a miss.
-func (s *Store) CacheGet(key string, maxAge time.Duration) (FileRecord, bool, error) {
+func (s *Store) CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error) {
 	rec, ok, err := s.cacheGet(key, maxAge)
 	if f := s.cacheObserver.Load(); f != nil && err == nil {
 		(*f)(ok)
@@ -42,11 +43,11 @@ func (s *Store) CacheGet(key string, maxAge time.Duration) (FileRecord, bool, er
 // the job paths both look up here, so /metrics counts both.
 func (s *Store) ObserveCache(f func(hit bool)) { s.cacheObserver.Store(&f) }
 
-func (s *Store) cacheGet(key string, maxAge time.Duration) (FileRecord, bool, error) {
+func (s *Store) cacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error) {
 	if err := checkCacheKey(key); err != nil {
-		return FileRecord{}, false, err
+		return shotd.FileRecord{}, false, err
 	}
-	var rec FileRecord
+	var rec shotd.FileRecord
 	var ok bool
 	t := time.Now()
 	err := s.db.View(func(tx *bbolt.Tx) error {
@@ -56,20 +57,20 @@ func (s *Store) cacheGet(key string, maxAge time.Duration) (FileRecord, bool, er
 			return err
 		}
 		found, err = getJSON(tx.Bucket(bucketFiles), e.FileID, &rec)
-		if err != nil || !found || rec.expired(t) || rec.AccountID != e.AccountID || !rec.freshFor(maxAge, t) {
+		if err != nil || !found || rec.Expired(t) || rec.AccountID != e.AccountID || !freshFor(rec, maxAge, t) {
 			return err
 		}
 		ok = true
 		return nil
 	})
 	if err != nil {
-		return FileRecord{}, false, fmt.Errorf("store: cache get: %w", err)
+		return shotd.FileRecord{}, false, fmt.Errorf("store: cache get: %w", err)
 	}
 	if !ok {
-		return FileRecord{}, false, nil
+		return shotd.FileRecord{}, false, nil
 	}
 	if _, err := os.Stat(s.filePath(rec.FileID)); err != nil {
-		return FileRecord{}, false, nil
+		return shotd.FileRecord{}, false, nil
 	}
 	return rec, true, nil
 }
@@ -79,7 +80,7 @@ func (s *Store) cacheGet(key string, maxAge time.Duration) (FileRecord, bool, er
 // render was stored, in the transaction that entered it in the cache. A copy that old or older
 // is a miss for this request even if its entry, stored with a longer cache_ttl, has not
 // expired: the request renders, and its result replaces the entry.
-func (r FileRecord) freshFor(maxAge time.Duration, t time.Time) bool {
+func freshFor(r shotd.FileRecord, maxAge time.Duration, t time.Time) bool {
 	return t.Before(r.CreatedAt.Add(maxAge))
 }
 

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shotd/shotd"
 )
 
 const (
@@ -17,7 +19,7 @@ const (
 func TestCacheGet(t *testing.T) {
 	tests := []struct {
 		name    string
-		prepare func(t *testing.T, s *Store, rec FileRecord) // after PutCachedFile(..., keyA, time.Hour)
+		prepare func(t *testing.T, s *Store, rec shotd.FileRecord) // after PutCachedFile(..., keyA, time.Hour)
 		key     string
 		wantHit bool
 		wantErr bool
@@ -25,21 +27,21 @@ func TestCacheGet(t *testing.T) {
 		{"hit", nil, keyA, true, false},
 		{"upper-case hex is a different key", nil, strings.ToUpper(keyA), false, false},
 		{"miss", nil, keyB, false, false},
-		{"entry expired", func(t *testing.T, s *Store, rec FileRecord) {
+		{"entry expired", func(t *testing.T, s *Store, rec shotd.FileRecord) {
 			rewrite(t, s, bucketCache, keyA, func(e *cacheEntry) { e.ExpiresAt = time.Now().Add(-time.Millisecond) })
 		}, keyA, false, false},
-		{"file expired", func(t *testing.T, s *Store, rec FileRecord) {
-			rewrite(t, s, bucketFiles, rec.FileID, func(r *FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
+		{"file expired", func(t *testing.T, s *Store, rec shotd.FileRecord) {
+			rewrite(t, s, bucketFiles, rec.FileID, func(r *shotd.FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
 		}, keyA, false, false},
-		{"file record gone", func(t *testing.T, s *Store, rec FileRecord) {
+		{"file record gone", func(t *testing.T, s *Store, rec shotd.FileRecord) {
 			deleteRecord(t, s, bucketFiles, rec.FileID)
 		}, keyA, false, false},
-		{"file gone from disk", func(t *testing.T, s *Store, rec FileRecord) {
+		{"file gone from disk", func(t *testing.T, s *Store, rec shotd.FileRecord) {
 			if err := os.Remove(s.filePath(rec.FileID)); err != nil {
 				t.Fatal(err)
 			}
 		}, keyA, false, false},
-		{"entry of another account than the file", func(t *testing.T, s *Store, rec FileRecord) {
+		{"entry of another account than the file", func(t *testing.T, s *Store, rec shotd.FileRecord) {
 			rewrite(t, s, bucketCache, keyA, func(e *cacheEntry) { e.AccountID = "acc_b" })
 		}, keyA, false, false},
 		{"empty key", nil, "", false, true},
@@ -63,7 +65,7 @@ func TestCacheGet(t *testing.T) {
 			if hit && (got.FileID != rec.FileID || got.AccountID != "acc_a" || got.ContentType != "image/png") {
 				t.Fatalf("hit returned %+v, want the file %s", got, rec.FileID)
 			}
-			if !hit && !reflect.DeepEqual(got, FileRecord{}) {
+			if !hit && !reflect.DeepEqual(got, shotd.FileRecord{}) {
 				t.Fatalf("miss returned a record: %+v", got)
 			}
 		})
@@ -77,7 +79,7 @@ func TestCacheMaxAge(t *testing.T) {
 	tests := []struct {
 		name    string
 		age     time.Duration // how long ago the copy was made
-		prepare func(t *testing.T, s *Store, rec FileRecord)
+		prepare func(t *testing.T, s *Store, rec shotd.FileRecord)
 		maxAge  time.Duration // the asking request's cache_ttl
 		wantHit bool
 	}{
@@ -85,11 +87,11 @@ func TestCacheMaxAge(t *testing.T) {
 		{"younger than the max age", 59 * time.Second, nil, time.Minute, true},
 		{"older than the max age", 2 * time.Minute, nil, time.Minute, false},
 		{"old copy, long max age", 2 * time.Minute, nil, time.Hour, true},
-		{"entry expired, however long the max age", 0, func(t *testing.T, s *Store, rec FileRecord) {
+		{"entry expired, however long the max age", 0, func(t *testing.T, s *Store, rec shotd.FileRecord) {
 			rewrite(t, s, bucketCache, keyA, func(e *cacheEntry) { e.ExpiresAt = time.Now().Add(-time.Millisecond) })
 		}, 30 * 24 * time.Hour, false},
-		{"file expired", 0, func(t *testing.T, s *Store, rec FileRecord) {
-			rewrite(t, s, bucketFiles, rec.FileID, func(r *FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
+		{"file expired", 0, func(t *testing.T, s *Store, rec shotd.FileRecord) {
+			rewrite(t, s, bucketFiles, rec.FileID, func(r *shotd.FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
 		}, time.Hour, false},
 	}
 	for _, tt := range tests {
@@ -99,7 +101,7 @@ func TestCacheMaxAge(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			rewrite(t, s, bucketFiles, rec.FileID, func(r *FileRecord) { r.CreatedAt = r.CreatedAt.Add(-tt.age) })
+			rewrite(t, s, bucketFiles, rec.FileID, func(r *shotd.FileRecord) { r.CreatedAt = r.CreatedAt.Add(-tt.age) })
 			if tt.prepare != nil {
 				tt.prepare(t, s, rec)
 			}
@@ -118,21 +120,21 @@ func TestCacheMaxAge(t *testing.T) {
 // exactly; a record without CreatedAt is never fresh.
 func TestFreshForBoundary(t *testing.T) {
 	made := time.Date(2025, 1, 2, 3, 4, 5, 0, time.UTC)
-	r := FileRecord{CreatedAt: made}
+	r := shotd.FileRecord{CreatedAt: made}
 	tests := []struct {
 		name string
-		rec  FileRecord
+		rec  shotd.FileRecord
 		at   time.Time
 		want bool
 	}{
 		{"just under max age", r, made.Add(time.Minute - time.Nanosecond), true},
 		{"exactly max age", r, made.Add(time.Minute), false},
 		{"made in the future (clock stepped back)", r, made.Add(-time.Second), true},
-		{"no created_at", FileRecord{}, made, false},
+		{"no created_at", shotd.FileRecord{}, made, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := tt.rec.freshFor(time.Minute, tt.at); got != tt.want {
+			if got := freshFor(tt.rec, time.Minute, tt.at); got != tt.want {
 				t.Fatalf("freshFor(1m) at %v of a copy made %v = %v, want %v", tt.at, tt.rec.CreatedAt, got, tt.want)
 			}
 		})

@@ -4,20 +4,13 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/shotd/shotd"
 	"go.etcd.io/bbolt"
 )
 
 // bucketUsageDaily: account id + "/" + UTC date (2006-01-02) -> DayUsage. RecordUsage adds to it
 // in the transaction that bills, so the daily counts always add up to the period's.
 var bucketUsageDaily = []byte("usage_daily")
-
-// DayUsage counts an account's renders on one UTC day.
-type DayUsage struct {
-	Date      string `json:"date"` // 2006-01-02, UTC
-	Succeeded int    `json:"succeeded"`
-	Failed    int    `json:"failed"`
-	CacheHits int    `json:"cache_hits"`
-}
 
 // dailyRetention is how long daily counts are kept: the dashboard shows 30 days; a year lets an
 // operator look further back through the admin API.
@@ -29,10 +22,10 @@ func dayKey(accountID string, day time.Time) string {
 
 // addDaily adds d to the account's count of now's UTC day and drops the entry that fell out of
 // the retention window today, so the bucket stays bounded without a sweeper of its own.
-func addDaily(tx *bbolt.Tx, accountID string, now time.Time, d UsageDelta) error {
+func addDaily(tx *bbolt.Tx, accountID string, now time.Time, d shotd.UsageDelta) error {
 	b := tx.Bucket(bucketUsageDaily)
 	key := dayKey(accountID, now)
-	var u DayUsage
+	var u shotd.DayUsage
 	if _, err := getJSON(b, key, &u); err != nil {
 		return err
 	}
@@ -48,9 +41,9 @@ func addDaily(tx *bbolt.Tx, accountID string, now time.Time, d UsageDelta) error
 
 // DailyUsage returns the account's counts for the days UTC days that end with now's, oldest
 // first, a day without renders as zeros. days is at least 1 and at most the retention.
-func (s *Store) DailyUsage(accountID string, days int, now time.Time) ([]DayUsage, error) {
+func (s *Store) DailyUsage(accountID string, days int, now time.Time) ([]shotd.DayUsage, error) {
 	days = min(max(days, 1), int(dailyRetention/(24*time.Hour)))
-	out := make([]DayUsage, days)
+	out := make([]shotd.DayUsage, days)
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketUsageDaily)
 		for i := range days {

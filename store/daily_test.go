@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
 )
 
 func TestDailyUsage(t *testing.T) {
@@ -26,14 +27,14 @@ func TestDailyUsage(t *testing.T) {
 		name string
 		acc  string
 		at   time.Time
-		d    UsageDelta
+		d    shotd.UsageDelta
 	}{
-		{"today", acc.ID, now, UsageDelta{Succeeded: 2, Failed: 1}},
-		{"today again", acc.ID, now.Add(-9 * time.Hour), UsageDelta{CacheHits: 3}},
-		{"yesterday late", acc.ID, now.Add(-10*time.Hour - time.Minute), UsageDelta{Succeeded: 1}},
-		{"four days ago", acc.ID, now.AddDate(0, 0, -4), UsageDelta{Failed: 2}},
-		{"out of the window", acc.ID, now.AddDate(0, 0, -40), UsageDelta{Succeeded: 9}},
-		{"another account", other.ID, now, UsageDelta{Succeeded: 5}},
+		{"today", acc.ID, now, shotd.UsageDelta{Succeeded: 2, Failed: 1}},
+		{"today again", acc.ID, now.Add(-9 * time.Hour), shotd.UsageDelta{CacheHits: 3}},
+		{"yesterday late", acc.ID, now.Add(-10*time.Hour - time.Minute), shotd.UsageDelta{Succeeded: 1}},
+		{"four days ago", acc.ID, now.AddDate(0, 0, -4), shotd.UsageDelta{Failed: 2}},
+		{"out of the window", acc.ID, now.AddDate(0, 0, -40), shotd.UsageDelta{Succeeded: 9}},
+		{"another account", other.ID, now, shotd.UsageDelta{Succeeded: 5}},
 	}
 	for _, r := range records {
 		a, _ := s.Account(r.acc)
@@ -48,7 +49,7 @@ func TestDailyUsage(t *testing.T) {
 	if len(days) != 30 || days[0].Date != "2026-10-27" || days[29].Date != "2026-11-25" {
 		t.Fatalf("got %d days from %s to %s", len(days), days[0].Date, days[len(days)-1].Date)
 	}
-	want := map[string]DayUsage{
+	want := map[string]shotd.DayUsage{
 		"2026-11-25": {Date: "2026-11-25", Succeeded: 2, Failed: 1, CacheHits: 3},
 		"2026-11-24": {Date: "2026-11-24", Succeeded: 1},
 		"2026-11-21": {Date: "2026-11-21", Failed: 2},
@@ -56,7 +57,7 @@ func TestDailyUsage(t *testing.T) {
 	for _, d := range days {
 		w, ok := want[d.Date]
 		if !ok {
-			w = DayUsage{Date: d.Date}
+			w = shotd.DayUsage{Date: d.Date}
 		}
 		if d != w {
 			t.Errorf("%s: %+v, want %+v", d.Date, d, w)

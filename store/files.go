@@ -28,40 +28,12 @@ const fileIDBytes = 16
 // create and rename leaves behind; they can never be mistaken for a file id.
 const tempPrefix = "tmp-"
 
-var bucketFiles = []byte("files") // file id -> FileRecord
-
-// FileRecord describes a stored rendered file: what the render result of operator contract 5.4
-// is made of.
-type FileRecord struct {
-	FileID      string    `json:"file_id"`
-	AccountID   string    `json:"account_id"`
-	Format      string    `json:"format"`
-	ContentType string    `json:"content_type"`
-	SizeBytes   int64     `json:"size_bytes"`
-	Width       int       `json:"width,omitempty"`
-	Height      int       `json:"height,omitempty"`
-	RenderMs    int64     `json:"render_ms"`
-	CreatedAt   time.Time `json:"created_at"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	// Remote: the data is the object named FileID in the service's bucket (UseRemote), not a
-	// file of data_dir.
-	Remote bool `json:"remote,omitempty"`
-	// StorageLocation is where store=true uploaded the render, when the client asked to be told
-	// (storage_return_location).
-	StorageLocation string `json:"storage_location,omitempty"`
-	// Metadata and Slices are what the metadata_* options and full_page_slices gave (issue 14);
-	// the content and the slices are files of their own, named by their FileID.
-	Metadata *shotd.Metadata `json:"metadata,omitempty"`
-	Slices   []shotd.Slice   `json:"slices,omitempty"`
-}
-
-// expired reports whether the record is gone at t: a record expires at ExpiresAt exactly.
-func (r FileRecord) expired(t time.Time) bool { return !t.Before(r.ExpiresAt) }
+var bucketFiles = []byte("files") // file id -> shotd.FileRecord
 
 // PutFile stores out for the account and returns its record, expiring ttl from now. The data is
 // written to a temporary file, synced and renamed to the new id before the record is committed,
 // so a committed record always has its file; on any failure nothing is left behind.
-func (s *Store) PutFile(accountID string, out *shotd.Output, ttl time.Duration) (FileRecord, error) {
+func (s *Store) PutFile(accountID string, out *shotd.Output, ttl time.Duration) (shotd.FileRecord, error) {
 	return s.putFile(accountID, out, ttl, "", 0)
 }
 
@@ -69,35 +41,35 @@ func (s *Store) PutFile(accountID string, out *shotd.Output, ttl time.Duration) 
 // cacheTTL in the same transaction as its record (one write for a cached render). The file is
 // kept at least as long as the entry, so that it is never swept before the entry; the record
 // returned tells its real expiry.
-func (s *Store) PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (FileRecord, error) {
+func (s *Store) PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (shotd.FileRecord, error) {
 	if err := checkCacheKey(cacheKey); err != nil {
-		return FileRecord{}, err
+		return shotd.FileRecord{}, err
 	}
 	if cacheTTL <= 0 {
-		return FileRecord{}, fmt.Errorf("store: cache put: ttl %v must be positive", cacheTTL)
+		return shotd.FileRecord{}, fmt.Errorf("store: cache put: ttl %v must be positive", cacheTTL)
 	}
 	return s.putFile(accountID, out, ttl, cacheKey, cacheTTL)
 }
 
-func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (FileRecord, error) {
+func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (shotd.FileRecord, error) {
 	switch {
 	case accountID == "":
-		return FileRecord{}, errors.New("store: put file: account id must not be empty")
+		return shotd.FileRecord{}, errors.New("store: put file: account id must not be empty")
 	case out == nil:
-		return FileRecord{}, errors.New("store: put file: no output")
+		return shotd.FileRecord{}, errors.New("store: put file: no output")
 	case out.ContentType == "":
-		return FileRecord{}, errors.New("store: put file: content type must not be empty")
+		return shotd.FileRecord{}, errors.New("store: put file: content type must not be empty")
 	case ttl <= 0:
-		return FileRecord{}, fmt.Errorf("store: put file: ttl %v must be positive", ttl)
+		return shotd.FileRecord{}, fmt.Errorf("store: put file: ttl %v must be positive", ttl)
 	}
 	// The extras (content, slices) go first, as files of their own that expire with this one; a
 	// failure further on leaves them to the sweeper.
 	meta, slices, err := s.putExtras(accountID, out, max(ttl, cacheTTL))
 	if err != nil {
-		return FileRecord{}, err
+		return shotd.FileRecord{}, err
 	}
 	created := now()
-	rec := FileRecord{
+	rec := shotd.FileRecord{
 		FileID:      FileIDPrefix + randomToken(fileIDBytes),
 		AccountID:   accountID,
 		Format:      out.Format,
@@ -117,10 +89,10 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 	path := s.filePath(rec.FileID)
 	if rec.Remote {
 		if err := s.putRemote(rec, out.Data); err != nil {
-			return FileRecord{}, err
+			return shotd.FileRecord{}, err
 		}
 	} else if err := s.writeFile(path, out.Data); err != nil {
-		return FileRecord{}, err
+		return shotd.FileRecord{}, err
 	}
 	err = s.db.Update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketFiles)
@@ -139,14 +111,14 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 	if err != nil {
 		_ = os.Remove(path)
 		s.removeRemote(rec)
-		return FileRecord{}, fmt.Errorf("store: put file: %w", err)
+		return shotd.FileRecord{}, fmt.Errorf("store: put file: %w", err)
 	}
 	return rec, nil
 }
 
 // putExtras stores the extras of out and returns its metadata and slices naming them.
 func (s *Store) putExtras(accountID string, out *shotd.Output, ttl time.Duration) (*shotd.Metadata, []shotd.Slice, error) {
-	ids := make([]FileRecord, len(out.Extras))
+	ids := make([]shotd.FileRecord, len(out.Extras))
 	for i, x := range out.Extras {
 		rec, err := s.putFile(accountID, &shotd.Output{Data: x.Data, Format: x.Format, ContentType: x.ContentType}, ttl, "", 0)
 		if err != nil {
@@ -235,12 +207,12 @@ func syncDir(dir string) error {
 // File returns the record of fileID when accountID owns it and it has not expired. Otherwise it
 // returns an error wrapping ErrNotFound, the same for an unknown, expired or foreign file, so
 // that a caller cannot learn that someone else's id exists.
-func (s *Store) File(accountID, fileID string) (FileRecord, error) {
+func (s *Store) File(accountID, fileID string) (shotd.FileRecord, error) {
 	notFound := fmt.Errorf("store: file %s: %w", fileID, ErrNotFound)
 	if !plausibleFileID(fileID) {
-		return FileRecord{}, notFound
+		return shotd.FileRecord{}, notFound
 	}
-	var rec FileRecord
+	var rec shotd.FileRecord
 	var ok bool
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
@@ -248,10 +220,10 @@ func (s *Store) File(accountID, fileID string) (FileRecord, error) {
 		return err
 	})
 	if err != nil {
-		return FileRecord{}, err
+		return shotd.FileRecord{}, err
 	}
-	if !ok || rec.AccountID != accountID || rec.expired(time.Now()) {
-		return FileRecord{}, notFound
+	if !ok || rec.AccountID != accountID || rec.Expired(time.Now()) {
+		return shotd.FileRecord{}, notFound
 	}
 	return rec, nil
 }
@@ -259,7 +231,7 @@ func (s *Store) File(accountID, fileID string) (FileRecord, error) {
 // OpenFile opens the stored data of rec for reading; the caller closes it. A file the sweeper
 // removed in the meantime gives an error wrapping ErrNotFound. Once open, the data stays
 // readable to the end even if the sweeper removes the file.
-func (s *Store) OpenFile(rec FileRecord) (*os.File, error) {
+func (s *Store) OpenFile(rec shotd.FileRecord) (*os.File, error) {
 	if !plausibleFileID(rec.FileID) {
 		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, ErrNotFound)
 	}

@@ -24,7 +24,7 @@ func pngOutput(data string) *shotd.Output {
 }
 
 // putFile stores data for accountID with ttl or fails the test.
-func putFile(t *testing.T, s *Store, accountID, data string, ttl time.Duration) FileRecord {
+func putFile(t *testing.T, s *Store, accountID, data string, ttl time.Duration) shotd.FileRecord {
 	t.Helper()
 	rec, err := s.PutFile(accountID, pngOutput(data), ttl)
 	if err != nil {
@@ -71,7 +71,7 @@ func TestPutFileAndStream(t *testing.T) {
 	if !regexp.MustCompile(`^f_[A-Za-z0-9_-]{22}$`).MatchString(rec.FileID) {
 		t.Errorf("file id %q, want f_ and 22 url-safe characters (128 bits)", rec.FileID)
 	}
-	want := FileRecord{FileID: rec.FileID, AccountID: "acc_a", Format: "png", ContentType: "image/png",
+	want := shotd.FileRecord{FileID: rec.FileID, AccountID: "acc_a", Format: "png", ContentType: "image/png",
 		SizeBytes: 9, Width: 1280, Height: 720, RenderMs: 42, CreatedAt: rec.CreatedAt, ExpiresAt: rec.CreatedAt.Add(time.Hour)}
 	if !reflect.DeepEqual(rec, want) {
 		t.Errorf("record %+v, want %+v", rec, want)
@@ -114,7 +114,7 @@ func TestFileLookup(t *testing.T) {
 	s, _ := openStore(t)
 	mine := putFile(t, s, "acc_a", "mine", time.Hour)
 	expired := putFile(t, s, "acc_a", "old", time.Hour)
-	rewrite(t, s, bucketFiles, expired.FileID, func(r *FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
+	rewrite(t, s, bucketFiles, expired.FileID, func(r *shotd.FileRecord) { r.ExpiresAt = time.Now().Add(-time.Millisecond) })
 	unknown := "f_" + strings.Repeat("A", 22)
 
 	tests := []struct {
@@ -141,7 +141,7 @@ func TestFileLookup(t *testing.T) {
 			if err == nil && rec.FileID != tt.fileID {
 				t.Fatalf("File(%q) returned %s", tt.fileID, rec.FileID)
 			}
-			if err != nil && !reflect.DeepEqual(rec, FileRecord{}) {
+			if err != nil && !reflect.DeepEqual(rec, shotd.FileRecord{}) {
 				t.Fatalf("File returned a record with an error: %+v", rec)
 			}
 		})
@@ -237,7 +237,7 @@ func TestOpenFileRemovedFromDisk(t *testing.T) {
 	if _, err := s.OpenFile(rec); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("OpenFile of a removed file: %v, want ErrNotFound", err)
 	}
-	if _, err := s.OpenFile(FileRecord{FileID: "../" + FileName}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.OpenFile(shotd.FileRecord{FileID: "../" + FileName}); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("OpenFile outside the files dir: %v, want ErrNotFound", err)
 	}
 }

@@ -7,27 +7,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/shotd/shotd"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/shotd/shotd"
+
 	"go.etcd.io/bbolt"
-)
-
-// Job states (operator contract 5.2).
-const (
-	JobQueued    = "queued"
-	JobRendering = "rendering"
-	JobSucceeded = "succeeded"
-	JobFailed    = "failed"
-)
-
-// Webhook delivery states. A job's delivery has no state ("") until the job ends.
-const (
-	WebhookPending   = "pending"
-	WebhookDelivered = "delivered"
-	WebhookFailed    = "failed"
 )
 
 // JobIDPrefix and BatchIDPrefix start every job and batch id.
@@ -50,83 +36,30 @@ var (
 // the sweeper deletes it. Set it before Open; the sweeper reads it on every sweep.
 var JobRetention = 7 * 24 * time.Hour
 
-// WebhookState is the delivery state of a job's webhook. Sign, NextAttemptAt and LastError are
-// stored but never shown.
-type WebhookState struct {
-	URL           string    `json:"url"`
-	Status        string    `json:"status"` // "" until the job ends, then pending -> delivered|failed
-	Attempts      int       `json:"attempts"`
-	Sign          bool      `json:"-"`
-	SkipFailed    bool      `json:"-"` // webhook_errors=false: none for a failed job
-	NextAttemptAt time.Time `json:"-"`
-	LastError     string    `json:"-"`
-}
-
-// JobResult is the render result of operator contract 5.4 without its url, which depends on the
-// public URL of the moment (see Job.View).
-type JobResult struct {
-	FileID      string    `json:"file_id"`
-	ExpiresAt   time.Time `json:"expires_at"`
-	Format      string    `json:"format"`
-	ContentType string    `json:"content_type"`
-	SizeBytes   int64     `json:"size_bytes"`
-	RenderMs    int64     `json:"render_ms"`
-	Cache       string    `json:"cache"`
-	Width       int       `json:"width,omitempty"`
-	Height      int       `json:"height,omitempty"`
-	// URL, when set, is the link to the file: a presigned GET of the service's bucket
-	// (Store.ResultOf), valid until ExpiresAt.
-	URL string `json:"url,omitempty"`
-	// StorageLocation: see FileRecord.
-	StorageLocation string `json:"storage_location,omitempty"`
-	// Metadata and Slices: see FileRecord.
-	Metadata *shotd.Metadata `json:"metadata,omitempty"`
-	Slices   []shotd.Slice   `json:"slices,omitempty"`
-}
-
-// Job is a background render.
-type Job struct {
-	JobID        string
-	AccountID    string
-	AccessKey    string // the key that created the job; its secret signs the webhook
-	BatchID      string
-	Index        int // position in its batch
-	Status       string
-	CreatedAt    time.Time
-	UpdatedAt    time.Time
-	Options      json.RawMessage // the validated shotd.Options as JSON, re-read at restart
-	Result       *JobResult
-	ErrorCode    string
-	ErrorMessage string
-	Webhook      *WebhookState // nil when no webhook_url
-	// ExternalIdentifier is the client's own name for the job (external_identifier).
-	ExternalIdentifier string
-}
-
-// Final reports whether the job has ended (succeeded or failed).
-func (j Job) Final() bool { return finalStatus(j.Status) }
-
-func finalStatus(s string) bool { return s == JobSucceeded || s == JobFailed }
+// finalStatus reports whether a job in state s has ended.
+func finalStatus(s string) bool { return s == shotd.JobSucceeded || s == shotd.JobFailed }
 
 // webhookPending reports whether j has a delivery waiting to be made.
-func (j Job) webhookPending() bool { return j.Webhook != nil && j.Webhook.Status == WebhookPending }
+func webhookPending(j shotd.Job) bool {
+	return j.Webhook != nil && j.Webhook.Status == shotd.WebhookPending
+}
 
 // jobRecord is the stored form of a Job: it keeps the webhook fields that the public form hides.
 type jobRecord struct {
-	JobID        string          `json:"job_id"`
-	AccountID    string          `json:"account_id"`
-	AccessKey    string          `json:"access_key"`
-	BatchID      string          `json:"batch_id,omitempty"`
-	Index        int             `json:"index"`
-	Status       string          `json:"status"`
-	CreatedAt    time.Time       `json:"created_at"`
-	UpdatedAt    time.Time       `json:"updated_at"`
-	Options      json.RawMessage `json:"options"`
-	Result       *JobResult      `json:"result,omitempty"`
-	ErrorCode    string          `json:"error_code,omitempty"`
-	ErrorMessage string          `json:"error_message,omitempty"`
-	Webhook      *webhookRecord  `json:"webhook,omitempty"`
-	ExternalID   string          `json:"external_identifier,omitempty"`
+	JobID        string           `json:"job_id"`
+	AccountID    string           `json:"account_id"`
+	AccessKey    string           `json:"access_key"`
+	BatchID      string           `json:"batch_id,omitempty"`
+	Index        int              `json:"index"`
+	Status       string           `json:"status"`
+	CreatedAt    time.Time        `json:"created_at"`
+	UpdatedAt    time.Time        `json:"updated_at"`
+	Options      json.RawMessage  `json:"options"`
+	Result       *shotd.JobResult `json:"result,omitempty"`
+	ErrorCode    string           `json:"error_code,omitempty"`
+	ErrorMessage string           `json:"error_message,omitempty"`
+	Webhook      *webhookRecord   `json:"webhook,omitempty"`
+	ExternalID   string           `json:"external_identifier,omitempty"`
 }
 
 type webhookRecord struct {
@@ -140,7 +73,7 @@ type webhookRecord struct {
 }
 
 // toRecord also brings every time to UTC without a monotonic reading, as now() makes them.
-func toRecord(j Job) jobRecord {
+func toRecord(j shotd.Job) jobRecord {
 	r := jobRecord{
 		JobID: j.JobID, AccountID: j.AccountID, AccessKey: j.AccessKey, BatchID: j.BatchID,
 		Index: j.Index, Status: j.Status, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
@@ -161,15 +94,15 @@ func toRecord(j Job) jobRecord {
 
 func inUTC(t time.Time) time.Time { return t.UTC().Round(0) }
 
-func (r jobRecord) job() Job {
-	j := Job{
+func (r jobRecord) job() shotd.Job {
+	j := shotd.Job{
 		JobID: r.JobID, AccountID: r.AccountID, AccessKey: r.AccessKey, BatchID: r.BatchID,
 		Index: r.Index, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Options: r.Options, Result: r.Result, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		ExternalIdentifier: r.ExternalID,
 	}
 	if w := r.Webhook; w != nil {
-		j.Webhook = &WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
+		j.Webhook = &shotd.WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
 			SkipFailed: w.SkipFailed, NextAttemptAt: w.NextAttemptAt, LastError: w.LastError}
 	}
 	return j
@@ -187,14 +120,14 @@ func NewBatchID() string { return BatchIDPrefix + randomToken(jobIDBytes) }
 // and the batch's CreatedAt and JobIDs, writing them back into jobs and *batch once the
 // transaction committed, so that the caller holds what was stored. A job or batch id that
 // exists gives an error wrapping ErrConflict.
-func (s *Store) CreateJobs(jobs []Job, batch *Batch) error {
+func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
 	if len(jobs) == 0 {
 		return errors.New("store: create jobs: no jobs")
 	}
 	created := now()
 	recs := make([]jobRecord, len(jobs))
 	seen := make(map[string]bool, len(jobs))
-	var b Batch
+	var b shotd.Batch
 	if batch != nil {
 		b = *batch
 		if b.BatchID == "" || b.AccountID == "" {
@@ -215,7 +148,7 @@ func (s *Store) CreateJobs(jobs []Job, batch *Batch) error {
 			return fmt.Errorf("store: create jobs: job %d needs an id and an account", i)
 		case seen[j.JobID]:
 			return fmt.Errorf("store: create jobs: job %s given twice: %w", j.JobID, ErrConflict)
-		case j.Status != "" && j.Status != JobQueued:
+		case j.Status != "" && j.Status != shotd.JobQueued:
 			return fmt.Errorf("store: create jobs: job %s: a new job is queued, not %q", j.JobID, j.Status)
 		case len(j.Options) == 0 || !json.Valid(j.Options):
 			return fmt.Errorf("store: create jobs: job %s: options must be JSON", j.JobID)
@@ -223,7 +156,7 @@ func (s *Store) CreateJobs(jobs []Job, batch *Batch) error {
 			return fmt.Errorf("store: create jobs: job %s: a webhook needs a url and no delivery state yet", j.JobID)
 		}
 		seen[j.JobID] = true
-		j.Status = JobQueued
+		j.Status = shotd.JobQueued
 		if j.CreatedAt.IsZero() {
 			j.CreatedAt = created
 		}
@@ -278,19 +211,19 @@ func (s *Store) CreateJobs(jobs []Job, batch *Batch) error {
 
 // Job returns the job jobID of accountID. A job that does not exist or belongs to another
 // account gives the same error wrapping ErrNotFound, so that nobody learns another's id exists.
-func (s *Store) Job(accountID, jobID string) (Job, error) {
+func (s *Store) Job(accountID, jobID string) (shotd.Job, error) {
 	j, err := s.JobByID(jobID)
 	if err != nil {
-		return Job{}, err
+		return shotd.Job{}, err
 	}
 	if j.AccountID != accountID {
-		return Job{}, jobNotFound(jobID)
+		return shotd.Job{}, jobNotFound(jobID)
 	}
 	return j, nil
 }
 
 // JobByID returns the job jobID whatever its account: for the workers, never for a request.
-func (s *Store) JobByID(jobID string) (Job, error) {
+func (s *Store) JobByID(jobID string) (shotd.Job, error) {
 	var r jobRecord
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		var err error
@@ -298,7 +231,7 @@ func (s *Store) JobByID(jobID string) (Job, error) {
 		return err
 	})
 	if err != nil {
-		return Job{}, err
+		return shotd.Job{}, err
 	}
 	return r.job(), nil
 }
@@ -324,8 +257,8 @@ func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
 //
 // When the job ends with a webhook whose Status is "", the delivery becomes pending in the same
 // transaction (NextAttemptAt now unless fn set it), so that no ended job can lose its delivery.
-func (s *Store) UpdateJob(jobID string, fn func(*Job) error) (Job, error) {
-	var out Job
+func (s *Store) UpdateJob(jobID string, fn func(*shotd.Job) error) (shotd.Job, error) {
+	var out shotd.Job
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		old, err := getJob(tx, jobID)
 		if err != nil {
@@ -339,11 +272,11 @@ func (s *Store) UpdateJob(jobID string, fn func(*Job) error) (Job, error) {
 			return err
 		}
 		j.UpdatedAt = now()
-		if w := j.Webhook; j.Status == JobFailed && !finalStatus(old.Status) && w != nil && w.SkipFailed {
+		if w := j.Webhook; j.Status == shotd.JobFailed && !finalStatus(old.Status) && w != nil && w.SkipFailed {
 			j.Webhook = nil // webhook_errors=false: a failed job sends none
 		}
 		if w := j.Webhook; j.Final() && w != nil && w.Status == "" {
-			w.Status = WebhookPending
+			w.Status = shotd.WebhookPending
 			if w.NextAttemptAt.IsZero() {
 				w.NextAttemptAt = j.UpdatedAt
 			}
@@ -356,25 +289,25 @@ func (s *Store) UpdateJob(jobID string, fn func(*Job) error) (Job, error) {
 		return nil
 	})
 	if err != nil {
-		return Job{}, err
+		return shotd.Job{}, err
 	}
 	return out, nil
 }
 
 // checkUpdate enforces UpdateJob's rules on j, the result of fn applied to old.
-func checkUpdate(old jobRecord, j *Job) error {
+func checkUpdate(old jobRecord, j *shotd.Job) error {
 	switch {
 	case j.JobID != old.JobID || j.AccountID != old.AccountID || j.BatchID != old.BatchID ||
 		j.Index != old.Index || !j.CreatedAt.Equal(old.CreatedAt):
 		return fmt.Errorf("store: job %s: id, account, batch, index and created_at cannot change: %w", old.JobID, ErrConflict)
-	case j.Status != JobQueued && j.Status != JobRendering && !j.Final():
+	case j.Status != shotd.JobQueued && j.Status != shotd.JobRendering && !j.Final():
 		return fmt.Errorf("store: job %s: unknown state %q", old.JobID, j.Status)
 	case finalStatus(old.Status) && j.Status != old.Status:
 		return fmt.Errorf("store: job %s: %s cannot become %s: %w", old.JobID, old.Status, j.Status, ErrConflict)
 	}
 	if w := j.Webhook; w != nil {
 		switch w.Status {
-		case "", WebhookPending, WebhookDelivered, WebhookFailed:
+		case "", shotd.WebhookPending, shotd.WebhookDelivered, shotd.WebhookFailed:
 		default:
 			return fmt.Errorf("store: job %s: unknown webhook state %q", old.JobID, w.Status)
 		}
@@ -402,7 +335,7 @@ func putJob(tx *bbolt.Tx, old *jobRecord, r jobRecord) error {
 		in bool
 	}{
 		{tx.Bucket(bucketJobsActive), id, !j.Final()},
-		{tx.Bucket(bucketWebhooksPending), id, j.webhookPending()},
+		{tx.Bucket(bucketWebhooksPending), id, webhookPending(j)},
 		{done, doneKey(r.UpdatedAt, r.JobID), j.Final()},
 	}
 	for _, st := range steps {
@@ -449,8 +382,8 @@ func doneKey(updated time.Time, jobID string) []byte {
 // RequeueUnfinished sets every rendering job back to queued in one transaction and returns every
 // queued job, oldest first (a batch in its order). The job actor calls it at start, before it
 // dispatches anything: a job found rendering was cut short by a stop or a crash.
-func (s *Store) RequeueUnfinished() ([]Job, error) {
-	var jobs []Job
+func (s *Store) RequeueUnfinished() ([]shotd.Job, error) {
+	var jobs []shotd.Job
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		jobs = jobs[:0]
 		ids, err := indexKeys(tx.Bucket(bucketJobsActive))
@@ -470,9 +403,9 @@ func (s *Store) RequeueUnfinished() ([]Job, error) {
 			if err != nil {
 				return err
 			}
-			if r.Status == JobRendering {
+			if r.Status == shotd.JobRendering {
 				old := r
-				r.Status, r.UpdatedAt = JobQueued, t
+				r.Status, r.UpdatedAt = shotd.JobQueued, t
 				if err := putJob(tx, &old, r); err != nil {
 					return err
 				}
@@ -484,7 +417,7 @@ func (s *Store) RequeueUnfinished() ([]Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: requeue unfinished jobs: %w", err)
 	}
-	slices.SortFunc(jobs, func(a, b Job) int {
+	slices.SortFunc(jobs, func(a, b shotd.Job) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.BatchID, b.BatchID),
 			cmp.Compare(a.Index, b.Index), strings.Compare(a.JobID, b.JobID))
 	})
@@ -493,8 +426,8 @@ func (s *Store) RequeueUnfinished() ([]Job, error) {
 
 // PendingWebhooks returns the jobs whose delivery is pending, the earliest NextAttemptAt first:
 // the webhook actor resumes them at start.
-func (s *Store) PendingWebhooks() ([]Job, error) {
-	var jobs []Job
+func (s *Store) PendingWebhooks() ([]shotd.Job, error) {
+	var jobs []shotd.Job
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		ids, err := indexKeys(tx.Bucket(bucketWebhooksPending))
 		if err != nil {
@@ -508,7 +441,7 @@ func (s *Store) PendingWebhooks() ([]Job, error) {
 			if err != nil {
 				return err
 			}
-			if j := r.job(); j.webhookPending() {
+			if j := r.job(); webhookPending(j) {
 				jobs = append(jobs, j)
 			}
 		}
@@ -517,7 +450,7 @@ func (s *Store) PendingWebhooks() ([]Job, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: pending webhooks: %w", err)
 	}
-	slices.SortFunc(jobs, func(a, b Job) int {
+	slices.SortFunc(jobs, func(a, b shotd.Job) int {
 		return cmp.Or(a.Webhook.NextAttemptAt.Compare(b.Webhook.NextAttemptAt), strings.Compare(a.JobID, b.JobID))
 	})
 	return jobs, nil
@@ -611,13 +544,13 @@ func (s *Store) sweepJobs(now time.Time) (int, error) {
 // sweepable: r ended, its delivery is not pending, and its last change is at or before cutoff.
 func sweepable(r jobRecord, cutoff time.Time) bool {
 	j := r.job()
-	return j.Final() && !j.webhookPending() && !r.UpdatedAt.After(cutoff)
+	return j.Final() && !webhookPending(j) && !r.UpdatedAt.After(cutoff)
 }
 
 // sweepBatchJobs deletes the batch of r with all its jobs when every one of them is sweepable,
 // and returns how many records it deleted. A job whose batch record is missing goes alone.
 func sweepBatchJobs(tx *bbolt.Tx, r jobRecord, cutoff time.Time) (int, error) {
-	var b Batch
+	var b shotd.Batch
 	ok, err := getJSON(tx.Bucket(bucketBatches), r.BatchID, &b)
 	if err != nil {
 		return 0, err

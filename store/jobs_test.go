@@ -17,22 +17,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotd/shotd"
 	"go.etcd.io/bbolt"
 )
 
 const optsJSON = `{"url":"https://example.com","format":"png"}`
 
 // newJob is a job as the job actor makes it before CreateJobs.
-func newJob(accountID string, webhook bool) Job {
-	j := Job{JobID: NewJobID(), AccountID: accountID, AccessKey: "ak_test", Options: json.RawMessage(optsJSON)}
+func newJob(accountID string, webhook bool) shotd.Job {
+	j := shotd.Job{JobID: NewJobID(), AccountID: accountID, AccessKey: "ak_test", Options: json.RawMessage(optsJSON)}
 	if webhook {
-		j.Webhook = &WebhookState{URL: "http://127.0.0.1:9/hook", Sign: true}
+		j.Webhook = &shotd.WebhookState{URL: "http://127.0.0.1:9/hook", Sign: true}
 	}
 	return j
 }
 
 // jobText is the whole of j, hidden webhook fields included, to compare jobs by value.
-func jobText(j Job) string {
+func jobText(j shotd.Job) string {
 	r := toRecord(j)
 	opts, _ := json.Marshal(string(r.Options)) // as a string: options that are not JSON compare too
 	r.Options = opts
@@ -43,7 +44,7 @@ func jobText(j Job) string {
 	return string(data)
 }
 
-func jobsText(jobs []Job) string {
+func jobsText(jobs []shotd.Job) string {
 	var s string
 	for _, j := range jobs {
 		s += jobText(j) + "\n"
@@ -51,45 +52,45 @@ func jobsText(jobs []Job) string {
 	return s
 }
 
-func createJob(t *testing.T, s *Store, accountID string, webhook bool) Job {
+func createJob(t *testing.T, s *Store, accountID string, webhook bool) shotd.Job {
 	t.Helper()
-	jobs := []Job{newJob(accountID, webhook)}
+	jobs := []shotd.Job{newJob(accountID, webhook)}
 	if err := s.CreateJobs(jobs, nil); err != nil {
 		t.Fatal(err)
 	}
 	return jobs[0]
 }
 
-func createBatch(t *testing.T, s *Store, accountID string, n int, webhook bool) (Batch, []Job) {
+func createBatch(t *testing.T, s *Store, accountID string, n int, webhook bool) (shotd.Batch, []shotd.Job) {
 	t.Helper()
-	jobs := make([]Job, n)
+	jobs := make([]shotd.Job, n)
 	for i := range jobs {
 		jobs[i] = newJob(accountID, webhook)
 	}
-	b := Batch{BatchID: NewBatchID(), AccountID: accountID}
+	b := shotd.Batch{BatchID: NewBatchID(), AccountID: accountID}
 	if err := s.CreateJobs(jobs, &b); err != nil {
 		t.Fatal(err)
 	}
 	return b, jobs
 }
 
-func updateJob(t *testing.T, s *Store, jobID string, fn func(*Job)) Job {
+func updateJob(t *testing.T, s *Store, jobID string, fn func(*shotd.Job)) shotd.Job {
 	t.Helper()
-	j, err := s.UpdateJob(jobID, func(j *Job) error { fn(j); return nil })
+	j, err := s.UpdateJob(jobID, func(j *shotd.Job) error { fn(j); return nil })
 	if err != nil {
 		t.Fatal(err)
 	}
 	return j
 }
 
-func succeed(j *Job) {
-	j.Status = JobSucceeded
-	j.Result = &JobResult{FileID: "f_0123456789abcdef0123", ExpiresAt: time.Now().Add(time.Hour),
+func succeed(j *shotd.Job) {
+	j.Status = shotd.JobSucceeded
+	j.Result = &shotd.JobResult{FileID: "f_0123456789abcdef0123", ExpiresAt: time.Now().Add(time.Hour),
 		Format: "png", ContentType: "image/png", SizeBytes: 1234, RenderMs: 56, Cache: "MISS", Width: 1280, Height: 720}
 }
 
-func fail(j *Job) {
-	j.Status = JobFailed
+func fail(j *shotd.Job) {
+	j.Status = shotd.JobFailed
 	j.ErrorCode, j.ErrorMessage = "navigation_timeout", "The page did not load in time."
 }
 
@@ -129,7 +130,7 @@ func checkIndexes(t *testing.T, s *Store) {
 			if !j.Final() {
 				want["active"] = append(want["active"], j.JobID)
 			}
-			if j.webhookPending() {
+			if webhookPending(j) {
 				want["pending"] = append(want["pending"], j.JobID)
 			}
 			if j.Final() {
@@ -204,20 +205,20 @@ func TestCreateJobs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			jobs := make([]Job, tt.n)
+			jobs := make([]shotd.Job, tt.n)
 			for i := range jobs {
 				jobs[i] = newJob("acc_a", tt.webhook)
 			}
-			var b *Batch
+			var b *shotd.Batch
 			if tt.batch {
-				b = &Batch{BatchID: NewBatchID(), AccountID: "acc_a"}
+				b = &shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a"}
 			}
 			before := time.Now()
 			if err := s.CreateJobs(jobs, b); err != nil {
 				t.Fatal(err)
 			}
 			for i, j := range jobs {
-				if j.Status != JobQueued || j.CreatedAt.Before(before) || !j.UpdatedAt.Equal(j.CreatedAt) ||
+				if j.Status != shotd.JobQueued || j.CreatedAt.Before(before) || !j.UpdatedAt.Equal(j.CreatedAt) ||
 					j.CreatedAt.Location() != time.UTC {
 					t.Fatalf("job %d written back as %+v", i, j)
 				}
@@ -256,8 +257,8 @@ func TestCreateJobsRefused(t *testing.T) {
 	existing := createJob(t, s, "acc_a", false)
 	existingBatch, _ := createBatch(t, s, "acc_a", 1, false)
 
-	jobs := func(n int, edit func([]Job)) []Job {
-		js := make([]Job, n)
+	jobs := func(n int, edit func([]shotd.Job)) []shotd.Job {
+		js := make([]shotd.Job, n)
 		for i := range js {
 			js[i] = newJob("acc_a", true)
 		}
@@ -266,32 +267,32 @@ func TestCreateJobsRefused(t *testing.T) {
 		}
 		return js
 	}
-	batch := func() *Batch { return &Batch{BatchID: NewBatchID(), AccountID: "acc_a"} }
+	batch := func() *shotd.Batch { return &shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a"} }
 	tests := []struct {
 		name         string
-		jobs         []Job
-		batch        *Batch
+		jobs         []shotd.Job
+		batch        *shotd.Batch
 		wantConflict bool
 	}{
 		{"no jobs", nil, nil, false},
-		{"empty job id", jobs(1, func(js []Job) { js[0].JobID = "" }), nil, false},
-		{"no account", jobs(1, func(js []Job) { js[0].AccountID = "" }), nil, false},
-		{"not queued", jobs(1, func(js []Job) { js[0].Status = JobSucceeded }), nil, false},
-		{"no options", jobs(1, func(js []Job) { js[0].Options = nil }), nil, false},
-		{"options not JSON", jobs(1, func(js []Job) { js[0].Options = json.RawMessage(`{"url":`) }), nil, false},
-		{"webhook without url", jobs(1, func(js []Job) { js[0].Webhook.URL = "" }), nil, false},
-		{"webhook already pending", jobs(1, func(js []Job) { js[0].Webhook.Status = WebhookPending }), nil, false},
-		{"batch id without batch", jobs(1, func(js []Job) { js[0].BatchID = "bat_x" }), nil, false},
-		{"same id twice", jobs(3, func(js []Job) { js[2].JobID = js[0].JobID }), batch(), true},
-		{"last job of a batch exists", jobs(3, func(js []Job) { js[2].JobID = existing.JobID }), batch(), true},
-		{"single job exists", jobs(1, func(js []Job) { js[0].JobID = existing.JobID }), nil, true},
-		{"batch exists", jobs(2, nil), &Batch{BatchID: existingBatch.BatchID, AccountID: "acc_a"}, true},
-		{"batch without id", jobs(2, nil), &Batch{AccountID: "acc_a"}, false},
-		{"job of another account in the batch", jobs(2, func(js []Job) { js[1].AccountID = "acc_b" }), batch(), false},
-		{"job names another batch", jobs(2, func(js []Job) { js[1].BatchID = "bat_other" }), batch(), false},
-		{"job index disagrees", jobs(2, func(js []Job) { js[1].Index = 5 }), batch(), false},
-		{"batch lists other jobs", jobs(2, nil), &Batch{BatchID: NewBatchID(), AccountID: "acc_a", JobIDs: []string{"job_x", "job_y"}}, false},
-		{"batch lists fewer jobs", jobs(2, nil), &Batch{BatchID: NewBatchID(), AccountID: "acc_a", JobIDs: []string{"job_x"}}, false},
+		{"empty job id", jobs(1, func(js []shotd.Job) { js[0].JobID = "" }), nil, false},
+		{"no account", jobs(1, func(js []shotd.Job) { js[0].AccountID = "" }), nil, false},
+		{"not queued", jobs(1, func(js []shotd.Job) { js[0].Status = shotd.JobSucceeded }), nil, false},
+		{"no options", jobs(1, func(js []shotd.Job) { js[0].Options = nil }), nil, false},
+		{"options not JSON", jobs(1, func(js []shotd.Job) { js[0].Options = json.RawMessage(`{"url":`) }), nil, false},
+		{"webhook without url", jobs(1, func(js []shotd.Job) { js[0].Webhook.URL = "" }), nil, false},
+		{"webhook already pending", jobs(1, func(js []shotd.Job) { js[0].Webhook.Status = shotd.WebhookPending }), nil, false},
+		{"batch id without batch", jobs(1, func(js []shotd.Job) { js[0].BatchID = "bat_x" }), nil, false},
+		{"same id twice", jobs(3, func(js []shotd.Job) { js[2].JobID = js[0].JobID }), batch(), true},
+		{"last job of a batch exists", jobs(3, func(js []shotd.Job) { js[2].JobID = existing.JobID }), batch(), true},
+		{"single job exists", jobs(1, func(js []shotd.Job) { js[0].JobID = existing.JobID }), nil, true},
+		{"batch exists", jobs(2, nil), &shotd.Batch{BatchID: existingBatch.BatchID, AccountID: "acc_a"}, true},
+		{"batch without id", jobs(2, nil), &shotd.Batch{AccountID: "acc_a"}, false},
+		{"job of another account in the batch", jobs(2, func(js []shotd.Job) { js[1].AccountID = "acc_b" }), batch(), false},
+		{"job names another batch", jobs(2, func(js []shotd.Job) { js[1].BatchID = "bat_other" }), batch(), false},
+		{"job index disagrees", jobs(2, func(js []shotd.Job) { js[1].Index = 5 }), batch(), false},
+		{"batch lists other jobs", jobs(2, nil), &shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a", JobIDs: []string{"job_x", "job_y"}}, false},
+		{"batch lists fewer jobs", jobs(2, nil), &shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a", JobIDs: []string{"job_x"}}, false},
 	}
 	all := [][]byte{bucketJobs, bucketBatches, bucketJobsActive, bucketWebhooksPending, bucketJobsDone}
 	counts := func() []int {
@@ -305,7 +306,7 @@ func TestCreateJobsRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			given := slices.Clone(tt.jobs)
-			var givenBatch Batch
+			var givenBatch shotd.Batch
 			if tt.batch != nil {
 				givenBatch = *tt.batch
 			}
@@ -377,43 +378,43 @@ func TestUpdateJobLifeCycle(t *testing.T) {
 	steps := []struct {
 		name        string
 		job         string
-		fn          func(*Job)
+		fn          func(*shotd.Job)
 		wantStatus  string
 		wantHook    string // webhook status; "-" for no webhook
 		wantActive  bool
 		wantPending bool
-		check       func(t *testing.T, j Job)
+		check       func(t *testing.T, j shotd.Job)
 	}{
-		{"queued to rendering", withHook.JobID, func(j *Job) { j.Status = JobRendering }, JobRendering, "", true, false, nil},
-		{"back to queued (restart)", withHook.JobID, func(j *Job) { j.Status = JobQueued }, JobQueued, "", true, false, nil},
-		{"rendering again", withHook.JobID, func(j *Job) { j.Status = JobRendering }, JobRendering, "", true, false, nil},
-		{"succeeded: delivery pending at once", withHook.JobID, succeed, JobSucceeded, WebhookPending, false, true,
-			func(t *testing.T, j Job) {
+		{"queued to rendering", withHook.JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering }, shotd.JobRendering, "", true, false, nil},
+		{"back to queued (restart)", withHook.JobID, func(j *shotd.Job) { j.Status = shotd.JobQueued }, shotd.JobQueued, "", true, false, nil},
+		{"rendering again", withHook.JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering }, shotd.JobRendering, "", true, false, nil},
+		{"succeeded: delivery pending at once", withHook.JobID, succeed, shotd.JobSucceeded, shotd.WebhookPending, false, true,
+			func(t *testing.T, j shotd.Job) {
 				if j.Result == nil || j.Result.FileID == "" || j.Webhook.NextAttemptAt.IsZero() ||
 					j.Webhook.NextAttemptAt.After(j.UpdatedAt) {
 					t.Fatalf("result %+v, webhook %+v: want the result and a delivery due now", j.Result, j.Webhook)
 				}
 			}},
-		{"attempt 1 failed, retry later", withHook.JobID, func(j *Job) {
+		{"attempt 1 failed, retry later", withHook.JobID, func(j *shotd.Job) {
 			j.Webhook.Attempts++
 			j.Webhook.LastError = "status 500"
 			j.Webhook.NextAttemptAt = retryAt
-		}, JobSucceeded, WebhookPending, false, true, func(t *testing.T, j Job) {
+		}, shotd.JobSucceeded, shotd.WebhookPending, false, true, func(t *testing.T, j shotd.Job) {
 			if j.Webhook.Attempts != 1 || j.Webhook.LastError != "status 500" || !j.Webhook.NextAttemptAt.Equal(retryAt) {
 				t.Fatalf("webhook %+v", j.Webhook)
 			}
 		}},
-		{"attempt 2 delivered", withHook.JobID, func(j *Job) {
+		{"attempt 2 delivered", withHook.JobID, func(j *shotd.Job) {
 			j.Webhook.Attempts++
-			j.Webhook.Status = WebhookDelivered
-		}, JobSucceeded, WebhookDelivered, false, false, nil},
-		{"no webhook: rendering", noHook.JobID, func(j *Job) { j.Status = JobRendering }, JobRendering, "-", true, false, nil},
-		{"no webhook: failed", noHook.JobID, fail, JobFailed, "-", false, false, func(t *testing.T, j Job) {
+			j.Webhook.Status = shotd.WebhookDelivered
+		}, shotd.JobSucceeded, shotd.WebhookDelivered, false, false, nil},
+		{"no webhook: rendering", noHook.JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering }, shotd.JobRendering, "-", true, false, nil},
+		{"no webhook: failed", noHook.JobID, fail, shotd.JobFailed, "-", false, false, func(t *testing.T, j shotd.Job) {
 			if j.ErrorCode != "navigation_timeout" || j.ErrorMessage == "" {
 				t.Fatalf("error %q %q", j.ErrorCode, j.ErrorMessage)
 			}
 		}},
-		{"no webhook: touched after the end", noHook.JobID, func(j *Job) {}, JobFailed, "-", false, false, nil},
+		{"no webhook: touched after the end", noHook.JobID, func(j *shotd.Job) {}, shotd.JobFailed, "-", false, false, nil},
 	}
 	for _, st := range steps {
 		t.Run(st.name, func(t *testing.T) {
@@ -463,26 +464,26 @@ func TestUpdateJobRefused(t *testing.T) {
 	tests := []struct {
 		name         string
 		job          string
-		fn           func(*Job) error
+		fn           func(*shotd.Job) error
 		wantErr      error // checked with errors.Is; nil: any error
 		wantNotFound bool
 	}{
-		{"fn error", queued.JobID, func(j *Job) error { j.Status = JobRendering; return errAbort }, errAbort, false},
-		{"unknown job", NewJobID(), func(*Job) error { return nil }, ErrNotFound, true},
-		{"change id", queued.JobID, func(j *Job) error { j.JobID = NewJobID(); return nil }, ErrConflict, false},
-		{"change account", queued.JobID, func(j *Job) error { j.AccountID = "acc_b"; return nil }, ErrConflict, false},
-		{"change batch", queued.JobID, func(j *Job) error { j.BatchID = ""; return nil }, ErrConflict, false},
-		{"change index", queued.JobID, func(j *Job) error { j.Index = 7; return nil }, ErrConflict, false},
-		{"change created_at", queued.JobID, func(j *Job) error { j.CreatedAt = j.CreatedAt.Add(-time.Hour); return nil }, ErrConflict, false},
-		{"unknown state", queued.JobID, func(j *Job) error { j.Status = "paused"; return nil }, nil, false},
-		{"succeeded back to queued", done.JobID, func(j *Job) error { j.Status = JobQueued; return nil }, ErrConflict, false},
-		{"succeeded to failed", done.JobID, func(j *Job) error { j.Status = JobFailed; return nil }, ErrConflict, false},
-		{"delivery before the end", queued.JobID, func(j *Job) error { j.Webhook.Status = WebhookPending; return nil }, nil, false},
-		{"unknown webhook state", done.JobID, func(j *Job) error { j.Webhook.Status = "lost"; return nil }, nil, false},
+		{"fn error", queued.JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return errAbort }, errAbort, false},
+		{"unknown job", NewJobID(), func(*shotd.Job) error { return nil }, ErrNotFound, true},
+		{"change id", queued.JobID, func(j *shotd.Job) error { j.JobID = NewJobID(); return nil }, ErrConflict, false},
+		{"change account", queued.JobID, func(j *shotd.Job) error { j.AccountID = "acc_b"; return nil }, ErrConflict, false},
+		{"change batch", queued.JobID, func(j *shotd.Job) error { j.BatchID = ""; return nil }, ErrConflict, false},
+		{"change index", queued.JobID, func(j *shotd.Job) error { j.Index = 7; return nil }, ErrConflict, false},
+		{"change created_at", queued.JobID, func(j *shotd.Job) error { j.CreatedAt = j.CreatedAt.Add(-time.Hour); return nil }, ErrConflict, false},
+		{"unknown state", queued.JobID, func(j *shotd.Job) error { j.Status = "paused"; return nil }, nil, false},
+		{"succeeded back to queued", done.JobID, func(j *shotd.Job) error { j.Status = shotd.JobQueued; return nil }, ErrConflict, false},
+		{"succeeded to failed", done.JobID, func(j *shotd.Job) error { j.Status = shotd.JobFailed; return nil }, ErrConflict, false},
+		{"delivery before the end", queued.JobID, func(j *shotd.Job) error { j.Webhook.Status = shotd.WebhookPending; return nil }, nil, false},
+		{"unknown webhook state", done.JobID, func(j *shotd.Job) error { j.Webhook.Status = "lost"; return nil }, nil, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var before Job
+			var before shotd.Job
 			if !tt.wantNotFound {
 				var err error
 				if before, err = s.JobByID(tt.job); err != nil {
@@ -519,9 +520,9 @@ func TestRequeueUnfinished(t *testing.T) {
 	_, batch := createBatch(t, s, "acc_b", 3, true)
 	last := createJob(t, s, "acc_a", true)
 	ended := createJob(t, s, "acc_a", true)
-	updateJob(t, s, batch[1].JobID, func(j *Job) { j.Status = JobRendering })
-	updateJob(t, s, last.JobID, func(j *Job) { j.Status = JobRendering })
-	updateJob(t, s, ended.JobID, func(j *Job) { j.Status = JobRendering })
+	updateJob(t, s, batch[1].JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
+	updateJob(t, s, last.JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
+	updateJob(t, s, ended.JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
 	updateJob(t, s, ended.JobID, fail)
 
 	// A stop that does not finish the jobs: Close, then open the same directory again.
@@ -536,11 +537,11 @@ func TestRequeueUnfinished(t *testing.T) {
 			}
 			var ids []string
 			for _, j := range got {
-				if j.Status != JobQueued {
+				if j.Status != shotd.JobQueued {
 					t.Errorf("job %s returned %s", j.JobID, j.Status)
 				}
 				stored, err := s.JobByID(j.JobID)
-				if err != nil || stored.Status != JobQueued || jobText(stored) != jobText(j) {
+				if err != nil || stored.Status != shotd.JobQueued || jobText(stored) != jobText(j) {
 					t.Errorf("job %s stored as %+v, %v; returned %+v", j.JobID, stored, err, j)
 				}
 				ids = append(ids, j.JobID)
@@ -551,7 +552,7 @@ func TestRequeueUnfinished(t *testing.T) {
 			checkIndexes(t, s)
 		})
 	}
-	if j, err := s.JobByID(ended.JobID); err != nil || j.Status != JobFailed || j.Webhook.Status != WebhookPending {
+	if j, err := s.JobByID(ended.JobID); err != nil || j.Status != shotd.JobFailed || j.Webhook.Status != shotd.WebhookPending {
 		t.Fatalf("ended job after restart: %+v, %v", j, err)
 	}
 }
@@ -570,13 +571,13 @@ func TestCrashHelper(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	jobs := []Job{newJob("acc_a", true), newJob("acc_a", true), newJob("acc_a", true)}
-	b := Batch{BatchID: NewBatchID(), AccountID: "acc_a"}
+	jobs := []shotd.Job{newJob("acc_a", true), newJob("acc_a", true), newJob("acc_a", true)}
+	b := shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a"}
 	if err := s.CreateJobs(jobs, &b); err != nil {
 		t.Fatal(err)
 	}
-	for i, fn := range []func(*Job){func(j *Job) { j.Status = JobRendering }, succeed} {
-		if _, err := s.UpdateJob(jobs[i].JobID, func(j *Job) error { fn(j); return nil }); err != nil {
+	for i, fn := range []func(*shotd.Job){func(j *shotd.Job) { j.Status = shotd.JobRendering }, succeed} {
+		if _, err := s.UpdateJob(jobs[i].JobID, func(j *shotd.Job) error { fn(j); return nil }); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -635,7 +636,7 @@ func TestRequeueAfterKill(t *testing.T) {
 func TestPendingWebhooks(t *testing.T) {
 	s, dir := openStore(t)
 	base := time.Now().UTC().Round(0)
-	var jobs []Job
+	var jobs []shotd.Job
 	for range 4 {
 		jobs = append(jobs, createJob(t, s, "acc_a", true))
 	}
@@ -645,12 +646,12 @@ func TestPendingWebhooks(t *testing.T) {
 
 	// Due times out of creation order; one delivered, so not pending.
 	for i, due := range []time.Duration{3 * time.Minute, time.Minute, 2 * time.Minute, 0} {
-		updateJob(t, s, jobs[i].JobID, func(j *Job) {
+		updateJob(t, s, jobs[i].JobID, func(j *shotd.Job) {
 			fail(j)
 			j.Webhook.NextAttemptAt = base.Add(due)
 		})
 	}
-	updateJob(t, s, jobs[3].JobID, func(j *Job) { j.Webhook.Status = WebhookDelivered; j.Webhook.Attempts = 1 })
+	updateJob(t, s, jobs[3].JobID, func(j *shotd.Job) { j.Webhook.Status = shotd.WebhookDelivered; j.Webhook.Attempts = 1 })
 	want := []string{jobs[1].JobID, jobs[2].JobID, jobs[0].JobID}
 
 	for _, round := range []string{"running", "after reopen"} {
@@ -665,7 +666,7 @@ func TestPendingWebhooks(t *testing.T) {
 			}
 			var ids []string
 			for _, j := range got {
-				if j.Webhook == nil || j.Webhook.Status != WebhookPending || !j.Webhook.Sign || j.Status != JobFailed {
+				if j.Webhook == nil || j.Webhook.Status != shotd.WebhookPending || !j.Webhook.Sign || j.Status != shotd.JobFailed {
 					t.Fatalf("pending job %+v webhook %+v", j, j.Webhook)
 				}
 				ids = append(ids, j.JobID)
@@ -685,7 +686,7 @@ func TestSweepJobs(t *testing.T) {
 	finished := createJob(t, s, "acc_a", false)
 	updateJob(t, s, finished.JobID, succeed)
 	active := createJob(t, s, "acc_a", false)
-	updateJob(t, s, active.JobID, func(j *Job) { j.Status = JobRendering })
+	updateJob(t, s, active.JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
 	pending := createJob(t, s, "acc_a", true)
 	updateJob(t, s, pending.JobID, fail)
 	b, bjobs := createBatch(t, s, "acc_b", 3, false)
@@ -714,7 +715,7 @@ func TestSweepJobs(t *testing.T) {
 		{"batch with an active job and a pending delivery stay", nil, fromStart(30 * day), 0, []string{finished.JobID}},
 		{"last batch job ends and the delivery fails: not old enough", func() {
 			updateJob(t, s, bjobs[1].JobID, succeed)
-			updateJob(t, s, pending.JobID, func(j *Job) { j.Webhook.Status = WebhookFailed })
+			updateJob(t, s, pending.JobID, func(j *shotd.Job) { j.Webhook.Status = shotd.WebhookFailed })
 		}, later(JobRetention - time.Minute), 0, []string{finished.JobID}},
 		{"batch goes whole with its jobs, the job after its delivery", nil, later(JobRetention + time.Minute), 5,
 			[]string{finished.JobID, pending.JobID, bjobs[0].JobID, bjobs[1].JobID, bjobs[2].JobID}},
@@ -761,7 +762,7 @@ func TestSweepJobsPastManyKept(t *testing.T) {
 				return err
 			}
 			r := old
-			r.Status, r.UpdatedAt = JobFailed, now()
+			r.Status, r.UpdatedAt = shotd.JobFailed, now()
 			if err := putJob(tx, &old, r); err != nil {
 				return err
 			}
@@ -798,19 +799,19 @@ func TestJobsConcurrent(t *testing.T) {
 	for w := range workers {
 		wg.Go(func() { // life cycles
 			for i := range perWorker {
-				jobs := []Job{newJob("acc_a", i%2 == 0), newJob("acc_a", false)}
-				b := &Batch{BatchID: NewBatchID(), AccountID: "acc_a"}
+				jobs := []shotd.Job{newJob("acc_a", i%2 == 0), newJob("acc_a", false)}
+				b := &shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a"}
 				if err := s.CreateJobs(jobs, b); err != nil {
 					errs <- err
 					return
 				}
 				for k, j := range jobs {
-					steps := []func(*Job){func(j *Job) { j.Status = JobRendering }, succeed}
+					steps := []func(*shotd.Job){func(j *shotd.Job) { j.Status = shotd.JobRendering }, succeed}
 					if (w+i+k)%3 == 0 {
 						steps[1] = fail
 					}
 					for _, fn := range steps {
-						if _, err := s.UpdateJob(j.JobID, func(j *Job) error { fn(j); return nil }); err != nil {
+						if _, err := s.UpdateJob(j.JobID, func(j *shotd.Job) error { fn(j); return nil }); err != nil {
 							errs <- err
 							return
 						}
@@ -824,7 +825,7 @@ func TestJobsConcurrent(t *testing.T) {
 		})
 		wg.Go(func() { // webhook attempts on one job
 			for range attempts {
-				_, err := s.UpdateJob(shared.JobID, func(j *Job) error { j.Webhook.Attempts++; return nil })
+				_, err := s.UpdateJob(shared.JobID, func(j *shotd.Job) error { j.Webhook.Attempts++; return nil })
 				if err != nil {
 					errs <- err
 					return
@@ -867,7 +868,7 @@ func BenchmarkCreateJob(b *testing.B) {
 	}
 	defer s.Close(context.Background())
 	for b.Loop() {
-		if err := s.CreateJobs([]Job{newJob("acc_a", true)}, nil); err != nil {
+		if err := s.CreateJobs([]shotd.Job{newJob("acc_a", true)}, nil); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -40,7 +40,7 @@ func (s *Store) bucket() Remote {
 	return nil
 }
 
-func (s *Store) putRemote(rec FileRecord, data []byte) error {
+func (s *Store) putRemote(rec shotd.FileRecord, data []byte) error {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
 	if err := s.bucket().PutContent(ctx, rec.FileID, data, rec.ContentType); err != nil {
@@ -51,7 +51,7 @@ func (s *Store) putRemote(rec FileRecord, data []byte) error {
 }
 
 // removeRemote takes back an upload whose record was not written.
-func (s *Store) removeRemote(rec FileRecord) {
+func (s *Store) removeRemote(rec shotd.FileRecord) {
 	r := s.bucket()
 	if !rec.Remote || r == nil {
 		return
@@ -63,7 +63,7 @@ func (s *Store) removeRemote(rec FileRecord) {
 	}
 }
 
-func (s *Store) openRemote(rec FileRecord) (*os.File, error) {
+func (s *Store) openRemote(rec shotd.FileRecord) (*os.File, error) {
 	r := s.bucket()
 	if r == nil {
 		return nil, fmt.Errorf("store: file %s is in a bucket and [storage.s3] is not configured: %w", rec.FileID, ErrNotFound)
@@ -96,12 +96,12 @@ func (s *Store) sweepRemote(fileID string) error {
 	return nil
 }
 
-// ResultOf describes rec as a render result (the package function ResultOf), linking to a file
+// ResultOf describes rec as a render result (shotd.ResultOf), linking to a file
 // of the service's bucket with a presigned GET valid until the file expires (at most 7 days,
 // the longest a SigV4 link lives; a cache hit later gets a fresh one). When the link cannot be
 // made, the result keeps the files endpoint, which serves the object too.
-func (s *Store) ResultOf(rec FileRecord, cache string) JobResult {
-	r := ResultOf(rec, cache)
+func (s *Store) ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult {
+	r := shotd.ResultOf(rec, cache)
 	bucket := s.bucket()
 	if !rec.Remote || bucket == nil {
 		return r
@@ -115,14 +115,4 @@ func (s *Store) ResultOf(rec FileRecord, cache string) JobResult {
 	}
 	r.URL = link
 	return r
-}
-
-// StoredError is the error of a failed PutFile as a client sees it: storage_failed when the
-// service's bucket refused or did not answer, internal_error otherwise.
-func StoredError(err error) error {
-	var e *shotd.Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return shotd.Wrap(shotd.CodeInternalError, err, "the rendered file could not be stored")
 }

@@ -66,12 +66,12 @@ func TestRemoteFiles(t *testing.T) {
 		t.Fatalf("a copy was left in data_dir: %v", err)
 	}
 
+	// The result links to the object itself, not to the files endpoint.
 	res := s.ResultOf(rec, "MISS")
-	view := res.View("http://127.0.0.1:8080")
-	if !strings.HasPrefix(view.URL, srv.Endpoint()+"/files/shotd/"+rec.FileID+"?") || !strings.Contains(view.URL, "X-Amz-Signature=") {
-		t.Fatalf("url is not a presigned link of the bucket: %s", view.URL)
+	if !strings.HasPrefix(res.URL, srv.Endpoint()+"/files/shotd/"+rec.FileID+"?") || !strings.Contains(res.URL, "X-Amz-Signature=") {
+		t.Fatalf("url is not a presigned link of the bucket: %s", res.URL)
 	}
-	if st, body := httpGet(t, view.URL); st != 200 || string(body) != "remote bytes" {
+	if st, body := httpGet(t, res.URL); st != 200 || string(body) != "remote bytes" {
 		t.Fatalf("presigned link: %d %q", st, body)
 	}
 
@@ -87,7 +87,7 @@ func TestRemoteFiles(t *testing.T) {
 
 	// Wait until the link expires (the deadline only bounds a broken server).
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
-		st, _ := httpGet(t, view.URL)
+		st, _ := httpGet(t, res.URL)
 		if st == http.StatusForbidden {
 			break
 		}
@@ -122,7 +122,7 @@ func TestRemotePutFails(t *testing.T) {
 			s, srv := remoteStore(t)
 			c.breakIt(srv)
 			_, err := s.PutFile("acc1", pngOutput("x"), time.Hour)
-			e := shotd.AsError(StoredError(err))
+			e := shotd.AsError(shotd.StoredError(err))
 			if e.Code != shotd.CodeStorageFailed || !strings.Contains(e.Message, c.msg) {
 				t.Fatalf("got %v, want storage_failed with %q", err, c.msg)
 			}
@@ -147,15 +147,15 @@ func countFiles(t *testing.T, s *Store) int {
 func TestRemoteOpen(t *testing.T) {
 	cases := []struct {
 		name     string
-		breakIt  func(*s3test.Server, FileRecord)
+		breakIt  func(*s3test.Server, shotd.FileRecord)
 		notFound bool
 	}{
-		{"object removed", func(s *s3test.Server, rec FileRecord) {
+		{"object removed", func(s *s3test.Server, rec shotd.FileRecord) {
 			if err := os.Remove(filepath.Join(s.Root, "files", "shotd", rec.FileID)); err != nil {
 				t.Fatal(err)
 			}
 		}, true},
-		{"server down", func(s *s3test.Server, _ FileRecord) { s.Stop() }, false},
+		{"server down", func(s *s3test.Server, _ shotd.FileRecord) { s.Stop() }, false},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,7 +173,7 @@ func TestRemoteOpen(t *testing.T) {
 			if got := errors.Is(err, ErrNotFound); got != c.notFound {
 				t.Fatalf("ErrNotFound %v, want %v: %v", got, c.notFound, err)
 			}
-			if !c.notFound && shotd.CodeOf(StoredError(err)) != shotd.CodeStorageFailed {
+			if !c.notFound && shotd.CodeOf(shotd.StoredError(err)) != shotd.CodeStorageFailed {
 				t.Fatalf("got %v, want storage_failed", err)
 			}
 		})

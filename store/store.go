@@ -15,14 +15,16 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
 	"go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
 )
 
 // Sentinel errors; returned wrapped with the record they are about.
 var (
-	// ErrNotFound: the account, key or record does not exist.
-	ErrNotFound = errors.New("store: not found")
+	// ErrNotFound: the account, key or record does not exist. It is shotd.ErrNotFound, so that
+	// the packages that read records through interfaces test for it without importing store.
+	ErrNotFound = shotd.ErrNotFound
 	// ErrConflict: the id exists already, or the change is not allowed on the stored record
 	// (changing an id, un-revoking a key).
 	ErrConflict = errors.New("store: conflict")

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/shotd/shotd"
 	"go.etcd.io/bbolt"
 )
 
@@ -66,7 +67,7 @@ func TestSweepNow(t *testing.T) {
 				t.Fatalf("files on disk %v, want %v", names, want)
 			}
 			for _, id := range want {
-				var rec FileRecord
+				var rec shotd.FileRecord
 				err := s.db.View(func(tx *bbolt.Tx) error {
 					ok, err := getJSON(tx.Bucket(bucketFiles), id, &rec)
 					if err == nil && !ok {
@@ -97,7 +98,7 @@ func TestSweepManyBatches(t *testing.T) {
 	err := s.db.Update(func(tx *bbolt.Tx) error {
 		for i := range n {
 			id := fmt.Sprintf("f_%022d", i)
-			if err := putJSON(tx.Bucket(bucketFiles), id, FileRecord{FileID: id, AccountID: "acc_a", ExpiresAt: past}); err != nil {
+			if err := putJSON(tx.Bucket(bucketFiles), id, shotd.FileRecord{FileID: id, AccountID: "acc_a", ExpiresAt: past}); err != nil {
 				return err
 			}
 			if err := putJSON(tx.Bucket(bucketCache), fmt.Sprintf("%064x", i), cacheEntry{FileID: id, ExpiresAt: past}); err != nil {

@@ -163,7 +163,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 
 	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, RetryDelays: cfg.Webhooks.RetryDelays(),
-		PublicURL: cfg.PublicURL, Log: log.With().Str("component", "webhooks").Logger(), Attempted: metrics.WebhookAttempted,
+		Body: httpd.WebhookBodies(cfg.PublicURL), Log: log.With().Str("component", "webhooks").Logger(), Attempted: metrics.WebhookAttempted,
 		Client: &http.Client{Timeout: cfg.Webhooks.Timeout(), CheckRedirect: actors.NoRedirects, Transport: &http.Transport{
 			DialContext: guard.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}})
 	if err != nil {

@@ -1,0 +1,71 @@
+package shotd
+
+import "time"
+
+// AdmitKind says what a request wants from its account.
+type AdmitKind int
+
+// Kinds of admission.
+const (
+	AdmitRender AdmitKind = iota // a sync render: rate, quota reservation, a concurrency slot
+	AdmitJobs                    // async or bulk: rate, quota reservations and queue places for Jobs jobs
+	AdmitStatus                  // usage, jobs, batches, files: the status allowance only
+	// AdmitCacheHit is a sync request served from the response cache: plan features and rate
+	// only, since it renders nothing (no quota, no slot, no failure window). The hit is counted
+	// at once; there is nothing to settle.
+	AdmitCacheHit
+)
+
+// Admission is a request asking its account to be let in. Account and Plan are the current
+// records.
+type Admission struct {
+	Account  Account
+	Plan     Plan
+	Kind     AdmitKind
+	Jobs     int      // AdmitJobs: how many jobs the request creates
+	Features []string // plan features the request needs
+}
+
+// AdmitResult lets a request in. An AdmitRender is settled exactly once with its Ticket.
+type AdmitResult struct {
+	Ticket uint64
+	Limits LimitsSnapshot
+}
+
+// LimitsSnapshot is an account's limits as they stand after an admission or a settlement: what
+// the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers say.
+type LimitsSnapshot struct {
+	QuotaLimit           int
+	QuotaRemaining       int
+	QuotaReset           time.Time
+	RateLimit            int
+	RateRemaining        int
+	RateReset            time.Time
+	ConcurrencyLimit     int
+	ConcurrencyRemaining int
+}
+
+// Outcome is how an admitted render ended, which decides its billing and whether it counts
+// against the account's failure window.
+type Outcome int
+
+// Outcomes of a render.
+const (
+	OutcomeSucceeded Outcome = iota // bill one screenshot
+	OutcomeFailed                   // the render failed: release, count a failure
+	OutcomeCacheHit                 // served from the cache: release, count a hit
+	OutcomeReleased                 // nothing was rendered and it was not the page's fault: release only
+)
+
+// OutcomeOf classifies a render error: errors of the service itself (busy, unavailable, limits
+// down) are released, not counted against the account.
+func OutcomeOf(err error) Outcome {
+	if err == nil {
+		return OutcomeSucceeded
+	}
+	switch CodeOf(err) {
+	case CodeRendererBusy, CodeRendererUnavailable, CodeServiceUnavailable:
+		return OutcomeReleased
+	}
+	return OutcomeFailed
+}

@@ -1,0 +1,184 @@
+package httpd
+
+import (
+	"encoding/json"
+	"strings"
+	"time"
+
+	"github.com/shotd/shotd"
+)
+
+// The JSON shapes of jobs, batches and render results as the public API shows them, and as a
+// webhook receiver gets them. Links to files are built from the public URL of the moment, never
+// stored.
+
+// JobView is the job record as GET /api/v1/jobs/{id} and the webhook body show it.
+type JobView struct {
+	JobID        string       `json:"job_id"`
+	Status       string       `json:"status"`
+	CreatedAt    time.Time    `json:"created_at"`
+	UpdatedAt    time.Time    `json:"updated_at"`
+	BatchID      string       `json:"batch_id,omitempty"`
+	Result       *ResultView  `json:"result,omitempty"`
+	ErrorCode    string       `json:"error_code,omitempty"`
+	ErrorMessage string       `json:"error_message,omitempty"`
+	Webhook      *WebhookView `json:"webhook,omitempty"`
+	// ExternalIdentifier is the client's own name for the job (external_identifier).
+	ExternalIdentifier string `json:"external_identifier,omitempty"`
+}
+
+// ResultView is a render result: of a job, or of a sync render with response_type=json.
+type ResultView struct {
+	FileID      string    `json:"file_id"`
+	URL         string    `json:"url"`
+	ExpiresAt   time.Time `json:"expires_at"`
+	Format      string    `json:"format"`
+	ContentType string    `json:"content_type"`
+	SizeBytes   int64     `json:"size_bytes"`
+	RenderMs    int64     `json:"render_ms"`
+	Cache       string    `json:"cache"`
+	Width       int       `json:"width,omitempty"`
+	Height      int       `json:"height,omitempty"`
+	// Store is there when store=true asked for the location (storage_return_location).
+	Store *StoreView `json:"store,omitempty"`
+	// Metadata is what the metadata_* options asked for, Slices the slices of
+	// full_page_slices, each with the link to its file (ScreenshotOne's names).
+	Metadata *shotd.Metadata `json:"metadata,omitempty"`
+	Slices   []shotd.Slice   `json:"slices,omitempty"`
+}
+
+// StoreView tells where store=true uploaded the file, as ScreenshotOne's store.location does.
+type StoreView struct {
+	Location string `json:"location"`
+}
+
+// WebhookView is the webhook part of a job record.
+type WebhookView struct {
+	URL      string `json:"url"`
+	Status   string `json:"status"`
+	Attempts int    `json:"attempts"`
+}
+
+// BatchView is the batch record of GET /api/v1/batches/{id}.
+type BatchView struct {
+	BatchID string      `json:"batch_id"`
+	Status  string      `json:"status"`
+	Total   int         `json:"total"`
+	Counts  BatchCounts `json:"counts"`
+	Jobs    []JobView   `json:"jobs"`
+}
+
+// BatchCounts counts a batch's jobs by state.
+type BatchCounts struct {
+	Queued    int `json:"queued"`
+	Rendering int `json:"rendering"`
+	Succeeded int `json:"succeeded"`
+	Failed    int `json:"failed"`
+}
+
+// fileURL is the files endpoint's link to fileID; a trailing "/" of publicURL is ignored.
+func fileURL(publicURL, fileID string) string {
+	return strings.TrimRight(publicURL, "/") + "/api/v1/files/" + fileID
+}
+
+// NewResultView is r as clients see it, with the link to its file: the presigned link of the
+// service's bucket when r has one, the files endpoint otherwise.
+func NewResultView(r shotd.JobResult, publicURL string) ResultView {
+	v := ResultView{FileID: r.FileID, URL: r.URL, ExpiresAt: r.ExpiresAt.UTC(), Format: r.Format,
+		ContentType: r.ContentType, SizeBytes: r.SizeBytes, RenderMs: r.RenderMs, Cache: r.Cache,
+		Width: r.Width, Height: r.Height}
+	if v.URL == "" {
+		v.URL = fileURL(publicURL, r.FileID)
+	}
+	link := func(ref *shotd.FileRef) {
+		ref.URL = fileURL(publicURL, ref.FileID)
+		ref.Expires = ref.Expires.UTC()
+	}
+	if r.Metadata != nil {
+		m := *r.Metadata
+		if m.Content != nil {
+			c := *m.Content
+			link(&c)
+			m.Content = &c
+		}
+		v.Metadata = &m
+	}
+	for _, sl := range r.Slices {
+		link(&sl.FileRef)
+		v.Slices = append(v.Slices, sl)
+	}
+	if r.StorageLocation != "" {
+		v.Store = &StoreView{Location: r.StorageLocation}
+	}
+	return v
+}
+
+// NewJobView is the public record of j; its result links to publicURL + "/api/v1/files/" +
+// file_id. A delivery without a state yet (the job has not ended) shows as pending: it is still
+// to come.
+func NewJobView(j shotd.Job, publicURL string) JobView {
+	v := JobView{
+		JobID:              j.JobID,
+		Status:             j.Status,
+		CreatedAt:          j.CreatedAt.UTC(),
+		UpdatedAt:          j.UpdatedAt.UTC(),
+		BatchID:            j.BatchID,
+		ErrorCode:          j.ErrorCode,
+		ErrorMessage:       j.ErrorMessage,
+		ExternalIdentifier: j.ExternalIdentifier,
+	}
+	if r := j.Result; r != nil {
+		rv := NewResultView(*r, publicURL)
+		v.Result = &rv
+	}
+	if w := j.Webhook; w != nil {
+		v.Webhook = &WebhookView{URL: w.URL, Status: w.Status, Attempts: w.Attempts}
+		if v.Webhook.Status == "" {
+			v.Webhook.Status = shotd.WebhookPending
+		}
+	}
+	return v
+}
+
+// NewBatchView is the public record of b with its jobs in batch order: queued while every job
+// is queued, done once every job ended, running in between.
+func NewBatchView(b shotd.Batch, jobs []shotd.Job, publicURL string) BatchView {
+	v := BatchView{BatchID: b.BatchID, Total: len(b.JobIDs), Jobs: make([]JobView, 0, len(jobs))}
+	for _, j := range jobs {
+		switch j.Status {
+		case shotd.JobQueued:
+			v.Counts.Queued++
+		case shotd.JobRendering:
+			v.Counts.Rendering++
+		case shotd.JobSucceeded:
+			v.Counts.Succeeded++
+		case shotd.JobFailed:
+			v.Counts.Failed++
+		}
+		v.Jobs = append(v.Jobs, NewJobView(j, publicURL))
+	}
+	switch ended := v.Counts.Succeeded + v.Counts.Failed; {
+	case ended == len(jobs):
+		v.Status = shotd.BatchDone
+	case v.Counts.Queued == len(jobs):
+		v.Status = shotd.BatchQueued
+	default:
+		v.Status = shotd.BatchRunning
+	}
+	return v
+}
+
+// WebhookBody is what a webhook receiver gets: the job record exactly as GET /api/v1/jobs/{id}
+// shows it, plus the event.
+type WebhookBody struct {
+	JobView
+	Event string `json:"event"`
+}
+
+// WebhookBodies returns the maker of webhook bodies that the webhook actor sends, with links
+// to files under publicURL.
+func WebhookBodies(publicURL string) func(j shotd.Job, event string) ([]byte, error) {
+	return func(j shotd.Job, event string) ([]byte, error) {
+		return json.Marshal(WebhookBody{JobView: NewJobView(j, publicURL), Event: event})
+	}
+}
