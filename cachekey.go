@@ -28,5 +28,11 @@ func (o *Options) ResponseCacheKey(accountID string) string {
 	h.Write([]byte(accountID))
 	h.Write([]byte{0})
 	h.Write(b)
+	if p := o.S1.Proxy; p != nil {
+		// Left out of JSON, the proxy's user can still pick what the page sees (providers
+		// encode a country or a session in it); the password cannot.
+		h.Write([]byte{0})
+		h.Write([]byte(p.Username.Reveal()))
+	}
 	return hex.EncodeToString(h.Sum(nil))
 }

@@ -13,10 +13,19 @@ import (
 // The credentials are Secrets: they print and marshal as [redacted], so that neither a log line
 // nor a job record holds them.
 type UpstreamProxy struct {
-	Host     string // host:port, the port always given (80 when the option left it out)
-	Username Secret
-	Password Secret
+	Host string // host:port, the port always given (80 when the option left it out)
+	// The credentials are never marshalled: a job record keeps them in Sealed, encrypted with
+	// the key that also seals storage credentials (objstore.Sealer).
+	Username Secret   `json:"-"`
+	Password Secret   `json:"-"`
+	Sealed   []byte   `json:",omitempty"`
 	Bypass   []string // host names (lower case, "*.example.com" for a domain and its subdomains) and IP literals
+}
+
+// HasSecrets reports whether o carries credentials that a job record must keep sealed: the
+// storage credentials of store=true, a proxy's.
+func (o *Options) HasSecrets() bool {
+	return o.Store || (o.S1.Proxy != nil && (o.S1.Proxy.HasCredentials() || o.S1.Proxy.Sealed != nil))
 }
 
 // HasCredentials reports whether the option carried user:password.
@@ -117,16 +126,9 @@ func splitBypass(v string) []string {
 	return out
 }
 
-// checkProxyOptions completes the proxy option with its bypass list and refuses credentials
-// where they would outlive the render (from checkS1Options).
-func checkProxyOptions(o *Options, fail func(string, string, ...any)) {
-	p := o.S1.Proxy
-	if p == nil {
-		return
-	}
-	p.Bypass = o.S1.proxyBypass
-	if p.HasCredentials() && o.Async {
-		// A job's options wait in its record; credentials are kept nowhere beyond the render.
-		fail("proxy", "a proxy with credentials works with synchronous renders only: a background job would have to keep them in its record")
+// checkProxyOptions completes the proxy option with its bypass list (from checkS1Options).
+func checkProxyOptions(o *Options) {
+	if p := o.S1.Proxy; p != nil {
+		p.Bypass = o.S1.proxyBypass
 	}
 }

@@ -273,7 +273,7 @@ func checkS1Options(o *Options, given map[string]bool, fail func(string, string,
 	if given["navigation_timeout"] && o.HTML+o.Markdown != "" {
 		fail("navigation_timeout", "applies to url sources only")
 	}
-	checkProxyOptions(o, fail)
+	checkProxyOptions(o)
 }
 
 // notEmpty refuses an empty string value.

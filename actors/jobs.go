@@ -29,8 +29,8 @@ type JobsConfig struct {
 	RenderGrace    time.Duration
 	// BusyRetry bounds how long a job keeps retrying while the browser pool is busy or down.
 	BusyRetry time.Duration
-	// Secrets seals the storage credentials of store=true in the job record (objstore.Sealer).
-	// nil: such jobs are refused, since their credentials could not be kept.
+	// Secrets seals the credentials of store=true and of a proxy in the job record
+	// (objstore.Sealer). nil: such jobs are refused, since their credentials could not be kept.
 	Secrets Secrets
 	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
 	Ended func(shotd.Job)
@@ -212,8 +212,8 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	var result *shotd.JobResult
 	outcome := shotd.OutcomeFailed
 	err := json.Unmarshal(j.Options, &o)
-	if err == nil && o.Store && a.cfg.Secrets != nil {
-		err = a.cfg.Secrets.OpenOptions(&o) // storage_failed when the key changed: said, not lost
+	if err == nil && o.HasSecrets() && a.cfg.Secrets != nil {
+		err = a.cfg.Secrets.OpenOptions(&o) // when the key changed: said, not lost
 	}
 	if err == nil {
 		result, outcome, err = a.render(&o, j.AccountID)

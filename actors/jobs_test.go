@@ -99,10 +99,10 @@ func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetr
 	return &jobsEnv{st: st, accounts: accounts, jobs: jobs, webhooks: webhooks}
 }
 
-// webhookBody is a receiver's body of the tests, which look at deliveries, not at their bodies
-// (httpd's tests do).
+// webhookBody is the smallest body testkit's receiver accepts: the tests look at deliveries, not
+// at their bodies (httpd's tests do).
 func webhookBody(j shotd.Job, event string) ([]byte, error) {
-	return json.Marshal(map[string]string{"job_id": j.JobID, "event": event})
+	return json.Marshal(map[string]string{"job_id": j.JobID, "event": event, "status": string(j.Status)})
 }
 
 func openStore(t *testing.T, dir string) *store.Store {

@@ -7,19 +7,19 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// Secrets seals and opens the storage credentials of a job's options; objstore.Sealer
-// implements it.
+// Secrets seals and opens the credentials of a job's options (storage, proxy);
+// objstore.Sealer implements it.
 type Secrets interface {
 	SealOptions(o *shotd.Options) (*shotd.Options, error)
 	OpenOptions(o *shotd.Options) error
 }
 
-// marshalOptions is the JSON of o for the job record, its storage credentials sealed: a record
-// never holds them in clear (shotd.StorageTarget leaves them out of JSON).
+// marshalOptions is the JSON of o for the job record, its credentials sealed: a record never
+// holds them in clear (their fields are left out of JSON).
 func (a *jobActor) marshalOptions(o *shotd.Options) ([]byte, error) {
-	if o.Store {
+	if o.HasSecrets() {
 		if a.cfg.Secrets == nil {
-			return nil, errors.New("actors: store=true job without a sealer for its credentials")
+			return nil, errors.New("actors: a job with credentials but no sealer for them")
 		}
 		sealed, err := a.cfg.Secrets.SealOptions(o)
 		if err != nil {

@@ -1,6 +1,7 @@
 package httpd_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -325,9 +326,32 @@ func TestScreenshotOneProxy(t *testing.T) {
 	}
 
 	wantError(t, take("proxy", "http://u:p@127.0.0.3:"+strings.TrimPrefix(up.Addr(), "127.0.0.1:")), 403, shotd.CodeHostNotAllowed)
-	e := wantError(t, take("proxy", up.URL("api-user", "api-pass"), "async", "true"), 400, shotd.CodeInvalidOptions)
-	if len(e.Errors) != 1 || e.Errors[0].Field != "proxy" || strings.Contains(string(e.Errors[0].Message), "api-pass") {
-		t.Errorf("async with credentials: %+v", e.Errors)
+
+	// In the background the credentials wait in the job record, sealed, and still reach the proxy.
+	r = take("proxy", up.URL("api-user", "api-pass"), "async", "true")
+	var accepted struct {
+		JobID string `json:"job_id"`
+	}
+	if r.status != 202 || json.Unmarshal(r.body, &accepted) != nil || accepted.JobID == "" {
+		t.Fatalf("async through the proxy: %d %.200s", r.status, r.body)
+	}
+	rec, err := env.st.Job(a.acc.ID, accepted.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(rec.Options, []byte("api-pass")) || bytes.Contains(rec.Options, []byte("api-user")) {
+		t.Errorf("the job record holds the proxy's credentials in clear: %s", rec.Options)
+	}
+	before := len(up.Requests())
+	if j := waitFinal(t, a.key.AccessKey, accepted.JobID); j.Status != "succeeded" {
+		t.Fatalf("async through the proxy: %s %s %s", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	asked = false
+	for _, req := range up.Requests()[before:] {
+		asked = asked || (req.Method == "GET" && req.Target == page("/") && req.Authorized)
+	}
+	if !asked {
+		t.Errorf("the job's render did not ask the proxy with its credentials: %+v", up.Requests()[before:])
 	}
 
 	r = take("format", "jpg")

@@ -3,6 +3,7 @@ package objstore
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/netip"
@@ -383,5 +384,65 @@ func TestACLAndClass(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestSealProxyOptions: a job record of a render through a proxy with credentials holds them
+// only sealed, and they come back whole with the same key; the caller's options are untouched.
+func TestSealProxyOptions(t *testing.T) {
+	s, err := OpenSealer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := &shotd.Options{URL: "http://127.0.0.1/"}
+	o.S1.Proxy = &shotd.UpstreamProxy{Host: "127.0.0.1:3128", Username: "proxy-user", Password: "proxy-s3cret", Bypass: []string{"a.test"}}
+	if !o.HasSecrets() {
+		t.Fatal("a proxy with credentials has no secrets")
+	}
+	sealed, err := s.SealOptions(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.S1.Proxy.Password != "proxy-s3cret" || o.S1.Proxy.Sealed != nil {
+		t.Fatal("SealOptions changed the caller's options")
+	}
+	raw, err := json.Marshal(sealed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.Contains(raw, []byte("proxy-s3cret")) || bytes.Contains(raw, []byte("proxy-user")) {
+		t.Fatalf("the record holds the proxy's credentials in clear: %s", raw)
+	}
+	var back shotd.Options
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if !back.HasSecrets() {
+		t.Fatal("the record lost the sign of its sealed credentials")
+	}
+	if err := s.OpenOptions(&back); err != nil {
+		t.Fatal(err)
+	}
+	p := back.S1.Proxy
+	if p.Username != "proxy-user" || p.Password != "proxy-s3cret" || p.Host != "127.0.0.1:3128" || p.Sealed != nil || len(p.Bypass) != 1 {
+		t.Fatalf("opened %+v", *p)
+	}
+	other, err := OpenSealer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.OpenOptions(&back); shotd.CodeOf(err) != shotd.CodeInternalError {
+		t.Fatalf("another key: %v, want internal_error", err)
+	}
+
+	plain := &shotd.Options{URL: "http://127.0.0.1/"}
+	plain.S1.Proxy = &shotd.UpstreamProxy{Host: "127.0.0.1:3128"}
+	raw, _ = json.Marshal(plain)
+	back = shotd.Options{}
+	if err := json.Unmarshal(raw, &back); err != nil || back.HasSecrets() || back.S1.Proxy.HasCredentials() {
+		t.Fatalf("a proxy without credentials came back with some: %+v (%v)", back.S1.Proxy, err)
 	}
 }

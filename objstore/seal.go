@@ -84,7 +84,20 @@ type sealed struct {
 
 // Seal encrypts c: a random nonce, then the ciphertext.
 func (s *Sealer) Seal(c shotd.StorageCredentials) ([]byte, error) {
-	plain, err := json.Marshal(sealed{ID: c.AccessKeyID.Reveal(), Secret: c.SecretAccessKey.Reveal()})
+	return s.seal(sealed{ID: c.AccessKeyID.Reveal(), Secret: c.SecretAccessKey.Reveal()})
+}
+
+// Open decrypts what Seal made. Another key, or an altered record, is an error.
+func (s *Sealer) Open(b []byte) (shotd.StorageCredentials, error) {
+	v, err := s.open(b)
+	if err != nil {
+		return shotd.StorageCredentials{}, err
+	}
+	return shotd.StorageCredentials{AccessKeyID: shotd.Secret(v.ID), SecretAccessKey: shotd.Secret(v.Secret)}, nil
+}
+
+func (s *Sealer) seal(v sealed) ([]byte, error) {
+	plain, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}
@@ -95,48 +108,62 @@ func (s *Sealer) Seal(c shotd.StorageCredentials) ([]byte, error) {
 	return s.aead.Seal(nonce, nonce, plain, nil), nil
 }
 
-// Open decrypts what Seal made. Another key, or an altered record, is an error.
-func (s *Sealer) Open(b []byte) (shotd.StorageCredentials, error) {
+func (s *Sealer) open(b []byte) (sealed, error) {
+	var v sealed
 	n := s.aead.NonceSize()
 	if len(b) < n {
-		return shotd.StorageCredentials{}, errors.New("objstore: sealed credentials too short")
+		return v, errors.New("objstore: sealed credentials too short")
 	}
 	plain, err := s.aead.Open(nil, b[:n], b[n:], nil)
 	if err != nil {
-		return shotd.StorageCredentials{}, fmt.Errorf("objstore: sealed credentials: %w", err)
+		return v, fmt.Errorf("objstore: sealed credentials: %w", err)
 	}
-	var v sealed
-	if err := json.Unmarshal(plain, &v); err != nil {
-		return shotd.StorageCredentials{}, err
-	}
-	return shotd.StorageCredentials{AccessKeyID: shotd.Secret(v.ID), SecretAccessKey: shotd.Secret(v.Secret)}, nil
+	err = json.Unmarshal(plain, &v)
+	return v, err
 }
 
-// SealOptions returns a copy of o whose credentials are sealed into Storage.Sealed, ready for a
-// job record; o itself is immutable and left alone.
+// SealOptions returns a copy of o whose credentials are sealed (into Storage.Sealed and the
+// proxy's Sealed), ready for a job record; o itself is immutable and left alone.
 func (s *Sealer) SealOptions(o *shotd.Options) (*shotd.Options, error) {
-	if !o.Store {
-		return o, nil
-	}
 	c := *o
-	b, err := s.Seal(o.Storage.Credentials)
-	if err != nil {
-		return nil, err
+	if o.Store {
+		b, err := s.Seal(o.Storage.Credentials)
+		if err != nil {
+			return nil, err
+		}
+		c.Storage.Sealed, c.Storage.Credentials = b, shotd.StorageCredentials{}
 	}
-	c.Storage.Sealed, c.Storage.Credentials = b, shotd.StorageCredentials{}
+	if p := o.S1.Proxy; p != nil && p.HasCredentials() {
+		b, err := s.seal(sealed{ID: p.Username.Reveal(), Secret: p.Password.Reveal()})
+		if err != nil {
+			return nil, err
+		}
+		sp := *p
+		sp.Sealed, sp.Username, sp.Password = b, "", ""
+		c.S1.Proxy = &sp
+	}
 	return &c, nil
 }
 
 // OpenOptions restores in o the credentials SealOptions sealed. A job whose credentials cannot
-// be read (data_dir's key changed) fails with storage_failed, saying so.
+// be read (data_dir's key changed) fails, saying so: storage_failed for the storage's,
+// internal_error for the proxy's.
 func (s *Sealer) OpenOptions(o *shotd.Options) error {
-	if !o.Store {
-		return nil
+	if o.Store {
+		c, err := s.Open(o.Storage.Sealed)
+		if err != nil {
+			return shotd.Wrap(shotd.CodeStorageFailed, err, "the storage credentials of this job could not be read (the service's key changed); send the request again")
+		}
+		o.Storage.Credentials, o.Storage.Sealed = c, nil
 	}
-	c, err := s.Open(o.Storage.Sealed)
-	if err != nil {
-		return shotd.Wrap(shotd.CodeStorageFailed, err, "the storage credentials of this job could not be read (the service's key changed); send the request again")
+	if p := o.S1.Proxy; p != nil && p.Sealed != nil {
+		v, err := s.open(p.Sealed)
+		if err != nil {
+			return shotd.Wrap(shotd.CodeInternalError, err, "the proxy credentials of this job could not be read (the service's key changed); send the request again")
+		}
+		op := *p
+		op.Username, op.Password, op.Sealed = shotd.Secret(v.ID), shotd.Secret(v.Secret), nil
+		o.S1.Proxy = &op
 	}
-	o.Storage.Credentials, o.Storage.Sealed = c, nil
 	return nil
 }
