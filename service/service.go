@@ -31,8 +31,12 @@ import (
 type Service struct {
 	cfg        *config.Config
 	log        zerolog.Logger
-	programs   Programs
 	firstStart *FirstStart
+
+	reg     *prometheus.Registry
+	metrics *httpd.Metrics
+	renders *httpd.RenderLog
+	metered httpd.MeteredRenderer
 
 	store    *store.Store
 	guard    *egress.Guard
@@ -67,60 +71,98 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 			s.Close(context.Background())
 		}
 	}()
-	log := o.log
-	if s.programs, err = Preflight(ctx, cfg, false); err != nil {
-		return nil, err
-	}
-	media.UseFFmpeg(s.programs.FFmpeg)
-	log.Info().Str("browser", s.programs.Browser).Str("browser_version", s.programs.BrowserVersion).
-		Str("ffmpeg", s.programs.FFmpeg).Str("ffmpeg_version", s.programs.FFmpegVersion).Msg("programs found")
-
-	if s.store, err = store.Open(cfg.DataDir, log); err != nil {
-		return nil, err
-	}
-	if s.firstStart, err = bootstrap(s.store, cfg); err != nil {
-		return nil, err
-	}
-	chromeDir, err := sweepChrome(cfg.DataDir, log)
+	programs, err := Preflight(ctx, cfg, false)
 	if err != nil {
 		return nil, err
 	}
+	media.UseFFmpeg(programs.FFmpeg)
+	s.log.Info().Str("browser", programs.Browser).Str("browser_version", programs.BrowserVersion).
+		Str("ffmpeg", programs.FFmpeg).Str("ffmpeg_version", programs.FFmpegVersion).Msg("programs found")
+	chromeDir, err := s.openStore()
+	if err != nil {
+		return nil, err
+	}
+	s.registerMetrics()
+	if err := s.openEgress(o.resolver); err != nil {
+		return nil, err
+	}
+	if s.storage, err = openStorage(cfg, s.store, s.guard, s.log); err != nil {
+		return nil, err
+	}
+	if err := s.startBrowsers(ctx, programs.Browser, chromeDir, o.chromeFlags); err != nil {
+		return nil, err
+	}
+	if err := s.startActors(o.retryDelays); err != nil {
+		return nil, err
+	}
+	s.newServers(programs.BrowserVersion)
+	pub, adm, err := s.listen(o.public, o.admin)
+	if err != nil {
+		return nil, err
+	}
+	s.publicLn, s.adminLn = pub, adm
+	go func() { s.errc <- s.public.Serve(s.publicLn) }()
+	go func() { s.errc <- s.admin.Serve(s.adminLn) }()
+	s.log.Info().Str("listen", s.publicLn.Addr().String()).Str("admin_listen", s.adminLn.Addr().String()).
+		Str("data_dir", cfg.DataDir).Int("pool_size", cfg.Browser.PoolSize).Msg("shotd serving")
+	return s, nil
+}
 
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	// /metrics is served only once the renderer is set below.
-	metrics := httpd.NewMetrics(reg, func() float64 { return float64(s.renderer.Up()) })
-	s.store.ObserveCache(metrics.CacheLookup)
+// openStore opens the store, bootstraps it on first start and prepares the Chrome profiles'
+// directory, which it returns.
+func (s *Service) openStore() (string, error) {
+	var err error
+	if s.store, err = store.Open(s.cfg.DataDir, s.log); err != nil {
+		return "", err
+	}
+	if s.firstStart, err = bootstrap(s.store, s.cfg); err != nil {
+		return "", err
+	}
+	return sweepChrome(s.cfg.DataDir, s.log)
+}
 
-	// Every connection a page or a webhook makes goes through the egress guard: Chrome through the
-	// in-process proxy, webhooks through the guarded dialer.
-	// The host's own addresses are refused too: on a machine with a public address, that address
-	// reaches the services listening on it as loopback would.
-	policy := egress.NewPolicy(cfg.Network.AllowPrivatePrefixes()).WithHostAddrs(egress.InterfaceAddrs(hostAddrsRefresh))
-	s.guard = egress.NewGuard(policy, o.resolver)
-	s.guard.ObserveRefusals(metrics.EgressRefused)
-	proxy := egress.NewProxy(s.guard, log.With().Str("component", "egress").Logger())
+// registerMetrics makes the registry that /metrics serves, with the process's own metrics.
+func (s *Service) registerMetrics() {
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Read only by /metrics, which is served once the renderer is set.
+	s.metrics = httpd.NewMetrics(s.reg, func() float64 { return float64(s.renderer.Up()) })
+	s.store.ObserveCache(s.metrics.CacheLookup)
+}
+
+// openEgress makes the egress guard and starts its proxy. Every connection a page or a webhook
+// makes goes through the guard: Chrome through the in-process proxy, webhooks through the
+// guarded dialer. The host's own addresses are refused too: on a machine with a public address,
+// that address reaches the services listening on it as loopback would.
+func (s *Service) openEgress(r egress.Resolver) error {
+	policy := egress.NewPolicy(s.cfg.Network.AllowPrivatePrefixes()).WithHostAddrs(egress.InterfaceAddrs(hostAddrsRefresh))
+	s.guard = egress.NewGuard(policy, r)
+	s.guard.ObserveRefusals(s.metrics.EgressRefused)
+	proxy := egress.NewProxy(s.guard, s.log.With().Str("component", "egress").Logger())
 	if err := proxy.Start("127.0.0.1:0"); err != nil {
-		return nil, fmt.Errorf("egress proxy: %w", err)
+		return fmt.Errorf("egress proxy: %w", err)
 	}
 	s.proxy = proxy
-	if s.storage, err = openStorage(cfg, s.store, s.guard, log); err != nil {
-		return nil, err
-	}
+	return nil
+}
+
+// startBrowsers loads the block lists and the consent script, sets the memory bound and starts
+// the browser pool.
+func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, extraFlags []string) error {
+	cfg, log := s.cfg, s.log
 	lists, err := blocklist.NewLibrary(cfg.Blocking.EasyList, cfg.Blocking.EasyPrivacy)
 	if err != nil {
-		return nil, fmt.Errorf("blocking.easylist / blocking.easyprivacy: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", err)
+		return fmt.Errorf("blocking.easylist / blocking.easyprivacy: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", err)
 	}
 	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
 	loadConsent(lists, cfg.Blocking.Autoconsent, log)
 	memoryMB, cgroups := memoryBound(ctx, cfg, log)
-
-	s.chrome = cdpclient.Config{Path: s.programs.Browser, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
+	s.chrome = cdpclient.Config{Path: browser, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
 		Isolation: cfg.Browser.Isolation, Sandbox: cfg.Browser.Sandbox, Renders: cfg.Browser.RendersPerProcess, TabReuse: cfg.Browser.TabReuse,
 		JSHeapMB: cfg.Browser.HeapMB(proc.MemTotal()), RendererLimit: cfg.Browser.RendererLimit(),
 		MemoryLimitMB: memoryMB, Cgroups: cgroups,
 		Log:        log.With().Str("component", "chrome").Logger(),
-		ExtraFlags: append(cdpclient.ProxyFlags(proxy.Addr()), o.chromeFlags...), Guard: s.guard,
+		ExtraFlags: append(cdpclient.ProxyFlags(s.proxy.Addr()), extraFlags...), Guard: s.guard,
 		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
 		Blocker: func(o *shotd.Options) cdpclient.Blocker {
 			if s := lists.Select(o.BlockAds, o.BlockTrackers, o.BlockCookieBanners, o.BlockChats); s != nil {
@@ -132,7 +174,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	ccfg := s.chrome
 	s.renderer, err = actors.StartRenderer(s.sys, actors.PoolConfig{
 		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
-		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), BrowserDown: metrics.BrowserDown,
+		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), BrowserDown: s.metrics.BrowserDown,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
 			p, err := cdpclient.Launch(ctx, ccfg)
 			if err != nil {
@@ -142,58 +184,58 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 		},
 	})
 	if err != nil {
-		return nil, err
+		return err
 	}
-	metered := httpd.MeteredRenderer{Renderer: s.renderer, Metrics: metrics}
-	renders := httpd.NewRenderLog(500) // the dashboard's recent renders
-	metrics.WatchBrowsers(s.renderer)
+	s.metered = httpd.MeteredRenderer{Renderer: s.renderer, Metrics: s.metrics}
+	s.metrics.WatchBrowsers(s.renderer)
+	return nil
+}
 
+// startActors starts the account, webhook and job actors; retryDelays, when set, replaces
+// webhooks.retry_delays_seconds.
+func (s *Service) startActors(retryDelays []time.Duration) error {
+	cfg, log := s.cfg, s.log
+	var err error
 	if s.accounts, err = actors.StartAccounts(s.sys, actors.AccountsConfig{Store: s.store,
 		Log: log.With().Str("component", "accounts").Logger()}); err != nil {
-		return nil, err
+		return err
 	}
-	retryDelays := cfg.Webhooks.RetryDelays()
-	if o.retryDelays != nil {
-		retryDelays = o.retryDelays
+	if retryDelays == nil {
+		retryDelays = cfg.Webhooks.RetryDelays()
 	}
 	if s.webhooks, err = actors.StartWebhooks(s.sys, actors.WebhooksConfig{Store: s.store, RetryDelays: retryDelays,
-		PublicURL: cfg.PublicURL, Log: log.With().Str("component", "webhooks").Logger(), Attempted: metrics.WebhookAttempted,
+		PublicURL: cfg.PublicURL, Log: log.With().Str("component", "webhooks").Logger(), Attempted: s.metrics.WebhookAttempted,
 		Client: &http.Client{Timeout: cfg.Webhooks.Timeout(), CheckRedirect: actors.NoRedirects, Transport: &http.Transport{
 			DialContext: s.guard.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}}); err != nil {
-		return nil, err
+		return err
 	}
+	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
 	if s.jobs, err = actors.StartJobs(s.sys, actors.JobsConfig{Store: s.store, Accounts: s.accounts,
-		Render: actors.RenderFunc(s.storage.jobs.Wrap(metered.Render)), Webhooks: s.webhooks, Secrets: s.storage.sealer,
+		Render: actors.RenderFunc(s.storage.jobs.Wrap(s.metered.Render)), Webhooks: s.webhooks, Secrets: s.storage.sealer,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
-		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: renders.AddJob, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
-		return nil, err
+		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
+		return err
 	}
-	metrics.WatchJobs(s.jobs)
+	s.metrics.WatchJobs(s.jobs)
+	return nil
+}
 
+// newServers makes the public and the admin API; /readyz reports browserVersion.
+func (s *Service) newServers(browserVersion string) {
+	cfg, log := s.cfg, s.log
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
-		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: s.programs.BrowserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
+		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
-		httpd.Deps{Keys: s.store.KeyCache(), Plans: cfg.Plans, Renderer: storingRenderer{s.renderer, s.storage.sync.Wrap(metered.Render)},
+		httpd.Deps{Keys: s.store.KeyCache(), Plans: cfg.Plans, Renderer: storingRenderer{s.renderer, s.storage.sync.Wrap(s.metered.Render)},
 			Gate: s.accounts, Files: s.store, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
-			Metrics: metrics, Renders: renders, Log: log})
+			Metrics: s.metrics, Renders: s.renders, Log: log})
 	s.plans = s.public.Plans()
-	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, s.store, cfg.Plans, httpd.BookUsage{Gate: s.accounts, Book: s.plans}, reg,
+	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, s.store, cfg.Plans, httpd.BookUsage{Gate: s.accounts, Book: s.plans}, s.reg,
 		log.With().Str("component", "admin").Logger())
 	s.admin.UsePlans(s.plans)
-	s.admin.UseRenderLog(renders)
+	s.admin.UseRenderLog(s.renders)
 	s.admin.SetMetricsToken(cfg.MetricsNeedToken())
-
-	pub, adm, err := s.listen(o.public, o.admin)
-	if err != nil {
-		return nil, err
-	}
-	s.publicLn, s.adminLn = pub, adm
-	go func() { s.errc <- s.public.Serve(s.publicLn) }()
-	go func() { s.errc <- s.admin.Serve(s.adminLn) }()
-	log.Info().Str("listen", s.publicLn.Addr().String()).Str("admin_listen", s.adminLn.Addr().String()).
-		Str("data_dir", cfg.DataDir).Int("pool_size", cfg.Browser.PoolSize).Msg("shotd serving")
-	return s, nil
 }
 
 // listen returns the given listeners, or listens on listen and admin_listen.
@@ -314,9 +356,11 @@ func (s *Service) Close(ctx context.Context) error {
 // return it.
 func (s *Service) Err() <-chan error { return s.errc }
 
-// PublicAddr and AdminAddr are where the public and the admin API listen.
+// PublicAddr is where the public API listens.
 func (s *Service) PublicAddr() net.Addr { return s.publicLn.Addr() }
-func (s *Service) AdminAddr() net.Addr  { return s.adminLn.Addr() }
+
+// AdminAddr is where the admin API, the dashboard and /metrics listen.
+func (s *Service) AdminAddr() net.Addr { return s.adminLn.Addr() }
 
 // Ready reports whether a browser can render: what /readyz reports.
 func (s *Service) Ready() bool { return s.renderer.Ready() }
@@ -338,18 +382,23 @@ func (s *Service) WaitReady(ctx context.Context) error {
 // FirstStart is the key Open made in an empty store, nil when the store had accounts.
 func (s *Service) FirstStart() *FirstStart { return s.firstStart }
 
-// Programs are the browser and ffmpeg the service runs.
-func (s *Service) Programs() Programs { return s.programs }
+// Store is the service's store.
+func (s *Service) Store() *store.Store { return s.store }
 
-// Store, Renderer, Accounts, Webhooks, Guard and Proxy are the parts the service runs on, for
-// tests that build more around them; Plans are the plans the APIs use, which a reload replaces.
-func (s *Service) Store() *store.Store        { return s.store }
+// Renderer is the browser pool.
 func (s *Service) Renderer() *actors.Renderer { return s.renderer }
+
+// Accounts are the account actors, which admit and settle every render.
 func (s *Service) Accounts() *actors.Accounts { return s.accounts }
+
+// Webhooks is the webhook delivery actor.
 func (s *Service) Webhooks() *actors.Webhooks { return s.webhooks }
-func (s *Service) Guard() *egress.Guard       { return s.guard }
-func (s *Service) Proxy() *egress.Proxy       { return s.proxy }
-func (s *Service) Plans() *httpd.PlanBook     { return s.plans }
+
+// Guard is the egress guard every outbound connection goes through.
+func (s *Service) Guard() *egress.Guard { return s.guard }
+
+// Plans are the plans both APIs use; a reload replaces them.
+func (s *Service) Plans() *httpd.PlanBook { return s.plans }
 
 // ChromeConfig is how the pool launches each Chrome, for the bench's floor, which must run
 // Chrome the same way.
