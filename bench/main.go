@@ -5,10 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
-	"net/netip"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -21,12 +19,9 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/config"
-	"github.com/shotd/shotd/egress"
-	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
+	shotdsvc "github.com/shotd/shotd/service"
 )
 
 func main() {
@@ -94,14 +89,14 @@ type scenario struct {
 	name  string
 	page  string     // fixture path
 	query url.Values // the service's options beside url
-	raw   string     // cdpclient.RawPNG, RawPDF or RawFullPage
+	raw   string     // rawPNG, rawPDF or rawFullPage
 }
 
 var scenarios = map[string]scenario{
-	"small": {"small png", "/small", url.Values{}, cdpclient.RawPNG},
-	"heavy": {"heavy png", "/heavy", url.Values{}, cdpclient.RawPNG},
-	"pdf":   {"small pdf", "/small", url.Values{"format": {"pdf"}}, cdpclient.RawPDF},
-	"full":  {"heavy full", "/heavy", url.Values{"full_page": {"true"}}, cdpclient.RawFullPage},
+	"small": {"small png", "/small", url.Values{}, rawPNG},
+	"heavy": {"heavy png", "/heavy", url.Values{}, rawPNG},
+	"pdf":   {"small pdf", "/small", url.Values{"format": {"pdf"}}, rawPDF},
+	"full":  {"heavy full", "/heavy", url.Values{"full_page": {"true"}}, rawFullPage},
 }
 
 // row is one line of the table: conc clients of a scenario, each pausing gap between requests.
@@ -112,12 +107,13 @@ type row struct {
 	gap      time.Duration
 }
 
-// service is shotd assembled in-process as serve assembles it, on loopback.
+// service is shotd opened in-process as serve opens it, on loopback.
 type service struct {
-	base  string
-	key   string
-	pids  func() []int // the Chrome processes of the pool
-	close func()
+	base   string
+	key    string
+	pids   func() []int     // the Chrome processes of the pool
+	chrome cdpclient.Config // how the pool launches each Chrome
+	close  func()
 }
 
 // side is one of the measured: the service, or a raw loop on a Chrome of its own.
@@ -140,26 +136,15 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
 
-	guard := egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}), nil)
-	proxy := egress.NewProxy(guard, log)
-	if err := proxy.Start("127.0.0.1:0"); err != nil {
-		return err
-	}
-	defer proxy.Close(context.Background())
-	path, err := cdpclient.FindBrowser(browserPath)
-	if err != nil {
-		return err
-	}
-	// Every side runs with the same flags, behind the same egress proxy; the service as serve
-	// configures it by default.
-	def := config.Default().Browser
-	ccfg := cdpclient.Config{Path: path, Prewarm: def.Prewarm, Isolation: isolation, Renders: def.RendersPerProcess,
-		TabReuse: def.TabReuse, Log: log, ExtraFlags: append(cdpclient.ProxyFlags(proxy.Addr()), extraFlags...), Guard: guard}
-	svc, err := startService(ccfg, pool, log)
+	// The service as serve configures it by default; every side runs Chrome as its pool does,
+	// with the same flags, behind the same egress proxy.
+	svc, err := startService(browserPath, isolation, pool, extraFlags, log)
 	if err != nil {
 		return err
 	}
 	defer svc.close()
+	ccfg := svc.chrome
+	path := ccfg.Path
 	sides := []side{{name: "service", measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
 		return measureService(svc, target, r, n)
 	}, pids: svc.pids}}
@@ -222,56 +207,47 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	return nil
 }
 
-func startService(ccfg cdpclient.Config, pool int, log zerolog.Logger) (*service, error) {
+func startService(browserPath, isolation string, pool int, extraFlags []string, log zerolog.Logger) (*service, error) {
 	dir, err := os.MkdirTemp("", "shotd-bench-")
 	if err != nil {
 		return nil, err
 	}
-	st, err := store.Open(dir, log)
+	cfg := config.Default()
+	cfg.DataDir, cfg.Listen, cfg.AdminListen, cfg.PublicURL = dir, "127.0.0.1:0", "127.0.0.1:0", "http://127.0.0.1"
+	cfg.Browser.Path, cfg.Browser.Isolation, cfg.Browser.PoolSize = browserPath, isolation, pool
+	cfg.Network.AllowPrivate = []string{"127.0.0.1/32"} // the fixture pages
+	cfg.Plans["bench"] = shotd.Plan{Name: "bench", MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30,
+		StatusRequestsPerMinute: 1 << 30, Concurrency: 64, QueueLimit: 64, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}
+	ctx := context.Background()
+	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log), shotdsvc.WithChromeFlags(extraFlags...))
 	if err != nil {
+		os.RemoveAll(dir)
 		return nil, err
 	}
-	acc, err := st.CreateAccount("bench@example.test", "bench", true)
+	closeAll := func() {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		svc.Close(ctx)
+		os.RemoveAll(dir)
+	}
+	acc, err := svc.Store().CreateAccount("bench@example.test", "bench", true)
 	if err != nil {
+		closeAll()
 		return nil, err
 	}
-	key, err := st.CreateKey(acc.ID, "bench", false)
+	key, err := svc.Store().CreateKey(acc.ID, "bench", false)
 	if err != nil {
+		closeAll()
 		return nil, err
 	}
-	plans := map[string]shotd.Plan{"bench": {Name: "bench", MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30,
-		StatusRequestsPerMinute: 1 << 30, Concurrency: 64, QueueLimit: 64, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}}
-	sys := actors.NewSystem(log)
-	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: pool, SlotsPerBrowser: config.Default().Browser.RendersPerProcess, SlotWait: 30 * time.Second, Log: log,
-		Launch: func(ctx context.Context) (actors.Browser, error) {
-			p, err := cdpclient.Launch(ctx, ccfg)
-			if err != nil {
-				return nil, err
-			}
-			return p, nil
-		}})
-	if err != nil {
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := svc.WaitReady(rctx); err != nil {
+		closeAll()
 		return nil, err
-	}
-	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log})
-	if err != nil {
-		return nil, err
-	}
-	srv := httpd.New(httpd.Settings{PublicURL: "http://127.0.0.1", MaxSourceBytes: 1 << 20},
-		httpd.Deps{Keys: st.KeyCache(), Plans: plans, Renderer: r, Gate: accounts, Files: st, Records: st,
-			URLs: httpd.GuardURLs{Guard: ccfg.Guard.(*egress.Guard)}, Log: log})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	go srv.Serve(ln)
-	for deadline := time.Now().Add(30 * time.Second); !r.Ready(); time.Sleep(20 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("browser pool not ready")
-		}
 	}
 	pids := func() []int {
-		infos, err := r.Browsers(5 * time.Second)
+		infos, err := svc.Renderer().Browsers(5 * time.Second)
 		if err != nil {
 			return nil
 		}
@@ -283,15 +259,8 @@ func startService(ccfg cdpclient.Config, pool int, log zerolog.Logger) (*service
 		}
 		return pids
 	}
-	return &service{base: "http://" + ln.Addr().String(), key: key.AccessKey, pids: pids, close: func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx)
-		r.Close(ctx)
-		sys.Shutdown()
-		st.Close(ctx)
-		os.RemoveAll(dir)
-	}}, nil
+	return &service{base: "http://" + svc.PublicAddr().String(), key: key.AccessKey, pids: pids, chrome: svc.ChromeConfig(),
+		close: closeAll}, nil
 }
 
 // measureService sends n renders of target through the HTTP API, r.conc at a time, each client
@@ -302,7 +271,7 @@ func measureService(s *service, target string, r row, n int) ([]time.Duration, t
 		q[k] = v
 	}
 	want := "image/png"
-	if r.scenario.raw == cdpclient.RawPDF {
+	if r.scenario.raw == rawPDF {
 		want = "application/pdf"
 	}
 	u := s.base + "/api/v1/screenshot?" + q.Encode()
@@ -339,7 +308,7 @@ func measureRaw(p *cdpclient.Process, target string, r row, n int) ([]time.Durat
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			d, err := cdpclient.RawLoop(ctx, p, target, r.scenario.raw, share, r.gap)
+			d, err := rawLoop(ctx, p, target, r.scenario.raw, share, r.gap)
 			mu.Lock()
 			defer mu.Unlock()
 			all = append(all, d...)

@@ -47,19 +47,6 @@ func BenchmarkRenderWarm(b *testing.B) {
 	}
 }
 
-// BenchmarkRawLoop: the floor, one reused target; reports the median iteration.
-func BenchmarkRawLoop(b *testing.B) {
-	srv := benchServer(b)
-	b.ResetTimer()
-	durs, err := RawLoop(b.Context(), shared, srv.URL, RawPNG, b.N, 0)
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.StopTimer()
-	slices.Sort(durs)
-	b.ReportMetric(float64(durs[len(durs)/2])/float64(time.Millisecond), "median-ms")
-}
-
 // TestPlainRenderCalls: a render that sets none of the page, area, output and blocking options
 // sends Chrome nothing but the navigation and the capture (the viewport is the pre-warmed one),
 // so that options cost only the renders that use them.

@@ -10,11 +10,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/mafredri/cdp/protocol/page"
 	"github.com/shotd/shotd"
 )
 
@@ -620,25 +622,36 @@ func TestRenderRejects(t *testing.T) {
 	}
 }
 
-func TestRawLoop(t *testing.T) {
+// TestOpenTarget: a Target loads a page with nothing of a render around it, and its Close
+// disposes its browser context.
+func TestOpenTarget(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", htmlPage("<h1>raw</h1>"))
 	srv, _ := server(t, mux)
-	for _, kind := range []string{RawPNG, RawPDF, RawFullPage} {
-		t.Run(kind, func(t *testing.T) {
-			durs, err := RawLoop(t.Context(), shared, srv.URL, kind, 3, 0)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(durs) != 3 {
-				t.Fatalf("%d durations, want 3", len(durs))
-			}
-			for _, d := range durs {
-				if d <= 0 {
-					t.Errorf("duration %v", d)
-				}
-			}
-		})
+	ctx := t.Context()
+	tg, err := shared.OpenTarget(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nav, err := tg.Client.Page.Navigate(ctx, page.NewNavigateArgs(srv.URL))
+	if err != nil || nav.LoaderID == nil {
+		t.Fatalf("navigate: %+v, %v", nav, err)
+	}
+	for loaded := false; !loaded; {
+		ev, err := tg.Lifecycle.Recv()
+		if err != nil {
+			t.Fatal(err)
+		}
+		loaded = ev.FrameID == tg.FrameID && ev.LoaderID == *nav.LoaderID && ev.Name == "load"
+	}
+	bc := tg.t.browserContext
+	tg.Close()
+	ids, err := shared.browser.Target.GetBrowserContexts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(ids.BrowserContextIDs, bc) {
+		t.Errorf("browser context %s outlived Close", bc)
 	}
 }
 

@@ -14,20 +14,18 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
-	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
-	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/testenv"
+	"github.com/shotd/shotd/service"
 	"github.com/shotd/shotd/store"
 )
 
-// env is one real service for the package: a Chrome pool, a bbolt store and the public API on
-// loopback. Each test uses fresh accounts and keys.
+// env is one real service for the package, opened as serve opens it: a Chrome pool, a bbolt
+// store and the public and admin APIs on loopback. Each test uses fresh accounts and keys.
 var env struct {
 	base     string
 	admin    string
@@ -37,7 +35,6 @@ var env struct {
 	accounts *actors.Accounts
 	webhooks *actors.Webhooks
 	guard    *egress.Guard
-	proxy    *egress.Proxy
 	pages    *httptest.Server
 	plans    map[string]shotd.Plan
 }
@@ -66,14 +63,24 @@ func run(m *testing.M) (int, error) {
 		return 1, err
 	}
 	defer os.RemoveAll(dir)
-	st, err := store.Open(dir, log)
-	if err != nil {
-		return 1, err
-	}
-	defer st.Close(context.Background())
-	env.st = st
 
 	cfg := config.Default()
+	cfg.DataDir, cfg.PublicURL, cfg.AdminToken = dir, "http://shotd.test", adminToken
+	cfg.Listen, cfg.AdminListen = "127.0.0.1:0", "127.0.0.1:0"
+	// Idle keep-alive connections of the tests must not hold the exit.
+	cfg.ShutdownTimeoutSeconds = 3
+	// No counting of refused requests and no connection cap: every test comes from 127.0.0.1.
+	cfg.Limits = config.Limits{MaxSourceBytes: 64 << 10, MaxOutputBytes: 4 << 20, BulkMaxItems: 5}
+	cfg.Storage.FileTTLSeconds = 3600
+	cfg.Browser.Path, cfg.Browser.PoolSize, cfg.Browser.Prewarm = testenv.Browser(), 1, 2
+	if iso := testenv.Isolation(); iso != "" {
+		cfg.Browser.Isolation = iso
+	}
+	cfg.Browser.MemoryLimitMB, cfg.Browser.RenderDeadlineGraceSeconds = config.AutoMBOff, 0
+	cfg.Webhooks.TimeoutSeconds = 2
+	// The egress guard as in production, with only 127.0.0.1 allow-listed for the fixture pages:
+	// 127.0.0.3 stands for every address that must never be reached.
+	cfg.Network.AllowPrivate = []string{"127.0.0.1/32"}
 	env.plans = map[string]shotd.Plan{}
 	for k, v := range cfg.Plans {
 		env.plans[k] = v
@@ -84,92 +91,22 @@ func run(m *testing.M) (int, error) {
 		p.Name = name
 		env.plans[name] = p
 	}
+	cfg.Plans = env.plans
 
-	// The egress guard as in production, with only 127.0.0.1 allow-listed for the fixture pages:
-	// 127.0.0.3 stands for every address that must never be reached.
-	env.guard = egress.NewGuard(egress.NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}),
-		egress.ResolverFunc(resolveTestName))
-	env.proxy = egress.NewProxy(env.guard, log)
-	if err := env.proxy.Start("127.0.0.1:0"); err != nil {
-		return 1, err
-	}
-	defer env.proxy.Close(context.Background())
-
-	path, err := cdpclient.FindBrowser(testenv.Browser())
+	ctx := context.Background()
+	svc, err := service.Open(ctx, cfg, service.WithLogger(log), service.WithResolver(egress.ResolverFunc(resolveTestName)),
+		service.WithWebhookRetryDelays(100*time.Millisecond, 200*time.Millisecond, 300*time.Millisecond))
 	if err != nil {
 		return 1, err
 	}
-	sys := actors.NewSystem(log)
-	defer sys.Shutdown()
-	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: 1, SlotsPerBrowser: 4, SlotWait: 2 * time.Second, Log: log,
-		Launch: func(ctx context.Context) (actors.Browser, error) {
-			p, err := cdpclient.Launch(ctx, cdpclient.Config{Path: path, Isolation: testenv.Isolation(), Prewarm: 2, Log: log,
-				ExtraFlags: cdpclient.ProxyFlags(env.proxy.Addr()), Guard: env.guard})
-			if err != nil {
-				return nil, err
-			}
-			return p, nil
-		}})
-	if err != nil {
+	defer svc.Close(ctx)
+	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := svc.WaitReady(rctx); err != nil {
 		return 1, err
 	}
-	env.renderer = r
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-		defer cancel()
-		r.Close(ctx)
-	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for !r.Ready() {
-		if time.Now().After(deadline) {
-			return 1, fmt.Errorf("browser pool not ready")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-
-	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log})
-	if err != nil {
-		return 1, err
-	}
-	env.accounts = accounts
-	env.webhooks, err = actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Body: httpd.WebhookBodies("http://shotd.test"), Log: log,
-		RetryDelays: []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 300 * time.Millisecond},
-		Client:      &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
-	if err != nil {
-		return 1, err
-	}
-	defer env.webhooks.Close(context.Background())
-	reg := prometheus.NewRegistry()
-	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: r.Render, Webhooks: env.webhooks,
-		Plans: env.plans, FileTTL: time.Hour, MaxOutputBytes: 4 << 20, Log: log})
-	if err != nil {
-		return 1, err
-	}
-	defer jobs.Close(context.Background())
-	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 4 << 20,
-		FileTTL: time.Hour, BulkMaxItems: 5},
-		httpd.Deps{Keys: st.KeyCache(), Plans: env.plans, Renderer: r, Gate: accounts, Files: st, Jobs: jobs, Records: st,
-			URLs: httpd.GuardURLs{Guard: env.guard}, Metrics: httpd.NewMetrics(reg, func() float64 { return float64(r.Up()) }), Log: log})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 1, err
-	}
-	go srv.Serve(ln)
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-		defer cancel()
-		srv.Shutdown(ctx) // idle keep-alive connections must not hold the exit
-	}()
-	env.base = "http://" + ln.Addr().String()
-
-	adm := httpd.NewAdmin(adminToken, "http://shotd.test", st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, reg, log)
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 1, err
-	}
-	go adm.Serve(aln)
-	defer adm.Shutdown(context.Background())
-	env.admin = "http://" + aln.Addr().String()
+	env.st, env.renderer, env.accounts, env.webhooks, env.guard = svc.Store(), svc.Renderer(), svc.Accounts(), svc.Webhooks(), svc.Guard()
+	env.base, env.admin = "http://"+svc.PublicAddr().String(), "http://"+svc.AdminAddr().String()
 
 	env.pages = httptest.NewServer(http.HandlerFunc(pages))
 	defer env.pages.Close()

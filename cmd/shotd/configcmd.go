@@ -8,6 +8,7 @@ import (
 
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
+	shotdsvc "github.com/shotd/shotd/service"
 )
 
 const configUsage = `usage: shotd config <command>
@@ -64,11 +65,11 @@ func (m *Main) config(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		var pf preflight
-		if err := pf.check(ctx, cfg, true); err != nil {
+		pf, err := shotdsvc.Preflight(ctx, cfg, true)
+		if err != nil {
 			return fmt.Errorf("config %s: %w", fs.Arg(0), err)
 		}
-		fmt.Fprintf(m.Stdout, "%s: ok (browser %s, %s)\n", fs.Arg(0), pf.browser, pf.ffmpegVersion)
+		fmt.Fprintf(m.Stdout, "%s: ok (browser %s, %s)\n", fs.Arg(0), pf.Browser, pf.FFmpegVersion)
 		return nil
 	}
 	fmt.Fprint(m.Stderr, configUsage)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/internal/testkit"
+	shotdsvc "github.com/shotd/shotd/service"
 )
 
 // TestInstall runs `make install` into a temporary DESTDIR, checks the unit (with
@@ -58,7 +59,7 @@ func TestInstall(t *testing.T) {
 	for key, want := range map[string]string{
 		"Type": "notify", "Restart": "on-failure", "DynamicUser": "yes", "StateDirectory": "shotd",
 		"ConfigurationDirectory": "shotd", "ExecStart": "/usr/local/bin/shotd serve --config /etc/shotd/shotd.toml",
-		"TimeoutStopSec": stopBudget(config.Default()).String(),
+		"TimeoutStopSec": shotdsvc.StopBudget(config.Default()).String(),
 	} {
 		got := unit[key]
 		if key == "TimeoutStopSec" {
@@ -159,7 +160,7 @@ func TestInstall(t *testing.T) {
 	} else if out := svc.stdout() + svc.logTail(); strings.Contains(out, svc.secretKey) {
 		t.Errorf("the secret key reached the output:\n%s", out)
 	}
-	if fi, err := os.Stat(filepath.Join(dataDir, credentialsFile)); err != nil {
+	if fi, err := os.Stat(filepath.Join(dataDir, shotdsvc.CredentialsFile)); err != nil {
 		t.Error(err)
 	} else if fi.Mode().Perm() != 0o600 {
 		t.Errorf("credentials file mode %v, want 0600", fi.Mode().Perm())
@@ -226,7 +227,7 @@ func TestInstall(t *testing.T) {
 		t.Errorf("usage after the reload: %d, requests_per_minute %d; want 61", code, usage.RequestsPerMinute)
 	}
 
-	svc.stop(t, stopBudget(config.Default()))
+	svc.stop(t, shotdsvc.StopBudget(config.Default()))
 	if got := readNotify(t, notify); got != "STOPPING=1" {
 		t.Errorf("notify socket got %q at stop, want STOPPING=1", got)
 	}

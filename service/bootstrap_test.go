@@ -1,7 +1,7 @@
-package main
+package service
 
 import (
-	"bytes"
+	"os"
 	"strings"
 	"testing"
 
@@ -36,9 +36,9 @@ func TestBootstrapDefaultKey(t *testing.T) {
 			defer st.Close(t.Context())
 			cfg := config.Default()
 			cfg.DataDir, cfg.PublicURL = dir, c.publicURL
-			var out bytes.Buffer
-			if err := bootstrap(st, cfg, &out); err != nil {
-				t.Fatal(err)
+			fs, err := bootstrap(st, cfg)
+			if err != nil || fs == nil {
+				t.Fatalf("first start: %+v, %v", fs, err)
 			}
 			keys, err := st.Keys("default")
 			if err != nil || len(keys) != 1 {
@@ -47,8 +47,15 @@ func TestBootstrapDefaultKey(t *testing.T) {
 			if keys[0].RequireSignature != c.signed {
 				t.Fatalf("require_signature %v, want %v", keys[0].RequireSignature, c.signed)
 			}
-			if c.signed != strings.Contains(out.String(), "requires signed requests") {
-				t.Fatalf("first-start message does not say it:\n%s", out.String())
+			if fs.AccessKey != keys[0].AccessKey || fs.RequireSignature != c.signed {
+				t.Fatalf("first start reports %s (signed %v), the store has %s", fs.AccessKey, fs.RequireSignature, keys[0].AccessKey)
+			}
+			creds, err := os.ReadFile(fs.CredentialsPath)
+			if err != nil || !strings.Contains(string(creds), fs.SecretKey) {
+				t.Fatalf("credentials file: %v\n%s", err, creds)
+			}
+			if again, err := bootstrap(st, cfg); again != nil || err != nil {
+				t.Fatalf("second start made a key: %+v, %v", again, err)
 			}
 		})
 	}

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"context"
@@ -14,26 +14,28 @@ import (
 	"github.com/shotd/shotd/media"
 )
 
-// preflight are the checks of what serve needs outside the config file, made before it opens
-// anything, and by `shotd config check`: the browser, ffmpeg and the filter lists.
-type preflight struct {
-	browser        string // absolute path
-	browserVersion string // "Chromium 156.0.8078.79"; "" when the binary did not say
-	ffmpeg         string
-	ffmpegVersion  string
+// Programs are what the service needs outside the config file, found by Preflight.
+type Programs struct {
+	Browser        string // absolute path
+	BrowserVersion string // "Chromium 156.0.8078.79"; "" when the binary did not say
+	FFmpeg         string
+	FFmpegVersion  string
 }
 
-// check runs every check and reports every failure, each naming its config key.
-// serve loads the filter lists itself (withLists false), to parse them once.
-func (p *preflight) check(ctx context.Context, cfg *config.Config, withLists bool) error {
+// Preflight checks what the service needs outside the config file: the browser, ffmpeg and,
+// withLists, the filter lists. Open runs it before it opens anything (and loads the lists
+// itself, to parse them once); `shotd config check` runs it alone. It reports every failure,
+// each naming its config key.
+func Preflight(ctx context.Context, cfg *config.Config, withLists bool) (Programs, error) {
+	var p Programs
 	var errs []error
 	var err error
-	if p.browser, err = cdpclient.FindBrowser(cfg.Browser.Path); err != nil {
+	if p.Browser, err = cdpclient.FindBrowser(cfg.Browser.Path); err != nil {
 		errs = append(errs, fmt.Errorf("browser.path: %w", err))
 	} else {
-		p.browserVersion = browserVersion(ctx, p.browser)
+		p.BrowserVersion = browserVersion(ctx, p.Browser)
 	}
-	if p.ffmpeg, p.ffmpegVersion, err = media.FindFFmpeg(ctx, cfg.Media.FFmpegPath); err != nil {
+	if p.FFmpeg, p.FFmpegVersion, err = media.FindFFmpeg(ctx, cfg.Media.FFmpegPath); err != nil {
 		errs = append(errs, fmt.Errorf("media.ffmpeg_path: %w (scripts/install-deps.sh installs ffmpeg)", err))
 	}
 	for key, path := range map[string]string{"blocking.easylist": cfg.Blocking.EasyList, "blocking.easyprivacy": cfg.Blocking.EasyPrivacy} {
@@ -44,7 +46,7 @@ func (p *preflight) check(ctx context.Context, cfg *config.Config, withLists boo
 			errs = append(errs, fmt.Errorf("%s: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", key, err))
 		}
 	}
-	return errors.Join(errs...)
+	return p, errors.Join(errs...)
 }
 
 // browserVersion asks the binary for its version with --version, outside cdpclient, which owns

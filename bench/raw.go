@@ -1,0 +1,147 @@
+package main
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/mafredri/cdp"
+	"github.com/mafredri/cdp/protocol/io"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
+
+	"github.com/shotd/shotd/cdpclient"
+)
+
+// Kinds of raw capture.
+const (
+	rawPNG      = "png"  // the viewport as PNG
+	rawPDF      = "pdf"  // Page.printToPDF, A4, the file read back from its stream
+	rawFullPage = "full" // the whole page as PNG, measured after the load, without scrolling
+)
+
+// rawLoop is the floor the service is measured against: ONE target, reused n times for
+// navigate, wait for load, capture (kind), with none of a render's isolation, checks or options,
+// pausing gap after each. It returns the duration of each iteration, pauses left out.
+func rawLoop(ctx context.Context, p *cdpclient.Process, url, kind string, n int, gap time.Duration) ([]time.Duration, error) {
+	t, err := p.OpenTarget(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("raw loop: open a target: %w", err)
+	}
+	defer t.Close()
+	durs := make([]time.Duration, 0, n)
+	for i := range n {
+		start := time.Now()
+		if err := rawLoad(ctx, t, url); err != nil {
+			return durs, err
+		}
+		if err := rawCapture(ctx, t.Client, kind); err != nil {
+			return durs, fmt.Errorf("raw loop: capture %d: %w", i, err)
+		}
+		durs = append(durs, time.Since(start))
+		if gap > 0 {
+			select {
+			case <-ctx.Done():
+				return durs, ctx.Err()
+			case <-time.After(gap):
+			}
+		}
+	}
+	return durs, nil
+}
+
+// rawLoad navigates t to url and waits for the load event of that navigation.
+func rawLoad(ctx context.Context, t *cdpclient.Target, url string) error {
+	nav, err := t.Client.Page.Navigate(ctx, page.NewNavigateArgs(url))
+	if err != nil {
+		return fmt.Errorf("raw loop: navigate: %w", err)
+	}
+	if nav.ErrorText != nil && *nav.ErrorText != "" {
+		return fmt.Errorf("raw loop: navigation failed: %s", *nav.ErrorText)
+	}
+	for nav.LoaderID != nil {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.Lifecycle.Ready():
+		}
+		ev, err := t.Lifecycle.Recv()
+		if err != nil {
+			return fmt.Errorf("raw loop: lifecycle: %w", err)
+		}
+		if ev.FrameID == t.FrameID && ev.LoaderID == *nav.LoaderID && ev.Name == "load" {
+			return nil
+		}
+	}
+	return nil
+}
+
+// streamChunk is the size of each read of a PDF stream, the service's.
+const streamChunk = 1 << 20
+
+// pageSizeJS measures the viewport's width and the page's height, as the service does before a
+// full-page capture.
+const pageSizeJS = `[window.innerWidth, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)]`
+
+// rawCapture takes the capture of one iteration, with Chrome's defaults.
+func rawCapture(ctx context.Context, c *cdp.Client, kind string) error {
+	switch kind {
+	case rawPDF:
+		pdf, err := c.Page.PrintToPDF(ctx, page.NewPrintToPDFArgs().SetPaperWidth(8.27).SetPaperHeight(11.69).
+			SetTransferMode("ReturnAsStream"))
+		if err != nil {
+			return err
+		}
+		if pdf.Stream == nil {
+			return fmt.Errorf("no stream")
+		}
+		return drainStream(ctx, c, *pdf.Stream)
+	case rawFullPage:
+		res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(pageSizeJS).SetReturnByValue(true))
+		if err != nil {
+			return err
+		}
+		var size [2]float64
+		if err := json.Unmarshal(res.Result.Value, &size); err != nil {
+			return fmt.Errorf("page size: %w", err)
+		}
+		_, err = c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png").
+			SetClip(page.Viewport{Width: size[0], Height: size[1], Scale: 1}).SetCaptureBeyondViewport(true))
+		return err
+	default:
+		_, err := c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png"))
+		return err
+	}
+}
+
+// drainStream reads the stream h to its end into memory, as the service reads a PDF, and
+// closes it.
+func drainStream(ctx context.Context, c *cdp.Client, h io.StreamHandle) error {
+	defer func() {
+		// On a deadline of its own: the caller's may be what ended the read.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
+		defer cancel()
+		_ = c.IO.Close(cctx, io.NewCloseArgs(h))
+	}()
+	var out []byte
+	for {
+		chunk, err := c.IO.Read(ctx, io.NewReadArgs(h).SetSize(streamChunk))
+		if err != nil {
+			return err
+		}
+		if chunk.Base64Encoded != nil && *chunk.Base64Encoded {
+			b, err := base64.StdEncoding.DecodeString(chunk.Data)
+			if err != nil {
+				return fmt.Errorf("read stream: %w", err)
+			}
+			out = append(out, b...)
+		} else {
+			out = append(out, chunk.Data...)
+		}
+		if chunk.EOF {
+			return nil
+		}
+	}
+}

@@ -1,0 +1,427 @@
+package service
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/blocklist"
+	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/egress"
+	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/media"
+	"github.com/shotd/shotd/store"
+)
+
+// Service is shotd running: everything Open started, until Close.
+type Service struct {
+	cfg        *config.Config
+	log        zerolog.Logger
+	firstStart *FirstStart
+
+	reg     *prometheus.Registry
+	metrics *httpd.Metrics
+	renders *httpd.RenderLog
+	metered httpd.MeteredRenderer
+
+	store    *store.Store
+	guard    *egress.Guard
+	proxy    *egress.Proxy
+	storage  *storage
+	chrome   cdpclient.Config
+	sys      *actor.ActorSystem
+	renderer *actors.Renderer
+	accounts *actors.Accounts
+	webhooks *actors.Webhooks
+	jobs     *actors.Jobs
+	public   *httpd.Server
+	admin    *httpd.Admin
+	plans    *httpd.PlanBook
+
+	publicLn, adminLn net.Listener
+	errc              chan error
+}
+
+// Open starts the service that cfg describes (cfg as config.Load returns it: valid) and serves
+// the public and the admin API. Open fills cfg.AdminToken when it is empty, from data_dir (made
+// at first start). On error it stops what it started.
+func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, err error) {
+	o := options{log: zerolog.Nop()}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	s := &Service{cfg: cfg, log: o.log, errc: make(chan error, 2)}
+	defer func() {
+		if err != nil {
+			closeListeners(o.public, o.admin)
+			s.Close(context.Background())
+		}
+	}()
+	programs, err := Preflight(ctx, cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	media.UseFFmpeg(programs.FFmpeg)
+	s.log.Info().Str("browser", programs.Browser).Str("browser_version", programs.BrowserVersion).
+		Str("ffmpeg", programs.FFmpeg).Str("ffmpeg_version", programs.FFmpegVersion).Msg("programs found")
+	chromeDir, err := s.openStore()
+	if err != nil {
+		return nil, err
+	}
+	s.registerMetrics()
+	if err := s.openEgress(o.resolver); err != nil {
+		return nil, err
+	}
+	if s.storage, err = openStorage(cfg, s.store, s.guard, s.log); err != nil {
+		return nil, err
+	}
+	if err := s.startBrowsers(ctx, programs.Browser, chromeDir, o.chromeFlags); err != nil {
+		return nil, err
+	}
+	if err := s.startActors(o.retryDelays); err != nil {
+		return nil, err
+	}
+	s.newServers(programs.BrowserVersion)
+	pub, adm, err := s.listen(o.public, o.admin)
+	if err != nil {
+		return nil, err
+	}
+	s.publicLn, s.adminLn = pub, adm
+	go func() { s.errc <- s.public.Serve(s.publicLn) }()
+	go func() { s.errc <- s.admin.Serve(s.adminLn) }()
+	s.log.Info().Str("listen", s.publicLn.Addr().String()).Str("admin_listen", s.adminLn.Addr().String()).
+		Str("data_dir", cfg.DataDir).Int("pool_size", cfg.Browser.PoolSize).Msg("shotd serving")
+	return s, nil
+}
+
+// openStore opens the store, bootstraps it on first start and prepares the Chrome profiles'
+// directory, which it returns.
+func (s *Service) openStore() (string, error) {
+	var err error
+	if s.store, err = store.Open(s.cfg.DataDir, s.log); err != nil {
+		return "", err
+	}
+	if s.firstStart, err = bootstrap(s.store, s.cfg); err != nil {
+		return "", err
+	}
+	return sweepChrome(s.cfg.DataDir, s.log)
+}
+
+// registerMetrics makes the registry that /metrics serves, with the process's own metrics.
+func (s *Service) registerMetrics() {
+	s.reg = prometheus.NewRegistry()
+	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	// Read only by /metrics, which is served once the renderer is set.
+	s.metrics = httpd.NewMetrics(s.reg, func() float64 { return float64(s.renderer.Up()) })
+	s.store.ObserveCache(s.metrics.CacheLookup)
+}
+
+// openEgress makes the egress guard and starts its proxy. Every connection a page or a webhook
+// makes goes through the guard: Chrome through the in-process proxy, webhooks through the
+// guarded dialer. The host's own addresses are refused too: on a machine with a public address,
+// that address reaches the services listening on it as loopback would.
+func (s *Service) openEgress(r egress.Resolver) error {
+	policy := egress.NewPolicy(s.cfg.Network.AllowPrivatePrefixes()).WithHostAddrs(egress.InterfaceAddrs(hostAddrsRefresh))
+	s.guard = egress.NewGuard(policy, r)
+	s.guard.ObserveRefusals(s.metrics.EgressRefused)
+	proxy := egress.NewProxy(s.guard, s.log.With().Str("component", "egress").Logger())
+	if err := proxy.Start("127.0.0.1:0"); err != nil {
+		return fmt.Errorf("egress proxy: %w", err)
+	}
+	s.proxy = proxy
+	return nil
+}
+
+// startBrowsers loads the block lists and the consent script, sets the memory bound and starts
+// the browser pool.
+func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, extraFlags []string) error {
+	cfg, log := s.cfg, s.log
+	lists, err := blocklist.NewLibrary(cfg.Blocking.EasyList, cfg.Blocking.EasyPrivacy)
+	if err != nil {
+		return fmt.Errorf("blocking.easylist / blocking.easyprivacy: %w (scripts/install-deps.sh installs webext-ublock-origin-chromium)", err)
+	}
+	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
+	loadConsent(lists, cfg.Blocking.Autoconsent, log)
+	memoryMB, cgroups := memoryBound(ctx, cfg, log)
+	s.chrome = cdpclient.Config{Path: browser, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
+		Isolation: cfg.Browser.Isolation, Sandbox: cfg.Browser.Sandbox, Renders: cfg.Browser.RendersPerProcess, TabReuse: cfg.Browser.TabReuse,
+		JSHeapMB: cfg.Browser.HeapMB(proc.MemTotal()), RendererLimit: cfg.Browser.RendererLimit(),
+		MemoryLimitMB: memoryMB, Cgroups: cgroups,
+		Log:        log.With().Str("component", "chrome").Logger(),
+		ExtraFlags: append(cdpclient.ProxyFlags(s.proxy.Addr()), extraFlags...), Guard: s.guard,
+		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
+		Blocker: func(o *shotd.Options) cdpclient.Blocker {
+			if s := lists.Select(o.BlockAds, o.BlockTrackers, o.BlockCookieBanners, o.BlockChats); s != nil {
+				return s
+			}
+			return nil // never a typed nil inside the interface
+		}}
+	s.sys = actors.NewSystem(log)
+	ccfg := s.chrome
+	s.renderer, err = actors.StartRenderer(s.sys, actors.PoolConfig{
+		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
+		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), BrowserDown: s.metrics.BrowserDown,
+		Launch: func(ctx context.Context) (actors.Browser, error) {
+			p, err := cdpclient.Launch(ctx, ccfg)
+			if err != nil {
+				return nil, err // never a typed nil inside the interface
+			}
+			return p, nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	s.metered = httpd.MeteredRenderer{Renderer: s.renderer, Metrics: s.metrics}
+	s.metrics.WatchBrowsers(s.renderer)
+	return nil
+}
+
+// startActors starts the account, webhook and job actors; retryDelays, when set, replaces
+// webhooks.retry_delays_seconds.
+func (s *Service) startActors(retryDelays []time.Duration) error {
+	cfg, log := s.cfg, s.log
+	var err error
+	if s.accounts, err = actors.StartAccounts(s.sys, actors.AccountsConfig{Store: s.store,
+		Log: log.With().Str("component", "accounts").Logger()}); err != nil {
+		return err
+	}
+	if retryDelays == nil {
+		retryDelays = cfg.Webhooks.RetryDelays()
+	}
+	if s.webhooks, err = actors.StartWebhooks(s.sys, actors.WebhooksConfig{Store: s.store, RetryDelays: retryDelays,
+		Body: httpd.WebhookBodies(cfg.PublicURL), Log: log.With().Str("component", "webhooks").Logger(), Attempted: s.metrics.WebhookAttempted,
+		Client: &http.Client{Timeout: cfg.Webhooks.Timeout(), CheckRedirect: actors.NoRedirects, Transport: &http.Transport{
+			DialContext: s.guard.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}}); err != nil {
+		return err
+	}
+	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
+	if s.jobs, err = actors.StartJobs(s.sys, actors.JobsConfig{Store: s.store, Accounts: s.accounts,
+		Render: actors.RenderFunc(s.storage.jobs.Wrap(s.metered.Render)), Webhooks: s.webhooks, Secrets: s.storage.sealer,
+		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
+		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
+		return err
+	}
+	s.metrics.WatchJobs(s.jobs)
+	return nil
+}
+
+// newServers makes the public and the admin API; /readyz reports browserVersion.
+func (s *Service) newServers(browserVersion string) {
+	cfg, log := s.cfg, s.log
+	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
+		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
+		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
+		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
+		httpd.Deps{Keys: s.store.KeyCache(), Plans: cfg.Plans, Renderer: storingRenderer{s.renderer, s.storage.sync.Wrap(s.metered.Render)},
+			Gate: s.accounts, Files: s.store, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
+			Metrics: s.metrics, Renders: s.renders, Log: log})
+	s.plans = s.public.Plans()
+	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, s.store, cfg.Plans, httpd.BookUsage{Gate: s.accounts, Book: s.plans}, s.reg,
+		log.With().Str("component", "admin").Logger())
+	s.admin.UsePlans(s.plans)
+	s.admin.UseRenderLog(s.renders)
+	s.admin.SetMetricsToken(cfg.MetricsNeedToken())
+}
+
+// listen returns the given listeners, or listens on listen and admin_listen.
+func (s *Service) listen(public, admin net.Listener) (net.Listener, net.Listener, error) {
+	if public != nil && admin != nil {
+		return public, admin, nil
+	}
+	pub, err := net.Listen("tcp", s.cfg.Listen)
+	if err != nil {
+		return nil, nil, fmt.Errorf("listen: %w", err)
+	}
+	adm, err := net.Listen("tcp", s.cfg.AdminListen)
+	if err != nil {
+		pub.Close()
+		return nil, nil, fmt.Errorf("admin_listen: %w", err)
+	}
+	return pub, adm, nil
+}
+
+func closeListeners(lns ...net.Listener) {
+	for _, ln := range lns {
+		if ln != nil {
+			ln.Close()
+		}
+	}
+}
+
+// sweepChrome prepares data_dir/chrome, where the Chrome profiles live: what a killed run left
+// there is removed, after the Chrome processes it may have left running (a browser.path wrapper
+// that does not exec Chrome keeps Chrome from dying with the service).
+func sweepChrome(dataDir string, log zerolog.Logger) (string, error) {
+	dir := filepath.Join(dataDir, "chrome")
+	if n := cdpclient.KillOrphans(dir); n > 0 {
+		log.Warn().Int("process_groups", n).Str("dir", dir).Msg("killed Chrome processes that a previous run left running")
+	}
+	if err := os.RemoveAll(dir); err != nil {
+		return "", fmt.Errorf("data_dir: clear %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("data_dir: %w", err)
+	}
+	return dir, nil
+}
+
+// Close stops the service: it stops accepting and lets in-flight renders and jobs finish up to
+// shutdown_timeout_seconds or ctx's end, whichever comes first (jobs still running then stay
+// queued for the next start); then it flushes webhooks and usage, stops every Chrome and closes
+// the store, each on a deadline of its own that ctx does not cut short: skipped, they would lose
+// writes or leave processes behind. StopBudget bounds the whole.
+func (s *Service) Close(ctx context.Context) error {
+	var errs []error
+	log := s.log
+	if s.publicLn != nil {
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout())
+		if err := s.public.Shutdown(sctx); err != nil {
+			log.Warn().Err(err).Msg("public listener shutdown")
+		}
+		if err := s.admin.Shutdown(sctx); err != nil {
+			log.Warn().Err(err).Msg("admin listener shutdown")
+		}
+		if err := s.jobs.Close(sctx); err != nil {
+			log.Warn().Err(err).Msg("jobs still running at the deadline stay queued for the next start")
+		}
+		cancel()
+	} else if s.jobs != nil {
+		sctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout())
+		if err := s.jobs.Close(sctx); err != nil {
+			log.Warn().Err(err).Msg("jobs still running at the deadline stay queued for the next start")
+		}
+		cancel()
+	}
+	// What is left to flush gets a deadline of its own: a render cut at the shutdown deadline
+	// has used that one up, and the account actors must still write the usage they billed.
+	fctx, fcancel := context.WithTimeout(context.WithoutCancel(ctx), flushTimeout)
+	defer fcancel()
+	if s.webhooks != nil {
+		if err := s.webhooks.Close(fctx); err != nil {
+			log.Warn().Err(err).Msg("webhook attempts cut off resume at the next start")
+		}
+	}
+	if s.accounts != nil {
+		if err := s.accounts.Close(fctx); err != nil {
+			log.Warn().Err(err).Msg("account actors did not stop in time; a usage write may be lost")
+		}
+	}
+	if s.renderer != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), browserCloseTimeout)
+		if err := s.renderer.Close(cctx); err != nil {
+			log.Error().Err(err).Msg("stop browsers")
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	if s.sys != nil {
+		s.sys.Shutdown()
+	}
+	if s.storage != nil {
+		s.storage.close()
+	}
+	if s.proxy != nil {
+		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proxyCloseTimeout)
+		s.proxy.Close(pctx)
+		cancel()
+	}
+	if s.store != nil {
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCloseTimeout)
+		if err := s.store.Close(cctx); err != nil {
+			log.Error().Err(err).Msg("close store")
+			errs = append(errs, err)
+		}
+		cancel()
+	}
+	log.Info().Msg("stopped")
+	return errors.Join(errs...)
+}
+
+// Err delivers the error of a listener that stopped serving before Close; Close does not
+// return it.
+func (s *Service) Err() <-chan error { return s.errc }
+
+// PublicAddr is where the public API listens.
+func (s *Service) PublicAddr() net.Addr { return s.publicLn.Addr() }
+
+// AdminAddr is where the admin API, the dashboard and /metrics listen.
+func (s *Service) AdminAddr() net.Addr { return s.adminLn.Addr() }
+
+// Ready reports whether a browser can render: what /readyz reports.
+func (s *Service) Ready() bool { return s.renderer.Ready() }
+
+// WaitReady returns once a browser can render, or with ctx's error.
+func (s *Service) WaitReady(ctx context.Context) error {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for !s.renderer.Ready() {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("browser pool not ready: %w", ctx.Err())
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// FirstStart is the key Open made in an empty store, nil when the store had accounts.
+func (s *Service) FirstStart() *FirstStart { return s.firstStart }
+
+// Store is the service's store.
+func (s *Service) Store() *store.Store { return s.store }
+
+// Renderer is the browser pool.
+func (s *Service) Renderer() *actors.Renderer { return s.renderer }
+
+// Accounts are the account actors, which admit and settle every render.
+func (s *Service) Accounts() *actors.Accounts { return s.accounts }
+
+// Webhooks is the webhook delivery actor.
+func (s *Service) Webhooks() *actors.Webhooks { return s.webhooks }
+
+// Guard is the egress guard every outbound connection goes through.
+func (s *Service) Guard() *egress.Guard { return s.guard }
+
+// Plans are the plans both APIs use; a reload replaces them.
+func (s *Service) Plans() *httpd.PlanBook { return s.plans }
+
+// ChromeConfig is how the pool launches each Chrome, for the bench's floor, which must run
+// Chrome the same way.
+func (s *Service) ChromeConfig() cdpclient.Config { return s.chrome }
+
+// hostAddrsRefresh is how often the guard reads the host's interface addresses again.
+const hostAddrsRefresh = 30 * time.Second
+
+// flushTimeout bounds what the shutdown does after the running jobs: the webhook attempts under
+// way (cut ones resume at the next start) and the account actors' last usage writes.
+const flushTimeout = 10 * time.Second
+
+// browserCloseTimeout bounds stopping every Chrome; proxyCloseTimeout the egress proxy's
+// connections; storeCloseTimeout closing bbolt.
+const (
+	browserCloseTimeout = 30 * time.Second
+	proxyCloseTimeout   = 5 * time.Second
+	storeCloseTimeout   = 10 * time.Second
+)
+
+// StopBudget is the longest Close can take, plus a margin that also covers the egress proxy: the systemd unit's TimeoutStopSec is
+// this for the default configuration (a test keeps them equal), so that systemd never kills a
+// stop that is still writing.
+func StopBudget(cfg *config.Config) time.Duration {
+	return cfg.ShutdownTimeout() + flushTimeout + browserCloseTimeout + storeCloseTimeout + 10*time.Second
+}
