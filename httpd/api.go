@@ -83,39 +83,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) { s.render(ctx, nil) }
 // render serves a render endpoint; translate, when set, turns its option names into the
 // screenshot options after the signature, which covers the names as sent, was checked.
 func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (shotd.Params, error)) {
-	query := queryParams(ctx.QueryArgs())
-	ak := renderKey(ctx, query)
-	who, err := s.identify(ak)
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	ps, err := s.requestParams(ctx, query)
-	if err == nil && accessKey(ctx, ps) != ak {
-		// The body's access_key read differently in full (an escape, a second member) than
-		// when it was looked for: refuse rather than act for a key that was not checked.
-		err = shotd.Errorf(shotd.CodeAccessKeyInvalid, "the access key is ambiguous; send it once")
-	}
-	if err == nil {
-		err = s.verify(ctx, who, ps)
-	}
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	log := logOf(ctx).With().Str("account", who.account.ID).Logger()
-	ctx.SetUserValue(logKey, &log)
-
-	if translate != nil {
-		ps, err = translate(ps)
-	}
-	var o *shotd.Options
-	if err == nil {
-		o, err = shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
-	}
-	if err == nil {
-		err = s.checkTargets(o, -1)
-	}
+	who, o, err := s.renderRequest(ctx, translate)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -131,6 +99,48 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 			return
 		}
 	}
+	s.renderNow(ctx, who, o, cacheKey)
+}
+
+// renderRequest authenticates a render request, checks its signature and parses its options,
+// once; from then on the request's log line names the account.
+func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (shotd.Params, error)) (*principal, *shotd.Options, error) {
+	query := queryParams(ctx.QueryArgs())
+	ak := renderKey(ctx, query)
+	who, err := s.identify(ak)
+	if err != nil {
+		return nil, nil, err
+	}
+	ps, err := s.requestParams(ctx, query)
+	if err == nil && accessKey(ctx, ps) != ak {
+		// The body's access_key read differently in full (an escape, a second member) than
+		// when it was looked for: refuse rather than act for a key that was not checked.
+		err = shotd.Errorf(shotd.CodeAccessKeyInvalid, "the access key is ambiguous; send it once")
+	}
+	if err == nil {
+		err = s.verify(ctx, who, ps)
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	log := logOf(ctx).With().Str("account", who.account.ID).Logger()
+	ctx.SetUserValue(logKey, &log)
+	if translate != nil {
+		if ps, err = translate(ps); err != nil {
+			return nil, nil, err
+		}
+	}
+	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	if err == nil {
+		err = s.checkTargets(o, -1)
+	}
+	return who, o, err
+}
+
+// renderNow renders o while the client waits: admitted by the account first, settled whatever
+// happens (a panic or an early return still frees the slot and the reservation), the file kept
+// when the answer links to it or the cache keeps it.
+func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, cacheKey string) {
 	adm, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitRender, Features: o.Features()})
 	if err != nil {
 		setLimitHeaders(ctx, limits, true)
@@ -146,41 +156,25 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 		settled = true
 		l, err := s.gate.Settle(who.account.ID, adm.Ticket, outcome)
 		if err != nil {
-			log.Error().Err(err).Msg("settle")
+			logOf(ctx).Error().Err(err).Msg("settle")
 			l = limits
 		}
 		setLimitHeaders(ctx, l, true)
 	}
-	defer settle() // a panic or an early return still frees the slot and the reservation
+	defer settle()
 
-	rctx, cancel := context.WithTimeout(context.Background(), o.RenderBudget()+s.set.RenderGrace)
-	defer cancel()
-	out, err := s.renderer.Render(rctx, o)
-	if err == nil && s.set.MaxOutputBytes > 0 && out.Size() > s.set.MaxOutputBytes {
-		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), s.set.MaxOutputBytes)
-	}
+	out, err := s.renderBounded(o)
 	if err != nil {
 		outcome = shotd.OutcomeOf(err)
 		settle()
 		s.fail(ctx, err)
 		return
 	}
-
-	var rec shotd.FileRecord
-	if o.Cache || o.ResponseType == "json" {
-		// A cached file is kept as long as its entry, which may be longer than the file TTL:
-		// the answer tells the expiry the file really has.
-		if o.Cache {
-			rec, err = s.files.PutCachedFile(who.account.ID, out, s.set.FileTTL, cacheKey, o.CacheTTL)
-		} else {
-			rec, err = s.files.PutFile(who.account.ID, out, s.set.FileTTL)
-		}
-		if err != nil {
-			outcome = shotd.OutcomeReleased
-			settle()
-			s.fail(ctx, shotd.StoredError(err))
-			return
-		}
+	rec, err := s.keepFile(o, who.account.ID, cacheKey, out)
+	if err != nil {
+		settle() // released: the file is rendered, keeping it is what failed
+		s.fail(ctx, shotd.StoredError(err))
+		return
 	}
 	outcome = shotd.OutcomeSucceeded
 	settle()
@@ -195,6 +189,30 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 	ctx.SetContentType(out.ContentType)
 	ctx.SetBody(out.Data)
 	setAttachment(ctx, o)
+}
+
+// renderBounded renders o within its budget and the server's output limit.
+func (s *Server) renderBounded(o *shotd.Options) (*shotd.Output, error) {
+	rctx, cancel := context.WithTimeout(context.Background(), o.RenderBudget()+s.set.RenderGrace)
+	defer cancel()
+	out, err := s.renderer.Render(rctx, o)
+	if err == nil && s.set.MaxOutputBytes > 0 && out.Size() > s.set.MaxOutputBytes {
+		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), s.set.MaxOutputBytes)
+	}
+	return out, err
+}
+
+// keepFile stores the file when the cache or a JSON answer needs it; otherwise it keeps
+// nothing. A cached file is kept as long as its entry, which may be longer than the file TTL:
+// the answer tells the expiry the file really has.
+func (s *Server) keepFile(o *shotd.Options, accountID, cacheKey string, out *shotd.Output) (shotd.FileRecord, error) {
+	switch {
+	case o.Cache:
+		return s.files.PutCachedFile(accountID, out, s.set.FileTTL, cacheKey, o.CacheTTL)
+	case o.ResponseType == "json":
+		return s.files.PutFile(accountID, out, s.set.FileTTL)
+	}
+	return shotd.FileRecord{}, nil
 }
 
 // serveCached answers from the response cache and reports whether it answered (a hit, or its

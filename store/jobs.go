@@ -121,64 +121,11 @@ func NewBatchID() string { return BatchIDPrefix + randomToken(jobIDBytes) }
 // transaction committed, so that the caller holds what was stored. A job or batch id that
 // exists gives an error wrapping ErrConflict.
 func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
-	if len(jobs) == 0 {
-		return errors.New("store: create jobs: no jobs")
+	recs, b, err := newJobRecords(jobs, batch)
+	if err != nil {
+		return err
 	}
-	created := now()
-	recs := make([]jobRecord, len(jobs))
-	seen := make(map[string]bool, len(jobs))
-	var b shotd.Batch
-	if batch != nil {
-		b = *batch
-		if b.BatchID == "" || b.AccountID == "" {
-			return errors.New("store: create jobs: the batch needs an id and an account")
-		}
-		if b.JobIDs != nil && len(b.JobIDs) != len(jobs) {
-			return fmt.Errorf("store: create jobs: batch lists %d jobs, %d given", len(b.JobIDs), len(jobs))
-		}
-		if b.CreatedAt.IsZero() {
-			b.CreatedAt = created
-		}
-		b.CreatedAt = inUTC(b.CreatedAt)
-		b.JobIDs = make([]string, len(jobs))
-	}
-	for i, j := range jobs {
-		switch {
-		case j.JobID == "" || j.AccountID == "":
-			return fmt.Errorf("store: create jobs: job %d needs an id and an account", i)
-		case seen[j.JobID]:
-			return fmt.Errorf("store: create jobs: job %s given twice: %w", j.JobID, ErrConflict)
-		case j.Status != "" && j.Status != shotd.JobQueued:
-			return fmt.Errorf("store: create jobs: job %s: a new job is queued, not %q", j.JobID, j.Status)
-		case len(j.Options) == 0 || !json.Valid(j.Options):
-			return fmt.Errorf("store: create jobs: job %s: options must be JSON", j.JobID)
-		case j.Webhook != nil && (j.Webhook.URL == "" || j.Webhook.Status != ""):
-			return fmt.Errorf("store: create jobs: job %s: a webhook needs a url and no delivery state yet", j.JobID)
-		}
-		seen[j.JobID] = true
-		j.Status = shotd.JobQueued
-		if j.CreatedAt.IsZero() {
-			j.CreatedAt = created
-		}
-		j.CreatedAt = inUTC(j.CreatedAt)
-		j.UpdatedAt = j.CreatedAt
-		if batch != nil {
-			switch {
-			case j.AccountID != b.AccountID:
-				return fmt.Errorf("store: create jobs: job %s belongs to another account than its batch", j.JobID)
-			case j.BatchID != "" && j.BatchID != b.BatchID, j.Index != 0 && j.Index != i:
-				return fmt.Errorf("store: create jobs: job %s: batch id or index disagree with the batch", j.JobID)
-			case batch.JobIDs != nil && batch.JobIDs[i] != j.JobID:
-				return fmt.Errorf("store: create jobs: batch lists %s at %d, not %s", batch.JobIDs[i], i, j.JobID)
-			}
-			j.BatchID, j.Index = b.BatchID, i
-			b.JobIDs[i] = j.JobID
-		} else if j.BatchID != "" {
-			return fmt.Errorf("store: create jobs: job %s names batch %s but no batch is given", j.JobID, j.BatchID)
-		}
-		recs[i] = toRecord(j)
-	}
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
 		jb := tx.Bucket(bucketJobs)
 		for _, r := range recs {
 			if jb.Get([]byte(r.JobID)) != nil {
@@ -205,6 +152,90 @@ func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
 	}
 	if batch != nil {
 		*batch = b
+	}
+	return nil
+}
+
+// newJobRecords checks new jobs and their batch (nil: none) and returns their records and the
+// batch as they will be stored: queued, created now unless given, in UTC, each job numbered by
+// its place in the batch.
+func newJobRecords(jobs []shotd.Job, batch *shotd.Batch) ([]jobRecord, shotd.Batch, error) {
+	var b shotd.Batch
+	if len(jobs) == 0 {
+		return nil, b, errors.New("store: create jobs: no jobs")
+	}
+	created := now()
+	if batch != nil {
+		b = *batch
+		if b.BatchID == "" || b.AccountID == "" {
+			return nil, b, errors.New("store: create jobs: the batch needs an id and an account")
+		}
+		if b.JobIDs != nil && len(b.JobIDs) != len(jobs) {
+			return nil, b, fmt.Errorf("store: create jobs: batch lists %d jobs, %d given", len(b.JobIDs), len(jobs))
+		}
+		if b.CreatedAt.IsZero() {
+			b.CreatedAt = created
+		}
+		b.CreatedAt = inUTC(b.CreatedAt)
+		b.JobIDs = make([]string, len(jobs))
+	}
+	recs := make([]jobRecord, len(jobs))
+	seen := make(map[string]bool, len(jobs))
+	for i, j := range jobs {
+		if err := checkNewJob(i, j, seen); err != nil {
+			return nil, b, err
+		}
+		seen[j.JobID] = true
+		j.Status = shotd.JobQueued
+		if j.CreatedAt.IsZero() {
+			j.CreatedAt = created
+		}
+		j.CreatedAt = inUTC(j.CreatedAt)
+		j.UpdatedAt = j.CreatedAt
+		switch {
+		case batch != nil:
+			if err := checkBatchMember(i, j, b, batch.JobIDs); err != nil {
+				return nil, b, err
+			}
+			j.BatchID, j.Index = b.BatchID, i
+			b.JobIDs[i] = j.JobID
+		case j.BatchID != "":
+			return nil, b, fmt.Errorf("store: create jobs: job %s names batch %s but no batch is given", j.JobID, j.BatchID)
+		}
+		recs[i] = toRecord(j)
+	}
+	return recs, b, nil
+}
+
+// checkNewJob refuses job i of a creation when it could not be a new job: no id or account, an
+// id given twice (seen), a state other than queued, options that are not JSON, a webhook
+// without a url or with a delivery state already.
+func checkNewJob(i int, j shotd.Job, seen map[string]bool) error {
+	switch {
+	case j.JobID == "" || j.AccountID == "":
+		return fmt.Errorf("store: create jobs: job %d needs an id and an account", i)
+	case seen[j.JobID]:
+		return fmt.Errorf("store: create jobs: job %s given twice: %w", j.JobID, ErrConflict)
+	case j.Status != "" && j.Status != shotd.JobQueued:
+		return fmt.Errorf("store: create jobs: job %s: a new job is queued, not %q", j.JobID, j.Status)
+	case len(j.Options) == 0 || !json.Valid(j.Options):
+		return fmt.Errorf("store: create jobs: job %s: options must be JSON", j.JobID)
+	case j.Webhook != nil && (j.Webhook.URL == "" || j.Webhook.Status != ""):
+		return fmt.Errorf("store: create jobs: job %s: a webhook needs a url and no delivery state yet", j.JobID)
+	}
+	return nil
+}
+
+// checkBatchMember refuses job j at place i of batch b when they disagree: another account, a
+// batch id or index of its own, or another job listed at i by the caller (listed; nil: none).
+func checkBatchMember(i int, j shotd.Job, b shotd.Batch, listed []string) error {
+	switch {
+	case j.AccountID != b.AccountID:
+		return fmt.Errorf("store: create jobs: job %s belongs to another account than its batch", j.JobID)
+	case j.BatchID != "" && j.BatchID != b.BatchID, j.Index != 0 && j.Index != i:
+		return fmt.Errorf("store: create jobs: job %s: batch id or index disagree with the batch", j.JobID)
+	case listed != nil && listed[i] != j.JobID:
+		return fmt.Errorf("store: create jobs: batch lists %s at %d, not %s", listed[i], i, j.JobID)
 	}
 	return nil
 }
