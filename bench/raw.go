@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"time"
 
 	"github.com/mafredri/cdp"
-	"github.com/mafredri/cdp/protocol/io"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 
@@ -78,9 +76,6 @@ func rawLoad(ctx context.Context, t *cdpclient.Target, url string) error {
 	return nil
 }
 
-// streamChunk is the size of each read of a PDF stream, the service's.
-const streamChunk = 1 << 20
-
 // pageSizeJS measures the viewport's width and the page's height, as the service does before a
 // full-page capture.
 const pageSizeJS = `[window.innerWidth, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)]`
@@ -97,7 +92,8 @@ func rawCapture(ctx context.Context, c *cdp.Client, kind string) error {
 		if pdf.Stream == nil {
 			return fmt.Errorf("no stream")
 		}
-		return drainStream(ctx, c, *pdf.Stream)
+		_, err = cdpclient.ReadStream(ctx, c, *pdf.Stream, 0) // read as the service reads a PDF
+		return err
 	case rawFullPage:
 		res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(pageSizeJS).SetReturnByValue(true))
 		if err != nil {
@@ -113,35 +109,5 @@ func rawCapture(ctx context.Context, c *cdp.Client, kind string) error {
 	default:
 		_, err := c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png"))
 		return err
-	}
-}
-
-// drainStream reads the stream h to its end into memory, as the service reads a PDF, and
-// closes it.
-func drainStream(ctx context.Context, c *cdp.Client, h io.StreamHandle) error {
-	defer func() {
-		// On a deadline of its own: the caller's may be what ended the read.
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
-		defer cancel()
-		_ = c.IO.Close(cctx, io.NewCloseArgs(h))
-	}()
-	var out []byte
-	for {
-		chunk, err := c.IO.Read(ctx, io.NewReadArgs(h).SetSize(streamChunk))
-		if err != nil {
-			return err
-		}
-		if chunk.Base64Encoded != nil && *chunk.Base64Encoded {
-			b, err := base64.StdEncoding.DecodeString(chunk.Data)
-			if err != nil {
-				return fmt.Errorf("read stream: %w", err)
-			}
-			out = append(out, b...)
-		} else {
-			out = append(out, chunk.Data...)
-		}
-		if chunk.EOF {
-			return nil
-		}
 	}
 }

@@ -160,14 +160,14 @@ func (r *render) printPDF(ctx context.Context) error {
 		r.data = rep.Data
 		return nil
 	}
-	r.data, err = readStream(ctx, r.t.c, *rep.Stream, r.p.cfg.MaxOutputBytes)
+	r.data, err = ReadStream(ctx, r.t.c, *rep.Stream, r.p.cfg.MaxOutputBytes)
 	return err
 }
 
-// readStream reads a Chrome IO stream to its end and releases it, whatever happens. Past max
+// ReadStream reads a Chrome IO stream to its end and releases it, whatever happens. Past max
 // bytes (limits.max_output_bytes; 0: none) it stops with content_too_large, so a page that
 // prints into a huge file costs no more memory than the limit.
-func readStream(ctx context.Context, c *cdp.Client, h io.StreamHandle, max int64) ([]byte, error) {
+func ReadStream(ctx context.Context, c *cdp.Client, h io.StreamHandle, max int64) ([]byte, error) {
 	defer func() {
 		// On a deadline of its own: the caller's may be what ended the read.
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Second)
