@@ -156,7 +156,7 @@ func s1OptionSpecs() []*OptionSpec {
 			func(o *Options, v bool) { o.S1.BlockSocials = v }),
 		boolean("Blocking", "block_banners_by_heuristics", "false", "Hide banners found by their look: fixed or sticky boxes along the top or bottom edge that are not the page's header or navigation, and full-screen overlays.",
 			func(o *Options, v bool) { o.S1.BlockBannersByHeuristics = v }),
-		str("Network", "proxy", "", "Your HTTP proxy, http://user:password@host:port, that the render's connections leave through. Only http:// proxies; https sites go through CONNECT tunnels. The egress guard still checks every host the page asks for, and the proxy's own address (resolved once); the proxy is asked for the address checked, not the name. With credentials, synchronous renders only.",
+		str("Network", "proxy", "", "Your HTTP proxy, http://user:password@host:port, that the render's connections leave through. Only http:// proxies; https sites go through CONNECT tunnels. The egress guard still checks every host the page asks for, and the proxy's own address (resolved once); the proxy is asked for the address checked, not the name. The credentials are never logged; a background job keeps them sealed.",
 			func(o *Options, v string) { o.S1.Proxy, _ = parseProxy(v) }).checked(checkProxy),
 		list("Network", "proxy_bypass_hosts", ArrayRepeat, "Hosts reached directly rather than through proxy (still through the egress guard): names, *.example.com for a domain and its subdomains, IP addresses; repeated or comma-separated.",
 			func(o *Options, v []string) {
