@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // Version is the versitygw release the tests run.
@@ -93,10 +95,9 @@ type Server struct {
 	args   []string
 	t      testing.TB
 
-	mu   sync.Mutex
-	addr string // 127.0.0.1:port
-	cmd  *exec.Cmd
-	done chan struct{}
+	mu    sync.Mutex
+	addr  string      // 127.0.0.1:port
+	group *proc.Group // nil when stopped
 }
 
 // Addr is the address the server listens on (127.0.0.1:port); Restart may change it.
@@ -175,12 +176,11 @@ func (s *Server) start(bin, addr string) error {
 	args := append([]string{"--port", addr, "--access", AccessKey, "--secret", SecretKey, "--region", Region, "--quiet"}, s.args...)
 	cmd := exec.Command(bin, append(args, "posix", "--nometa", s.Root)...)
 	cmd.Stdout, cmd.Stderr = io.Discard, &prefixWriter{t: s.t}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
+	g, err := proc.Start(cmd) // its own group, which dies with the test binary
+	if err != nil {
 		return err
 	}
-	done := make(chan struct{})
-	go func() { _ = cmd.Wait(); close(done) }()
+	done := g.Exited()
 	// Ready when it answers HTTP at all (an anonymous request is refused with 403: still up).
 	// No certificate check: this only waits for the port to answer.
 	client := &http.Client{Timeout: time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
@@ -198,13 +198,13 @@ func (s *Server) start(bin, addr string) error {
 		if resp, err := client.Get(scheme + addr + "/"); err == nil {
 			resp.Body.Close()
 			s.mu.Lock()
-			s.cmd, s.done, s.addr = cmd, done, addr
+			s.group, s.addr = g, addr
 			s.mu.Unlock()
 			return nil
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	g.Kill()
 	<-done
 	return errors.New("not answering")
 }
@@ -213,14 +213,14 @@ func (s *Server) start(bin, addr string) error {
 // files stay; Restart serves them again.
 func (s *Server) Stop() {
 	s.mu.Lock()
-	cmd, done := s.cmd, s.done
-	s.cmd = nil
+	g := s.group
+	s.group = nil
 	s.mu.Unlock()
-	if cmd == nil {
+	if g == nil {
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	<-done
+	g.Kill()
+	<-g.Exited()
 }
 
 // Object reads an object straight from the backend directory.
