@@ -5,10 +5,11 @@ import (
 	"fmt"
 )
 
-// Code is a stable error code of the public API (api-v1 section 7). Clients compare on it.
+// Code is a stable error code of the public API. Clients compare on it.
 type Code string
 
-// The error catalogue. Keep Codes and catalogue in the same order as api-v1 section 7.
+// The error codes, by HTTP status as the error documentation lists them; Catalogue keeps the
+// same order.
 const (
 	CodeInvalidURL          Code = "invalid_url"
 	CodeInvalidOptions      Code = "invalid_options"
