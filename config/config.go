@@ -235,7 +235,7 @@ const (
 	LogJSON    = "json"
 )
 
-// Default returns the embedded defaults of operator contract section 2 plus the added keys.
+// Default returns the embedded defaults, the values example.toml shows.
 // Every call returns a fresh copy that the caller may change.
 func Default() *Config {
 	return &Config{

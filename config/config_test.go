@@ -15,7 +15,8 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// contractSection2 is the TOML block of operator contract section 2, verbatim.
+// contractSection2 is the documented basic configuration file, verbatim: the keys operators'
+// files already use, which must keep parsing to Default.
 const contractSection2 = `
 listen       = "127.0.0.1:8080"        # public API
 admin_listen = "127.0.0.1:8081"        # admin API, dashboard, /metrics
