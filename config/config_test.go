@@ -15,9 +15,9 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// contractSection2 is the documented basic configuration file, verbatim: the keys operators'
+// basicFile is the documented basic configuration file, verbatim: the keys operators'
 // files already use, which must keep parsing to Default.
-const contractSection2 = `
+const basicFile = `
 listen       = "127.0.0.1:8080"        # public API
 admin_listen = "127.0.0.1:8081"        # admin API, dashboard, /metrics
 admin_token  = ""                      # Bearer token for the admin API; empty: generated at first start and stored in data_dir
@@ -81,7 +81,7 @@ func TestDefaults(t *testing.T) {
 	}{
 		{"Default", func(*testing.T) *Config { return Default() }},
 		{"Load without file", func(t *testing.T) *Config { return mustLoad(t, "", nil) }},
-		{"contract section 2 verbatim", func(t *testing.T) *Config { return mustParse(t, contractSection2, nil) }},
+		{"basic file verbatim", func(t *testing.T) *Config { return mustParse(t, basicFile, nil) }},
 		{"embedded example", func(t *testing.T) *Config { return mustParse(t, string(Example), nil) }},
 		{"empty file", func(t *testing.T) *Config { return mustParse(t, "# nothing\n", nil) }},
 	}
