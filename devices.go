@@ -53,8 +53,9 @@ func computer(name string, w, h int, dpr float64) Device {
 	return Device{Name: name, Width: w, Height: h, ScaleFactor: dpr}
 }
 
-// devices is the preset table, in the order of the documented viewport_device list. Scale factors are the devices' real
-// default ones; all lie within the device_scale_factor bound (1..3), so none needed clamping.
+// devices is the preset table, in the order of the documented viewport_device list. Scale factors
+// are the devices' real default ones; all lie within the device_scale_factor bound (1..3), so none
+// needed clamping.
 var devices = []Device{
 	// iPhones: Apple's point sizes, which Safari reports as CSS pixels.
 	handheld("iphone_se", 375, 667, 2, uaIPhone), // 2nd/3rd generation

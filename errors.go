@@ -111,7 +111,8 @@ type FieldError struct {
 	Index *int `json:"index,omitempty"`
 }
 
-// Error is an error from the catalogue. Message is safe to show to the client; Cause is logged only.
+// Error is an error from the catalogue. Message is safe to show to the client; Cause is logged
+// only.
 type Error struct {
 	Code       Code
 	Message    string

@@ -336,7 +336,8 @@ func TestURLHosts(t *testing.T) {
 }
 
 // TestBadURLAmongOtherErrors: a malformed http(s) url is invalid_url when it is the only problem,
-// and one item of invalid_options, beside the others, when there are more: the error object lists every invalid option.
+// and one item of invalid_options, beside the others, when there are more: the error object lists
+// every invalid option.
 func TestBadURLAmongOtherErrors(t *testing.T) {
 	cases := []struct {
 		name   string

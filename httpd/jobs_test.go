@@ -759,8 +759,8 @@ func TestBulkValidation(t *testing.T) {
 	}
 }
 
-// bulk posts a bulk body and checks its 202 (batch_id, status, total, jobs); it returns the batch id and the job
-// ids in item order.
+// bulk posts a bulk body and checks its 202 (batch_id, status, total, jobs); it returns the batch
+// id and the job ids in item order.
 func bulk(t *testing.T, accessKey string, body map[string]any) (string, []string) {
 	t.Helper()
 	r := postJSON(t, "/api/v1/bulk", accessKey, mustJSON(t, body))

@@ -132,8 +132,8 @@ func TestKeyInBody(t *testing.T) {
 }
 
 // TestMarkdownRefusedBeforeSlot: a markdown source past the converter's limits is refused with
-// content_too_large before it takes a browser slot or a queue place (converted in the slot, 32 KB of
-// nested ">" took 0.6 s of it, 5 MiB would take hours).
+// content_too_large before it takes a browser slot or a queue place (converted in the slot, 32 KB
+// of nested ">" took 0.6 s of it, 5 MiB would take hours).
 func TestMarkdownRefusedBeforeSlot(t *testing.T) {
 	a := newAccount(t, "default", true)
 	md := `{"markdown":"` + strings.Repeat(">", 32<<10) + ` x"`

@@ -31,8 +31,9 @@
 //
 // ffmpeg and ffprobe run in their own process group with Pdeathsig SIGKILL (internal/proc.Group).
 // The group is killed when the context ends (a render timeout), on Close, and after the leader
-// exits (before it is reaped, so the group id cannot have been reused). The last 4 KiB of stderr are kept as the
-// cause of a failure. Temp files live in one os.MkdirTemp directory that Finish and Close remove.
+// exits (before it is reaped, so the group id cannot have been reused). The last 4 KiB of stderr
+// are kept as the cause of a failure. Temp files live in one os.MkdirTemp directory that Finish and
+// Close remove.
 //
 // Errors are *shotd.Error values: timeout when the context's deadline ended the encoding,
 // content_too_large when the file exceeds VideoSpec.MaxBytes, internal_error for everything else
