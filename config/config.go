@@ -272,13 +272,13 @@ func Default() *Config {
 			Autoconsent: DefaultAutoconsent,
 		},
 		Media: Media{FFmpegPath: ""},
-		Plans: map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
+		Plans: map[string]shotd.Plan{DefaultPlan: basePlan(DefaultPlan)},
 	}
 }
 
-// contractPlan is plans.default of the contract under another name: the base of every plan
-// table, so a table only lists what differs.
-func contractPlan(name string) shotd.Plan {
+// basePlan is the embedded plans.default under another name: the base of every plan table, so
+// a table only lists what differs.
+func basePlan(name string) shotd.Plan {
 	return shotd.Plan{
 		Name:                    name,
 		MonthlyQuota:            1000,

@@ -236,7 +236,7 @@ func TestPlans(t *testing.T) {
 		{"features listed", "[plans.a]\nfeatures = [\"bulk\"]\n", "a",
 			withPlan(func(p *shotd.Plan) { p.Name = "a"; p.Features = []string{"bulk"} })},
 		{"default kept when another plan is added", "[plans.a]\n", "default", withPlan(nil)},
-		{"partial default takes contract values", "[plans.default]\nqueue_limit = 7\n", "default",
+		{"partial default takes embedded values", "[plans.default]\nqueue_limit = 7\n", "default",
 			withPlan(func(p *shotd.Plan) { p.QueueLimit = 7 })},
 		{"quoted table key", "[plans.\"team-2\"]\nmonthly_quota = 3\n", "team-2",
 			withPlan(func(p *shotd.Plan) { p.Name = "team-2"; p.MonthlyQuota = 3 })},
