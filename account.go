@@ -2,7 +2,7 @@ package shotd
 
 import "time"
 
-// Plan features named in feature_not_available (operator contract 5.7).
+// Plan features, by the names feature_not_available gives.
 const (
 	FeaturePDF   = "pdf"
 	FeatureVideo = "video"
@@ -25,7 +25,7 @@ type Plan struct {
 	FailuresPerMinute       int    `json:"failures_per_minute"`
 	// FailuresPerDay bounds the failed renders of the last 24 hours (0: no bound). Failed
 	// renders are free, and a page's scripts may have sent the page anywhere before it failed:
-	// this caps the free crawls an account can make that way (issue 19, item 6).
+	// this caps the free crawls an account can make that way.
 	FailuresPerDay int      `json:"failures_per_day"`
 	Features       []string `json:"features"`
 }

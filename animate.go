@@ -26,7 +26,7 @@ const stepScroll = "shotd scrolls the page in one continuous motion over the who
 	"(shaped by scroll_easing); step timing is not available"
 
 // AnimateOptions are the names of /api/v1/animate that differ from the screenshot options. All
-// other names are the screenshot options (api-v1 4.2), video_* included.
+// other names are the screenshot options, video_* included.
 var AnimateOptions = []AnimateOption{
 	{Name: "scenario", Doc: "default: record the page as it stands; scroll: scroll it top to bottom.",
 		To: "video_scroll", Map: func(v string) (string, string) {

@@ -6,10 +6,10 @@ import (
 	"encoding/json"
 )
 
-// ResponseCacheKey is the response-cache key of a render for an account: a hash of the account and of
-// every option that changes the output. Authentication, async, webhook, response_type and the
-// cache controls themselves are left out (cache_key is kept: changing it forces a fresh render).
-// It hashes the validated values, so an option given at its default and one left out agree.
+// ResponseCacheKey is the response-cache key of a render for an account: a hash of the account and
+// of every option that changes the output. Authentication, async, webhook, response_type and the
+// cache controls themselves are left out (cache_key is kept: changing it forces a fresh render). It
+// hashes the validated values, so an option given at its default and one left out agree.
 func (o *Options) ResponseCacheKey(accountID string) string {
 	c := *o
 	c.AccessKey, c.Signature, c.Expires, c.HasExpires = "", "", 0, false

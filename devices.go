@@ -53,8 +53,9 @@ func computer(name string, w, h int, dpr float64) Device {
 	return Device{Name: name, Width: w, Height: h, ScaleFactor: dpr}
 }
 
-// devices is the preset table, in the order of api-v1.md 4.2. Scale factors are the devices' real
-// default ones; all lie within the device_scale_factor bound (1..3), so none needed clamping.
+// devices is the preset table, in the order of the documented viewport_device list. Scale factors
+// are the devices' real default ones; all lie within the device_scale_factor bound (1..3), so none
+// needed clamping.
 var devices = []Device{
 	// iPhones: Apple's point sizes, which Safari reports as CSS pixels.
 	handheld("iphone_se", 375, 667, 2, uaIPhone), // 2nd/3rd generation
@@ -112,7 +113,7 @@ var devices = []Device{
 	computer("imac_24", 2240, 1260, 2), // 4480x2520 panel at its default scaling
 }
 
-// DeviceNames lists the viewport_device values in the order of api-v1.md 4.2.
+// DeviceNames lists the viewport_device values in their documented order.
 // Built in variable initializers, not init(), so that the option table can depend on it.
 var DeviceNames = func() []string {
 	names := make([]string, len(devices))

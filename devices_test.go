@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// specDeviceNames is the viewport_device list of api-v1.md 4.2, copied by hand so a drift between
-// the spec and the table shows up here.
+// specDeviceNames is the documented viewport_device list, copied by hand so a drift between the
+// documentation and the table shows up here.
 var specDeviceNames = []string{
 	"iphone_se", "iphone_12", "iphone_13", "iphone_13_mini", "iphone_14", "iphone_14_plus",
 	"iphone_14_pro", "iphone_14_pro_max", "iphone_15", "iphone_15_plus", "iphone_15_pro",
@@ -21,7 +21,7 @@ var specDeviceNames = []string{
 
 func TestDeviceNamesMatchSpec(t *testing.T) {
 	if !slices.Equal(DeviceNames, specDeviceNames) {
-		t.Fatalf("DeviceNames = %v\nwant (api-v1.md 4.2) %v", DeviceNames, specDeviceNames)
+		t.Fatalf("DeviceNames = %v\nwant (documented) %v", DeviceNames, specDeviceNames)
 	}
 	seen := map[string]bool{}
 	for _, n := range DeviceNames {
@@ -43,7 +43,7 @@ func TestDeviceNamesMatchSpec(t *testing.T) {
 }
 
 func TestDeviceBounds(t *testing.T) {
-	// The option bounds of viewport_width, viewport_height and device_scale_factor (api-v1.md 4.2).
+	// The documented bounds of viewport_width, viewport_height and device_scale_factor.
 	const minW, maxW, minH, maxH = 100, 3840, 100, 4320
 	for _, n := range DeviceNames {
 		d, _ := LookupDevice(n)

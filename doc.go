@@ -1,6 +1,16 @@
-// Package shotd holds the domain of the screenshot service: render options with their defaults and
-// bounds, device presets, accounts, keys and plans, jobs and batches with their states, stored
-// files and render results, usage counts and billing periods, the error catalogue, and the reading
-// of a URL host as browsers read it (ParseHost), which the option parser and the egress guard
-// share. It does no I/O; every other package depends on it and it depends on none of them.
+// Package shotd holds the domain of the screenshot service, shared by every other package:
+//
+//   - render options: the option table, their parsing from a query or a JSON body, defaults,
+//     bounds and cross rules, device presets, the ScreenshotOne options and animate names,
+//     the storage and proxy options, the render time budget and the response-cache key;
+//   - signatures: the canonical query and HMAC of the api-v1 form, and ScreenshotOne's form;
+//   - accounts, keys and plans, and admission: what a request asks of its account and the
+//     answer that lets it in;
+//   - jobs and batches with their states, stored files and render results, usage counts and
+//     billing periods, and what the render pool reports of a browser;
+//   - the error catalogue (code, HTTP status, retryable, one-line doc);
+//   - the reading of a URL host as browsers read it (ParseHost), which the option parser and the
+//     egress guard share.
+//
+// It does no I/O; every other package depends on it and it depends on none of them.
 package shotd

@@ -5,10 +5,11 @@ import (
 	"fmt"
 )
 
-// Code is a stable error code of the public API (api-v1 section 7). Clients compare on it.
+// Code is a stable error code of the public API. Clients compare on it.
 type Code string
 
-// The error catalogue. Keep Codes and catalogue in the same order as api-v1 section 7.
+// The error codes, by HTTP status as the error documentation lists them; Catalogue keeps the
+// same order.
 const (
 	CodeInvalidURL          Code = "invalid_url"
 	CodeInvalidOptions      Code = "invalid_options"
@@ -110,7 +111,8 @@ type FieldError struct {
 	Index *int `json:"index,omitempty"`
 }
 
-// Error is an error from the catalogue. Message is safe to show to the client; Cause is logged only.
+// Error is an error from the catalogue. Message is safe to show to the client; Cause is logged
+// only.
 type Error struct {
 	Code       Code
 	Message    string

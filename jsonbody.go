@@ -19,8 +19,9 @@ func ParamsFromJSON(body []byte) (Params, error) {
 }
 
 // ReadJSONParams reads a JSON object of options. Values keep their JSON text for numbers and
-// booleans (operator contract 5.1); strings are unquoted; arrays become one value per item; null
-// is "not given"; of a name given twice the last value counts, as with encoding/json.
+// booleans, as a signature of a POST body covers them; strings are unquoted; arrays become one
+// value per item; null is "not given"; of a name given twice the last value counts, as with
+// encoding/json.
 //
 // It reads the object as a stream and stops at the first limit passed, having built nothing
 // beyond it: more members than there are options, more than MaxListItems items in an array, or

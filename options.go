@@ -156,7 +156,7 @@ type Options struct {
 	WebhookURL  string
 	WebhookSign bool
 
-	// ScreenshotOne's take options that api-v1 lacks (s1options.go).
+	// ScreenshotOne's take options beyond the api-v1 set (s1options.go).
 	S1 S1Options
 
 	// Storage: store=true uploads the result to Storage (storage.go).

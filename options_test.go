@@ -273,7 +273,7 @@ func TestCrossRules(t *testing.T) {
 		{"expires fraction", q("url", "https://a.example/", "expires", "1763774400.5"), CodeInvalidOptions, "expires"},
 		{"block_resources bad item", q("url", "https://a.example/", "block_resources", "image,bogus"), CodeInvalidOptions, "block_resources"},
 		{"block_requests pattern too long", q("url", "https://a.example/", "block_requests", "*"+strings.Repeat("a", maxPatternBytes)), CodeInvalidOptions, "block_requests"},
-		// Each bound holds, the product does not (issue 19, item 8): 149 M device pixels.
+		// Each bound holds, the product does not: 149 M device pixels.
 		{"viewport over the pixel cap", q("url", "https://a.example/", "viewport_width", "3840", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
 		{"preset over the pixel cap", q("url", "https://a.example/", "viewport_device", "desktop_4k", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
 		{"repeated scalar", Params{{Name: "url", Values: []string{"https://a.example/", "https://b.example/"}}}, CodeInvalidOptions, "url"},
@@ -336,7 +336,8 @@ func TestURLHosts(t *testing.T) {
 }
 
 // TestBadURLAmongOtherErrors: a malformed http(s) url is invalid_url when it is the only problem,
-// and one item of invalid_options, beside the others, when there are more (api-v1 2.2).
+// and one item of invalid_options, beside the others, when there are more: the error object lists
+// every invalid option.
 func TestBadURLAmongOtherErrors(t *testing.T) {
 	cases := []struct {
 		name   string
@@ -436,7 +437,7 @@ func TestArrays(t *testing.T) {
 		want []string
 	}{
 		{"comma in query", q("url", "https://a.example/", "hide_selectors", ".a,.b , #c"), []string{".a", ".b", "#c"}},
-		// Split as in the query: the two forms sign alike and must mean the same (issue 19).
+		// Split as in the query: the two forms sign alike and must mean the same.
 		{"json array items split on commas", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"a, b", "c"}, Array: true}}, []string{"a", "b", "c"}},
 	}
 	for _, c := range cases {
@@ -563,7 +564,7 @@ func allocated(fn func()) uint64 {
 
 // TestReadJSONParamsLimits: the body is read as a stream that stops at the first limit, so a
 // body of 21 MiB (the default body limit) costs what the limit lets through, not what it holds
-// (issue 19: 2.1 GB of allocations for one-letter hide_selectors items).
+// (read whole, one-letter hide_selectors items cost 2.1 GB of allocations).
 func TestReadJSONParamsLimits(t *testing.T) {
 	const size = 21 << 20
 	items := `{"hide_selectors":["a"` + strings.Repeat(`,"a"`, size/4) + `]}`
@@ -609,7 +610,7 @@ func TestReadJSONParamsLimits(t *testing.T) {
 }
 
 // TestSuggestionsBounded: only the first few unknown names get a "did you mean", which costs an
-// edit distance to every option (issue 19: 4.6 s of CPU for a 2 MiB body of made-up names).
+// edit distance to every option (for all names, a 2 MiB body of made-up names cost 4.6 s of CPU).
 func TestSuggestionsBounded(t *testing.T) {
 	ps := q("url", "https://a.example/")
 	for i := range 10 {

@@ -25,15 +25,15 @@ func (k Kind) String() string {
 // ArrayStyle says how a list option travels in a query string.
 type ArrayStyle int
 
-// Array styles of api-v1 section 4.2.
+// How an option takes several values.
 const (
 	ArrayNone   ArrayStyle = iota
 	ArrayComma             // one comma-separated value
 	ArrayRepeat            // the parameter repeated once per item
 )
 
-// OptionSpec is one row of the option table: api-v1 section 4.2 as data. The GET and POST parsers,
-// the validation, the docs and the table-driven tests all read it.
+// OptionSpec is one row of the option table: the documented option list as data. The GET and
+// POST parsers, the validation, the docs and the table-driven tests all read it.
 type OptionSpec struct {
 	Name    string
 	Group   string
@@ -105,7 +105,7 @@ func (s *OptionSpec) nonRender() *OptionSpec { s.Render = false; return s }
 
 func (s *OptionSpec) checked(fn func(string) string) *OptionSpec { s.check = fn; return s }
 
-// Enumerations of api-v1 section 4.2.
+// The values each enumerated option accepts.
 var (
 	Formats         = []string{FormatPNG, FormatJPEG, FormatWebP, FormatPDF, FormatMP4, FormatWebM, FormatGIF, FormatMOV}
 	ResponseTypes   = []string{"by_format", "json"}
@@ -118,7 +118,7 @@ var (
 	Easings      = []string{"ease_in_out", "linear"}
 )
 
-// OptionTable is every option of api-v1 section 4.2, in the order of the spec, then the storage
+// OptionTable is every option, in the order of the documented option list, then the storage
 // options (storage.go).
 var OptionTable = slices.Concat([]*OptionSpec{
 	// Source.

@@ -189,7 +189,7 @@ func convert(s *OptionSpec, values []string, array bool) (any, string) {
 		for _, v := range values {
 			// A comma-separated option splits its JSON array items too: a signature covers the
 			// values, not the form they came in, so `x=a,b` and ["a,b"], which sign alike, must
-			// mean the same two items (issue 19, item 7).
+			// mean the same two items.
 			if s.Array == ArrayComma {
 				for _, it := range strings.Split(v, ",") {
 					if it = strings.TrimSpace(it); it != "" {
@@ -402,7 +402,7 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 	checkStorageOptions(o, given, fail)
 	checkS1Options(o, given, fail)
 	if o.Format == FormatGIF && o.VideoFPS > 15 {
-		o.VideoFPS = 15 // a gif plays at most 15 frames per second (api-v1 4.2)
+		o.VideoFPS = 15 // a gif plays at most 15 frames per second
 	}
 	return badURL
 }

@@ -2,8 +2,8 @@ package shotd
 
 import "time"
 
-// S1Options are the options taken from ScreenshotOne's take endpoint that api-v1 lacked
-// (issue 14), kept apart so that Options' own fields stay as api-v1 lists them.
+// S1Options are the options of ScreenshotOne's take endpoint beyond the api-v1 set, kept apart
+// so that Options' own fields stay those of the api-v1 option list.
 type S1Options struct {
 	BypassCSP             bool
 	Hover                 string
@@ -288,7 +288,8 @@ func notEmpty(v string) string {
 const selfHosted = "it belongs to ScreenshotOne's hosted service and has no meaning on a self-hosted shotd"
 
 // RefusedOptions are ScreenshotOne option names shotd knows but does not honour, each with the
-// reason its refusal gives, so that none is refused as unknown (issue 14).
+// reason its refusal gives, so that none is refused as unknown: a client moving from
+// ScreenshotOne learns why, not that it misspelled a name.
 var RefusedOptions = map[string]string{
 	"request_gpu_rendering":       selfHosted + "; shotd renders with the host's software rasteriser",
 	"fail_if_gpu_rendering_fails": selfHosted + "; shotd renders with the host's software rasteriser",

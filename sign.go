@@ -10,7 +10,7 @@ import (
 )
 
 // SigningPath is the path a signature covers: /api/v1/take signs as /api/v1/screenshot so that one
-// signed link works on both aliases (operator contract 5.1).
+// signed link works on both aliases.
 func SigningPath(path string) string {
 	if path == "/api/v1/take" {
 		return "/api/v1/screenshot"
@@ -18,8 +18,8 @@ func SigningPath(path string) string {
 	return path
 }
 
-// CanonicalQuery is the sorted, RFC 3986 encoded query of operator contract 5.1: every parameter
-// except signature, pairs sorted by encoded name then encoded value, joined with &.
+// CanonicalQuery is the query a signature covers: every parameter except signature, name and
+// value RFC 3986 encoded, pairs sorted by encoded name then encoded value, joined with &.
 func CanonicalQuery(ps Params) string {
 	type pair struct{ k, v string }
 	var pairs []pair

@@ -106,8 +106,8 @@ func TestCatalogueComplete(t *testing.T) {
 }
 
 // TestSignatureOneMeaning: a signed query link re-sent as a POST body signs alike, so it must
-// also mean the same (issue 19, item 7): `block_requests=*ads*,*track*` and ["*ads*,*track*"]
-// used to be two patterns and one.
+// also mean the same: `block_requests=*ads*,*track*` and ["*ads*,*track*"] are the same two
+// patterns.
 func TestSignatureOneMeaning(t *testing.T) {
 	cases := []struct {
 		name, option, query, json string

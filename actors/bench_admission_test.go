@@ -11,7 +11,7 @@ import (
 
 // BenchmarkAdmission measures what admission adds to a sync render: one Admit (rate, failures,
 // quota reservation, concurrency slot) and one Settle (bill, free the slot) through the account
-// router, with a real actor system and a real bbolt store. The issue asks for < 100 µs at p50.
+// router, with a real actor system and a real bbolt store. The target is under 100 µs at p50.
 func BenchmarkAdmission(b *testing.B) {
 	tests := []struct {
 		name    string

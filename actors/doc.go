@@ -8,8 +8,9 @@
 //     health probe that replaces a Chrome that stops answering (browser.go, health.go);
 //   - one actor per account, under a router: rate, quota reservation and billing, concurrency,
 //     queue and failure limits (accounts.go, account.go);
-//   - the job actor: queued jobs and batches in bbolt, dispatched as the account's concurrency
-//     allows, each state change one transaction (jobs.go);
+//   - the job actor: queued jobs and batches in bbolt, their storage and proxy credentials
+//     sealed (jobsecrets.go), dispatched as the account's concurrency allows, each state change
+//     one transaction (jobs.go);
 //   - the webhook actor: signed deliveries with retries, every attempt recorded before it is
 //     sent (webhooks.go).
 //

@@ -303,8 +303,8 @@ func TestJobsResume(t *testing.T) {
 	}
 }
 
-// TestSubmitTooLate: jobs whose write could not start within the submit's timeout are not created (nothing renders)
-// and give their queue places back, so a client told 503 has left nothing behind.
+// TestSubmitTooLate: jobs whose write could not start within the submit's timeout are not created
+// (nothing renders) and give their queue places back, so a client told 503 has left nothing behind.
 func TestSubmitTooLate(t *testing.T) {
 	st := openStore(t, t.TempDir())
 	sc := &script{}

@@ -90,7 +90,8 @@ func (r *Renderer) Browsers(timeout time.Duration) ([]shotd.BrowserInfo, error) 
 	return res.(*BrowsersResult).Browsers, nil
 }
 
-// Close stops the supervisor and its browser actors; every Chrome process is closed when it returns.
+// Close stops the supervisor and its browser actors; every Chrome process is closed when it
+// returns.
 func (r *Renderer) Close(ctx context.Context) error {
 	fut := r.sys.Root.StopFuture(r.sup)
 	done := make(chan error, 1)

@@ -19,7 +19,7 @@ import (
 	"github.com/shotd/shotd/store"
 )
 
-// Webhook events (operator contract 5.3).
+// Webhook events: the body's event field and the x-webhook-event header.
 const (
 	EventSucceeded = "job.succeeded"
 	EventFailed    = "job.failed"

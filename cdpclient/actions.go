@@ -13,7 +13,7 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// s1Prepare sets, before the navigation, the state ScreenshotOne's options ask for (issue 14):
+// s1Prepare sets, before the navigation, the state ScreenshotOne's options ask for:
 // bypass_csp, and the geolocation of geolocation_*.
 func (r *render) s1Prepare(ctx context.Context) error {
 	o := r.o.S1

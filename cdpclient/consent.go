@@ -8,10 +8,11 @@ import (
 // The consent step of block_cookie_banners. The blocker's start script (blocklist's wrapper of
 // DuckDuckGo's autoconsent) runs in every document before the page's scripts: it finds the
 // consent platform once the DOM is ready, and clicks "reject" (opt-out) on its dialog. It works
-// on its own time: a detection pass when the page is idle, then up to 20 more, 500 ms apart (and,
-// from the third on, only after a DOM change). The capture must not come in the middle of a click, nor wait
-// that long for pages that have no dialog, so consent waits after the load, before the element
-// hiding (which would hide the dialog from autoconsent's visibility checks), and ends:
+// on its own time: a detection pass when the page is idle, then up to 20 more, 500 ms apart
+// (and, from the third on, only after a DOM change). The capture must not come in the middle of
+// a click, nor wait that long for pages that have no dialog, so consent waits after the load,
+// before the element hiding (which would hide the dialog from autoconsent's visibility
+// checks), and ends:
 //   - at once when autoconsent reports its result (optOutResult, or optInResult from a platform
 //     rule of its own), or reports nothingDetected (its detection gave up);
 //   - at once when one detection pass of autoconsent's own rules, run by this step, finds no

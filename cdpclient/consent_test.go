@@ -33,7 +33,8 @@ func consentLibrary(t *testing.T, hideOnly bool) *blocklist.Library {
 	return lib
 }
 
-// useLibrary makes the shared browser pick its blocker from lib, as serve does, until the test ends.
+// useLibrary makes the shared browser pick its blocker from lib, as serve does, until the test
+// ends.
 func useLibrary(t *testing.T, lib *blocklist.Library) {
 	shared.cfg.Blocker = func(o *shotd.Options) Blocker {
 		if s := lib.Select(o.BlockAds, o.BlockTrackers, o.BlockCookieBanners, o.BlockChats); s != nil {

@@ -7,7 +7,9 @@
 // and connects over the DevTools pipe; Close stops it (Browser.close, then SIGKILL to the group,
 // then reap, then remove the cgroup and the dir) and waits for every goroutine it started.
 // Exited and Disconnected report the two crash signals; the actor that owns the Process turns them
-// into one message.
+// into one message. KillOrphans, at start, kills the groups a killed run of the service left
+// under its directory, and no other process. Every Chrome presents the desktop Chrome user agent
+// of its own version, not HeadlessChrome's (useragent.go).
 //
 // Every tab is alone in a browser context of its own, so concurrent renders share no cookies,
 // storage, cache or service workers. With IsolationWipe (the default) a Process keeps a pool of

@@ -194,7 +194,7 @@ func launchFlags(userDataDir string) []string {
 			// Every browser context gets a window of its own, and every window built the
 			// omnibox's WebUI popups (two chrome:// pages) and a spare renderer process that a
 			// one-page context never uses: half of the cost of a fresh context (Chromium 156).
-			// A cross-site frame now starts its process when it needs one.
+			// Without the spare, a cross-site frame starts its process when it needs one.
 			"WebUIOmniboxPopup", "WebUIOmniboxAimPopup", "SpareRendererForSitePerProcess",
 			// A new RenderFrameHost for every document: a render's navigation, and the wipe's
 			// leave to about:blank, then cost a frame's creation and swap each. Without it a

@@ -71,8 +71,8 @@ func closed(c <-chan struct{}, within time.Duration) bool {
 	}
 }
 
-// TestKillMidRender: SIGKILL of the whole group while a render waits answers renderer_unavailable at
-// once, and both crash signals fire.
+// TestKillMidRender: SIGKILL of the whole group while a render waits answers renderer_unavailable
+// at once, and both crash signals fire.
 func TestKillMidRender(t *testing.T) {
 	arrived := make(chan struct{}, 1)
 	mux := http.NewServeMux()

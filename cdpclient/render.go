@@ -352,7 +352,7 @@ func (r *render) emulate(ctx context.Context) error {
 
 // emulatedMedia is the Emulation.setEmulatedMedia of the render, nil when the tab's baseline
 // (screen media without preference features, set by newTab) already gives it. media_type
-// defaults to screen for PDFs too, as api-v1 says: the baseline makes Chrome print with the
+// defaults to screen for PDFs too, as documented: the baseline makes Chrome print with the
 // screen style sheets, and pdf_fit_one_page measures the page with those same sheets.
 func (r *render) emulatedMedia() *emulation.SetEmulatedMediaArgs {
 	var features []emulation.MediaFeature

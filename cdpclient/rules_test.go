@@ -184,7 +184,7 @@ func TestHeadersFor(t *testing.T) {
 	}
 }
 
-// TestHeadersForScheme: scoped headers follow the target's scheme (issue 19): an https target's
+// TestHeadersForScheme: scoped headers follow the target's scheme: an https target's
 // credentials never go to its host over http (a redirect down), while an http target's follow a
 // redirect up to https, and plain headers go everywhere.
 func TestHeadersForScheme(t *testing.T) {

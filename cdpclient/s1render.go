@@ -24,7 +24,7 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// The ScreenshotOne options of issue 14 that take part in the render itself: the metadata of
+// The ScreenshotOne options that take part in the render itself: the metadata of
 // the JSON answer, full_page_slices, full_page_algorithm=by_sections, navigation_timeout,
 // fail_if_request_failed, block_socials and block_banners_by_heuristics. render.go calls in at
 // a few places; everything else is here.

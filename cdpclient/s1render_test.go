@@ -16,7 +16,7 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// Tests of the ScreenshotOne options of issue 14 that act in the render (s1render.go).
+// Tests of the ScreenshotOne options that act in the render (s1render.go).
 
 func TestS1Metadata(t *testing.T) {
 	t.Parallel()

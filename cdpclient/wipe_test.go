@@ -206,13 +206,13 @@ func nextTab(t *testing.T, p *Process, id browser.ContextID) {
 	}
 }
 
-// TestWipeLeavesNothing: a render whose page stores every kind of state (cookies, local and
-// session storage, IndexedDB, Cache Storage, a service worker, window.name, history), from
-// its pagehide and unload handlers too (a beacon that sets a cookie among them), from a worker
-// that keeps writing and from a cross-site iframe, and whose options set emulation overrides,
-// (geolocation granted and overridden among them) is followed in the same tab by a render of the
-// same page that finds exactly what a fresh tab finds, and refetches a stylesheet cached with max-age. An html source after it gets an opaque
-// origin, as in a fresh tab.
+// TestWipeLeavesNothing: a render whose page stores every kind of state (cookies, local and session
+// storage, IndexedDB, Cache Storage, a service worker, window.name, history), from its pagehide and
+// unload handlers too (a beacon that sets a cookie among them), from a worker that keeps writing
+// and from a cross-site iframe, and whose options set emulation overrides (geolocation granted and
+// overridden among them) is followed in the same tab by a render of the same page that finds
+// exactly what a fresh tab finds, and refetches a stylesheet cached with max-age. An html source
+// after it gets an opaque origin, as in a fresh tab.
 func TestWipeLeavesNothing(t *testing.T) {
 	s := newStateSite(t)
 	p := launchIsolated(t, 1, IsolationWipe)

@@ -235,7 +235,7 @@ const (
 	LogJSON    = "json"
 )
 
-// Default returns the embedded defaults of operator contract section 2 plus the added keys.
+// Default returns the embedded defaults, the values example.toml shows.
 // Every call returns a fresh copy that the caller may change.
 func Default() *Config {
 	return &Config{
@@ -272,13 +272,13 @@ func Default() *Config {
 			Autoconsent: DefaultAutoconsent,
 		},
 		Media: Media{FFmpegPath: ""},
-		Plans: map[string]shotd.Plan{DefaultPlan: contractPlan(DefaultPlan)},
+		Plans: map[string]shotd.Plan{DefaultPlan: basePlan(DefaultPlan)},
 	}
 }
 
-// contractPlan is plans.default of the contract under another name: the base of every plan
-// table, so a table only lists what differs.
-func contractPlan(name string) shotd.Plan {
+// basePlan is the embedded plans.default under another name: the base of every plan table, so
+// a table only lists what differs.
+func basePlan(name string) shotd.Plan {
 	return shotd.Plan{
 		Name:                    name,
 		MonthlyQuota:            1000,

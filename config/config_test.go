@@ -15,8 +15,9 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// contractSection2 is the TOML block of operator contract section 2, verbatim.
-const contractSection2 = `
+// basicFile is the documented basic configuration file, verbatim: the keys operators'
+// files already use, which must keep parsing to Default.
+const basicFile = `
 listen       = "127.0.0.1:8080"        # public API
 admin_listen = "127.0.0.1:8081"        # admin API, dashboard, /metrics
 admin_token  = ""                      # Bearer token for the admin API; empty: generated at first start and stored in data_dir
@@ -80,7 +81,7 @@ func TestDefaults(t *testing.T) {
 	}{
 		{"Default", func(*testing.T) *Config { return Default() }},
 		{"Load without file", func(t *testing.T) *Config { return mustLoad(t, "", nil) }},
-		{"contract section 2 verbatim", func(t *testing.T) *Config { return mustParse(t, contractSection2, nil) }},
+		{"basic file verbatim", func(t *testing.T) *Config { return mustParse(t, basicFile, nil) }},
 		{"embedded example", func(t *testing.T) *Config { return mustParse(t, string(Example), nil) }},
 		{"empty file", func(t *testing.T) *Config { return mustParse(t, "# nothing\n", nil) }},
 	}
@@ -235,7 +236,7 @@ func TestPlans(t *testing.T) {
 		{"features listed", "[plans.a]\nfeatures = [\"bulk\"]\n", "a",
 			withPlan(func(p *shotd.Plan) { p.Name = "a"; p.Features = []string{"bulk"} })},
 		{"default kept when another plan is added", "[plans.a]\n", "default", withPlan(nil)},
-		{"partial default takes contract values", "[plans.default]\nqueue_limit = 7\n", "default",
+		{"partial default takes embedded values", "[plans.default]\nqueue_limit = 7\n", "default",
 			withPlan(func(p *shotd.Plan) { p.QueueLimit = 7 })},
 		{"quoted table key", "[plans.\"team-2\"]\nmonthly_quota = 3\n", "team-2",
 			withPlan(func(p *shotd.Plan) { p.Name = "team-2"; p.MonthlyQuota = 3 })},

@@ -17,7 +17,7 @@ import (
 )
 
 // fileConfig is what the TOML file decodes into: Config with plans as filePlan tables, whose
-// pointer fields tell an omitted key (take the contract value) from a given one.
+// pointer fields tell an omitted key (take the embedded default plan's value) from a given one.
 type fileConfig struct {
 	Config
 	Plans map[string]filePlan `toml:"plans"`
@@ -92,7 +92,7 @@ func (c *Config) decode(data []byte) error {
 	*c = fc.Config
 	c.Plans = plans
 	for name, fp := range fc.Plans {
-		p := contractPlan(name)
+		p := basePlan(name)
 		setInt(&p.MonthlyQuota, fp.MonthlyQuota)
 		setInt(&p.RequestsPerMinute, fp.RequestsPerMinute)
 		setInt(&p.StatusRequestsPerMinute, fp.StatusRequestsPerMinute)
@@ -343,7 +343,7 @@ func intSetter(field func(*shotd.Plan) *int) func(*shotd.Plan, string) error {
 }
 
 // applyPlanEnv handles SHOTD_PLANS_<NAME>_<KEY>. NAME is matched case-insensitively against the
-// plans so far; an unknown one adds a lower-case plan on the contract values.
+// plans so far; an unknown one adds a lower-case plan on the embedded default values.
 func (c *Config) applyPlanEnv(envName, rest, value string) error {
 	for _, k := range planEnvKeys {
 		upName, ok := strings.CutSuffix(rest, "_"+k.suffix)
@@ -358,7 +358,7 @@ func (c *Config) applyPlanEnv(envName, rest, value string) error {
 		}
 		p, ok := c.Plans[name]
 		if !ok {
-			p = contractPlan(name)
+			p = basePlan(name)
 		}
 		p.Features = slices.Clone(p.Features)
 		if err := k.set(&p, value); err != nil {

@@ -3,7 +3,7 @@ package config
 import "testing"
 
 // TestMetricsNeedToken: by default /metrics asks for the admin token unless the admin listener
-// is only reachable from the host itself (issue 19, item 10).
+// is only reachable from the host itself, so that no other host reads the series without it.
 func TestMetricsNeedToken(t *testing.T) {
 	tests := []struct {
 		name, auth, listen string

@@ -2,7 +2,7 @@
 // private, local and internal addresses: the page Chrome loads with its redirects, subresources
 // and websockets, and the webhook deliveries.
 //
-// It has four layers, each usable alone:
+// It has five parts, each usable alone:
 //
 //   - Policy classifies one address. It is a pure function over a fixed table of the IANA
 //     special-purpose blocks, looks inside the IPv6 forms that embed an IPv4 address (mapped,
@@ -18,12 +18,15 @@
 //     Guard.DialContext fits http.Transport.DialContext for webhooks; Guard.CheckURL is the
 //     pre-check of a render's url.
 //   - Proxy is the HTTP forward proxy (absolute-form requests and CONNECT tunnels) that Chrome is
-//     launched behind, so that every connection a page makes is dialled by the Guard. Refusals
-//     answer 403 with the X-Shotd-Refused header.
+//     launched behind, so that every connection a page makes is dialled by the Guard. Host names
+//     Chrome contacts on its own (DefaultDenyHosts) are refused before any DNS. Refusals answer
+//     403 with the X-Shotd-Refused header.
 //   - Route (Guard.OpenRoute) is a one-off Proxy for one render whose way out is the user's
 //     upstream HTTP proxy (the proxy option): the Guard checks every destination as above and the
 //     upstream is asked for the checked address; bypass hosts are dialled directly. Its own
 //     loopback port, refused to every page while it lives, is what ties a browser context to it.
+//
+// ObserveRefusals reports every refusal's reason, for the metrics.
 //
 // Errors are *shotd.Error values: host_not_allowed for a refusal (the cause, a *RefusedError, says
 // which address and why and is for the log only), invalid_options for a url that is not http or

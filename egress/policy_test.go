@@ -45,8 +45,8 @@ func TestPolicyCheck(t *testing.T) {
 		{name: "multicast high", addr: "239.255.255.250", refused: true, reason: "multicast"},
 		{name: "reserved 240", addr: "240.0.0.1", refused: true, reason: "reserved"},
 		{name: "broadcast", addr: "255.255.255.255", refused: true, reason: "broadcast"},
-		// Cloud metadata and platform addresses (issue 19): the WireServer and IBM's service
-		// network are in no private range, and were allowed.
+		// Cloud metadata and platform addresses: the WireServer and IBM's service network are
+		// in no private range, so the policy lists each of its own.
 		{name: "azure wireserver", addr: "168.63.129.16", refused: true, reason: "azure wireserver"},
 		{name: "azure wireserver mapped", addr: "::ffff:168.63.129.16", refused: true, reason: "azure wireserver"},
 		{name: "azure wireserver nat64", addr: "64:ff9b::a83f:8110", refused: true, reason: "azure wireserver"},

@@ -19,7 +19,8 @@ import (
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
 
-// UsageReporter gives the usage record of an account (operator contract 5.5); nil answers none.
+// UsageReporter gives the usage record of an account, as GET /api/v1/usage shows it; nil
+// answers none.
 type UsageReporter interface {
 	Usage(ctx context.Context, account shotd.Account) (any, error)
 }
@@ -139,7 +140,7 @@ func (a *Admin) Shutdown(ctx context.Context) error { return a.srv.ShutdownWithC
 func (a *Admin) fail(ctx *fasthttp.RequestCtx, err error) { writeError(ctx, a.publicURL, err) }
 
 // auth lets through a request that carries the admin token as Authorization: Bearer. The 401
-// uses the codes of api-v1 section 7: access_key_required when no Bearer token is sent,
+// uses the public API's codes: access_key_required when no Bearer token is sent,
 // access_key_invalid when a wrong one is.
 func (a *Admin) auth(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
@@ -219,8 +220,8 @@ func (a *Admin) createAccount(ctx *fasthttp.RequestCtx) {
 	writeJSON(ctx, 201, acc)
 }
 
-// listAccounts serves GET /admin/v1/accounts?after=<id>&limit=<n> (an addition to the contract,
-// for the dashboard): accounts in id order, 100 at most per page.
+// listAccounts serves GET /admin/v1/accounts?after=<id>&limit=<n> (beside the documented
+// admin API, for the dashboard): accounts in id order, 100 at most per page.
 func (a *Admin) listAccounts(ctx *fasthttp.RequestCtx) {
 	limit := ctx.QueryArgs().GetUintOrZero("limit")
 	if limit <= 0 || limit > 100 {

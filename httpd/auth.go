@@ -33,7 +33,7 @@ func queryParams(args *fasthttp.Args) shotd.Params {
 	return ps
 }
 
-// accessKey finds the key in its three places; the query (or JSON body) value wins (api-v1 5.3).
+// accessKey finds the key in its three places; the query (or JSON body) value wins.
 func accessKey(ctx *fasthttp.RequestCtx, ps shotd.Params) string {
 	if v, ok := ps.Get("access_key"); ok && v != "" {
 		return v

@@ -10,7 +10,7 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// capConns caps the open connections of each client address on ln (issue 19, item 10): each
+// capConns caps the open connections of each client address on ln: each
 // connection holds a 64 KiB read buffer (maxHeadBytes) and a goroutine, so one client could
 // otherwise hold the server's memory with idle connections. It is done here rather than with
 // fasthttp's MaxConnsPerIP, which answers in plain text instead of the error shape and counts

@@ -9,7 +9,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The admin endpoints behind the dashboard's chart and list; additions to the operator contract.
+// The admin endpoints behind the dashboard's chart and list, beside the documented admin API.
 
 // UseRenderLog makes GET /admin/v1/renders list l's entries.
 func (a *Admin) UseRenderLog(l *RenderLog) { a.renders = l }

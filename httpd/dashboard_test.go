@@ -53,9 +53,9 @@ const dashboardScript = `(async () => {
   });
 })()`
 
-// TestDashboardInChromium drives the dashboard in real headless Chromium against a service of its own: the
-// page logs in, creates a key, renders in the playground and reads the chart. The signed link
-// the playground made must then work on its own.
+// TestDashboardInChromium drives the dashboard in real headless Chromium against a service of its
+// own: the page logs in, creates a key, renders in the playground and reads the chart. The signed
+// link the playground made must then work on its own.
 func TestDashboardInChromium(t *testing.T) {
 	sk := newStack(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)

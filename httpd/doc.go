@@ -1,7 +1,13 @@
-// Package httpd is the HTTP face of shotd: the public API of api-v1.md on fasthttp, the admin API
-// of the operator contract, and the error documentation page. It parses and validates options once
-// into shotd.Options, authenticates, verifies signatures, asks for admission, renders and records,
-// and writes answers and headers. It is the only package that maps an error code to an HTTP status.
+// Package httpd is the HTTP face of shotd on fasthttp: the public API under /api/v1/ (screenshot
+// and its take alias, ScreenshotOne's animate endpoint and signature form, jobs, batches, bulk,
+// files, usage), health, the error and option documentation pages and the OpenAPI document; and,
+// on the admin listener, the admin API (accounts, keys, usage, backup), the dashboard and
+// /metrics. It parses and validates options once into shotd.Options, authenticates, verifies
+// signatures, checks targets with the egress guard, asks for admission, renders and records, and
+// writes answers and headers. It is the only package that maps an error code to an HTTP status.
+//
+// It also bounds what a client can cost before any account limit applies: connections per
+// address, and allowances for refused requests and wrong admin tokens.
 //
 // It owns the JSON shapes of its answers (JobView, BatchView, ResultView), which webhook bodies
 // share. What it asks of the rest of the service it asks through small interfaces declared here

@@ -22,7 +22,7 @@ import (
 	"github.com/shotd/shotd/internal/testkit"
 )
 
-// The end-to-end tests of the egress guard (issue 6): real Chromium behind the real egress proxy,
+// The end-to-end tests of the egress guard: real Chromium behind the real egress proxy,
 // with only 127.0.0.1/32 allow-listed. 127.0.0.3 stands for every address that must never be
 // reached: a canary listens there, on the fixture's own port and on others, and counts every
 // connection it accepts. Each test ends by checking that it saw none.
@@ -568,7 +568,7 @@ func TestEgressSubresources(t *testing.T) {
 // TestEgressNavigation: a page that navigates itself to the canary never reaches it; the render
 // answers 403 or captures the page itself. A control render of the same page aimed at a witness
 // on the fixture (which answers 204, so the page stays) shows that the navigation does happen.
-// timeout 3: a render that hangs (see the report of issue 6) fails in seconds, not in 30.
+// timeout 3: a render that hangs fails in seconds, not in 30.
 func TestEgressNavigation(t *testing.T) {
 	s := newEgressSite(t)
 	a := newAccount(t, "jobs", true)

@@ -23,7 +23,7 @@ import (
 	"github.com/shotd/shotd/httpd"
 )
 
-// fileResult is the render result of operator contract 5.4, as a client reads it.
+// fileResult is the JSON render result (response_type=json), as a client reads it.
 type fileResult struct {
 	FileID      string    `json:"file_id"`
 	URL         string    `json:"url"`
@@ -434,8 +434,8 @@ func bodyOf(n int, prefix, suffix string) []byte {
 }
 
 // BenchmarkCacheHitHTTP measures a cache hit through the whole public path on loopback: parse,
-// key lookup, cache lookup, one Admit and the file streamed back. The issue asks for a hit within
-// a millisecond; the client's round trip bounds the server's time from above.
+// key lookup, cache lookup, one Admit and the file streamed back. A hit should take under a
+// millisecond; the client's round trip bounds the server's time from above.
 func BenchmarkCacheHitHTTP(b *testing.B) {
 	acc, err := env.st.CreateAccount("bench-cache@example.test", "lim_bench", true)
 	if err != nil {

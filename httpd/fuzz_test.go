@@ -23,8 +23,8 @@ const fuzzTarget = "http://127.0.0.3:9/"
 
 // FuzzScreenshotRequest sends random query strings (GET) and random JSON bodies (POST) to the
 // public screenshot endpoint, authenticated with the key of an account on plan basic (no
-// features). Every answer must come back, with a status below 500, in the error shape of api-v1
-// 2.2 with the status the catalogue gives its code, or be a successful render.
+// features). Every answer must come back, with a status below 500, in the JSON error shape with
+// the status the catalogue gives its code, or be a successful render.
 func FuzzScreenshotRequest(f *testing.F) {
 	acc, err := env.st.CreateAccount(fmt.Sprintf("fuzz-%x@example.test", rand.Uint64()), "basic", true)
 	if err != nil {

@@ -37,7 +37,7 @@ type URLChecker interface {
 
 const submitTimeout = 5 * time.Second
 
-// acceptJob queues one async render and answers 202 (contract 5.2).
+// acceptJob queues one async render and answers 202 with job_id, status queued and status_url.
 func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options) {
 	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitJobs, Jobs: 1, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
@@ -62,13 +62,13 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 // A sync render gets the full check of its url: its answer is the render's, so an unresolvable
 // name is its navigation_failed. Its webhook_url is never used (webhooks belong to jobs) and is
 // not checked beyond the parser's syntax. A job (async or a bulk item) is checked only as far as
-// needs no DNS: api-v1 puts render errors in the job's error_code, not in the 202, so a name is
+// needs no DNS: a job's render errors belong in its error_code, not in the 202, so a name is
 // judged when the job renders (the guard refuses a private address there: host_not_allowed; a
 // name that does not resolve: navigation_failed), and the webhook dialer checks every address
 // it connects to.
 //
 // A markdown source is converted here, before it can take a browser slot or a queue place: past
-// the converter's limits, or not converted in time, it is refused (content_too_large) now; the
+// the converter's limits, or not converted in time, it is refused (content_too_large) at once; the
 // renderer's own conversion then finds the page in the converter's cache.
 func (s *Server) checkTargets(o *shotd.Options, index int) error {
 	if o.Markdown != "" {
@@ -137,7 +137,7 @@ func notFound(err error, code shotd.Code, format string, args ...any) error {
 	return shotd.Wrap(shotd.CodeInternalError, err, "the record could not be read")
 }
 
-// bulk serves POST /api/v1/bulk (contract 5.6): every item is validated before anything is
+// bulk serves POST /api/v1/bulk: every item is validated before anything is
 // queued, then all items become jobs of one batch in one transaction.
 func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 	ps := queryParams(ctx.QueryArgs())

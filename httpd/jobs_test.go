@@ -41,7 +41,7 @@ func init() {
 		Concurrency: 2, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}
 }
 
-// jobRecord is the job record of operator contract 5.2 as a client reads it.
+// jobRecord is the job record of GET /api/v1/jobs/{id} as a client reads it.
 type jobRecord struct {
 	JobID        string        `json:"job_id"`
 	Status       string        `json:"status"`
@@ -58,7 +58,7 @@ type jobRecord struct {
 	} `json:"webhook"`
 }
 
-// renderResult is the render result of operator contract 5.4.
+// renderResult is the render result of a succeeded job (and of response_type=json).
 type renderResult struct {
 	FileID      string    `json:"file_id"`
 	URL         string    `json:"url"`
@@ -102,7 +102,7 @@ func mustJSON(t *testing.T, v any) []byte {
 	return b
 }
 
-// submit posts one async render with key and checks the 202 acceptance body of contract 5.2:
+// submit posts one async render with key and checks the 202 acceptance body:
 // exactly job_id, status queued and status_url. It returns the job id.
 func submit(t *testing.T, accessKey string, opts map[string]any) string {
 	t.Helper()
@@ -173,7 +173,7 @@ func waitDelivered(t *testing.T, accessKey, id string) jobRecord {
 	})
 }
 
-// checkResult checks a succeeded job's result (contract 5.4) and fetches its file, which must
+// checkResult checks a succeeded job's result and fetches its file, which must
 // stream the image described.
 func checkResult(t *testing.T, accessKey string, res *renderResult, w, h int) {
 	t.Helper()
@@ -321,7 +321,7 @@ func newReceiver(t *testing.T, secret string, fail int) *testkit.Receiver {
 }
 
 // checkDelivery checks one delivery against the job record as GET shows it now (after the
-// delivery ended): headers of api-v1 section 6 and a body that is the record plus event.
+// delivery ended): the signed webhook headers and a body that is the record plus event.
 func checkDelivery(t *testing.T, d testkit.Delivery, rec jobRecord, recRaw []byte, attempt int) {
 	t.Helper()
 	event := "job." + rec.Status
@@ -550,7 +550,7 @@ func TestWebhookURLNotAllowed(t *testing.T) {
 }
 
 // TestJobTargetsNeedNoDNS: async and bulk acceptance checks only what needs no DNS. A host name
-// is judged when it is dialed, and its error lands in the job (api-v1 7), never in the 202. A
+// is judged when it is dialed, and its error lands in the job's error_code, never in the 202. A
 // sync render keeps the full check of its url and has no use for webhook_url.
 func TestJobTargetsNeedNoDNS(t *testing.T) {
 	a := newAccount(t, "jobs", true)
@@ -759,8 +759,8 @@ func TestBulkValidation(t *testing.T) {
 	}
 }
 
-// bulk posts a bulk body and checks the 202 of contract 5.6; it returns the batch id and the job
-// ids in item order.
+// bulk posts a bulk body and checks its 202 (batch_id, status, total, jobs); it returns the batch
+// id and the job ids in item order.
 func bulk(t *testing.T, accessKey string, body map[string]any) (string, []string) {
 	t.Helper()
 	r := postJSON(t, "/api/v1/bulk", accessKey, mustJSON(t, body))

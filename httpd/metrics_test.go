@@ -25,11 +25,11 @@ import (
 	"github.com/shotd/shotd/store"
 )
 
-// TestMetricsAfterRenders renders for real (the package's Chrome) through a service of its own (store,
-// actors, registry), so that no other test's traffic moves its numbers, then scrapes /metrics
-// on the admin listener and checks every series against what it did.
-// stack is a service of its own around the package's Chrome: store, actors, registry, render
-// log, public and admin listeners, with public_url its real address.
+// TestMetricsAfterRenders renders for real (the package's Chrome) through a service of its own
+// (store, actors, registry), so that no other test's traffic moves its numbers, then scrapes
+// /metrics on the admin listener and checks every series against what it did. stack is a service of
+// its own around the package's Chrome: store, actors, registry, render log, public and admin
+// listeners, with public_url its real address.
 type stack struct {
 	st            *store.Store
 	jobs          *actors.Jobs

@@ -17,7 +17,7 @@ import (
 // to the part of 3.1 that 3.0 tools read too (no type arrays, no boolean exclusive bounds), so
 // that common code generators take it.
 
-// APIVersion is the version of the public interface (api-v1 section 9).
+// APIVersion is the version of the public interface, whose endpoints live under /api/v1/.
 const APIVersion = "1.0.0"
 
 // OpenAPI returns the document for a service whose links start with publicURL.
@@ -323,7 +323,7 @@ func rateHeaders() obj {
 	}
 }
 
-// responseHeaders are the headers of api-v1 section 2.4 and those of errors.
+// responseHeaders are the headers of a successful render and those of errors.
 func responseHeaders() obj {
 	h := func(typ, desc string) obj { return obj{"description": desc, "schema": obj{"type": typ}} }
 	return obj{
@@ -363,7 +363,7 @@ func schemas() obj {
 	jobStates := []string{"queued", "rendering", "succeeded", "failed"}
 	return obj{
 		"Options": obj{"type": "object", "additionalProperties": false, "properties": props,
-			"description": "Render options (api-v1 section 4.2). Unknown names are refused with invalid_options."},
+			"description": "Render options. Unknown names are refused with invalid_options."},
 		"ErrorCode": obj{"type": "string", "enum": codes, "description": "The error catalogue; see /docs/errors."},
 		"FieldError": object([]string{"field", "message"}, obj{
 			"field": str, "message": str, "index": obj{"type": "integer", "minimum": 0, "description": "Position in a bulk call's requests."},

@@ -10,7 +10,7 @@ import (
 // Refused requests are answered before any account limit applies (the rate is counted at
 // admission, after authentication and validation), so without an allowance of their own a
 // client could make the server read, parse and refuse without end: unknown keys, bad
-// signatures, invalid options (issue 19, item 1). They are counted per client address and per
+// signatures, invalid options. They are counted per client address and per
 // access key; past either allowance every request of that address or key is 429 rate_limited
 // until its minute ends, valid ones included, so that guessing gains nothing meanwhile.
 //

@@ -8,7 +8,8 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// errorBody is the error object of api-v1 section 2.2.
+// errorBody is the error object of every failed request: code, message, documentation link
+// and, for invalid_options only, one item per invalid option.
 type errorBody struct {
 	ErrorCode        shotd.Code         `json:"error_code"`
 	ErrorMessage     string             `json:"error_message"`

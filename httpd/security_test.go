@@ -53,7 +53,7 @@ func rawPost(t *testing.T, base, target string, header string, body []byte) (int
 }
 
 // TestLargeBodyCost: a 21 MiB body (the default limit: 4 x max_source_bytes + 1 MiB) costs the
-// server less than 50 MB of allocations, with or without a key (issue 19: a body of one-letter
+// server less than 50 MB of allocations, with or without a key (read whole, a body of one-letter
 // hide_selectors items without a key cost 2.1 GB). Without a key nothing of it is parsed.
 func TestLargeBodyCost(t *testing.T) {
 	a := newAccount(t, "default", true)
@@ -101,7 +101,7 @@ func TestLargeBodyCost(t *testing.T) {
 }
 
 // TestKeyInBody: the key of a POST is found before its body is parsed, in a JSON body too, and
-// with the precedence of api-v1 5.3 (the query's, then the body's, then the headers').
+// with its precedence: the query's, then the body's, then the headers'.
 func TestKeyInBody(t *testing.T) {
 	a := newAccount(t, "default", true)
 	other := newAccount(t, "default", true)
@@ -132,8 +132,8 @@ func TestKeyInBody(t *testing.T) {
 }
 
 // TestMarkdownRefusedBeforeSlot: a markdown source past the converter's limits is refused with
-// content_too_large before it takes a browser slot or a queue place (issue 19: 32 KB of nested
-// ">" took 0.6 s of a slot, 5 MiB would take hours).
+// content_too_large before it takes a browser slot or a queue place (converted in the slot, 32 KB
+// of nested ">" took 0.6 s of it, 5 MiB would take hours).
 func TestMarkdownRefusedBeforeSlot(t *testing.T) {
 	a := newAccount(t, "default", true)
 	md := `{"markdown":"` + strings.Repeat(">", 32<<10) + ` x"`

@@ -234,13 +234,11 @@ func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
 	writeError(ctx, s.set.PublicURL, err)
 }
 
-// maxHeadBytes is the read buffer of each connection, which bounds its request line plus headers
-// (fasthttp reads the whole head into it). fasthttp's default of 4 KiB refuses ordinary GET
-// links: a signed link carries its options, and an html or styles option in the query soon
-// passes 4 KiB. 64 KiB holds any URL that common proxies and CDNs pass on (they stop between 8
-// and 32 KiB); a longer one would not reach us through them, and POST carries options of any
-// size in its body. The price is memory: each open connection, idle keep-alive ones included,
-// holds its buffer, so 1000 connections hold 64 MiB.
+// maxHeadBytes is each connection's read buffer, which bounds its request line plus headers.
+// fasthttp's 4 KiB default refuses ordinary signed GET links with html or styles in the query;
+// 64 KiB holds any URL that common proxies and CDNs pass on (they stop at 8 to 32 KiB), and POST
+// carries options of any size. Every open connection, idle ones included, holds it: 1000 hold
+// 64 MiB.
 const maxHeadBytes = 64 << 10
 
 // parseError answers requests fasthttp could not read, such as a body over the limit, in the

@@ -55,7 +55,7 @@ func errorCodeOf(r *fasthttp.Response) string {
 
 // TestRefusalAllowance: requests refused before any account limit (unknown keys, invalid
 // options, bad signatures) are counted per address and per key; past the allowance they are
-// 429 rate_limited with Retry-After, valid ones included (issue 19, item 1).
+// 429 rate_limited with Retry-After, valid ones included.
 func TestRefusalAllowance(t *testing.T) {
 	const badKey = "/api/v1/screenshot?access_key=nope&url=http://pages.shotd.test/"
 	const badOption = "/api/v1/screenshot?access_key=ak_good&url=http://pages.shotd.test/&viewport_widht=100"
@@ -122,8 +122,7 @@ func TestRefusalAllowance(t *testing.T) {
 }
 
 // TestAdminTokenThrottle: failed admin tokens are counted per address; past the allowance even
-// the right token is refused from that address, so that guessing gains nothing (issue 19, item
-// 10).
+// the right token is refused from that address, so that guessing gains nothing.
 func TestAdminTokenThrottle(t *testing.T) {
 	adm := httpd.NewAdmin(adminToken, "http://shotd.test", env.st, env.plans, nil, nil, zerolog.Nop())
 	h := adm.Handler()

@@ -9,9 +9,9 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// TestCostBounded: the sources of issue 19 that took seconds to hours are refused by Check, or
-// converted with their code shown plain; none reaches goldmark or chroma at full size. (Before
-// the guard each of them ran to its end: the test timed out.)
+// TestCostBounded: sources whose conversion takes seconds to hours are refused by Check, or
+// converted with their code shown plain; none reaches goldmark or chroma at full size. (Without
+// the guard each of them runs to its end: the test times out.)
 func TestCostBounded(t *testing.T) {
 	var nested strings.Builder
 	for i := range 2000 {

@@ -1,7 +1,7 @@
-// Package media owns video encoding for the recording formats (mp4, webm, gif, mov): an Encoder turns
-// the frames of Page.screencastFrame into one file through a supervised ffmpeg subprocess, Probe
-// reads a file back through ffprobe, and ScrollPosition and DurationFor give the scroll motion and
-// the length of a scrolling recording.
+// Package media owns video encoding for the recording formats (mp4, webm, gif, mov): an Encoder
+// turns the frames of Page.screencastFrame into one file through a supervised ffmpeg subprocess,
+// Probe reads a file back through ffprobe, and ScrollPosition and DurationFor give the scroll
+// motion and the length of a scrolling recording. FindFFmpeg and UseFFmpeg pick the binary.
 //
 // # Constant frame rate
 //
@@ -29,10 +29,11 @@
 //
 // # Supervision
 //
-// ffmpeg and ffprobe run in their own process group with Pdeathsig SIGKILL (internal/proc.Group). The group is killed
-// when the context ends (a render timeout), on Close, and after the leader exits (before it is
-// reaped, so the group id cannot have been reused). The last 4 KiB of stderr are kept as the
-// cause of a failure. Temp files live in one os.MkdirTemp directory that Finish and Close remove.
+// ffmpeg and ffprobe run in their own process group with Pdeathsig SIGKILL (internal/proc.Group).
+// The group is killed when the context ends (a render timeout), on Close, and after the leader
+// exits (before it is reaped, so the group id cannot have been reused). The last 4 KiB of stderr
+// are kept as the cause of a failure. Temp files live in one os.MkdirTemp directory that Finish and
+// Close remove.
 //
 // Errors are *shotd.Error values: timeout when the context's deadline ended the encoding,
 // content_too_large when the file exceeds VideoSpec.MaxBytes, internal_error for everything else

@@ -8,7 +8,7 @@ import (
 
 // loadConsent gives block_cookie_banners autoconsent's script from path ("" disables it). A file
 // that cannot be loaded is a warning, not a refusal: renders still hide the banners with the
-// cookie-banner list, they only no longer reject them.
+// cookie-banner list, they only do not reject them.
 func loadConsent(lists *blocklist.Library, path string, log zerolog.Logger) {
 	if path == "" {
 		log.Info().Msg("blocking.autoconsent is empty: block_cookie_banners hides consent dialogs without answering them")

@@ -11,7 +11,7 @@ import (
 )
 
 // TestBootstrapDefaultKey: the key created at first start requires signatures unless the
-// service is only reachable on loopback (issue 19): a key that works unsigned works for whoever
+// service is only reachable on loopback: a key that works unsigned works for whoever
 // sees one link.
 func TestBootstrapDefaultKey(t *testing.T) {
 	cases := []struct {

@@ -419,9 +419,9 @@ const (
 	storeCloseTimeout   = 10 * time.Second
 )
 
-// StopBudget is the longest Close can take, plus a margin that also covers the egress proxy: the systemd unit's TimeoutStopSec is
-// this for the default configuration (a test keeps them equal), so that systemd never kills a
-// stop that is still writing.
+// StopBudget is the longest Close can take, plus a margin that also covers the egress proxy: the
+// systemd unit's TimeoutStopSec is this for the default configuration (a test keeps them equal), so
+// that systemd never kills a stop that is still writing.
 func StopBudget(cfg *config.Config) time.Duration {
 	return cfg.ShutdownTimeout() + flushTimeout + browserCloseTimeout + storeCloseTimeout + 10*time.Second
 }

@@ -255,7 +255,7 @@ func TestCacheKeepsFileAlive(t *testing.T) {
 }
 
 // TestCacheHitIsFast: a hit is one read transaction; its median must stay far below the
-// millisecond the issue allows, even under -race on a busy machine.
+// millisecond a cached answer may take, even under -race on a busy machine.
 func TestCacheHitIsFast(t *testing.T) {
 	s, _ := openStore(t)
 	if _, err := s.PutCachedFile("acc_a", pngOutput("data"), time.Hour, keyA, time.Hour); err != nil {

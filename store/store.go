@@ -42,7 +42,7 @@ const FileName = "shotd.db"
 // must fail at once with a clear message, not hang.
 var openTimeout = time.Second
 
-// Bucket names. Later bucket families add theirs here so that Open creates them.
+// Bucket names. Every bucket is in buckets, so that Open creates it.
 var (
 	bucketMeta        = []byte("meta")
 	bucketAccounts    = []byte("accounts")     // account id -> shotd.Account

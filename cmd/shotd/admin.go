@@ -41,7 +41,7 @@ serve generated in data_dir/admin_token), or from the flags. Without --config, t
 /etc/shotd/shotd.toml is read when it exists.
 `
 
-// admin is a client of the admin API (operator contract 4).
+// admin is the operators' client of the admin API: accounts, keys, plans, usage.
 func (m *Main) admin(ctx context.Context, args []string) error {
 	fs := flag.NewFlagSet("admin", flag.ContinueOnError)
 	fs.SetOutput(m.Stderr)

@@ -17,7 +17,7 @@ import (
 	"github.com/shotd/shotd/internal/testkit"
 )
 
-// result is the render result of operator contract 5.4 with the store part of store=true.
+// result is the JSON render result with the store part of store=true.
 type result struct {
 	FileID string `json:"file_id"`
 	URL    string `json:"url"`
