@@ -13,7 +13,8 @@ import (
 )
 
 // requestParams collects a render request's options: the query string, and for POST the JSON
-// object body as well (api-v1 4.1 rule 6), read as a stream bounded by max_source_bytes.
+// object body as well (sent as application/json; anything else is invalid_request), read as a
+// stream bounded by max_source_bytes.
 func (s *Server) requestParams(ctx *fasthttp.RequestCtx, query shotd.Params) (shotd.Params, error) {
 	if !ctx.IsPost() {
 		return query, nil
@@ -43,7 +44,8 @@ func renderKey(ctx *fasthttp.RequestCtx, query shotd.Params) string {
 	return headerKey(ctx)
 }
 
-// setLimitHeaders writes the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers of api-v1 2.4.
+// setLimitHeaders writes the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers that tell a
+// client where its account stands.
 func setLimitHeaders(ctx *fasthttp.RequestCtx, l shotd.LimitsSnapshot, withQuota bool) {
 	if l.RateLimit == 0 {
 		return // the limits service did not answer: there is nothing true to say
@@ -76,7 +78,7 @@ func ceilSecond(t time.Time) time.Time {
 // hit stops after rate: it renders nothing, so it needs no quota and no slot.
 //
 // The key is checked before the body is parsed, so that a request without a valid key costs no
-// more than reading its bytes (issue 19: 2.1 GB of allocations for a 21 MiB body); the
+// more than reading its bytes (a 21 MiB body parsed whole cost 2.1 GB of allocations); the
 // signature, which covers the body's options, after.
 func (s *Server) screenshot(ctx *fasthttp.RequestCtx) { s.render(ctx, nil) }
 
