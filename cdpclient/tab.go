@@ -174,9 +174,6 @@ func (p *Process) newTabIn(ctx context.Context, args *target.CreateBrowserContex
 		return t, err
 	}
 	t.frameID = ft.FrameTree.Frame.ID
-	if err = t.settleBlank(ctx); err != nil {
-		return t, err
-	}
 	if err = t.setMetrics(ctx, defaultMetrics); err != nil {
 		return t, err
 	}
@@ -184,32 +181,6 @@ func (p *Process) newTabIn(ctx context.Context, args *target.CreateBrowserContex
 		return t, err
 	}
 	return t, nil
-}
-
-// settleBlank navigates a new target to about:blank and waits for that document's load. The
-// target's own first navigation to about:blank may still be on its way when it is made; under
-// load it could commit after a render has written an html source into the blank document, and
-// the render would capture an empty page. A newer navigation supersedes it.
-func (t *tab) settleBlank(ctx context.Context) error {
-	nav, err := t.c.Page.Navigate(ctx, page.NewNavigateArgs(blankURL))
-	if err != nil {
-		return err
-	}
-	for nav.LoaderID != nil {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.lifecycle.Ready():
-		}
-		ev, err := t.lifecycle.Recv()
-		if err != nil {
-			return err
-		}
-		if ev.FrameID == t.frameID && ev.LoaderID == *nav.LoaderID && ev.Name == "load" {
-			break
-		}
-	}
-	return drainLifecycle(t)
 }
 
 // warmUpScript lays out and paints a line of text in each generic font family in the
