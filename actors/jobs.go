@@ -212,13 +212,14 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	var result *shotd.JobResult
 	outcome := shotd.OutcomeFailed
 	err := json.Unmarshal(j.Options, &o)
-	if err == nil && o.HasSecrets() && a.cfg.Secrets != nil {
-		err = a.cfg.Secrets.OpenOptions(&o) // when the key changed: said, not lost
+	if err != nil {
+		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
+	} else if o.HasSecrets() && a.cfg.Secrets != nil {
+		// Credentials sealed with another key fail with the sealer's own code and reason.
+		err = a.cfg.Secrets.OpenOptions(&o)
 	}
 	if err == nil {
 		result, outcome, err = a.render(&o, j.AccountID)
-	} else {
-		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
 	}
 	if err != nil && a.owner.life.Err() != nil {
 		// Close gave up waiting and cancelled the render (or the browser went away with the
