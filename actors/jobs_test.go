@@ -7,6 +7,7 @@ import (
 	"image"
 	"image/png"
 	"net/http"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +19,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/internal/testkit"
+	"github.com/shotd/shotd/objstore"
 	"github.com/shotd/shotd/store"
 )
 
@@ -69,6 +71,12 @@ type jobsEnv struct {
 // startJobs starts the account, webhook and job actors on st; Cleanup stops them.
 func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration) *jobsEnv {
 	t.Helper()
+	return startJobsSealed(t, st, render, busyRetry, nil)
+}
+
+// startJobsSealed is startJobs with the sealer of jobs' credentials.
+func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration, secrets actors.Secrets) *jobsEnv {
+	t.Helper()
 	log := zerolog.Nop()
 	sys := actors.NewSystem(log)
 	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log})
@@ -81,7 +89,7 @@ func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetr
 		t.Fatal(err)
 	}
 	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: render, Webhooks: webhooks,
-		Plans: map[string]shotd.Plan{"default": jobsPlan}, BusyRetry: busyRetry, Log: log})
+		Plans: map[string]shotd.Plan{"default": jobsPlan}, BusyRetry: busyRetry, Secrets: secrets, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -520,5 +528,42 @@ func TestJobEndNotRecorded(t *testing.T) {
 		if time.Now().After(end) {
 			t.Fatalf("usage %+v: the job still holds its place", u)
 		}
+	}
+}
+
+// keyChanged seals with one key and opens with another, as after data_dir's key was replaced.
+type keyChanged struct{ seal, open *objstore.Sealer }
+
+func (k keyChanged) SealOptions(o *shotd.Options) (*shotd.Options, error) {
+	return k.seal.SealOptions(o)
+}
+func (k keyChanged) OpenOptions(o *shotd.Options) error { return k.open.OpenOptions(o) }
+
+// TestJobCredentialsUnreadable: a job whose credentials were sealed with another key fails with
+// the sealer's code and reason, storage_failed for storage credentials, and renders nothing.
+func TestJobCredentialsUnreadable(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	seal, err := objstore.OpenSealer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := objstore.OpenSealer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var renders atomic.Int32
+	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return &shotd.Output{Data: []byte("png"), Format: "png", ContentType: "image/png"}, nil
+	}
+	e := startJobsSealed(t, st, render, time.Second, keyChanged{seal: seal, open: other})
+	acc, key := newJobAccount(t, st)
+	o := jobOptions(t, `{"url":"http://127.0.0.1/","async":true,"store":true,"storage_bucket":"shots","storage_path":"p","storage_access_key_id":"AKID","storage_secret_access_key":"secret-value"}`)
+	j := waitJobFinal(t, st, e.submitJob(t, acc, key, o), 10*time.Second)
+	if j.Status != shotd.JobFailed || j.ErrorCode != string(shotd.CodeStorageFailed) || !strings.Contains(j.ErrorMessage, "key changed") {
+		t.Fatalf("job %s %s %q, want failed storage_failed saying the key changed", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	if n := renders.Load(); n != 0 {
+		t.Fatalf("%d renders of a job whose credentials could not be read", n)
 	}
 }
