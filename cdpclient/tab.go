@@ -9,6 +9,7 @@ import (
 	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/emulation"
 	"github.com/mafredri/cdp/protocol/inspector"
+	"github.com/mafredri/cdp/protocol/network"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/protocol/target"
@@ -174,6 +175,9 @@ func (p *Process) newTabIn(ctx context.Context, args *target.CreateBrowserContex
 		return t, err
 	}
 	t.frameID = ft.FrameTree.Frame.ID
+	if err = t.awaitLoad(ctx, ft.FrameTree.Frame.LoaderID); err != nil {
+		return t, err
+	}
 	if err = t.setMetrics(ctx, defaultMetrics); err != nil {
 		return t, err
 	}
@@ -181,6 +185,29 @@ func (p *Process) newTabIn(ctx context.Context, args *target.CreateBrowserContex
 		return t, err
 	}
 	return t, nil
+}
+
+// awaitLoad reads t's lifecycle events until the main frame's document of loader has had its
+// load event: a blank document that serves a render must be done loading. An html source is
+// written into it (Page.setDocumentContent), whose lifecycle events carry the same loader, and a
+// blank document's own init and load that came in late, under load, would end that render's wait
+// before its document had loaded; a document.open into a document that is still loading can lose
+// what was written.
+func (t *tab) awaitLoad(ctx context.Context, loader network.LoaderID) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.lifecycle.Ready():
+		}
+		ev, err := t.lifecycle.Recv()
+		if err != nil {
+			return err
+		}
+		if ev.FrameID == t.frameID && ev.LoaderID == loader && ev.Name == "load" {
+			return nil
+		}
+	}
 }
 
 // warmUpScript lays out and paints a line of text in each generic font family in the

@@ -213,14 +213,19 @@ func (t *tab) leave(ctx context.Context) error {
 	if res.ExceptionDetails != nil {
 		return fmt.Errorf("leave: %w: the page threw", errNotClean)
 	}
+	var loader network.LoaderID
 	for {
 		ev, err := navigated.Recv()
 		if err != nil {
 			return fmt.Errorf("leave: %w", err) // a page that holds on (a beforeunload prompt, a busy loop)
 		}
 		if ev.Frame.ParentID == nil && ev.Frame.URL == blankURL {
+			loader = ev.Frame.LoaderID
 			break
 		}
+	}
+	if err := t.awaitLoad(ctx, loader); err != nil {
+		return fmt.Errorf("leave: %w", err)
 	}
 	res, err = t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(`window.name='';location.origin`).SetReturnByValue(true))
 	if err != nil {

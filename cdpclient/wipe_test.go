@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp/protocol/browser"
+	"github.com/mafredri/cdp/protocol/page"
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
@@ -404,5 +405,54 @@ func TestWipeAtIdlePriority(t *testing.T) {
 	mustRender(t, p, opts(srv.URL+"/"))
 	if n := <-seen; n != base {
 		t.Errorf("a render ran with its browser at nice %d, not %d", n, base)
+	}
+}
+
+// TestBlankDocumentLoaded: a tab serves only once its blank document has loaded, new or left
+// to. That document's lifecycle events come after Page.frameNavigated and after the calls that
+// make a tab; one that came late would end the wait of the next html source, written into the
+// same document under the same loader, before its own document had loaded.
+func TestBlankDocumentLoaded(t *testing.T) {
+	for i := range 5 {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		tb, err := shared.newTab(ctx)
+		if err != nil {
+			cancel()
+			t.Fatalf("new tab: %v", err)
+		}
+		lateLoad(t, tb, fmt.Sprintf("new tab %d", i))
+		if err := tb.c.Page.SetDocumentContent(ctx, page.NewSetDocumentContentArgs(tb.frameID, "<p>x</p>")); err != nil {
+			t.Fatalf("write: %v", err)
+		}
+		if err := tb.leave(ctx); err != nil {
+			t.Fatalf("leave: %v", err)
+		}
+		lateLoad(t, tb, fmt.Sprintf("left tab %d", i))
+		shared.disposeTab(tb)
+		cancel()
+	}
+}
+
+// lateLoad fails t when a load, init or DOMContentLoaded event of tb's main frame arrives
+// within a moment from now.
+func lateLoad(t *testing.T, tb *tab, what string) {
+	t.Helper()
+	deadline := time.After(300 * time.Millisecond)
+	for {
+		select {
+		case <-tb.lifecycle.Ready():
+			ev, err := tb.lifecycle.Recv()
+			if err != nil {
+				t.Fatalf("%s: lifecycle: %v", what, err)
+			}
+			switch ev.Name {
+			case "init", "commit", "DOMContentLoaded", "load":
+				if ev.FrameID == tb.frameID {
+					t.Errorf("%s: the blank document's %s came after the tab was ready", what, ev.Name)
+				}
+			}
+		case <-deadline:
+			return
+		}
 	}
 }
