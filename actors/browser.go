@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 	"time"
 
@@ -26,7 +27,10 @@ type Browser interface {
 // Launcher starts one Chrome process.
 type Launcher func(ctx context.Context) (Browser, error)
 
-// browserActor owns one Chrome process: it alone starts, restarts, recycles and stops it.
+// browserActor owns the Chrome processes of one browser of the pool: it alone starts, restarts,
+// recycles and stops them. One process at a time takes renders. A recycle launches the
+// replacement while the current process serves on, so that the browser never goes without
+// one; a process that stopped taking renders finishes those it has and is then closed.
 type browserActor struct {
 	id           int
 	launch       Launcher
@@ -34,14 +38,12 @@ type browserActor struct {
 	health       health
 	log          zerolog.Logger
 
-	gen      int     // generation of the current (or launching) process
-	browser  Browser // nil while launching or down
-	draining bool    // recycling: no new renders, close when inflight reaches 0
-	inflight int
-	renders  int
-	failures int // consecutive failed or short-lived launches, for backoff
-	upSince  time.Time
-	closing  chan struct{} // closed once the process of the current gen was closed
+	cur       *chrome   // the process that takes renders; nil while down
+	retiring  []*chrome // processes out of service: finishing their renders, or closing
+	lastGen   int       // the generation of the last launch
+	launching int       // the generation of the launch under way; 0 when none
+	timers    int       // launchChrome messages scheduled and not received yet
+	failures  int       // consecutive failed or short-lived launches, for backoff
 
 	// A launch goroutine owns its process until the actor takes it (chromeStarted.taken); one
 	// that the actor has not taken when it stops (stop) closes the process itself, so that a
@@ -51,35 +53,61 @@ type browserActor struct {
 	stopAll  context.CancelFunc
 }
 
+// chrome is one process of a browser actor.
+type chrome struct {
+	gen      int
+	br       Browser
+	inflight int // renders it has not finished
+	renders  int // renders it was given
+	upSince  time.Time
+	// recycling: its replacement was asked for, it serves until that one is up.
+	recycling bool
+	// relaunch: a fault took it out of service, and the browser has no process until another
+	// launch; its close is followed by one, unless one came up meanwhile.
+	relaunch bool
+	closed   chan struct{} // set when its close begins, closed when the close is over
+}
+
 func (b *browserActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
 		b.stop, b.stopAll = context.WithCancel(context.Background())
 		b.startLaunch(ctx)
 	case *launchChrome:
-		if b.browser == nil && b.closing == nil {
+		b.timers--
+		if b.cur == nil && b.launching == 0 {
 			b.startLaunch(ctx)
+		} else {
+			b.recycleIfDue(ctx)
 		}
 	case *chromeStarted:
 		b.started(ctx, m)
 	case *chromeLaunchFailed:
-		if m.gen != b.gen {
+		if m.gen != b.launching {
 			return
 		}
+		b.launching = 0
 		b.failures++
 		d := backoff(b.failures)
-		b.log.Error().Err(m.err).Int("chrome_gen", m.gen).Dur("retry_in", d).Msg("chrome launch failed")
+		l := b.log.Error().Err(m.err).Int("chrome_gen", m.gen).Dur("retry_in", d)
+		if b.cur != nil {
+			l.Int("serving_gen", b.cur.gen).Msg("replacement chrome launch failed; the current one serves on")
+		} else {
+			l.Msg("chrome launch failed")
+		}
 		b.relaunchAfter(ctx, d)
 	case *Render:
 		b.render(ctx, m)
 	case *renderDone:
-		b.inflight-- // the render's goroutine told the supervisor already
-		// inflight counts the renders of every generation, draining is the current one's: the
-		// last render to end may be one of a Chrome that died before, and the recycle is due
-		// all the same.
-		if b.draining && b.inflight == 0 {
-			b.failures = 0 // it served its renders: healthy, however short its life
-			b.closeCurrent(ctx, "recycled")
+		// The render's goroutine told the supervisor already. A process closed since is no
+		// longer known: nothing to count.
+		p := b.process(m.gen)
+		if p == nil {
+			return
+		}
+		p.inflight--
+		if p != b.cur && p.closed == nil && p.inflight == 0 {
+			b.closeProcess(ctx, p) // replaced, and its last render is done
 		}
 	case *chromeUnresponsive:
 		b.replaceStuck(ctx, m.gen, "unresponsive", "chrome does not answer its health probe: killed and replaced", "missed", m.missed)
@@ -87,26 +115,40 @@ func (b *browserActor) Receive(ctx actor.Context) {
 		b.replaceStuck(ctx, m.gen, "renders time out",
 			"chrome's renders time out one after another while the other browsers render: killed and replaced", "timeouts", m.timeouts)
 	case *ChromeExited:
-		if m.Gen != b.gen || b.browser == nil {
-			return // the second signal of the same death, or an old process
+		p := b.process(m.Gen)
+		if p == nil || p.closed != nil {
+			return // the second signal of the same death, or a process we closed
 		}
-		b.log.Warn().Int("chrome_gen", m.Gen).Int("pid", b.browser.PID()).Str("reason", m.Reason).Msg("chrome died")
+		b.log.Warn().Int("chrome_gen", m.Gen).Int("pid", p.br.PID()).Str("reason", m.Reason).Bool("serving", p == b.cur).Msg("chrome died")
+		if p != b.cur {
+			b.closeProcess(ctx, p) // replaced already: its renders fail on their own
+			return
+		}
 		b.ended()
 		b.closeCurrent(ctx, m.Reason)
 	case *chromeClosed:
-		if m.gen != b.gen {
+		i := slices.IndexFunc(b.retiring, func(p *chrome) bool { return p.gen == m.gen })
+		if i < 0 {
 			return
 		}
-		b.closing = nil
-		d := backoff(b.failures)
-		if b.failures == 0 {
-			d = 0 // it ended healthy (recycled, or after a long life): replaced at once
+		p := b.retiring[i]
+		b.retiring = slices.Delete(b.retiring, i, i+1)
+		if p.relaunch && b.cur == nil && b.launching == 0 {
+			d := backoff(b.failures)
+			if b.failures == 0 {
+				d = 0 // it ended healthy, after a long life: replaced at once
+			}
+			b.relaunchAfter(ctx, d)
 		}
-		b.relaunchAfter(ctx, d)
+		b.recycleIfDue(ctx)
 	case *ListBrowsers:
-		info := shotd.BrowserInfo{ID: b.id, Gen: b.gen, Up: b.browser != nil && !b.draining, Inflight: b.inflight, Renders: b.renders}
-		if b.browser != nil {
-			info.PID = b.browser.PID()
+		info := shotd.BrowserInfo{ID: b.id, Gen: b.lastGen}
+		for _, p := range b.retiring {
+			info.Inflight += p.inflight
+		}
+		if p := b.cur; p != nil {
+			info.Gen, info.PID, info.Up, info.Renders = p.gen, p.br.PID(), true, p.renders
+			info.Inflight += p.inflight
 		}
 		ctx.Respond(&info)
 	case *actor.Stopping, *actor.Restarting:
@@ -119,7 +161,7 @@ func (b *browserActor) Receive(ctx actor.Context) {
 // the count, so that a Chrome that dies or wedges after a long healthy life is relaunched at once
 // rather than after the backoff of failures long past.
 func (b *browserActor) ended() {
-	if time.Since(b.upSince) < 30*time.Second {
+	if time.Since(b.cur.upSince) < 30*time.Second {
 		b.failures++
 	} else {
 		b.failures = 0
@@ -129,10 +171,24 @@ func (b *browserActor) ended() {
 // maxBounces bounds how often a render is handed back to the supervisor (render).
 const maxBounces = 4
 
+// process finds the process of generation gen, in service or retiring.
+func (b *browserActor) process(gen int) *chrome {
+	if b.cur != nil && b.cur.gen == gen {
+		return b.cur
+	}
+	for _, p := range b.retiring {
+		if p.gen == gen {
+			return p
+		}
+	}
+	return nil
+}
+
 // startLaunch launches a process of a new generation in a goroutine.
 func (b *browserActor) startLaunch(ctx actor.Context) {
-	b.gen++
-	gen, self, root, stop := b.gen, ctx.Self(), ctx.ActorSystem().Root, b.stop
+	b.lastGen++
+	b.launching = b.lastGen
+	gen, self, root, stop := b.lastGen, ctx.Self(), ctx.ActorSystem().Root, b.stop
 	b.launches.Add(1)
 	go func() {
 		defer b.launches.Done()
@@ -161,12 +217,16 @@ func (b *browserActor) startLaunch(ctx actor.Context) {
 
 func (b *browserActor) started(ctx actor.Context, m *chromeStarted) {
 	close(m.taken)
-	if m.gen != b.gen || b.browser != nil {
-		// A launch that finished after we moved on: close it, it is ours alone.
-		go m.browser.Close(context.Background())
+	if m.gen != b.launching {
+		// A launch that finished after we moved on: ours alone, closed like a retired process.
+		p := &chrome{gen: m.gen, br: m.browser}
+		b.retiring = append(b.retiring, p)
+		b.closeProcess(ctx, p)
 		return
 	}
-	b.browser, b.draining, b.renders, b.upSince = m.browser, false, 0, time.Now()
+	b.launching = 0
+	old := b.cur
+	b.cur = &chrome{gen: m.gen, br: m.browser, upSince: time.Now()}
 	b.log.Info().Int("chrome_gen", m.gen).Int("pid", m.browser.PID()).Msg("chrome up")
 	gen, self, root, br := m.gen, ctx.Self(), ctx.ActorSystem().Root, m.browser
 	go func() {
@@ -186,19 +246,29 @@ func (b *browserActor) started(ctx actor.Context, m *chromeStarted) {
 	if bg, ok := m.browser.(interface{ Background() int }); ok {
 		up.Background = bg.Background
 	}
+	if old != nil {
+		// The replacement of a recycle: the renders come here from now on, and the old
+		// process is closed once it finished those it has.
+		up.Replaced = "recycled"
+		b.retiring = append(b.retiring, old)
+		if old.inflight == 0 {
+			b.closeProcess(ctx, old)
+		}
+	}
 	ctx.Send(ctx.Parent(), up)
 }
 
 // render runs one render in a goroutine; the reply goes straight to the requester.
 func (b *browserActor) render(ctx actor.Context, m *Render) {
 	sender := ctx.Sender()
-	if b.browser == nil || b.draining {
+	p := b.cur
+	if p == nil {
 		ctx.Send(ctx.Parent(), &RenderFinished{ID: b.id})
 		if m.bounces < maxBounces {
 			// The supervisor sent it before it heard this browser's BrowserDown, which reaches
 			// it before this: handed back, the render goes to another browser or waits for a
 			// slot instead of failing while the pool still has one. The other browser may have
-			// begun its own recycle meanwhile, hence more than one bounce; the bound is only
+			// lost its Chrome meanwhile too, hence more than one bounce; the bound is only
 			// against a loop.
 			ctx.RequestWithCustomSender(ctx.Parent(), &Render{Ctx: m.Ctx, Options: m.Options, bounces: m.bounces + 1}, sender)
 			return
@@ -206,13 +276,10 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 		ctx.Send(sender, &RenderResult{Err: shotd.Errorf(shotd.CodeRendererUnavailable, "the browser is restarting")})
 		return
 	}
-	b.inflight++
-	b.renders++
-	if b.recycleAfter > 0 && b.renders >= b.recycleAfter && !b.draining {
-		b.draining = true
-		ctx.Send(ctx.Parent(), &BrowserDown{ID: b.id, Reason: "recycling"})
-	}
-	gen, self, parent, root, br := b.gen, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root, b.browser
+	p.inflight++
+	p.renders++
+	b.recycleIfDue(ctx)
+	gen, self, parent, root, br := p.gen, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root, p.br
 	id := b.id
 	go func() {
 		out, err := br.Render(m.Ctx, m.Options)
@@ -230,18 +297,42 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 	}()
 }
 
-// closeCurrent takes the current process down in a goroutine; chromeClosed follows.
-func (b *browserActor) closeCurrent(ctx actor.Context, reason string) {
-	br := b.browser
-	if br == nil {
+// recycleIfDue launches the replacement of the current process once that one was given
+// recycleAfter renders; started swaps them. One launch at a time, none before a retry's
+// backoff has passed, and none while a process is still retiring, so that recycles never pile
+// up Chromes when renders outpace launches.
+func (b *browserActor) recycleIfDue(ctx actor.Context) {
+	p := b.cur
+	if p == nil || b.recycleAfter <= 0 || p.renders < b.recycleAfter || b.launching != 0 || b.timers > 0 || len(b.retiring) > 0 {
 		return
 	}
-	b.browser = nil
-	b.draining = false
+	if !p.recycling {
+		p.recycling = true
+		b.failures = 0 // it served its renders: healthy, however short its life
+		b.log.Info().Int("chrome_gen", p.gen).Int("pid", p.br.PID()).Int("renders", p.renders).Msg("recycling chrome")
+	}
+	b.startLaunch(ctx)
+}
+
+// closeCurrent takes the current process out of service and closes it: the browser is down
+// until a launch brings up another process.
+func (b *browserActor) closeCurrent(ctx actor.Context, reason string) {
+	p := b.cur
+	if p == nil {
+		return
+	}
+	b.cur = nil
+	p.relaunch = true
 	ctx.Send(ctx.Parent(), &BrowserDown{ID: b.id, Reason: reason})
-	gen, self, root := b.gen, ctx.Self(), ctx.ActorSystem().Root
+	b.retiring = append(b.retiring, p)
+	b.closeProcess(ctx, p)
+}
+
+// closeProcess closes p, a retiring process, in a goroutine; chromeClosed follows.
+func (b *browserActor) closeProcess(ctx actor.Context, p *chrome) {
 	done := make(chan struct{})
-	b.closing = done
+	p.closed = done
+	gen, br, self, root := p.gen, p.br, ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		defer close(done)
 		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
@@ -254,40 +345,62 @@ func (b *browserActor) closeCurrent(ctx actor.Context, reason string) {
 }
 
 func (b *browserActor) relaunchAfter(ctx actor.Context, d time.Duration) {
+	b.timers++
 	self, root := ctx.Self(), ctx.ActorSystem().Root
 	time.AfterFunc(d, func() { root.Send(self, &launchChrome{}) })
 }
 
-// stopNow closes the process synchronously: the actor is stopping and must not leave Chrome behind.
+// stopNow closes every process of the actor and waits for them: the actor is stopping and must
+// not leave Chrome behind.
 func (b *browserActor) stopNow() {
-	b.gen++
+	b.launching = 0
 	if b.stopAll != nil {
 		b.stopAll()
 	}
 	b.launches.Wait() // a launch not taken closes its process itself
-	if b.browser != nil {
-		cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-		if err := b.browser.Close(cctx); err != nil && !errors.Is(err, context.Canceled) {
-			b.log.Warn().Err(err).Msg("chrome close on stop")
-		}
-		cancel()
-		b.browser = nil
+	if b.cur != nil {
+		b.retiring = append(b.retiring, b.cur)
+		b.cur = nil
 	}
-	if b.closing != nil {
-		select {
-		case <-b.closing:
-		case <-time.After(20 * time.Second):
-		}
+	var wg sync.WaitGroup
+	for _, p := range b.retiring {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if p.closed != nil {
+				select {
+				case <-p.closed:
+				case <-time.After(20 * time.Second):
+				}
+				return
+			}
+			cctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			if err := p.br.Close(cctx); err != nil && !errors.Is(err, context.Canceled) {
+				b.log.Warn().Err(err).Int("chrome_gen", p.gen).Msg("chrome close on stop")
+			}
+		}()
 	}
+	wg.Wait()
+	b.retiring = nil
 }
 
-// replaceStuck kills and replaces the process of generation gen, still running but stuck (its
-// probe or its renders say so); an older generation is gone already.
+// replaceStuck kills the process of generation gen, still running but stuck (its probe or its
+// renders say so), and replaces it when it is the current one; a retiring one is only closed.
 func (b *browserActor) replaceStuck(ctx actor.Context, gen int, reason, msg, countName string, count int) {
-	if gen != b.gen || b.browser == nil {
+	p := b.process(gen)
+	if p == nil || p.closed != nil {
 		return
 	}
+	l := b.log.Error().Int("chrome_gen", gen).Int("pid", p.br.PID()).Int(countName, count)
+	if p != b.cur {
+		// Replaced already: killed, so that its last renders end now rather than at their
+		// deadlines.
+		l.Str("reason", reason).Msg("a replaced chrome still finishing its renders is stuck: killed")
+		b.closeProcess(ctx, p)
+		return
+	}
+	l.Msg(msg)
 	b.ended()
-	b.log.Error().Int("chrome_gen", gen).Int("pid", b.browser.PID()).Int(countName, count).Msg(msg)
 	b.closeCurrent(ctx, reason)
 }

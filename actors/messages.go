@@ -10,8 +10,8 @@ import (
 type Render struct {
 	Ctx     context.Context
 	Options *shotd.Options
-	// bounces counts the browser actors that could not take the render (recycling, or their
-	// Chrome just died) and handed it back to the supervisor.
+	// bounces counts the browser actors that could not take the render (their Chrome just
+	// died or was taken out) and handed it back to the supervisor.
 	bounces int
 }
 
@@ -31,9 +31,13 @@ type BrowsersResult struct {
 
 // Messages from a browser actor to the supervisor.
 type (
-	// BrowserUp says the browser accepts renders (a new process, generation Gen, is running).
+	// BrowserUp says the browser accepts renders on a new process, generation Gen.
 	BrowserUp struct {
 		ID, Gen, PID int
+		// Replaced, when set, says why the process that served until now was replaced without
+		// a BrowserDown ("recycled"): it takes no more renders, finishes those it has and is
+		// closed.
+		Replaced string
 		// ReadyTabs, when the Browser reports them, counts its tabs ready for a render; safe
 		// to call from any goroutine.
 		ReadyTabs func() int

@@ -25,8 +25,9 @@ type PoolConfig struct {
 	ProbeFailures int
 	Launch        Launcher
 	Log           zerolog.Logger
-	// BrowserDown, when set, hears why a browser stopped taking renders ("recycling", "process
-	// exited", "unresponsive", ...): each is followed by a replacement process. For /metrics.
+	// BrowserDown, when set, hears once why each Chrome was replaced: "process exited",
+	// "unresponsive", ... when it stopped taking renders, "recycled" when its replacement took
+	// over from it. For /metrics.
 	BrowserDown func(reason string)
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -382,22 +383,28 @@ func TestRendererBusyAndUnavailable(t *testing.T) {
 	})
 }
 
+// TestRecycleAfterN: a Chrome that was given recycle_after renders is replaced. The old one
+// serves until its replacement is up, so renders one after another may outnumber recycle_after
+// on one Chrome; they bring up a third all the same.
 func TestRecycleAfterN(t *testing.T) {
 	l := newLauncher(t)
 	r, closePool := newPool(t, l, 1, 1, 2, 10*time.Second)
 	defer func() { closePool(); l.noneLeft(t) }()
 	waitReady(t, r)
 	srv := fixture(t)
-	for i := 0; i < 5; i++ {
+	launched := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return len(l.pids)
+	}
+	i := 0
+	for deadline := time.Now().Add(60 * time.Second); launched() < 3; i++ {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes launched for %d renders with recycle_after=2, want at least 3", launched(), i)
+		}
 		if _, err := render(r, opts(t, "url", srv.URL("/"))); err != nil {
 			t.Fatalf("render %d: %v", i, err)
 		}
-	}
-	l.mu.Lock()
-	n := len(l.pids)
-	l.mu.Unlock()
-	if n < 3 {
-		t.Fatalf("%d processes launched for 5 renders with recycle_after=2, want at least 3", n)
 	}
 }
 
@@ -448,9 +455,9 @@ func (h *heldBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Outp
 	return out, err
 }
 
-// TestRecycleAfterDeadGenerationRender: a browser that is draining for its recycle closes and is
-// replaced when its last render ends, even when that render is one of a Chrome that died before
-// (the recycled browser stayed draining, and down, for good).
+// TestRecycleAfterDeadGenerationRender: a render of a Chrome that died reports back only after
+// that Chrome's replacement was itself recycled: it neither holds up nor miscounts the recycle,
+// and the browser serves on a third Chrome.
 func TestRecycleAfterDeadGenerationRender(t *testing.T) {
 	l := newLauncher(t)
 	release := make(chan struct{})
@@ -519,7 +526,7 @@ func TestRecycleAfterDeadGenerationRender(t *testing.T) {
 		t.Fatal(err)
 	}
 	secondPID := upOther(firstPID)
-	// Two renders on the second: it is due for recycling, and drains.
+	// Two renders on the second: it is due for recycling, and is replaced.
 	for i := range 2 {
 		if _, err := render(r, opts(t, "url", srv.URL("/"))); err != nil {
 			t.Fatalf("render %d on the second chrome: %v", i, err)
@@ -713,9 +720,8 @@ func (q *quickBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Out
 
 // TestRecycleKeepsRendering: recycling is the pool's own maintenance, and no render fails for it.
 // Each browser is replaced after 4 renders while clients keep every slot busy, and a new process
-// takes longer to start than a render may wait for a slot. Renders that reach a browser which
-// began its recycle after the supervisor chose it go to another one, and renders queued while a
-// browser is replaced wait for it beyond the slot wait.
+// takes longer to start than a render may wait for a slot: the old process serves until its
+// replacement is up.
 func TestRecycleKeepsRendering(t *testing.T) {
 	var pids atomic.Int32
 	launch := func(ctx context.Context) (actors.Browser, error) {
@@ -729,14 +735,20 @@ func TestRecycleKeepsRendering(t *testing.T) {
 	defer closePool()
 	waitUp(t, r, 2)
 	var wg sync.WaitGroup
-	errs := make(chan error, 200)
+	var rendered atomic.Int32
+	errs := make(chan error, 100)
+	deadline := time.Now().Add(30 * time.Second)
 	for range 4 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range 20 {
+			for pids.Load() < 10 && time.Now().Before(deadline) {
+				rendered.Add(1)
 				if _, err := render(r, opts(t, "url", "http://127.0.0.1:1/")); err != nil {
-					errs <- err
+					select {
+					case errs <- err:
+					default:
+					}
 				}
 			}
 		}()
@@ -751,6 +763,280 @@ func TestRecycleKeepsRendering(t *testing.T) {
 		t.Errorf("renders failed while browsers were recycled: %v", codes)
 	}
 	if n := pids.Load(); n < 10 {
-		t.Errorf("%d processes for 80 renders, recycled after 4: the test did not recycle", n)
+		t.Errorf("%d processes for %d renders, recycled after 4: the test did not recycle", n, rendered.Load())
+	}
+}
+
+// TestRecycleMakesBeforeBreak: a pool of one Chrome, recycled every 3 renders while two clients
+// render one page after another, never goes without a browser. The replacement comes up while
+// the old Chrome still takes renders; the old one then finishes its renders and is closed, and
+// its processes and user-data dir are gone while the pool renders on. A render never waits for
+// a browser to come back, so with a slot wait far shorter than a Chrome's launch none fails.
+func TestRecycleMakesBeforeBreak(t *testing.T) {
+	l := newLauncher(t)
+	var mu sync.Mutex
+	var downs []string
+	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, RecycleAfter: 3,
+		SlotWait: 300 * time.Millisecond, Launch: l.launch, Log: zerolog.Nop(),
+		BrowserDown: func(reason string) { mu.Lock(); downs = append(downs, reason); mu.Unlock() }})
+	waitReady(t, r)
+	srv := fixture(t)
+	launched := func() []int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return slices.Clone(l.pids)
+	}
+
+	// Watch the pool's up count closely: a recycle that takes the only browser out drops it to
+	// 0 for its drain, close and launch, hundreds of milliseconds at the least.
+	var empty atomic.Int32
+	stop, watched := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(watched)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			if r.Up() == 0 {
+				empty.Add(1)
+			}
+		}
+	}()
+	const recycles = 4
+	var clients sync.WaitGroup
+	errs := make(chan error, 200)
+	deadline := time.Now().Add(90 * time.Second)
+	for range 2 {
+		clients.Add(1)
+		go func() {
+			defer clients.Done()
+			for n := 0; n < 100 && len(launched()) <= recycles && time.Now().Before(deadline); n++ {
+				if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	clients.Wait()
+	close(stop)
+	<-watched
+	close(errs)
+	codes := map[shotd.Code]int{}
+	for err := range errs {
+		codes[shotd.CodeOf(err)]++
+	}
+	if len(codes) > 0 {
+		t.Errorf("renders failed while the only browser was recycled: %v", codes)
+	}
+	if n := empty.Load(); n > 0 {
+		t.Errorf("the pool had no browser up in %d looks during recycles", n)
+	}
+	if n := len(launched()); n <= recycles {
+		t.Fatalf("%d processes launched: the test recycled fewer than %d times", n, recycles)
+	}
+
+	// The last Chrome launched serves, and every one before it is gone. (One more recycle may
+	// be under way: its Chrome is not in pids yet.)
+	for end := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		bs, _ := r.Browsers(time.Second)
+		pids := launched()
+		if len(bs) == 1 && bs[0].Up && bs[0].Inflight == 0 && bs[0].PID == pids[len(pids)-1] {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("the pool did not settle on its last Chrome %d: %+v", pids[len(pids)-1], bs)
+		}
+	}
+	pids := launched()
+	for _, pid := range pids[:len(pids)-1] {
+		if err := testkit.GroupGone(pid, "", 10*time.Second); err != nil {
+			t.Errorf("recycled chrome: %v", err)
+		}
+		if err := testkit.ProcessGone(pid, 5*time.Second); err != nil {
+			t.Errorf("recycled chrome: %v", err)
+		}
+	}
+	// Close removes the user-data dir after the process is reaped.
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		dirs, _ := filepath.Glob(filepath.Join(l.dir, "shotd-chrome-*"))
+		if len(dirs) == 1 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Errorf("user-data dirs with one Chrome up: %v", dirs)
+			break
+		}
+	}
+	mu.Lock()
+	reasons := slices.Clone(downs)
+	mu.Unlock()
+	if want := slices.Repeat([]string{"recycled"}, len(reasons)); len(reasons) < len(pids)-1 || !slices.Equal(reasons, want) {
+		t.Errorf("reported %q for %d recycles, want each once as \"recycled\"", reasons, len(pids)-1)
+	}
+	if _, err := render(r, opts(t, "url", srv.URL("/"))); err != nil {
+		t.Errorf("render after the recycles: %v", err)
+	}
+	l.closeClean(t, closePool)
+}
+
+// gatedBrowser is a browser without Chrome whose renders wait for gate to close, or for the
+// browser's own close.
+type gatedBrowser struct {
+	quickBrowser
+	gate chan struct{}
+}
+
+func (g *gatedBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	select {
+	case <-g.gate:
+		return g.quickBrowser.Render(ctx, o)
+	case <-g.exit:
+		return nil, shotd.Errorf(shotd.CodeRendererUnavailable, "closed")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// TestStopDuringRecycle: a pool stopped in the middle of a recycle closes every process of it,
+// the one serving, a replacement still launching, an old one still finishing a render, before
+// its Close returns.
+func TestStopDuringRecycle(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// launchDelay: how long the replacement takes to launch; holdFirst: the first
+		// process's renders never end on their own.
+		launchDelay time.Duration
+		holdFirst   bool
+	}{
+		{name: "replacement launching", launchDelay: 500 * time.Millisecond},
+		{name: "old one finishing a render", holdFirst: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var mu sync.Mutex
+			var all []*gatedBrowser
+			open := make(chan struct{})
+			close(open)
+			launch := func(ctx context.Context) (actors.Browser, error) {
+				mu.Lock()
+				b := &gatedBrowser{quickBrowser: quickBrowser{pid: len(all) + 1, exit: make(chan struct{})}, gate: open}
+				if len(all) == 0 && tc.holdFirst {
+					b.gate = make(chan struct{})
+				}
+				first := len(all) == 0
+				all = append(all, b)
+				mu.Unlock()
+				if !first {
+					time.Sleep(tc.launchDelay)
+				}
+				return b, nil
+			}
+			r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, RecycleAfter: 1,
+				SlotWait: time.Second, Launch: launch, Log: zerolog.Nop()})
+			waitUp(t, r, 1)
+			res := make(chan error, 1)
+			go func() {
+				_, err := render(r, opts(t, "url", "http://127.0.0.1:1/"))
+				res <- err
+			}()
+			if tc.holdFirst {
+				// The replacement is up while the first process still has its render.
+				for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+					if bs, _ := r.Browsers(time.Second); len(bs) == 1 && bs[0].Up && bs[0].PID == 2 && bs[0].Inflight == 1 {
+						break
+					}
+					if time.Now().After(deadline) {
+						t.Fatal("the replacement did not come up beside the busy first process")
+					}
+				}
+			} else if err := <-res; err != nil {
+				t.Fatalf("render: %v", err)
+			}
+			closePool()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(all) != 2 {
+				t.Fatalf("%d processes launched, want the first and its replacement", len(all))
+			}
+			for _, b := range all {
+				select {
+				case <-b.exit:
+				default:
+					t.Errorf("process %d is still open after the pool closed", b.pid)
+				}
+			}
+			if tc.holdFirst {
+				if err := <-res; shotd.CodeOf(err) != shotd.CodeRendererUnavailable {
+					t.Errorf("the render on the closed process answered %v", err)
+				}
+			}
+		})
+	}
+}
+
+// TestRecycleFaults: faults in the middle of a recycle. The current process dies while its
+// replacement launches: the replacement takes over, and no third process is launched. The
+// replacement fails to launch: the current process serves on, and the launch is tried again.
+func TestRecycleFaults(t *testing.T) {
+	for _, tc := range []struct {
+		name                  string
+		killFirst, failSecond bool
+		wantUp                int // the process up at the end, and the launches it took
+		wantReasons           []string
+	}{
+		{name: "current dies while the replacement launches", killFirst: true, wantUp: 2, wantReasons: []string{"process exited"}},
+		{name: "replacement fails to launch", failSecond: true, wantUp: 3, wantReasons: []string{"recycled"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var launches atomic.Int32
+			var first atomic.Pointer[quickBrowser]
+			launch := func(ctx context.Context) (actors.Browser, error) {
+				n := launches.Add(1)
+				b := &quickBrowser{pid: int(n), exit: make(chan struct{})}
+				switch {
+				case n == 1:
+					first.Store(b)
+				case n == 2 && tc.failSecond:
+					return nil, errors.New("launch refused by test")
+				case n == 2:
+					time.Sleep(300 * time.Millisecond)
+				}
+				return b, nil
+			}
+			var mu sync.Mutex
+			var downs []string
+			r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, RecycleAfter: 1,
+				SlotWait: time.Second, Launch: launch, Log: zerolog.Nop(),
+				BrowserDown: func(reason string) { mu.Lock(); downs = append(downs, reason); mu.Unlock() }})
+			defer closePool()
+			waitUp(t, r, 1)
+			if _, err := render(r, opts(t, "url", "http://127.0.0.1:1/")); err != nil {
+				t.Fatal(err)
+			}
+			if tc.killFirst {
+				first.Load().Close(context.Background())
+			}
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+				if !tc.killFirst && r.Up() == 0 {
+					t.Fatal("the pool went down while a replacement failed to launch")
+				}
+				if bs, _ := r.Browsers(time.Second); len(bs) == 1 && bs[0].Up && bs[0].PID == tc.wantUp {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("process %d did not come up", tc.wantUp)
+				}
+			}
+			time.Sleep(500 * time.Millisecond) // time for a launch too many
+			if n := launches.Load(); int(n) != tc.wantUp {
+				t.Errorf("%d launches, want %d", n, tc.wantUp)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if !slices.Equal(downs, tc.wantReasons) {
+				t.Errorf("replacements reported %q, want %q", downs, tc.wantReasons)
+			}
+		})
 	}
 }

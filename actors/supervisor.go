@@ -28,10 +28,10 @@ type supervisor struct {
 type slotState struct {
 	pid *actor.PID
 	up  bool
-	// recycling: down for a planned replacement (recycle_after), back in a few seconds.
-	recycling bool
-	inflight  int
-	renders   int // renders sent to the current process
+	// inflight counts the renders in flight on all of the browser's processes: a process it
+	// replaced finishes its renders in the same slots.
+	inflight int
+	renders  int // renders sent to the current process
 	// Renders of the current process that timed out in a row, and the successes of the other
 	// browsers when this one last gave a file (or its process came up).
 	timeouts, othersAtLastOK int
@@ -49,7 +49,6 @@ type waiter struct {
 	id     uint64
 	msg    *Render
 	sender *actor.PID
-	since  time.Time // queued at
 }
 
 func (s *supervisor) Receive(ctx actor.Context) {
@@ -73,14 +72,17 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		s.dispatch(ctx, &waiter{msg: m, sender: ctx.Sender()}, true)
 	case *BrowserUp:
 		if b := s.browser(m.ID); b != nil {
-			b.up, b.recycling, b.chrome, b.gen, b.readyTabs, b.background = true, false, m.PID, m.Gen, m.ReadyTabs, m.Background
+			b.up, b.chrome, b.gen, b.readyTabs, b.background = true, m.PID, m.Gen, m.ReadyTabs, m.Background
 			b.renders, b.timeouts, b.othersAtLastOK = 0, 0, s.successesBesides(b)
+		}
+		if m.Replaced != "" && s.cfg.BrowserDown != nil {
+			s.cfg.BrowserDown(m.Replaced)
 		}
 		s.publishReady()
 		s.drainWaiters(ctx)
 	case *BrowserDown:
 		if b := s.browser(m.ID); b != nil {
-			b.up, b.recycling = false, m.Reason == "recycling" || m.Reason == "recycled"
+			b.up = false
 		}
 		if s.cfg.BrowserDown != nil {
 			s.cfg.BrowserDown(m.Reason)
@@ -97,12 +99,6 @@ func (s *supervisor) Receive(ctx actor.Context) {
 	case *waiterExpired:
 		for i, w := range s.waiters {
 			if w.id == m.id {
-				if more := recycleWait*s.cfg.SlotWait - time.Since(w.since); s.recycling() && more > 0 && w.msg.Ctx.Err() == nil {
-					// The pool is short of a browser it is replacing on purpose: the render
-					// waits for it rather than fail for the service's own maintenance.
-					s.expireAfter(ctx, w, more)
-					break
-				}
 				s.waiters = append(s.waiters[:i], s.waiters[i+1:]...)
 				ctx.Send(w.sender, &RenderResult{Err: s.noSlotError()})
 				break
@@ -151,20 +147,14 @@ func (s *supervisor) dispatch(ctx actor.Context, w *waiter, queue bool) bool {
 	if !queue {
 		return false
 	}
-	// Queue even when no browser is up: a restart or a recycle takes seconds, and the waiter
-	// answers renderer_unavailable at its deadline if none came back.
+	// Queue even when no browser is up: a restart takes seconds, and the waiter answers
+	// renderer_unavailable at its deadline if none came back.
 	s.nextWaiter++
-	w.id, w.since = s.nextWaiter, time.Now()
+	w.id = s.nextWaiter
 	s.waiters = append(s.waiters, w)
 	s.expireAfter(ctx, w, s.cfg.SlotWait)
 	return false
 }
-
-// recycleWait bounds, in slot waits, how long a render waits while a browser is recycled: a
-// recycle (drain, close, launch) took 3 to 5 s on a loaded 2-core machine, and the 3 slot
-// waits of the default (6 s) stay within the 10 s of render_deadline_grace_seconds that the
-// request's deadline allows beyond the render's own budget.
-const recycleWait = 3
 
 // expireAfter sends waiterExpired for w after wait, or at its render's deadline if sooner.
 func (s *supervisor) expireAfter(ctx actor.Context, w *waiter, wait time.Duration) {
@@ -173,16 +163,6 @@ func (s *supervisor) expireAfter(ctx actor.Context, w *waiter, wait time.Duratio
 	}
 	self, root, id := ctx.Self(), ctx.ActorSystem().Root, w.id
 	time.AfterFunc(wait, func() { root.Send(self, &waiterExpired{id: id}) })
-}
-
-// recycling reports whether a browser is down for a recycle.
-func (s *supervisor) recycling() bool {
-	for _, b := range s.browsers {
-		if b.recycling {
-			return true
-		}
-	}
-	return false
 }
 
 // stuckAfter is how many renders in a row may time out on one browser while the others render,
