@@ -99,10 +99,10 @@ func (m *Metrics) WebhookAttempted(outcome string) {
 	}
 }
 
-// BrowserDown records a Chrome leaving the pool. "recycling" (a browser that stops taking
-// renders before its planned replacement, reported again as "recycled") is not a restart.
+// BrowserDown records the replacement of a Chrome, with why: "recycled" for the planned one
+// (recycle_after), the cause of a fault otherwise.
 func (m *Metrics) BrowserDown(reason string) {
-	if m != nil && reason != "recycling" {
+	if m != nil {
 		m.chromeDown.WithLabelValues(reason).Inc()
 	}
 }
