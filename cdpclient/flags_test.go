@@ -4,9 +4,13 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/shotd/shotd/internal/testkit"
 )
@@ -144,5 +148,20 @@ func TestDevToolsPipe(t *testing.T) {
 				t.Errorf("chrome listens on TCP: %s", line)
 			}
 		}
+	}
+}
+
+// TestShmRoomy: Chrome keeps its shared memory in /dev/shm only where that is a tmpfs with room.
+func TestShmRoomy(t *testing.T) {
+	if shmRoomy(filepath.Join(t.TempDir(), "missing")) {
+		t.Error("a missing dir is taken for a roomy /dev/shm")
+	}
+	var st unix.Statfs_t
+	if err := unix.Statfs(".", &st); err == nil && st.Type != unix.TMPFS_MAGIC && shmRoomy(".") {
+		t.Error("a dir that is not on a tmpfs is taken for a roomy /dev/shm")
+	}
+	flags := chromeFlags("/bin/true", t.TempDir(), Config{Log: zerolog.Nop()})
+	if got, want := slices.Contains(flags, "--disable-dev-shm-usage"), !shmRoomy(devShm); got != want {
+		t.Errorf("--disable-dev-shm-usage given: %v, want %v", got, want)
 	}
 }

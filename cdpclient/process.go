@@ -19,6 +19,7 @@ import (
 	"github.com/mafredri/cdp/protocol/target"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
@@ -158,7 +159,6 @@ func launchFlags(userDataDir string) []string {
 		"--disable-sync",
 		"--disable-default-apps",
 		"--disable-extensions",
-		"--disable-dev-shm-usage", // /dev/shm is small in containers; shared memory goes to the temp dir
 		// The crashpad handler still starts, in a session of its own (setsid), so outside our
 		// group; it exits by itself when Chrome does. --disable-crashpad-for-testing would keep
 		// it away but makes every navigation fail with ERR_ABORTED (Chromium 156). Its database
@@ -496,6 +496,10 @@ func warnAboutBrowser(path string, cfg Config) {
 // its extra flags, without the first URL.
 func chromeFlags(path, dir string, cfg Config) []string {
 	flags := launchFlags(dir)
+	if !shmRoomy(devShm) {
+		// Shared memory then goes to Chrome's TMPDIR, on the data dir's disk filesystem.
+		flags = append(flags, "--disable-dev-shm-usage")
+	}
 	if sandbox, why := sandboxed(cfg.Sandbox); !sandbox {
 		flags = append(flags, "--no-sandbox")
 		if _, seen := warnedSandbox.LoadOrStore(why, true); !seen && cfg.Sandbox != SandboxOff {
@@ -859,4 +863,23 @@ func readInt(path string) int {
 		return -1
 	}
 	return n
+}
+
+// devShm is where Chrome keeps its shared memory unless told --disable-dev-shm-usage.
+const devShm = "/dev/shm"
+
+// minDevShm is the free room in /dev/shm below which Chrome is told to keep its shared memory in
+// its TMPDIR instead: a container's /dev/shm (64 MiB by default) fills up under a few large
+// captures, and Chrome then crashes. Where there is room, tmpfs it is: on a disk filesystem
+// every new buffer of the compositor is a file whose pages fault in through the filesystem and
+// are written back to disk, which the capture of every frame pays for.
+const minDevShm = 1 << 30
+
+// shmRoomy reports whether dir is a tmpfs with at least minDevShm bytes free.
+func shmRoomy(dir string) bool {
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		return false
+	}
+	return st.Type == unix.TMPFS_MAGIC && st.Bavail*uint64(st.Bsize) >= minDevShm
 }
