@@ -2,6 +2,7 @@ package cdpclient
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	_ "image/gif" // Render reads a gif's size from its header, as for the image formats
@@ -22,7 +23,8 @@ import (
 // frames of the viewport in device pixels, a gif's at most 640 px wide), acknowledges every frame
 // as it comes and hands it to a media.Encoder timed from the first frame (Chrome sends frames
 // only when the page changes; the encoder makes the rate constant), and meanwhile scrolls the
-// page at the output frame rate with media.ScrollPosition.
+// page at the output frame rate with media.ScrollPosition. A scrolling video ends on a frame that
+// shows where the scroll ends, however late that frame is painted (see scroll).
 //
 // Timeouts: as for an image, the timeout option bounds the loading of the page and delay comes
 // after it (deadline.go); the recording then has its own deadline, its length plus an encoding
@@ -101,8 +103,9 @@ const paintedJS = `new Promise(done => {
 	setTimeout(done, 1000);
 })`
 
-// scrollJS scrolls the window to y at once, whatever the page's scroll-behavior says.
-const scrollJS = `window.scrollTo({left: 0, top: %d, behavior: "instant"})`
+// scrollJS scrolls the window to y at once, whatever the page's scroll-behavior says, and returns
+// where it is then (a page shorter than when it was measured stops it earlier).
+const scrollJS = `(window.scrollTo({left: 0, top: %d, behavior: "instant"}), window.scrollY)`
 
 // record films the page with Page.startScreencast into a media.Encoder, scrolling it as the video
 // options say, and leaves the file in r.data.
@@ -171,7 +174,7 @@ func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float6
 
 	if distance > 0 {
 		// The first frame shows the top, whatever a click or a script scrolled.
-		if err := r.scrollTo(ctx, 0); err != nil {
+		if _, _, err := r.scrollTo(ctx, 0); err != nil {
 			return err
 		}
 	}
@@ -187,7 +190,11 @@ func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float6
 	if err != nil {
 		return err
 	}
-	p := &pump{r: r, enc: enc, frames: frames, first: make(chan struct{}), done: make(chan struct{})}
+	p := &pump{r: r, enc: enc, frames: frames, first: make(chan struct{}), done: make(chan struct{}),
+		lastAt: time.Duration(spec.FrameCount()-1) * time.Second / time.Duration(spec.FPS)}
+	if distance > 0 {
+		p.final = make(chan struct{})
+	}
 	go p.run(ctx)
 	defer func() {
 		p.stop()
@@ -212,7 +219,8 @@ func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float6
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if err := r.scroll(ctx, p, spec, distance); err != nil {
+	late, err := r.scroll(ctx, p, spec, distance)
+	if err != nil {
 		return err
 	}
 	if err := c.Page.StopScreencast(ctx); err != nil {
@@ -232,71 +240,103 @@ func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float6
 	// from the file (mp4, webm): the video's own size from here on.
 	r.width, r.height, r.scale = spec.Width, spec.Height, 1
 	r.p.log.Debug().Str("format", spec.Format).Dur("duration", spec.Duration).Int("fps", spec.FPS).
-		Int("frames_in", int(p.count.Load())).Int("bytes", len(r.data)).Msg("video recorded")
+		Int("frames_in", int(p.count.Load())).Dur("final_frame_late", late).Int("bytes", len(r.data)).
+		Msg("video recorded")
 	return nil
 }
 
 // scrollHold is how long before the end of the video the scroll arrives: a tenth of the video,
 // at least three output frames, at most a second. A scroll shows in the frames only after the
-// command's round trip and the next paint, later still on a loaded host; without the hold the
-// last frames would not show where the scroll ends (the bottom, or the top again).
+// command's round trip and the next paint; the hold lets the end (the bottom, or the top again)
+// show for a while. The last frame shows it in any case, however late it comes (see scroll).
 func scrollHold(d time.Duration, fps int) time.Duration {
 	return min(max(d/10, 3*time.Second/time.Duration(fps)), time.Second, d/2)
 }
 
 // scroll drives the scroll at the output frame rate until the video's length (plus recordTail)
-// has passed.
-func (r *render) scroll(ctx context.Context, p *pump, spec media.VideoSpec, distance float64) error {
+// has passed, and then, for a video that scrolls, until a frame that shows the final position
+// has come, for as long as ctx allows (on a loaded host the last scroll's round trip and paint
+// can come after the end; the pump gives that frame the last place in the video). late is how
+// long after the end that frame came.
+func (r *render) scroll(ctx context.Context, p *pump, spec media.VideoSpec, distance float64) (late time.Duration, err error) {
 	start := time.Now()
 	end := spec.Duration + recordTail
 	span := spec.Duration - scrollHold(spec.Duration, spec.FPS)
 	tick := time.NewTicker(time.Second / time.Duration(spec.FPS))
 	defer tick.Stop()
-	last := 0
+	last, finalSet := 0, distance <= 0
 	for {
 		select {
 		case <-tick.C:
 		case <-p.done:
-			return p.result()
+			return 0, p.result()
 		case <-ctx.Done():
-			return ctx.Err()
+			return 0, ctx.Err()
 		}
 		t := time.Since(start)
+		if !finalSet {
+			y := int(math.Round(media.ScrollPosition(t, span, distance, r.video.easing, r.video.back)))
+			switch {
+			case t >= span:
+				// The final position, set again even if a rounding reached it early, to read where
+				// the window really is. A tick that came only after end (a slow round trip) still
+				// sets it.
+				at, ok, err := r.scrollTo(ctx, y)
+				if err != nil {
+					return 0, err
+				}
+				p.setFinal(at, ok)
+				finalSet = true
+			case y != last:
+				if _, _, err := r.scrollTo(ctx, y); err != nil {
+					return 0, err
+				}
+				last = y
+			}
+		}
 		if t >= end {
-			return nil
+			break
 		}
-		if distance <= 0 {
-			continue
-		}
-		y := int(math.Round(media.ScrollPosition(t, span, distance, r.video.easing, r.video.back)))
-		if y == last {
-			continue
-		}
-		if err := r.scrollTo(ctx, y); err != nil {
-			return err
-		}
-		last = y
 	}
+	if p.final == nil {
+		return 0, nil
+	}
+	select {
+	case <-p.final:
+	case <-p.done:
+		return 0, p.result()
+	case <-ctx.Done():
+		return 0, ctx.Err() // the recording's deadline: record reports a timeout
+	}
+	return max(0, time.Since(start)-end), nil
 }
 
-// scrollTo scrolls the window; a document that went away under it (the page navigated itself)
-// is no error: the video shows what the new one does.
-func (r *render) scrollTo(ctx context.Context, y int) error {
-	rep, err := r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(fmt.Sprintf(scrollJS, y)))
+// scrollTo scrolls the window and returns where it is then. A document that went away under it
+// (the page navigated itself) is no error: the video shows what the new one does; ok is false.
+func (r *render) scrollTo(ctx context.Context, y int) (at float64, ok bool, err error) {
+	rep, err := r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(fmt.Sprintf(scrollJS, y)).SetReturnByValue(true))
 	switch {
 	case err != nil && contextGone(err):
-		return nil
+		return 0, false, nil
 	case err != nil:
-		return err
+		return 0, false, err
 	case rep.ExceptionDetails != nil:
-		return &errScript{msg: exceptionText(rep.ExceptionDetails)}
+		return 0, false, &errScript{msg: exceptionText(rep.ExceptionDetails)}
 	}
-	return nil
+	// A page that redefined scrollY gets no wait for its final frame.
+	ok = json.Unmarshal(rep.Result.Value, &at) == nil
+	return at, ok, nil
 }
 
 // pump acknowledges every screencast frame as it comes and hands it to the encoder, timed from
 // the first frame. Chrome keeps at most a couple of frames unacknowledged; while the encoder
 // is busy it skips frames rather than queue them, and the encoder holds the previous one.
+//
+// For a scrolling video it also watches for the frame that shows the final scroll position
+// (Page.screencastFrame's metadata carries the scroll offset the frame was painted at). Until
+// that frame has come, a frame later than the last output frame's time (lastAt) is handed in at
+// lastAt: it takes the last output frame's place instead of being dropped as past the end, so
+// the video keeps its length and ends on the final position however late it is painted.
 type pump struct {
 	r        *render
 	enc      *media.Encoder
@@ -307,6 +347,16 @@ type pump struct {
 	stopping atomic.Bool
 	stopOnce sync.Once
 	count    atomic.Int64
+
+	lastAt time.Duration // the time of the video's last output frame
+	final  chan struct{} // closed once a frame at the final position is in; nil: no scroll
+
+	mu       sync.Mutex // the fields below
+	frameY   float64    // scroll offset of the latest frame handed in
+	haveY    bool       // a frame has been handed in
+	finalY   float64    // the final scroll position, once finalSet
+	finalSet bool
+	reached  bool // final is closed
 }
 
 func (p *pump) run(ctx context.Context) {
@@ -348,9 +398,52 @@ func (p *pump) loop(ctx context.Context) error {
 			close(p.first)
 		}
 		at := time.Duration((ts - t0) * float64(time.Second))
+		if at > p.lastAt && p.awaiting() {
+			at = p.lastAt
+		}
 		if err := p.enc.Add(media.Frame{Data: ev.Data, Timestamp: max(at, 0)}); err != nil {
 			return err
 		}
+		p.handed(ev.Metadata.ScrollOffsetY)
+	}
+}
+
+// awaiting reports whether the frame at the final scroll position is yet to come.
+func (p *pump) awaiting() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.final != nil && !p.reached
+}
+
+// handed records the scroll offset of the frame just handed to the encoder.
+func (p *pump) handed(y float64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.frameY, p.haveY = y, true
+	p.check()
+}
+
+// setFinal says where the scroll ended (the window's scrollY after the last scroll); final
+// closes once a frame at y is in, the latest one included. ok false (the document went away):
+// there is nothing to wait for.
+func (p *pump) setFinal(y float64, ok bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.finalY, p.finalSet = y, true
+	if !ok && !p.reached {
+		p.reached = true
+		close(p.final)
+	}
+	p.check()
+}
+
+// check closes final when the latest frame shows the final position. Called with mu held.
+func (p *pump) check() {
+	// Positions are whole CSS pixels apart; scrollY and the metadata can differ by the
+	// snapping to device pixels at a fractional scale.
+	if p.finalSet && p.haveY && !p.reached && math.Abs(p.frameY-p.finalY) < 0.5 {
+		p.reached = true
+		close(p.final)
 	}
 }
 

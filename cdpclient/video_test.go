@@ -25,11 +25,15 @@ import (
 )
 
 // bandsPage is a 5000 px page in three bands: red at the top, green in the middle, blue at the
-// bottom. A 450 px viewport shows one colour at every scroll position but the band edges.
+// bottom. A 450 px viewport shows one colour at every scroll position but the band edges. A
+// 12 px white strip at each end shows at the viewport's edge only within a few pixels of the top
+// or the bottom.
 const bandsPage = `<!doctype html><html><head><style>html,body{margin:0}div{width:100%}</style></head><body>` +
-	`<div style="height:1200px;background:#f00"></div>` +
+	`<div style="height:12px;background:#fff"></div>` +
+	`<div style="height:1188px;background:#f00"></div>` +
 	`<div style="height:2600px;background:#0f0"></div>` +
-	`<div style="height:1200px;background:#00f"></div></body></html>`
+	`<div style="height:1188px;background:#00f"></div>` +
+	`<div style="height:12px;background:#fff"></div></body></html>`
 
 // shortPage is 900 px tall: with a 450 px viewport, one screen to scroll.
 const shortPage = `<!doctype html><html><head><style>html,body{margin:0}</style></head><body>` +
@@ -70,6 +74,8 @@ func colour(c [3]uint8) string {
 		return "green"
 	case b > 150 && r < 100 && g < 100:
 		return "blue"
+	case r > 200 && g > 200 && b > 200:
+		return "white"
 	}
 	return ""
 }
@@ -78,12 +84,31 @@ func colour(c [3]uint8) string {
 // the colour at their centre.
 func frameColours(t *testing.T, data []byte, format string, n int, idx ...int) []string {
 	t.Helper()
+	var names []string
+	for _, img := range videoFrames(t, data, format, n, idx...) {
+		names = append(names, nameAt(img, img.Bounds().Dx()/2, img.Bounds().Dy()/2))
+	}
+	return names
+}
+
+// nameAt names the colour of a pixel, or gives its value when it has no name.
+func nameAt(img image.Image, x, y int) string {
+	c := rgbAt(img, x, y)
+	if name := colour(c); name != "" {
+		return name
+	}
+	return fmt.Sprintf("rgb%v", c)
+}
+
+// videoFrames decodes frames i of a video (index -1: the last one, n: the frame count).
+func videoFrames(t *testing.T, data []byte, format string, n int, idx ...int) []image.Image {
+	t.Helper()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in."+format)
 	if err := os.WriteFile(in, data, 0o600); err != nil {
 		t.Fatal(err)
 	}
-	var names []string
+	var imgs []image.Image
 	for _, i := range idx {
 		if i < 0 {
 			i += n
@@ -101,15 +126,9 @@ func frameColours(t *testing.T, data []byte, format string, n int, idx ...int) [
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
-		img := decodePNG(t, png)
-		c := rgbAt(img, img.Bounds().Dx()/2, img.Bounds().Dy()/2)
-		name := colour(c)
-		if name == "" {
-			name = fmt.Sprintf("rgb%v", c)
-		}
-		names = append(names, name)
+		imgs = append(imgs, decodePNG(t, png))
 	}
-	return names
+	return imgs
 }
 
 // ffmpegChildren lists the ffmpeg processes this test binary started that are still there
@@ -167,22 +186,25 @@ func TestVideo(t *testing.T) {
 		duration      time.Duration
 		// colours at the first frame, the middle, the back-up split, the last frame ("" unchecked)
 		first, middle, split, last string
+		// the last frame shows bandsPage's white strip at its top or bottom edge: the exact
+		// final scroll position, not just its band ("" unchecked)
+		end string
 	}{
 		{name: "mp4 scrolls top to bottom", o: videoOpts(shotd.FormatMP4, bandsPage, 2*time.Second),
 			codec: "h264", format: "mp4", w: 800, h: 450, fps: 24, duration: 2 * time.Second,
-			first: "red", middle: "green", last: "blue"},
+			first: "red", middle: "green", last: "blue", end: "bottom"},
 		{name: "webm scrolls top to bottom", o: videoOpts(shotd.FormatWebM, bandsPage, 2*time.Second),
 			codec: "vp9", format: "webm", w: 800, h: 450, fps: 24, duration: 2 * time.Second,
-			first: "red", middle: "green", last: "blue"},
+			first: "red", middle: "green", last: "blue", end: "bottom"},
 		{name: "gif at most 640 wide", o: videoOpts(shotd.FormatGIF, bandsPage, 2*time.Second),
 			codec: "gif", format: "gif", w: 640, h: 360, fps: 15, duration: 2 * time.Second,
-			first: "red", middle: "green", last: "blue"},
+			first: "red", middle: "green", last: "blue", end: "bottom"},
 		{name: "scroll back", o: func() *shotd.Options {
 			o := videoOpts(shotd.FormatMP4, bandsPage, 2*time.Second)
 			o.VideoScrollBack = true
 			return o
 		}(), codec: "h264", format: "mp4", w: 800, h: 450, fps: 24, duration: 2 * time.Second,
-			first: "red", split: "blue", last: "red"},
+			first: "red", split: "blue", last: "red", end: "top"},
 		{name: "no scroll", o: func() *shotd.Options {
 			o := videoOpts(shotd.FormatWebM, bandsPage, 2*time.Second)
 			o.VideoScroll = false
@@ -195,7 +217,7 @@ func TestVideo(t *testing.T) {
 			o.ViewportWidth, o.ViewportHeight = 641, 361
 			return o
 		}(), codec: "h264", format: "mp4", w: 640, h: 360, fps: 10, duration: 2 * time.Second,
-			first: "red", middle: "green", last: "blue"},
+			first: "red", middle: "green", last: "blue", end: "bottom"},
 		{name: "length follows the page", o: videoOpts(shotd.FormatMP4, shortPage, 0),
 			// 2 s plus 1 s per screen scrolled.
 			codec: "h264", format: "mp4", w: 800, h: 450, fps: 24, duration: 3 * time.Second,
@@ -205,7 +227,7 @@ func TestVideo(t *testing.T) {
 			o.VideoMaxDuration = 2 * time.Second
 			return o
 		}(), codec: "gif", format: "gif", w: 640, h: 360, fps: 15, duration: 2 * time.Second,
-			first: "red", last: "blue"},
+			first: "red", last: "blue", end: "bottom"},
 		// timeout bounds the loading only; the interception started while loading keeps serving
 		// the page's requests through the recording (block_requests pauses every request).
 		{name: "longer than timeout, requests served while recording", o: func() *shotd.Options {
@@ -220,7 +242,7 @@ func TestVideo(t *testing.T) {
 			o.ViewportWidth, o.ViewportHeight, o.DeviceScaleFactor = 400, 300, 2
 			return o
 		}(), codec: "gif", format: "gif", w: 640, h: 480, fps: 15, duration: time.Second,
-			first: "red", last: "blue"},
+			first: "red", last: "blue", end: "bottom"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -272,15 +294,30 @@ func TestVideo(t *testing.T) {
 					idx = append(idx, c.i)
 				}
 			}
-			got := frameColours(t, out.Data, tt.format, n, idx...)
+			imgs := videoFrames(t, out.Data, tt.format, n, idx...)
+			var last image.Image
 			for _, c := range checks {
 				if c.want == "" {
 					continue
 				}
-				if got[0] != c.want {
-					t.Errorf("%s frame (%d of %d) is %s, want %s", c.name, c.i, n, got[0], c.want)
+				img := imgs[0]
+				imgs = imgs[1:]
+				if c.i == n-1 {
+					last = img
 				}
-				got = got[1:]
+				if got := nameAt(img, img.Bounds().Dx()/2, img.Bounds().Dy()/2); got != c.want {
+					t.Errorf("%s frame (%d of %d) is %s, want %s", c.name, c.i, n, got, c.want)
+				}
+			}
+			if tt.end != "" && last != nil {
+				// 3 px in from the edge: clear of the JPEG's and the scaling's blur.
+				y := 2
+				if tt.end == "bottom" {
+					y = last.Bounds().Dy() - 3
+				}
+				if got := nameAt(last, last.Bounds().Dx()/2, y); got != "white" {
+					t.Errorf("last frame's %s edge is %s, want white: the scroll did not end there", tt.end, got)
+				}
 			}
 		})
 	}
@@ -461,4 +498,59 @@ func BenchmarkVideo(b *testing.B) {
 		total += time.Since(start)
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N)/d.Seconds(), "ms/video-s")
+}
+
+// slowEndPage scrolls like bandsPage, but its scroll handler stalls the main thread for 800 ms
+// when the page reaches its final position (the bottom, or the top again after it scrolled away
+// when back is set), and only then turns a fixed overlay from red to blue. The frame
+// that shows the final position is painted well after the scroll that set it.
+const slowEndPage = `<!doctype html><html><head><style>html,body{margin:0}
+#m{position:fixed;inset:0;background:#f00}</style></head><body><div id=m></div>
+<div style="height:5000px"></div><script>
+const back = %t, m = document.getElementById("m");
+let away = false;
+addEventListener("scroll", () => {
+	if (scrollY > 1000) away = true;
+	const end = back ? away && scrollY == 0 : scrollY >= document.documentElement.scrollHeight - innerHeight;
+	if (!end) return;
+	const t = performance.now();
+	while (performance.now() - t < 800) {}
+	m.style.background = "#00f";
+});
+</script></body></html>`
+
+// TestVideoLateFinalFrame: the recording waits for the frame that shows the final scroll
+// position, however late it is painted, and the video keeps its length.
+func TestVideoLateFinalFrame(t *testing.T) {
+	tests := []struct {
+		name   string
+		format string
+		back   bool
+	}{
+		{name: "bottom", format: shotd.FormatMP4},
+		{name: "top again after scrolling back", format: shotd.FormatWebM, back: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			const d = 2 * time.Second
+			o := videoOpts(tt.format, fmt.Sprintf(slowEndPage, tt.back), d)
+			o.VideoScrollBack = tt.back
+			out := mustRender(t, shared, o)
+			info, err := media.Probe(t.Context(), out.Data)
+			if err != nil {
+				t.Fatalf("probe: %v", err)
+			}
+			n := int(math.Round(d.Seconds() * float64(o.VideoFPS)))
+			if info.Frames != n {
+				t.Errorf("%d frames, want %d", info.Frames, n)
+			}
+			if diff := (info.Duration - d).Abs(); diff > d/10 {
+				t.Errorf("duration %s, want %s within 10%%", info.Duration, d)
+			}
+			got := frameColours(t, out.Data, tt.format, n, 0, -1)
+			if got[0] != "red" || got[1] != "blue" {
+				t.Errorf("first and last frames are %s and %s, want red and blue", got[0], got[1])
+			}
+		})
+	}
 }
