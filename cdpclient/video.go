@@ -301,8 +301,15 @@ func (r *render) scroll(ctx context.Context, p *pump, spec media.VideoSpec, dist
 	if p.final == nil {
 		return 0, nil
 	}
+	// A page may keep the window from resting where the scroll left it (scroll snapping, a
+	// handler that scrolls): no frame then shows that position, and the video ends on the
+	// latest one after finalWait rather than failing.
+	wait := time.NewTimer(finalWait)
+	defer wait.Stop()
 	select {
 	case <-p.final:
+	case <-wait.C:
+		p.giveUp()
 	case <-p.done:
 		return 0, p.result()
 	case <-ctx.Done():
@@ -310,6 +317,11 @@ func (r *render) scroll(ctx context.Context, p *pump, spec media.VideoSpec, dist
 	}
 	return max(0, time.Since(start)-end), nil
 }
+
+// finalWait bounds the wait, past the video's end, for a frame that shows the final scroll
+// position. A late paint on a loaded host came within a second in the tests; a page that never
+// shows that position must not cost more.
+const finalWait = 2 * time.Second
 
 // scrollTo scrolls the window and returns where it is then. A document that went away under it
 // (the page navigated itself) is no error: the video shows what the new one does; ok is false.
@@ -435,6 +447,16 @@ func (p *pump) setFinal(y float64, ok bool) {
 		close(p.final)
 	}
 	p.check()
+}
+
+// giveUp stops waiting for the frame at the final position: later frames are past the end.
+func (p *pump) giveUp() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.reached {
+		p.reached = true
+		close(p.final)
+	}
 }
 
 // check closes final when the latest frame shows the final position. Called with mu held.

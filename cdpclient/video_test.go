@@ -554,3 +554,21 @@ func TestVideoLateFinalFrame(t *testing.T) {
 		})
 	}
 }
+
+// TestVideoPageHoldsTheScroll: a page that never rests where the scroll leaves it (its scroll
+// handler takes the window back to the top) still gets its video, of the asked length, rather
+// than a timeout while the recording waits for a frame at a position the page never shows.
+func TestVideoPageHoldsTheScroll(t *testing.T) {
+	const d = 2 * time.Second
+	page := `<body style="margin:0"><div style="height:4000px;background:linear-gradient(red,blue)"></div>
+<script>addEventListener('scroll', () => { if (scrollY > 0) scrollTo(0, 0); });</script></body>`
+	o := videoOpts(shotd.FormatMP4, page, d)
+	out := mustRender(t, shared, o)
+	info, err := media.Probe(t.Context(), out.Data)
+	if err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if n := int(math.Round(d.Seconds() * float64(o.VideoFPS))); info.Frames != n {
+		t.Errorf("%d frames, want %d", info.Frames, n)
+	}
+}
