@@ -14,7 +14,7 @@
 // Every tab is alone in a browser context of its own, so concurrent renders share no cookies,
 // storage, cache or service workers. With IsolationWipe (the default) a Process keeps a pool of
 // such tabs (tab.go): a render takes one, and after its answer has gone out the tab is wiped
-// (wipe.go): the page leaves itself for about:blank so that its unload handlers run first, then
+// (wipe.go): the tab navigates to about:blank so that the page's unload handlers run first, then
 // the context's cookies and cache, the storage of every origin the render's frames and workers
 // committed, the history, permissions and every override the render set are cleared. A tab that
 // crashed, timed out, failed inside Chrome or could not be wiped is replaced, never reused; after

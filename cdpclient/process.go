@@ -201,6 +201,11 @@ func launchFlags(userDataDir string) []string {
 			// same-process navigation reuses the frame: a third less Chrome CPU per render of
 			// a small page, and half the wipe (Chromium 156).
 			"RenderDocument",
+			// Local Network Access: a document reached without an initiator (the wipe's
+			// about:blank) is public to Chrome, and may not load from loopback or private
+			// addresses, where a fresh tab's first document may. The egress guard decides
+			// where a page may connect; behind its proxy Chrome never sees the address anyway.
+			"LocalNetworkAccessChecks",
 		}, ","),
 		// DevTools over fds 3 and 4 (pipe.go), not a TCP port that any local process or page
 		// could reach.

@@ -3,6 +3,10 @@ package cdpclient
 import (
 	"context"
 	"fmt"
+	"image"
+	"image/color"
+	"image/draw"
+	"image/png"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -365,6 +369,60 @@ addEventListener('pagehide', () => { const end = Date.now() + %d; while (Date.no
 	if got := renderContext(t, p, htmlOpts(`<p>next</p>`)); got == used {
 		t.Error("the next render ran in the tab that was not known clean")
 	}
+}
+
+// TestWipeLeavesAHoldingPage: a page that cancels every navigation it is told of (Navigation
+// API) and keeps one of its own pending is still left: the wipe's navigation comes from the
+// browser, which the page cannot cancel, so the tab is wiped and serves again rather than being
+// replaced after the leave's timeout.
+func TestWipeLeavesAHoldingPage(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<p>holding</p><script>
+navigation.addEventListener('navigate', e => { if (e.cancelable) e.preventDefault(); });
+addEventListener('load', () => setTimeout(() => { location.href = '/elsewhere'; }, 0));
+</script>`))
+	mux.HandleFunc("/elsewhere", htmlPage(`<p>elsewhere</p>`))
+	srv, _ := server(t, mux)
+	p := launchIsolated(t, 1, IsolationWipe)
+	used := renderContext(t, p, opts(srv.URL+"/"))
+	nextTab(t, p, used)
+	if got := renderContext(t, p, htmlOpts(`<p>next</p>`)); got != used {
+		t.Errorf("the next render ran in context %s, not in the wiped tab's %s", got, used)
+	}
+}
+
+// TestWipeForgetsThePagesPolicy: an html source written into a wiped tab runs under no policy of
+// the page before it. The blank document of a page's own navigation to about:blank inherits
+// that page's Content-Security-Policy, which then refused the html source's images.
+func TestWipeForgetsThePagesPolicy(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/strict", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Security-Policy", "img-src 'none'")
+		htmlPage(`<p>strict</p>`)(w, r)
+	})
+	mux.HandleFunc("/green.png", func(w http.ResponseWriter, r *http.Request) {
+		img := image.NewRGBA(image.Rect(0, 0, 4, 4))
+		draw.Draw(img, img.Bounds(), image.NewUniform(color.RGBA{0, 255, 0, 255}), image.Point{}, draw.Src)
+		w.Header().Set("Content-Type", "image/png")
+		png.Encode(w, img)
+	})
+	srv, _ := server(t, mux)
+	p := launchIsolated(t, 1, IsolationWipe)
+	used := renderContext(t, p, opts(srv.URL+"/strict"))
+	nextTab(t, p, used)
+	html := htmlOpts(`<body style="margin:0"><img src="` + srv.URL + `/green.png" style="display:block;width:400px;height:300px"></body>`)
+	var id browser.ContextID
+	testHookAfterStep = func(step string, tb *tab) {
+		if step == "emulate" {
+			id = tb.browserContext
+		}
+	}
+	defer func() { testHookAfterStep = nil }()
+	got := decodePNG(t, mustRender(t, p, html).Data)
+	if id != used {
+		t.Fatalf("the html source ran in context %s, not in the wiped tab's %s", id, used)
+	}
+	wantPixels(t, got, map[image.Point][3]uint8{{200, 150}: green})
 }
 
 // TestWipeAtIdlePriority: after a render, its Chrome's whole process group cleans the tab at
