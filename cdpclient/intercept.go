@@ -74,7 +74,11 @@ func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
 		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest})
 	}
 	if guard {
-		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageResponse})
+		// Only a plain-http answer can be the egress proxy's own (proxyAnswer): an https
+		// document's answer comes through a tunnel, and pausing it would cost every such
+		// render a round trip through Chrome's UI thread for nothing.
+		plain := "http://*"
+		patterns = append(patterns, fetch.RequestPattern{URLPattern: &plain, ResourceType: &doc, RequestStage: fetch.RequestStageResponse})
 	}
 	return patterns
 }

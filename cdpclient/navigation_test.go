@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"net/url"
 	"strings"
@@ -23,6 +24,12 @@ import (
 // not reach.
 func launchGuarded(t *testing.T, allow ...string) *Process {
 	t.Helper()
+	return launchGuardedFlags(t, nil, allow...)
+}
+
+// launchGuardedFlags is launchGuarded with extra Chrome flags.
+func launchGuardedFlags(t *testing.T, flags []string, allow ...string) *Process {
+	t.Helper()
 	if len(allow) == 0 {
 		allow = []string{"127.0.0.1/32"}
 	}
@@ -37,7 +44,7 @@ func launchGuarded(t *testing.T, allow ...string) *Process {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := Launch(ctx, Config{Path: testenv.Browser(), Isolation: testenv.Isolation(), Prewarm: 1, Dir: t.TempDir(), Guard: guard, ExtraFlags: ProxyFlags(proxy.Addr()),
+	p, err := Launch(ctx, Config{Path: testenv.Browser(), Isolation: testenv.Isolation(), Prewarm: 1, Dir: t.TempDir(), Guard: guard, ExtraFlags: append(ProxyFlags(proxy.Addr()), flags...),
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
 	if err != nil {
 		proxy.Close(context.Background())
@@ -224,6 +231,22 @@ func TestSiteSendsProxyHeaders(t *testing.T) {
 	})
 	srv, _ := server(t, mux)
 	out := mustRender(t, launchGuarded(t), opts(srv.URL+"/"))
+	if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != [3]uint8{0, 0, 255} {
+		t.Errorf("pixel %v, want the site's blue page", got)
+	}
+}
+
+// TestHTTPSThroughTheGuard: an https page reaches Chrome through the proxy's tunnel and is
+// captured, its own copies of the proxy's headers included (only a plain-http answer can be the
+// proxy's). The test's Chrome takes the test server's certificate.
+func TestHTTPSThroughTheGuard(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set(egress.RefusedHeader, "host_not_allowed")
+		htmlPage(`<body style="margin:0;background:rgb(0,0,255)">tls</body>`)(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	p := launchGuardedFlags(t, []string{"--ignore-certificate-errors"})
+	out := mustRender(t, p, opts(srv.URL+"/"))
 	if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != [3]uint8{0, 0, 255} {
 		t.Errorf("pixel %v, want the site's blue page", got)
 	}
