@@ -28,7 +28,7 @@ func main() {
 	n := flag.Int("n", 30, "renders per row and side")
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for every side, space separated (for experiments)")
-	rowsFlag := flag.String("rows", "small:1,2,4 heavy:1 pdf:1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll)")
+	rowsFlag := flag.String("rows", "small:1,2,4 heavy:1 pdf:1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll); 1+P is one client pausing P between requests")
 	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
 	chromium := flag.String("chromium", "/usr/lib/chromium/chromium", "full Chromium for the second raw loop (\"\": none)")
 	gaps := flag.String("gap", "", "pauses between the requests of one client, as extra rows of the small page, comma separated (e.g. 300ms,1s)")
@@ -54,11 +54,18 @@ func main() {
 			usage("-rows: %q is not scenario:clients (scenarios: small, heavy, pdf, full)", spec)
 		}
 		for _, f := range strings.Split(list, ",") {
-			c, err := strconv.Atoi(f)
+			count, pause, paused := strings.Cut(f, "+")
+			c, err := strconv.Atoi(count)
 			if err != nil || c < 1 {
-				usage("-rows: %q is not a client count", f)
+				usage("-rows: %q is not a client count, or 1+pause", f)
 			}
-			rows = append(rows, row{scenario: sc, label: f, conc: c})
+			var g time.Duration
+			if paused {
+				if g, err = time.ParseDuration(pause); err != nil || g <= 0 || c != 1 {
+					usage("-rows: %q is not 1+pause", f)
+				}
+			}
+			rows = append(rows, row{scenario: sc, label: f, conc: c, gap: g})
 		}
 	}
 	for _, f := range strings.FieldsFunc(*gaps, func(r rune) bool { return r == ',' }) {
