@@ -122,8 +122,7 @@ func (r *render) hover(ctx context.Context, sel string) error {
 	if !pt.Found || math.IsNaN(pt.X) || math.IsNaN(pt.Y) {
 		return shotd.Errorf(shotd.CodeSelectorNotFound, "hover %q matched nothing that can be hovered", clipText(sel))
 	}
-	// The pointer stays where it was left, over the next render's page too: a fresh tab instead.
-	r.t.over.tainted = true
+	r.t.over.pointer = true // the wipe moves it away
 	if err := r.t.c.Input.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseMoved", pt.X, pt.Y)); err != nil {
 		return err
 	}

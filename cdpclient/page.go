@@ -462,6 +462,7 @@ func (r *render) click(ctx context.Context) (navigated bool, err error) {
 	}
 	defer w.close()
 	in := r.t.c.Input
+	r.t.over.pointer = true // the wipe moves it away
 	if err := in.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseMoved", pt.X, pt.Y)); err != nil {
 		return false, err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/emulation"
 	"github.com/mafredri/cdp/protocol/fetch"
+	"github.com/mafredri/cdp/protocol/input"
 	"github.com/mafredri/cdp/protocol/network"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
@@ -49,6 +50,7 @@ type overrides struct {
 	touch, userAgent, media, timeZone, background, bypassCSP bool
 
 	network     bool                    // Network.enable (networkidle, click)
+	pointer     bool                    // the mouse was moved over the page (click, hover)
 	autoAttach  bool                    // Target.setAutoAttach for dedicated workers
 	permissions bool                    // Browser.grantPermissions or setPermission by a render
 	geolocation bool                    // Emulation.setGeolocationOverride
@@ -312,6 +314,12 @@ func (t *tab) undoOverrides(ctx context.Context) error {
 	do(o.bypassCSP, func() error { return c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(false)) })
 	do(o.geolocation, func() error { return c.Emulation.ClearGeolocationOverride(ctx) })
 	do(o.network, func() error { return c.Network.Disable(ctx) })
+	// The pointer stays where a click or hover left it, over the next render's page too, whose
+	// element there would show its :hover style; a fresh tab's pointer is nowhere. Moved out of
+	// the view, it is over nothing.
+	do(o.pointer, func() error {
+		return c.Input.DispatchMouseEvent(ctx, input.NewDispatchMouseEventArgs("mouseMoved", -1, -1))
+	})
 	do(o.autoAttach, func() error {
 		return c.Target.SetAutoAttach(ctx, target.NewSetAutoAttachArgs(false, false))
 	})

@@ -184,11 +184,17 @@ func renderContext(t *testing.T, p *Process, o *shotd.Options) browser.ContextID
 	return used
 }
 
+// poolFull waits until p's pool is full.
+func poolFull(t *testing.T, p *Process) {
+	t.Helper()
+	waitCond(t, "the pool to fill", 15*time.Second, func() bool { return len(p.ready) == cap(p.ready) })
+}
+
 // nextTab waits until p's pool is full (every used tab wiped and back), then orders it so that
 // the next render gets the tab of browser context id. It fails when that tab was not reused.
 func nextTab(t *testing.T, p *Process, id browser.ContextID) {
 	t.Helper()
-	waitCond(t, "the pool to fill", 15*time.Second, func() bool { return len(p.ready) == cap(p.ready) })
+	poolFull(t, p)
 	var rest []*tab
 	var found *tab
 	for len(p.ready) > 0 {
@@ -384,6 +390,7 @@ addEventListener('load', () => setTimeout(() => { location.href = '/elsewhere'; 
 	mux.HandleFunc("/elsewhere", htmlPage(`<p>elsewhere</p>`))
 	srv, _ := server(t, mux)
 	p := launchIsolated(t, 1, IsolationWipe)
+	poolFull(t, p)
 	used := renderContext(t, p, opts(srv.URL+"/"))
 	nextTab(t, p, used)
 	if got := renderContext(t, p, htmlOpts(`<p>next</p>`)); got != used {
@@ -408,6 +415,7 @@ func TestWipeForgetsThePagesPolicy(t *testing.T) {
 	})
 	srv, _ := server(t, mux)
 	p := launchIsolated(t, 1, IsolationWipe)
+	poolFull(t, p) // a tab made inline for want of a ready one may find no place to go back to
 	used := renderContext(t, p, opts(srv.URL+"/strict"))
 	nextTab(t, p, used)
 	html := htmlOpts(`<body style="margin:0"><img src="` + srv.URL + `/green.png" style="display:block;width:400px;height:300px"></body>`)
@@ -423,6 +431,42 @@ func TestWipeForgetsThePagesPolicy(t *testing.T) {
 		t.Fatalf("the html source ran in context %s, not in the wiped tab's %s", id, used)
 	}
 	wantPixels(t, got, map[image.Point][3]uint8{{200, 150}: green})
+}
+
+// TestWipeMovesThePointerAway: after a render that clicked or hovered, the tab is wiped and
+// reused, and the next render's page under the same point shows no :hover style, as in a fresh
+// tab, whose pointer is nowhere.
+func TestWipeMovesThePointerAway(t *testing.T) {
+	page := `<style>body{margin:0} #b{width:100vw;height:100vh;background:rgb(255,0,0)} #b:hover{background:rgb(0,255,0)}</style><div id=b></div>`
+	tests := []struct {
+		name string
+		set  func(o *shotd.Options)
+	}{
+		{name: "click", set: func(o *shotd.Options) { o.Click = "#b" }},
+		{name: "hover", set: func(o *shotd.Options) { o.S1.Hover = "#b" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := launchIsolated(t, 1, IsolationWipe)
+			poolFull(t, p)
+			o := htmlOpts(page)
+			tt.set(o)
+			used := renderContext(t, p, o)
+			nextTab(t, p, used)
+			var id browser.ContextID
+			testHookAfterStep = func(step string, tb *tab) {
+				if step == "emulate" {
+					id = tb.browserContext
+				}
+			}
+			defer func() { testHookAfterStep = nil }()
+			got := decodePNG(t, mustRender(t, p, htmlOpts(page)).Data)
+			if id != used {
+				t.Fatalf("the next render ran in context %s, not in the wiped tab's %s", id, used)
+			}
+			wantPixels(t, got, map[image.Point][3]uint8{{200, 150}: {255, 0, 0}})
+		})
+	}
 }
 
 // TestWipeAtIdlePriority: after a render, its Chrome's whole process group cleans the tab at
