@@ -3,6 +3,7 @@ package httpd
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -184,6 +185,11 @@ func optionSchema(s *shotd.OptionSpec) obj {
 	enum := s.Enum
 	if s.Name == "viewport_device" {
 		enum = shotd.DeviceNames
+	}
+	if len(s.Aliases) > 0 {
+		// Other spellings are accepted too (format=jpg), and a client generated from the
+		// document must be able to send them.
+		enum = append(slices.Clone(enum), slices.Sorted(maps.Keys(s.Aliases))...)
 	}
 	switch s.Kind {
 	case shotd.KindString:

@@ -68,8 +68,10 @@ func TestOpenAPIDocument(t *testing.T) {
 		Components struct {
 			Parameters map[string]any `json:"parameters"`
 			Schemas    struct {
-				Options   struct{ Properties map[string]any } `json:"Options"`
-				ErrorCode struct{ Enum []string }             `json:"ErrorCode"`
+				Options struct {
+					Properties map[string]struct{ Enum []string }
+				} `json:"Options"`
+				ErrorCode struct{ Enum []string } `json:"ErrorCode"`
 			} `json:"schemas"`
 		} `json:"components"`
 	}
@@ -77,8 +79,14 @@ func TestOpenAPIDocument(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range shotd.OptionTable {
-		if doc.Components.Parameters[s.Name] == nil || doc.Components.Schemas.Options.Properties[s.Name] == nil {
+		prop, ok := doc.Components.Schemas.Options.Properties[s.Name]
+		if doc.Components.Parameters[s.Name] == nil || !ok {
 			t.Errorf("option %s is missing from the parameters or the Options schema", s.Name)
+		}
+		for alias := range s.Aliases {
+			if !slices.Contains(prop.Enum, alias) {
+				t.Errorf("option %s: the accepted spelling %q is missing from its enum %v", s.Name, alias, prop.Enum)
+			}
 		}
 	}
 	if len(doc.Components.Schemas.Options.Properties) != len(shotd.OptionTable) {
