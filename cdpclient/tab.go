@@ -33,6 +33,7 @@ type tab struct {
 	lifecycle      page.LifecycleEventClient
 	metrics        metrics     // the device metrics override in force
 	crashed        atomic.Bool // the renderer of the target crashed
+	leaving        atomic.Bool // the wipe is navigating the tab away (leave)
 	// guardFetch: Fetch is on with the patterns of the guard alone (enableGuardFetch).
 	guardFetch bool
 	// slot: t came from the pre-warmed pool and holds its place there until the render releases
@@ -257,9 +258,11 @@ func (p *Process) watchTab(t *tab, dialogs page.JavascriptDialogOpeningClient, c
 			if err != nil {
 				return
 			}
-			// Dismiss: alert and confirm return, prompt gets null, beforeunload stays.
+			// Dismiss: alert and confirm return, prompt gets null, beforeunload stays. Only the
+			// wipe's leave is let go: a page kept then would be replaced after leaveTimeout.
+			accept := ev.Type == page.DialogTypeBeforeunload && t.leaving.Load()
 			ctx, cancel := context.WithTimeout(context.Background(), disposeTimeout)
-			err = t.c.Page.HandleJavaScriptDialog(ctx, page.NewHandleJavaScriptDialogArgs(false))
+			err = t.c.Page.HandleJavaScriptDialog(ctx, page.NewHandleJavaScriptDialogArgs(accept))
 			cancel()
 			if err != nil {
 				p.log.Debug().Err(err).Str("dialog", string(ev.Type)).Msg("dismiss dialog")

@@ -209,6 +209,8 @@ func (t *tab) leave(ctx context.Context) error {
 		return err
 	}
 	defer navigated.Close()
+	t.leaving.Store(true)
+	defer t.leaving.Store(false)
 	nav, err := t.c.Page.Navigate(ctx, page.NewNavigateArgs(blankURL))
 	if err != nil {
 		return fmt.Errorf("leave: %w", err)

@@ -469,6 +469,23 @@ func TestWipeMovesThePointerAway(t *testing.T) {
 	}
 }
 
+// TestWipeLeavesAPromptingPage: a page that asks to stay (a beforeunload prompt, which Chrome
+// shows once the page has had a user gesture, here the render's click) is left all the same, and
+// its tab wiped and reused, rather than kept until the leave times out and replaced.
+func TestWipeLeavesAPromptingPage(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<button id=b style="width:100vw;height:100vh">b</button><script>
+addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = 'stay'; });
+</script>`))
+	srv, _ := server(t, mux)
+	p := launchIsolated(t, 1, IsolationWipe)
+	poolFull(t, p)
+	o := opts(srv.URL + "/")
+	o.Click = "#b"
+	used := renderContext(t, p, o)
+	nextTab(t, p, used)
+}
+
 // TestWipeAtIdlePriority: after a render, its Chrome's whole process group cleans the tab at
 // the lowest CPU priority, and a render that starts on it gives it its priority back first.
 func TestWipeAtIdlePriority(t *testing.T) {
