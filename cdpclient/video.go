@@ -255,9 +255,9 @@ func scrollHold(d time.Duration, fps int) time.Duration {
 
 // scroll drives the scroll at the output frame rate until the video's length (plus recordTail)
 // has passed, and then, for a video that scrolls, until a frame that shows the final position
-// has come, for as long as ctx allows (on a loaded host the last scroll's round trip and paint
-// can come after the end; the pump gives that frame the last place in the video). late is how
-// long after the end that frame came.
+// has come, for at most finalWait (on a loaded host the last scroll's round trip and paint can
+// come after the end; the pump gives that frame the last place in the video). late is how long
+// after the end the video ended.
 func (r *render) scroll(ctx context.Context, p *pump, spec media.VideoSpec, distance float64) (late time.Duration, err error) {
 	start := time.Now()
 	end := spec.Duration + recordTail
