@@ -24,7 +24,7 @@ import (
 // as it comes and hands it to a media.Encoder timed from the first frame (Chrome sends frames
 // only when the page changes; the encoder makes the rate constant), and meanwhile scrolls the
 // page at the output frame rate with media.ScrollPosition. A scrolling video ends on a frame that
-// shows where the scroll ends, however late that frame is painted (see scroll).
+// shows where the scroll ends, even one painted up to finalWait after the end (see scroll).
 //
 // Timeouts: as for an image, the timeout option bounds the loading of the page and delay comes
 // after it (deadline.go); the recording then has its own deadline, its length plus an encoding
@@ -248,7 +248,7 @@ func (r *render) film(ctx context.Context, spec media.VideoSpec, distance float6
 // scrollHold is how long before the end of the video the scroll arrives: a tenth of the video,
 // at least three output frames, at most a second. A scroll shows in the frames only after the
 // command's round trip and the next paint; the hold lets the end (the bottom, or the top again)
-// show for a while. The last frame shows it in any case, however late it comes (see scroll).
+// show for a while. The last frame shows it even when it is painted late (see scroll).
 func scrollHold(d time.Duration, fps int) time.Duration {
 	return min(max(d/10, 3*time.Second/time.Duration(fps)), time.Second, d/2)
 }
@@ -348,7 +348,7 @@ func (r *render) scrollTo(ctx context.Context, y int) (at float64, ok bool, err 
 // (Page.screencastFrame's metadata carries the scroll offset the frame was painted at). Until
 // that frame has come, a frame later than the last output frame's time (lastAt) is handed in at
 // lastAt: it takes the last output frame's place instead of being dropped as past the end, so
-// the video keeps its length and ends on the final position however late it is painted.
+// the video keeps its length and ends on the final position even when that is painted late.
 type pump struct {
 	r        *render
 	enc      *media.Encoder
