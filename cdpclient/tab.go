@@ -2,6 +2,7 @@ package cdpclient
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"time"
 
@@ -176,8 +177,13 @@ func (p *Process) newTabIn(ctx context.Context, args *target.CreateBrowserContex
 		return t, err
 	}
 	t.frameID = ft.FrameTree.Frame.ID
-	if err = t.awaitLoad(ctx, ft.FrameTree.Frame.LoaderID); err != nil {
-		return t, err
+	// Bounded on its own: the pre-warmer's ctx has no deadline, and a load that never comes
+	// (a document replaced before it) must cost a new tab, not a worker.
+	lctx, cancel := context.WithTimeout(ctx, disposeTimeout)
+	err = t.awaitLoad(lctx, ft.FrameTree.Frame.LoaderID)
+	cancel()
+	if err != nil {
+		return t, fmt.Errorf("the new tab's blank document did not load: %w", err)
 	}
 	if err = t.setMetrics(ctx, defaultMetrics); err != nil {
 		return t, err
