@@ -25,10 +25,10 @@ type PoolConfig struct {
 	ProbeFailures int
 	Launch        Launcher
 	Log           zerolog.Logger
-	// BrowserDown, when set, hears once why each Chrome was replaced: "process exited",
+	// ChromeReplaced, when set, hears once why each Chrome was replaced: "process exited",
 	// "unresponsive", ... when it stopped taking renders, "recycled" when its replacement took
 	// over from it. For /metrics.
-	BrowserDown func(reason string)
+	ChromeReplaced func(reason string)
 }
 
 // Renderer is the render pool seen from outside the actor system: it asks the supervisor and

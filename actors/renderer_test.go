@@ -778,7 +778,7 @@ func TestRecycleMakesBeforeBreak(t *testing.T) {
 	var downs []string
 	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, RecycleAfter: 3,
 		SlotWait: 300 * time.Millisecond, Launch: l.launch, Log: zerolog.Nop(),
-		BrowserDown: func(reason string) { mu.Lock(); downs = append(downs, reason); mu.Unlock() }})
+		ChromeReplaced: func(reason string) { mu.Lock(); downs = append(downs, reason); mu.Unlock() }})
 	waitReady(t, r)
 	srv := fixture(t)
 	launched := func() []int {
@@ -1008,7 +1008,7 @@ func TestRecycleFaults(t *testing.T) {
 			var downs []string
 			r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 2, RecycleAfter: 1,
 				SlotWait: time.Second, Launch: launch, Log: zerolog.Nop(),
-				BrowserDown: func(reason string) { mu.Lock(); downs = append(downs, reason); mu.Unlock() }})
+				ChromeReplaced: func(reason string) { mu.Lock(); downs = append(downs, reason); mu.Unlock() }})
 			defer closePool()
 			waitUp(t, r, 1)
 			if _, err := render(r, opts(t, "url", "http://127.0.0.1:1/")); err != nil {

@@ -75,8 +75,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			b.up, b.chrome, b.gen, b.readyTabs, b.background = true, m.PID, m.Gen, m.ReadyTabs, m.Background
 			b.renders, b.timeouts, b.othersAtLastOK = 0, 0, s.successesBesides(b)
 		}
-		if m.Replaced != "" && s.cfg.BrowserDown != nil {
-			s.cfg.BrowserDown(m.Replaced)
+		if m.Replaced != "" && s.cfg.ChromeReplaced != nil {
+			s.cfg.ChromeReplaced(m.Replaced)
 		}
 		s.publishReady()
 		s.drainWaiters(ctx)
@@ -84,8 +84,8 @@ func (s *supervisor) Receive(ctx actor.Context) {
 		if b := s.browser(m.ID); b != nil {
 			b.up = false
 		}
-		if s.cfg.BrowserDown != nil {
-			s.cfg.BrowserDown(m.Reason)
+		if s.cfg.ChromeReplaced != nil {
+			s.cfg.ChromeReplaced(m.Reason)
 		}
 		s.publishReady()
 	case *RenderFinished:

@@ -99,9 +99,9 @@ func (m *Metrics) WebhookAttempted(outcome string) {
 	}
 }
 
-// BrowserDown records the replacement of a Chrome, with why: "recycled" for the planned one
+// ChromeReplaced records the replacement of a Chrome, with why: "recycled" for the planned one
 // (recycle_after), the cause of a fault otherwise.
-func (m *Metrics) BrowserDown(reason string) {
+func (m *Metrics) ChromeReplaced(reason string) {
 	if m != nil {
 		m.chromeDown.WithLabelValues(reason).Inc()
 	}

@@ -195,12 +195,12 @@ func TestMetricsAfterRenders(t *testing.T) {
 	}
 }
 
-// TestMetricsBrowserDown: each replacement of a Chrome counts once, under its reason.
-func TestMetricsBrowserDown(t *testing.T) {
+// TestMetricsChromeReplaced: each replacement of a Chrome counts once, under its reason.
+func TestMetricsChromeReplaced(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	m := httpd.NewMetrics(reg, nil)
 	for _, r := range []string{"recycled", "process exited", "process exited"} {
-		m.BrowserDown(r)
+		m.ChromeReplaced(r)
 	}
 	families, err := reg.Gather()
 	if err != nil {

@@ -174,7 +174,7 @@ func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, 
 	ccfg := s.chrome
 	s.renderer, err = actors.StartRenderer(s.sys, actors.PoolConfig{
 		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
-		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), BrowserDown: s.metrics.BrowserDown,
+		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), ChromeReplaced: s.metrics.ChromeReplaced,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
 			p, err := cdpclient.Launch(ctx, ccfg)
 			if err != nil {
