@@ -59,19 +59,11 @@ func rawLoad(ctx context.Context, t *cdpclient.Target, url string) error {
 	if nav.ErrorText != nil && *nav.ErrorText != "" {
 		return fmt.Errorf("raw loop: navigation failed: %s", *nav.ErrorText)
 	}
-	for nav.LoaderID != nil {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.Lifecycle.Ready():
-		}
-		ev, err := t.Lifecycle.Recv()
-		if err != nil {
-			return fmt.Errorf("raw loop: lifecycle: %w", err)
-		}
-		if ev.FrameID == t.FrameID && ev.LoaderID == *nav.LoaderID && ev.Name == "load" {
-			return nil
-		}
+	if nav.LoaderID == nil {
+		return nil // a same-document navigation: no load of its own
+	}
+	if err := t.AwaitLoad(ctx, *nav.LoaderID); err != nil {
+		return fmt.Errorf("raw loop: lifecycle: %w", err)
 	}
 	return nil
 }

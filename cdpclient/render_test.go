@@ -637,12 +637,8 @@ func TestOpenTarget(t *testing.T) {
 	if err != nil || nav.LoaderID == nil {
 		t.Fatalf("navigate: %+v, %v", nav, err)
 	}
-	for loaded := false; !loaded; {
-		ev, err := tg.Lifecycle.Recv()
-		if err != nil {
-			t.Fatal(err)
-		}
-		loaded = ev.FrameID == tg.FrameID && ev.LoaderID == *nav.LoaderID && ev.Name == "load"
+	if err := tg.AwaitLoad(ctx, *nav.LoaderID); err != nil {
+		t.Fatalf("await the load: %v", err)
 	}
 	bc := tg.t.browserContext
 	tg.Close()

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/mafredri/cdp"
-	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/network"
 )
 
 // Target is a page target alone in a browser context of its own, as every render's tab starts:
@@ -15,10 +15,6 @@ import (
 type Target struct {
 	// Client is the target's own DevTools connection.
 	Client *cdp.Client
-	// FrameID is the main frame's.
-	FrameID page.FrameID
-	// Lifecycle delivers the target's lifecycle events from its creation on.
-	Lifecycle page.LifecycleEventClient
 
 	p *Process
 	t *tab
@@ -30,9 +26,15 @@ func (p *Process) OpenTarget(ctx context.Context) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Target{Client: t.c, FrameID: t.frameID, Lifecycle: t.lifecycle, p: p, t: t}, nil
+	return &Target{Client: t.c, p: p, t: t}, nil
 }
 
 // Close closes the target's connection and disposes its browser context, on a deadline of its
 // own.
 func (t *Target) Close() { t.p.disposeTab(t.t) }
+
+// AwaitLoad waits for the load event of the main frame's document of loader, as a tab does for
+// its blank document.
+func (t *Target) AwaitLoad(ctx context.Context, loader network.LoaderID) error {
+	return t.t.awaitLoad(ctx, loader)
+}
