@@ -442,9 +442,8 @@ func (p *pump) setFinal(y float64, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.finalY, p.finalSet = y, true
-	if !ok && !p.reached {
-		p.reached = true
-		close(p.final)
+	if !ok {
+		p.reach()
 	}
 	p.check()
 }
@@ -453,17 +452,21 @@ func (p *pump) setFinal(y float64, ok bool) {
 func (p *pump) giveUp() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if !p.reached {
-		p.reached = true
-		close(p.final)
-	}
+	p.reach()
 }
 
 // check closes final when the latest frame shows the final position. Called with mu held.
 func (p *pump) check() {
 	// Positions are whole CSS pixels apart; scrollY and the metadata can differ by the
 	// snapping to device pixels at a fractional scale.
-	if p.finalSet && p.haveY && !p.reached && math.Abs(p.frameY-p.finalY) < 0.5 {
+	if p.finalSet && p.haveY && math.Abs(p.frameY-p.finalY) < 0.5 {
+		p.reach()
+	}
+}
+
+// reach ends the wait for the final frame, once. Called with mu held.
+func (p *pump) reach() {
+	if !p.reached {
 		p.reached = true
 		close(p.final)
 	}
