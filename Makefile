@@ -42,7 +42,7 @@ lint:
 	$(GO) mod tidy -diff
 
 # Service vs a raw CDP loop on the same Chrome; prints p50, p95, throughput and the ratio.
-# BENCH_FLAGS passes flags to it (-n, -pages, -gap, -browser, -chrome-flags).
+# BENCH_FLAGS passes flags to it (-rows, e.g. "small:1,2 pdf:1+200ms"; -n, -browser, -chrome-flags).
 bench: deps
 	$(GO) run ./bench $(BENCH_FLAGS)
 

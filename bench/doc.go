@@ -7,6 +7,6 @@
 // small page as PDF, and the heavy page as a full-page PNG (the service scrolls it for lazy
 // content first). It prints p50, p95, renders per second and Chrome CPU per render of each side,
 // and the service's p50 and throughput against each raw loop. `make bench` runs it; -rows, -n,
-// -gap, -pool, -isolation, -browser and -chromium pick what it measures, -cpuprofile writes a Go
+// -pool, -isolation, -browser and -chromium pick what it measures, -cpuprofile writes a Go
 // CPU profile of the run.
 package main

@@ -31,7 +31,6 @@ func main() {
 	rowsFlag := flag.String("rows", "small:1,2,4 heavy:1 pdf:1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll); 1+P is one client pausing P between requests")
 	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
 	chromium := flag.String("chromium", "/usr/lib/chromium/chromium", "full Chromium for the second raw loop (\"\": none)")
-	gaps := flag.String("gap", "", "pauses between the requests of one client, as extra rows of the small page, comma separated (e.g. 300ms,1s)")
 	pool := flag.Int("pool", config.Default().Browser.PoolSize, "browser processes of the service (browser.pool_size)")
 	isolation := flag.String("isolation", config.Default().Browser.Isolation, "browser.isolation of the service: wipe or context")
 	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile (service, raw loop, proxy, clients) to this file")
@@ -67,13 +66,6 @@ func main() {
 			}
 			rows = append(rows, row{scenario: sc, label: f, conc: c, gap: g})
 		}
-	}
-	for _, f := range strings.FieldsFunc(*gaps, func(r rune) bool { return r == ',' }) {
-		g, err := time.ParseDuration(f)
-		if err != nil || g <= 0 {
-			usage("-gap: %q is not a pause", f)
-		}
-		rows = append(rows, row{scenario: scenarios["small"], label: "1+" + f, conc: 1, gap: g})
 	}
 	if *pool < 1 {
 		usage("-pool: %d browsers", *pool)
