@@ -204,11 +204,6 @@ func (p *Process) wipe(t *tab) error {
 func (t *tab) leave(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
 	defer cancel()
-	navigated, err := t.c.Page.FrameNavigated(ctx)
-	if err != nil {
-		return err
-	}
-	defer navigated.Close()
 	t.leaving.Store(true)
 	defer t.leaving.Store(false)
 	nav, err := t.c.Page.Navigate(ctx, page.NewNavigateArgs(blankURL))
@@ -218,19 +213,12 @@ func (t *tab) leave(ctx context.Context) error {
 	if nav.ErrorText != nil && *nav.ErrorText != "" {
 		return fmt.Errorf("leave: %w: %s", errNotClean, *nav.ErrorText)
 	}
-	var loader network.LoaderID
-	for {
-		ev, err := navigated.Recv()
-		if err != nil {
-			return fmt.Errorf("leave: %w", err) // a page that holds on (a beforeunload prompt, a busy loop)
-		}
-		if ev.Frame.ParentID == nil && ev.Frame.URL == blankURL {
-			loader = ev.Frame.LoaderID
-			break
-		}
+	if nav.LoaderID == nil {
+		return fmt.Errorf("leave: %w: the navigation to %s made no document", errNotClean, blankURL)
 	}
-	if err := t.awaitLoad(ctx, loader); err != nil {
-		return fmt.Errorf("leave: %w", err)
+	// Its load comes after the commit, and after the page's handlers have run.
+	if err := t.awaitLoad(ctx, *nav.LoaderID); err != nil {
+		return fmt.Errorf("leave: %w", err) // a page that holds on (a busy loop)
 	}
 	res, err := t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(`window.name='';location.origin`).SetReturnByValue(true))
 	if err != nil {
