@@ -121,6 +121,30 @@ func opts(t *testing.T, kv ...string) *shotd.Options {
 // fixture serves the pages renders load; /slow holds its answer longer than any test waits.
 func fixture(t *testing.T) *testkit.Pages { return testkit.StartPages(t, 20*time.Second) }
 
+// renderWhile has clients render o one after another, each until more says no or within, and
+// returns the renders made and their failures by code.
+func renderWhile(r *actors.Renderer, clients int, within time.Duration, o *shotd.Options, more func() bool) (int, map[shotd.Code]int) {
+	var mu sync.Mutex
+	n, codes := 0, map[shotd.Code]int{}
+	deadline := time.Now().Add(within)
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for more() && time.Now().Before(deadline) {
+				_, err := render(r, o)
+				mu.Lock()
+				n++
+				if err != nil {
+					codes[shotd.CodeOf(err)]++
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return n, codes
+}
+
 func render(r *actors.Renderer, o *shotd.Options) (*shotd.Output, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), o.Timeout+5*time.Second)
 	defer cancel()
@@ -734,36 +758,12 @@ func TestRecycleKeepsRendering(t *testing.T) {
 		SlotWait: 500 * time.Millisecond, Launch: launch, Log: zerolog.Nop()})
 	defer closePool()
 	waitUp(t, r, 2)
-	var wg sync.WaitGroup
-	var rendered atomic.Int32
-	errs := make(chan error, 100)
-	deadline := time.Now().Add(30 * time.Second)
-	for range 4 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for pids.Load() < 10 && time.Now().Before(deadline) {
-				rendered.Add(1)
-				if _, err := render(r, opts(t, "url", "http://127.0.0.1:1/")); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	codes := map[shotd.Code]int{}
-	for err := range errs {
-		codes[shotd.CodeOf(err)]++
-	}
+	rendered, codes := renderWhile(r, 4, 30*time.Second, opts(t, "url", "http://127.0.0.1:1/"), func() bool { return pids.Load() < 10 })
 	if len(codes) > 0 {
 		t.Errorf("renders failed while browsers were recycled: %v", codes)
 	}
 	if n := pids.Load(); n < 10 {
-		t.Errorf("%d processes for %d renders, recycled after 4: the test did not recycle", n, rendered.Load())
+		t.Errorf("%d processes for %d renders, recycled after 4: the test did not recycle", n, rendered)
 	}
 }
 
@@ -805,28 +805,10 @@ func TestRecycleMakesBeforeBreak(t *testing.T) {
 		}
 	}()
 	const recycles = 4
-	var clients sync.WaitGroup
-	errs := make(chan error, 200)
-	deadline := time.Now().Add(90 * time.Second)
-	for range 2 {
-		clients.Add(1)
-		go func() {
-			defer clients.Done()
-			for n := 0; n < 100 && len(launched()) <= recycles && time.Now().Before(deadline); n++ {
-				if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
-					errs <- err
-				}
-			}
-		}()
-	}
-	clients.Wait()
+	o := opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")
+	_, codes := renderWhile(r, 2, 90*time.Second, o, func() bool { return len(launched()) <= recycles })
 	close(stop)
 	<-watched
-	close(errs)
-	codes := map[shotd.Code]int{}
-	for err := range errs {
-		codes[shotd.CodeOf(err)]++
-	}
 	if len(codes) > 0 {
 		t.Errorf("renders failed while the only browser was recycled: %v", codes)
 	}
