@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -26,7 +25,8 @@ const (
 	orphanWrapperEnv = "SHOTD_TEST_ORPHAN_BROWSER"
 )
 
-// orphanHelper launches Chrome as a service would, prints "ready PGID" and waits to be killed.
+// orphanHelper launches Chrome as a service would, prints "ready PGID HOLDER" and waits to be
+// killed.
 func orphanHelper(dir string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -35,7 +35,17 @@ func orphanHelper(dir string) int {
 		fmt.Fprintln(os.Stderr, "launch:", err)
 		return 1
 	}
-	fmt.Printf("ready %d\n", p.PID())
+	// Chrome quits when its DevTools pipe ends, as a Chrome that still runs its loop should; the
+	// orphan that needs killing is one that does not (wedged, or slower than the next start). A
+	// holder of the pipe's other end, out of Chrome's group, makes this Chrome that orphan.
+	holder := exec.Command("/bin/sleep", "60")
+	holder.ExtraFiles = []*os.File{p.pipe.w}
+	holder.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := holder.Start(); err != nil {
+		fmt.Fprintln(os.Stderr, "holder:", err)
+		return 1
+	}
+	fmt.Printf("ready %d %d\n", p.PID(), holder.Process.Pid)
 	time.Sleep(time.Minute) // the test kills us long before
 	p.Close(context.Background())
 	return 1
@@ -65,9 +75,10 @@ func startGroup(t *testing.T, args ...string) *exec.Cmd {
 }
 
 // TestKillOrphans: a service runs Chrome through a wrapper script that does not exec it, and is
-// killed with SIGKILL. Pdeathsig takes the script, Chrome stays; KillOrphans, at the next start,
-// kills Chrome's whole group from the record Launch left. A process that merely names a profile
-// under the directory on its command line is left alone.
+// killed with SIGKILL; a holder keeps Chrome's DevTools pipe open. Pdeathsig takes the script,
+// Chrome stays; KillOrphans, at the next start, kills Chrome's whole group from the record Launch
+// left. A process that merely names a profile under the directory on its command line is left
+// alone.
 func TestKillOrphans(t *testing.T) {
 	chrome, err := FindBrowser("")
 	if err != nil {
@@ -105,17 +116,17 @@ func TestKillOrphans(t *testing.T) {
 		line, _ := bufio.NewReader(out).ReadString('\n')
 		ready <- line
 	}()
-	var pgid int
+	var pgid, holder int
 	select {
 	case line := <-ready:
-		v, ok := strings.CutPrefix(strings.TrimSpace(line), "ready ")
-		if pgid, err = strconv.Atoi(v); !ok || err != nil {
+		if _, err := fmt.Sscanf(line, "ready %d %d\n", &pgid, &holder); err != nil {
 			t.Fatalf("service said %q", line)
 		}
 	case <-time.After(60 * time.Second):
 		t.Fatal("the service did not launch Chrome")
 	}
 	defer syscall.Kill(-pgid, syscall.SIGKILL) // whatever happens below
+	defer syscall.Kill(-holder, syscall.SIGKILL)
 
 	service.Process.Kill()
 	service.Wait()
