@@ -98,6 +98,8 @@ type Proxy struct {
 	ctx     context.Context
 	cancel  context.CancelFunc
 	tunnels map[net.Conn]struct{}
+	conns   map[net.Conn]struct{} // the clients' connections to the proxy, until hijacked or closed
+	blocked atomic.Bool           // Route.Block: every request is answered 503
 	// active counts the serve loop and every handler, tunnels included. Add happens under mu and
 	// only while !closed, so that Close can Wait safely.
 	active sync.WaitGroup
@@ -115,6 +117,7 @@ func NewProxy(g *Guard, logger zerolog.Logger) *Proxy {
 		log:       logger,
 		denyHosts: deny,
 		tunnels:   make(map[net.Conn]struct{}),
+		conns:     make(map[net.Conn]struct{}),
 	}
 	p.transport = &http.Transport{
 		Proxy:       nil, // never chain to a proxy from the environment
@@ -195,6 +198,7 @@ func (p *Proxy) Start(addr string) error {
 		IdleTimeout:       90 * time.Second,
 		ErrorLog:          log.New(debugWriter{p.log}, "", 0),
 		BaseContext:       func(net.Listener) context.Context { return p.ctx },
+		ConnState:         p.connState,
 	}
 	p.active.Add(1)
 	go func() {
@@ -271,6 +275,11 @@ func (p *Proxy) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer p.active.Done()
+	if p.blocked.Load() {
+		w.Header().Set("Connection", "close")
+		http.Error(w, "route blocked between renders", http.StatusServiceUnavailable)
+		return
+	}
 	if r.Method == http.MethodConnect {
 		p.serveConnect(w, r)
 		return
@@ -447,6 +456,36 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	_ = client.Close()
 	_ = upstream.Close()
 	<-done
+}
+
+// connState keeps the set of the clients' connections that block ends.
+func (p *Proxy) connState(c net.Conn, state http.ConnState) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	switch state {
+	case http.StateNew:
+		p.conns[c] = struct{}{}
+	case http.StateHijacked, http.StateClosed:
+		delete(p.conns, c)
+	}
+}
+
+// block answers every request 503 from now on and ends every connection: the clients' (a
+// request under way is cancelled with its connection), the tunnels, and the idle ones to servers.
+func (p *Proxy) block() {
+	p.blocked.Store(true)
+	p.mu.Lock()
+	for c := range p.conns {
+		_ = c.Close()
+	}
+	for c := range p.tunnels {
+		_ = c.Close()
+	}
+	p.mu.Unlock()
+	p.transport.CloseIdleConnections()
+	if p.via != nil {
+		p.via.transport.CloseIdleConnections()
+	}
 }
 
 // track registers an open tunnel so that Close can end it; it fails once Close has begun.

@@ -34,8 +34,8 @@ type Upstream struct {
 // errProxyAuth is the upstream proxy's 407: it refused the credentials, or wants some.
 var errProxyAuth = errors.New("egress: the upstream proxy refused the credentials")
 
-// Route is a one-off egress proxy for one render that goes through a user's upstream proxy: the
-// same proxy as the one every Chrome is launched behind, with the same Guard, listening on a
+// Route is an egress proxy of one browser context. OpenRoute's is a one-off for one render that
+// goes through a user's upstream proxy: the same proxy as the one every Chrome is launched behind, with the same Guard, listening on a
 // loopback port of its own. A browser context whose proxy is this address sends every
 // connection here; each destination is checked by the Guard as usual and then reached through
 // the upstream (a CONNECT tunnel, or an absolute-form request for plain http) at the address
@@ -104,6 +104,28 @@ func (g *Guard) OpenRoute(ctx context.Context, up Upstream, logger zerolog.Logge
 	return &Route{guard: g, proxy: p}, nil
 }
 
+// OpenDirectRoute starts a route that reaches every destination directly, as the Proxy every
+// Chrome is launched behind does, on a loopback port of its own: the browser context of one tab
+// sends its connections there, so that Block can end them all between two renders. Close it once
+// the browser context that uses it is gone.
+func (g *Guard) OpenDirectRoute(logger zerolog.Logger) (*Route, error) {
+	p := NewProxy(g, logger)
+	if err := p.Start("127.0.0.1:0"); err != nil {
+		return nil, err
+	}
+	g.DenyPort(p.self)
+	return &Route{guard: g, proxy: p}, nil
+}
+
+// Block ends every connection of the route (Chrome's connections to it, idle keep-alive ones
+// too, its tunnels, its forwarded requests and its own idle connections to servers) and answers
+// every request and tunnel with 503 until Unblock. A browser context that uses the route then
+// keeps no connection, and no answer, from one render to the next.
+func (r *Route) Block() { r.proxy.block() }
+
+// Unblock lets the route serve again after Block.
+func (r *Route) Unblock() { r.proxy.blocked.Store(false) }
+
 // Addr is the route's address, "127.0.0.1:port", for the browser context's proxy.
 func (r *Route) Addr() string { return r.proxy.Addr() }
 
@@ -112,7 +134,9 @@ func (r *Route) Addr() string { return r.proxy.Addr() }
 func (r *Route) Close(ctx context.Context) error {
 	err := r.proxy.Close(ctx)
 	r.guard.AllowPort(r.proxy.self)
-	r.proxy.via.forget()
+	if r.proxy.via != nil {
+		r.proxy.via.forget()
+	}
 	return err
 }
 

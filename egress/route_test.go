@@ -1,13 +1,21 @@
 package egress
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httptrace"
 	"net/netip"
 	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -191,5 +199,117 @@ func TestRoutePort(t *testing.T) {
 	}
 	if e.guard.portDenied(ap.Addr(), ap.Port(), netip.AddrPort{}) {
 		t.Error("the route's port is still refused after Close")
+	}
+}
+
+// TestDirectRouteBlock: a direct route keeps its connections between requests, as a browser's
+// proxy should; Block ends all of them (the client's idle connection to the route, an open
+// tunnel, a request under way and the route's idle connection to the server) and answers 503
+// until Unblock, after which the server sees a new connection.
+func TestDirectRouteBlock(t *testing.T) {
+	testkit.CheckGoroutines(t, 5*time.Second)
+	var mu sync.Mutex
+	var peers []string // the remote address of each request the server saw
+	held := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		peers = append(peers, r.RemoteAddr)
+		mu.Unlock()
+		fmt.Fprint(w, "ok")
+	})
+	mux.HandleFunc("/hold", func(w http.ResponseWriter, r *http.Request) {
+		w.(http.Flusher).Flush()
+		close(held)
+		<-r.Context().Done() // until the route gives up on it
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	guard := NewGuard(NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}), nil)
+	r, err := guard.OpenDirectRoute(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: r.Addr()})}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	// get fetches path and reports its status and whether it went over a reused connection.
+	get := func(path string) (int, bool) {
+		t.Helper()
+		var reused bool
+		ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
+			GotConn: func(i httptrace.GotConnInfo) { reused = i.Reused }})
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+path, nil)
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode, reused
+	}
+	// A request under way, on a connection of its own to the server.
+	pending := make(chan error, 1)
+	go func() {
+		holdClient := &http.Client{Transport: &http.Transport{Proxy: tr.Proxy}}
+		resp, err := holdClient.Get(srv.URL + "/hold")
+		if err == nil {
+			_, err = io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		pending <- err
+	}()
+	<-held
+	if code, _ := get("/a"); code != 200 {
+		t.Fatalf("first request: %d", code)
+	}
+	if code, reused := get("/b"); code != 200 || !reused {
+		t.Fatalf("second request: %d, reused %v: the route kept no connection, so Block could not be tested", code, reused)
+	}
+	mu.Lock()
+	if peers[0] != peers[1] {
+		t.Fatalf("the route did not keep its connection to the server: %v", peers)
+	}
+	mu.Unlock()
+
+	// A tunnel.
+	tunnel, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tunnel.Close()
+	fmt.Fprintf(tunnel, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", srv.Listener.Addr())
+	br := bufio.NewReader(tunnel)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("CONNECT: %v %v", resp, err)
+	}
+
+	r.Block()
+	if code, reused := get("/c"); code != 503 || reused {
+		t.Errorf("while blocked: %d, reused %v; want 503 on a new connection", code, reused)
+	}
+	_ = tunnel.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if _, err := br.ReadByte(); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Errorf("the tunnel outlived Block: %v", err)
+	}
+	select {
+	case err := <-pending:
+		if err == nil {
+			t.Error("the request under way finished as if nothing happened")
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the request under way outlived Block")
+	}
+
+	r.Unblock()
+	if code, _ := get("/d"); code != 200 {
+		t.Fatalf("after Unblock: %d", code)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if last := peers[len(peers)-1]; last == peers[0] {
+		t.Errorf("the route's connection to the server outlived Block: %v", peers)
 	}
 }
