@@ -14,9 +14,11 @@
 // Every tab is alone in a browser context of its own, so concurrent renders share no cookies,
 // storage, cache or service workers. With IsolationWipe (the default) a Process keeps a pool of
 // such tabs (tab.go): a render takes one, and after its answer has gone out the tab is wiped
-// (wipe.go): the tab navigates to about:blank so that the page's unload handlers run first, then
-// the context's cookies and cache, the storage of every origin the render's frames and workers
-// committed, the history, permissions and every override the render set are cleared. A tab that
+// (wipe.go): with a Guard, each tab's context sends its connections to an egress route of its
+// own (egress.Route), which the wipe blocks first, ending every connection the render left; the
+// tab navigates to about:blank so that the page's unload handlers run, then the context's
+// cookies and cache, the storage of every origin the render's frames and workers committed, the
+// history, permissions and every override the render set are cleared. A tab that
 // crashed, timed out, failed inside Chrome or could not be wiped is replaced, never reused; after
 // Config.TabReuse renders it is replaced too. With IsolationContext every render gets a fresh
 // context and target, disposed after it. Making a tab costs Chrome's UI thread more than a render

@@ -50,11 +50,14 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 	// A pre-warmed tab has the guard's patterns on already; rules need others.
 	if rules != nil || !r.t.guardFetch {
 		args := fetch.NewEnableArgs().SetPatterns(fetchPatterns(r.p.cfg.Guard != nil, rules))
+		// Unknown patterns until it answers; the wipe puts the guard's back unless they are.
+		r.t.guardFetch = false
 		if err := r.t.c.Fetch.Enable(ctx, args); err != nil {
 			in.paused.Close()
 			cancel()
 			return nil, err
 		}
+		r.t.guardFetch = rules == nil && r.p.cfg.Guard != nil
 	}
 	in.wg.Add(1)
 	go in.serve(ctx)

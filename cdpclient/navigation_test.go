@@ -30,6 +30,15 @@ func launchGuarded(t *testing.T, allow ...string) *Process {
 // launchGuardedFlags is launchGuarded with extra Chrome flags.
 func launchGuardedFlags(t *testing.T, flags []string, allow ...string) *Process {
 	t.Helper()
+	guard, proxyFlags := guardFor(t, allow...)
+	return launchConfig(t, Config{Path: testenv.Browser(), Isolation: testenv.Isolation(), Prewarm: 1, Guard: guard,
+		ExtraFlags: append(proxyFlags, flags...), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+}
+
+// guardFor makes an egress guard that allows only 127.0.0.1 or the allow prefixes, and starts
+// its proxy, closed with the test; the flags put a Chrome behind it.
+func guardFor(t *testing.T, allow ...string) (*egress.Guard, []string) {
+	t.Helper()
 	if len(allow) == 0 {
 		allow = []string{"127.0.0.1/32"}
 	}
@@ -42,12 +51,19 @@ func launchGuardedFlags(t *testing.T, flags []string, allow ...string) *Process 
 	if err := proxy.Start("127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { proxy.Close(context.Background()) }) // after the Chrome's own cleanup
+	return guard, ProxyFlags(proxy.Addr())
+}
+
+// launchConfig launches a Process of cfg in a dir of the test's, closed and checked gone at the
+// end of the test.
+func launchConfig(t *testing.T, cfg Config) *Process {
+	t.Helper()
+	cfg.Dir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	p, err := Launch(ctx, Config{Path: testenv.Browser(), Isolation: testenv.Isolation(), Prewarm: 1, Dir: t.TempDir(), Guard: guard, ExtraFlags: append(ProxyFlags(proxy.Addr()), flags...),
-		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	p, err := Launch(ctx, cfg)
 	if err != nil {
-		proxy.Close(context.Background())
 		t.Fatalf("launch: %v", err)
 	}
 	t.Cleanup(func() {
@@ -57,7 +73,6 @@ func launchGuardedFlags(t *testing.T, flags []string, allow ...string) *Process 
 		if err := checkGone(p); err != nil {
 			t.Error(err)
 		}
-		proxy.Close(context.Background())
 	})
 	return p
 }

@@ -82,6 +82,8 @@ type Guard interface {
 	CheckURL(ctx context.Context, rawURL string) error
 	// OpenRoute starts the one-off egress proxy of a render with the proxy option (proxy.go).
 	OpenRoute(ctx context.Context, up egress.Upstream, log zerolog.Logger) (*egress.Route, error)
+	// OpenDirectRoute starts the egress proxy of one tab's browser context (tab.go, wipe.go).
+	OpenDirectRoute(log zerolog.Logger) (*egress.Route, error)
 }
 
 // ProxyFlags makes Chrome send every connection through the egress proxy at addr: loopback too

@@ -40,6 +40,15 @@ func launchIsolated(t *testing.T, prewarm int, isolation string) *Process {
 	return p
 }
 
+// launchIsolatedGuarded is launchIsolated behind an egress guard that allows loopback, as the
+// service runs Chrome: every tab's browser context then has an egress route of its own.
+func launchIsolatedGuarded(t *testing.T, prewarm int, isolation string) *Process {
+	t.Helper()
+	guard, flags := guardFor(t, "127.0.0.1/32", "::1/128")
+	return launchConfig(t, Config{Path: testenv.Browser(), Isolation: isolation, Prewarm: prewarm, Guard: guard,
+		ExtraFlags: flags, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
+}
+
 // quiet waits until the shared Process is idle (pre-warmed tabs ready, disposals done) and
 // returns the goroutine count then, the baseline of a leak check.
 func quiet(t *testing.T) int {

@@ -21,14 +21,11 @@ func (p *Process) proxiedTab(ctx context.Context, up *shotd.UpstreamProxy) (*tab
 	if err != nil {
 		return nil, err
 	}
-	// Loopback too goes to the route ("<-loopback>", as ProxyFlags does for the browser).
-	args := contextArgs().SetProxyServer("http://" + route.Addr()).SetProxyBypassList("<-loopback>")
-	t, err := p.newTabIn(ctx, args)
+	t, err := p.newTabVia(ctx, route)
 	if err != nil {
-		p.closeRoute(&tab{route: route})
 		return nil, err
 	}
-	t.route = route
+	t.proxied = true
 	t.uses++
 	return t, nil
 }

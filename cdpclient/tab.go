@@ -42,9 +42,12 @@ type tab struct {
 	// CPU.
 	slot bool
 
-	// route is the egress route of a render with the proxy option (proxy.go), closed once the
-	// context is disposed; nil for every pooled tab.
-	route *egress.Route
+	// route is the egress route of the tab's browser context, closed once the context is
+	// disposed: a direct one (Guard.OpenDirectRoute) whose connections the wipe ends, or for a
+	// render with the proxy option (proxied) a one-off through the user's proxy (proxy.go).
+	// nil without a Guard: the context then uses the browser's proxy.
+	route   *egress.Route
+	proxied bool
 
 	uses    int       // renders served, for Config.TabReuse
 	over    overrides // what the current render changed (wipe.go)
@@ -96,7 +99,27 @@ func (t *tab) setMetrics(ctx context.Context, m metrics) error {
 // newTab creates a browser context, a target in it, and connects to the target. On error it
 // disposes what it created.
 func (p *Process) newTab(ctx context.Context) (t *tab, err error) {
-	return p.newTabIn(ctx, contextArgs())
+	if p.cfg.Guard == nil {
+		return p.newTabIn(ctx, contextArgs())
+	}
+	route, err := p.cfg.Guard.OpenDirectRoute(p.log)
+	if err != nil {
+		return nil, err
+	}
+	return p.newTabVia(ctx, route)
+}
+
+// newTabVia makes a tab whose browser context sends every connection to route, loopback too
+// ("<-loopback>", as ProxyFlags does for the browser); the tab owns the route from then on, and
+// on failure it is closed.
+func (p *Process) newTabVia(ctx context.Context, route *egress.Route) (*tab, error) {
+	t, err := p.newTabIn(ctx, contextArgs().SetProxyServer("http://"+route.Addr()).SetProxyBypassList("<-loopback>"))
+	if err != nil {
+		p.closeRoute(&tab{route: route})
+		return nil, err
+	}
+	t.route = route
+	return t, nil
 }
 
 // contextArgs are the arguments of every browser context. disposeOnDetach false: the context
@@ -308,10 +331,10 @@ func (p *Process) disposeTab(t *tab) {
 
 // release takes t back after a render. With wipe isolation a tab that may serve again
 // (reusable: the render did not time out or fail inside Chrome, t has served fewer than
-// Config.TabReuse renders and has no route) is wiped off the caller's path and returns to the
+// Config.TabReuse renders and is not proxied) is wiped off the caller's path and returns to the
 // pool; every other tab is disposed and replaced. Close waits for both.
 func (p *Process) release(t *tab, reusable bool) {
-	if p.cfg.Isolation == IsolationWipe && reusable && t.uses < p.cfg.TabReuse && t.route == nil {
+	if p.cfg.Isolation == IsolationWipe && reusable && t.uses < p.cfg.TabReuse && !t.proxied {
 		if !t.slot {
 			// A tab made inline joins the pool when it has a free place, which the pre-warmer
 			// then need not fill.
@@ -387,12 +410,13 @@ func (p *Process) discard(t *tab) {
 	}
 }
 
-// drainReady closes the connections of the tabs left in ready.
+// drainReady closes the connections and routes of the tabs left in ready.
 func (p *Process) drainReady() {
 	for {
 		select {
 		case t := <-p.ready:
 			t.conn.Close()
+			p.closeRoute(t)
 		default:
 			return
 		}

@@ -128,8 +128,12 @@ var errNotClean = errors.New("tab not known clean")
 // wipe returns t to the state of a fresh tab in a fresh browser context, so that the next render,
 // of any account, finds nothing of this one:
 //
-//  1. Every request from now on is failed inside Chrome, so that nothing the leaving page sends
-//     (a beacon from an unload handler, a keepalive fetch) can bring a cookie back after the wipe.
+//  1. Every request from now on is refused, so that nothing the leaving page sends (a beacon
+//     from an unload handler, a keepalive fetch) can bring a cookie back after the wipe: the
+//     tab's egress route ends every connection of the context (to the route, the tunnels to
+//     the sites, its own to servers, so that no connection outlives the render either) and
+//     answers 503 until the end of the wipe. Without a route (no Guard), Fetch fails every
+//     request inside Chrome.
 //  2. The tab navigates to about:blank (Page.navigate): the page's pagehide, unload and
 //     visibilitychange handlers run now, before the wipe, and its timers, workers and frames
 //     end. The navigation comes from the browser, so the page cannot intercept it (Navigation
@@ -141,7 +145,7 @@ var errNotClean = errors.New("tab not known clean")
 //     Storage, service workers, file systems, shared storage); the history is reset and the
 //     context's permissions too.
 //  4. What the render set in the tab (emulation, scripts for new documents, interception,
-//     Network, worker auto-attach) is undone.
+//     Network, worker auto-attach) is undone, and the route serves again.
 //
 // Any failure leaves the tab not known clean: the caller replaces it.
 func (p *Process) wipe(t *tab) error {
@@ -156,13 +160,20 @@ func (p *Process) wipe(t *tab) error {
 	if err != nil {
 		return err
 	}
-	all := "*"
-	if err := c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns([]fetch.RequestPattern{
-		{URLPattern: &all, RequestStage: fetch.RequestStageRequest}})); err != nil {
-		paused.Close()
-		return fmt.Errorf("block requests: %w", err)
+	if t.route != nil {
+		// Costs Chrome nothing: the route ends the context's connections and answers every
+		// request with 503 until the end of the wipe. What the render's Fetch patterns still
+		// pause is failed below.
+		t.route.Block()
+	} else {
+		all := "*"
+		if err := c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns([]fetch.RequestPattern{
+			{URLPattern: &all, RequestStage: fetch.RequestStageRequest}})); err != nil {
+			paused.Close()
+			return fmt.Errorf("block requests: %w", err)
+		}
+		t.guardFetch = false
 	}
-	t.guardFetch = false
 	var blockers sync.WaitGroup
 	blockers.Go(func() {
 		for {
@@ -187,15 +198,25 @@ func (p *Process) wipe(t *tab) error {
 	if err := t.undoOverrides(ctx); err != nil {
 		return err
 	}
-	if p.cfg.Guard != nil {
+	switch {
+	case p.cfg.Guard != nil && !t.guardFetch:
+		// Request rules paused every request, or the wipe blocked them all.
 		if err := t.enableGuardFetch(ctx); err != nil {
 			return fmt.Errorf("guard patterns: %w", err)
 		}
-	} else if err := c.Fetch.Disable(ctx); err != nil {
-		return fmt.Errorf("fetch disable: %w", err)
+	case p.cfg.Guard == nil:
+		if err := c.Fetch.Disable(ctx); err != nil {
+			return fmt.Errorf("fetch disable: %w", err)
+		}
 	}
 	// The blank document's lifecycle events are no render's.
-	return drainLifecycle(t)
+	if err := drainLifecycle(t); err != nil {
+		return err
+	}
+	if t.route != nil {
+		t.route.Unblock()
+	}
+	return nil
 }
 
 // leave navigates the tab to about:blank, waits for the blank document to load, then empties

@@ -224,9 +224,22 @@ func nextTab(t *testing.T, p *Process, id browser.ContextID) {
 // overridden among them) is followed in the same tab by a render of the same page that finds
 // exactly what a fresh tab finds, and refetches a stylesheet cached with max-age. An html source
 // after it gets an opaque origin, as in a fresh tab.
+// Behind the egress guard, as in the service, the tab's egress route is what stops the leaving
+// page's requests.
 func TestWipeLeavesNothing(t *testing.T) {
+	for _, guarded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("guarded %v", guarded), func(t *testing.T) {
+			launch := launchIsolated
+			if guarded {
+				launch = launchIsolatedGuarded
+			}
+			wipeLeavesNothing(t, launch(t, 1, IsolationWipe))
+		})
+	}
+}
+
+func wipeLeavesNothing(t *testing.T, p *Process) {
 	s := newStateSite(t)
-	p := launchIsolated(t, 1, IsolationWipe)
 
 	fresh := s.probe(t, p)
 	htmlFresh := htmlProbe(t, p)
@@ -259,6 +272,36 @@ func TestWipeLeavesNothing(t *testing.T) {
 	nextTab(t, p, used)
 	if got := htmlProbe(t, p); got != htmlFresh {
 		t.Errorf("an html source in the reused tab is not as in a fresh one:\n fresh  %s\n reused %s", htmlFresh, got)
+	}
+}
+
+// TestWipeEndsConnections: behind the egress guard, the next render in a wiped tab reaches the
+// site over a connection of its own. None that a render opened (its context's to the egress
+// route, the route's to the server) serves the next one, as none would in a fresh context: the
+// server could tell by it that two renders, of two accounts maybe, came from one tab, or take the
+// second for the first (a login bound to the connection).
+func TestWipeEndsConnections(t *testing.T) {
+	var mu sync.Mutex
+	var peers []string // the remote address of each request for the page
+	mux := http.NewServeMux()
+	mux.HandleFunc("/page", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		peers = append(peers, r.RemoteAddr)
+		mu.Unlock()
+		htmlPage(`<!doctype html><h1>connection</h1>`)(w, r)
+	})
+	srv, _ := server(t, mux)
+	p := launchIsolatedGuarded(t, 1, IsolationWipe)
+	poolFull(t, p)
+	used := renderContext(t, p, opts(srv.URL+"/page"))
+	nextTab(t, p, used)
+	if got := renderContext(t, p, opts(srv.URL+"/page")); got != used {
+		t.Fatalf("the second render ran in context %s, not in the first one's %s", got, used)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(peers) != 2 || peers[0] == peers[1] {
+		t.Errorf("the two renders reached the server over %v; want two connections", peers)
 	}
 }
 

@@ -21,10 +21,14 @@
 //     launched behind, so that every connection a page makes is dialled by the Guard. Host names
 //     Chrome contacts on its own (DefaultDenyHosts) are refused before any DNS. Refusals answer
 //     403 with the X-Shotd-Refused header.
-//   - Route (Guard.OpenRoute) is a one-off Proxy for one render whose way out is the user's
-//     upstream HTTP proxy (the proxy option): the Guard checks every destination as above and the
-//     upstream is asked for the checked address; bypass hosts are dialled directly. Its own
-//     loopback port, refused to every page while it lives, is what ties a browser context to it.
+//   - Route is a Proxy of one browser context, on a loopback port of its own, refused to every
+//     page while it lives: that port is what ties the context to it. Guard.OpenDirectRoute's
+//     dials directly, as the shared Proxy does; it is the route of one tab, and Route.Block ends
+//     every connection it holds (the context's to it, its tunnels, its requests under way, its
+//     own to servers) and answers 503 until Route.Unblock, so that no connection outlives a
+//     render. Guard.OpenRoute's is a one-off for one render whose way out is the user's upstream
+//     HTTP proxy (the proxy option): the Guard checks every destination as above and the
+//     upstream is asked for the checked address; bypass hosts are dialled directly.
 //
 // ObserveRefusals reports every refusal's reason, for the metrics.
 //
