@@ -872,8 +872,9 @@ func readInt(path string) int {
 	return n
 }
 
-// devShm is where Chrome keeps its shared memory unless told --disable-dev-shm-usage.
-const devShm = "/dev/shm"
+// devShm is where Chrome keeps its shared memory unless told --disable-dev-shm-usage; a
+// variable for the tests alone.
+var devShm = "/dev/shm"
 
 // minDevShm is the free room in /dev/shm below which Chrome is told to keep its shared memory in
 // its TMPDIR instead: a container's /dev/shm (64 MiB by default) fills up under a few large
