@@ -17,8 +17,9 @@ import (
 // interceptor pauses the page's requests with the Fetch domain and decides each one in Go before
 // Chrome sends it. With only the guard to apply it pauses document requests alone (main frame,
 // iframes, every redirect hop), before they are sent and when their answer arrives: two round
-// trips per document, none per subresource. Request rules (blocking, extra headers) need every
-// request, so only a render that has them pauses its subresources too.
+// trips per document, none per subresource but those whose URL carries credentials. Request
+// rules (blocking, extra headers) need every request, so only a render that has them pauses all
+// its subresources.
 type interceptor struct {
 	r      *render
 	rules  *requestRules // nil: the guard alone
@@ -33,8 +34,11 @@ type interceptor struct {
 	// pageURL is the URL of the main frame's latest document request (redirect hops included),
 	// the page the Blocker judges requests for.
 	pageURL atomic.Pointer[string]
-	wg      sync.WaitGroup
-	cancel  context.CancelFunc
+	// credentials: a request's URL carried a user name or password, which Chrome keeps for
+	// the site in the context's HTTP auth cache; the tab must not serve another render.
+	credentials atomic.Bool
+	wg          sync.WaitGroup
+	cancel      context.CancelFunc
 }
 
 // startInterceptor enables Fetch for the render and serves paused requests until stop.
@@ -64,9 +68,9 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 	return in, nil
 }
 
-// fetchPatterns are the requests a render pauses: documents alone for the guard, every request
-// for rules, and with the guard the answers of documents too, to tell the egress proxy's own
-// refusals and error pages.
+// fetchPatterns are the requests a render pauses: documents and URLs with credentials for the
+// guard, every request for rules, and with the guard the answers of documents too, to tell the
+// egress proxy's own refusals and error pages.
 func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
 	doc := network.ResourceTypeDocument
 	var patterns []fetch.RequestPattern
@@ -74,7 +78,15 @@ func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
 		all := "*"
 		patterns = append(patterns, fetch.RequestPattern{URLPattern: &all, RequestStage: fetch.RequestStageRequest})
 	} else {
-		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest})
+		// A URL with credentials (XMLHttpRequest.open with a user and password, a navigation
+		// to user:password@host) puts them in the context's HTTP auth cache, which no CDP call
+		// clears and from which Chrome authenticates later requests to that site: such a
+		// render's tab is replaced, not wiped (interceptor.credentials). Only URLs with an "@"
+		// pause for it.
+		creds := "http*://*@*"
+		patterns = append(patterns,
+			fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest},
+			fetch.RequestPattern{URLPattern: &creds, RequestStage: fetch.RequestStageRequest})
 	}
 	if guard {
 		// Only a plain-http answer can be the egress proxy's own (proxyAnswer): an https
@@ -132,6 +144,9 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		}
 		_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
 		return
+	}
+	if u, err := url.Parse(ev.Request.URL); err == nil && u.User != nil {
+		in.credentials.Store(true)
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
 	if doc {

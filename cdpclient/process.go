@@ -64,7 +64,9 @@ type Config struct {
 	// can be emptied at start.
 	Dir string
 	// Guard, when set, checks every document request (main frame, iframes, each redirect hop)
-	// before Chrome makes it.
+	// before Chrome makes it, gives each tab's context an egress route of its own, and has a
+	// tab whose page used a URL with credentials replaced. The service always sets it; without
+	// it (tests) a tab is wiped with Fetch instead of its route, and credentials go unseen.
 	Guard Guard
 	// Blocker, when set, picks the list-based blocker of one render from its options
 	// (block_ads, block_trackers, block_cookie_banners, block_chats); it returns nil when the

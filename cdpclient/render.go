@@ -160,6 +160,9 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 	defer func() {
 		if r.intercept != nil {
 			r.intercept.stop()
+			if r.intercept.credentials.Load() {
+				r.t.over.tainted = true // a fresh context, without the credentials Chrome kept
+			}
 		}
 		if r.stopped != nil {
 			r.stopped.Close()

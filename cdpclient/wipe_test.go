@@ -305,6 +305,75 @@ func TestWipeEndsConnections(t *testing.T) {
 	}
 }
 
+// TestWipeForgetsCredentials: a page that authenticates with a user and password in a URL (an
+// XMLHttpRequest's, or its own navigation's) leaves them in Chrome's HTTP auth cache, which no
+// wipe can clear and from which Chrome would authenticate the next render's requests to that
+// site, of any account: its tab is replaced instead.
+func TestWipeForgetsCredentials(t *testing.T) {
+	var mu sync.Mutex
+	var seen []string // the Authorization of each request for /auth/ since the last reset
+	mux := http.NewServeMux()
+	mux.HandleFunc("/auth/", func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Header.Get("Authorization"))
+		mu.Unlock()
+		if u, pw, ok := r.BasicAuth(); !ok || u != "u" || pw != "p" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="shotd test"`)
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		htmlPage(`<!doctype html><title>200</title><h1>logged in</h1>`)(w, r)
+	})
+	mux.HandleFunc("/xhr", htmlPage(`<!doctype html><script>
+		const x = new XMLHttpRequest(); x.open('GET', '/auth/x', false, 'u', 'p'); x.send();
+		document.title = x.status;</script>`))
+	mux.HandleFunc("/navigate", htmlPage(`<!doctype html><script>
+		location.href = location.href.replace('//', '//u:p@').replace('/navigate', '/auth/page');</script>`))
+	mux.HandleFunc("/peek", htmlPage(`<!doctype html><script>
+		const x = new XMLHttpRequest(); x.open('GET', '/auth/x', false); x.send();
+		document.title = x.status;</script>`))
+	srv, _ := server(t, mux)
+	p := launchIsolatedGuarded(t, 1, IsolationWipe)
+	for _, login := range []string{"/xhr", "/navigate"} {
+		t.Run(login, func(t *testing.T) {
+			poolFull(t, p)
+			mu.Lock()
+			seen = nil
+			mu.Unlock()
+			used := renderContext(t, p, opts(srv.URL+login))
+			mu.Lock()
+			if len(seen) == 0 || seen[len(seen)-1] != "Basic dTpw" {
+				t.Fatalf("the page did not log in: %q", seen)
+			}
+			seen = nil
+			mu.Unlock()
+			poolFull(t, p)
+			// Were the tab back in the pool, the peek below would get it first.
+			var first, rest []*tab
+			for len(p.ready) > 0 {
+				if tb := <-p.ready; tb.browserContext == used {
+					t.Error("the tab that kept the credentials is back in the pool")
+					first = append(first, tb)
+				} else {
+					rest = append(rest, tb)
+				}
+			}
+			for _, tb := range append(first, rest...) {
+				p.ready <- tb
+			}
+			mustRender(t, p, opts(srv.URL+"/peek"))
+			mu.Lock()
+			defer mu.Unlock()
+			for _, a := range seen {
+				if a != "" {
+					t.Errorf("the next render was authenticated with the previous render's credentials: %q", seen)
+					break
+				}
+			}
+		})
+	}
+}
+
 // renderContextProbe is probe that also returns the browser context it ran in.
 func renderContextProbe(t *testing.T, p *Process, s *stateSite, report *string) browser.ContextID {
 	t.Helper()
