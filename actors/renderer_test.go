@@ -187,6 +187,9 @@ func TestIdleBrowsersTakeTurns(t *testing.T) {
 	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
 	defer closePool()
 	waitUp(t, r, 2)
+	// Up is not ready: a browser still making its first tabs has background work, and under
+	// load every render would rightly go to the other one.
+	poolsFull(t, r)
 	srv := fixture(t)
 	const n = 6
 	for range n {
@@ -717,6 +720,34 @@ func waitUp(t *testing.T, r *actors.Renderer, n int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("%d of %d browsers up", r.Up(), n)
 		}
+	}
+}
+
+// poolsFull waits until every browser of r has made its pool of tabs: all hold as many ready
+// tabs, and that number has stayed the same for a quarter of a second.
+func poolsFull(t *testing.T, r *actors.Renderer) {
+	t.Helper()
+	last, same := -1, 0
+	for deadline := time.Now().Add(30 * time.Second); same < 5; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the browsers' pools of tabs did not fill")
+		}
+		bs, err := r.Browsers(time.Second)
+		if err != nil || len(bs) == 0 {
+			continue
+		}
+		n := bs[0].ReadyTabs
+		for _, b := range bs {
+			if !b.Up || b.ReadyTabs != n {
+				n = -1
+			}
+		}
+		if n > 0 && n == last {
+			same++
+		} else {
+			same = 0
+		}
+		last = n
 	}
 }
 
