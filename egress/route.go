@@ -34,12 +34,13 @@ type Upstream struct {
 // errProxyAuth is the upstream proxy's 407: it refused the credentials, or wants some.
 var errProxyAuth = errors.New("egress: the upstream proxy refused the credentials")
 
-// Route is an egress proxy of one browser context. OpenRoute's is a one-off for one render that
-// goes through a user's upstream proxy: the same proxy as the one every Chrome is launched behind, with the same Guard, listening on a
-// loopback port of its own. A browser context whose proxy is this address sends every
-// connection here; each destination is checked by the Guard as usual and then reached through
-// the upstream (a CONNECT tunnel, or an absolute-form request for plain http) at the address
-// the Guard checked, or directly for a bypass host. The port is what tells the render's
+// Route is an egress proxy of one browser context: the same proxy as the one every Chrome is
+// launched behind, with the same Guard, listening on a loopback port of its own.
+// OpenDirectRoute's reaches destinations directly; OpenRoute's is a one-off for one render that
+// goes through a user's upstream proxy. A browser context whose proxy is this address sends every
+// connection here; each destination is checked by the Guard as usual and then reached directly,
+// or through the upstream (a CONNECT tunnel, or an absolute-form request for plain http) at the
+// address the Guard checked, or directly for a bypass host. The port is what tells the context's
 // connections apart: no header a page could forge, and the Guard refuses the port to every
 // page while the route lives.
 type Route struct {
