@@ -283,6 +283,9 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 	id := b.id
 	go func() {
 		out, err := br.Render(m.Ctx, m.Options)
+		// A timeout counts towards the stuck-render watch (supervisor.watchOutcome) whatever
+		// the requester is told: a Chrome that does not answer after it is as stuck.
+		outcome := outcomeOf(err)
 		if shotd.CodeOf(err) == shotd.CodeTimeout && !b.health.answers(br) {
 			// A render on a Chrome that stopped answering times out before the probes take
 			// the Chrome out: the service's fault, not the page's, so released and retried
@@ -291,7 +294,7 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 		}
 		// The slot is given back before the answer goes out: the supervisor then sees it free
 		// before the requester's next render arrives.
-		root.Send(parent, &RenderFinished{ID: id, Gen: gen, Outcome: outcomeOf(err)})
+		root.Send(parent, &RenderFinished{ID: id, Gen: gen, Outcome: outcome})
 		root.Send(self, &renderDone{gen: gen})
 		root.Send(sender, &RenderResult{Output: out, Err: err})
 	}()
