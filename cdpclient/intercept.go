@@ -24,6 +24,7 @@ type interceptor struct {
 	r      *render
 	rules  *requestRules // nil: the guard alone
 	paused fetch.RequestPausedClient
+	auth   fetch.AuthRequiredClient // challenges of paused requests (fetchArgs)
 	// failed is cancelled once a document of the main frame has been failed on purpose: refused
 	// by the guard, or answered by the egress proxy's own error page. Chrome then loads its error
 	// page under a new loader, which must never be waited for nor captured; failure says why.
@@ -51,13 +52,18 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 		cancel()
 		return nil, err
 	}
+	if in.auth, err = r.t.c.Fetch.AuthRequired(ctx); err != nil {
+		in.paused.Close()
+		cancel()
+		return nil, err
+	}
 	// A pre-warmed tab has the guard's patterns on already; rules need others.
 	if rules != nil || !r.t.guardFetch {
-		args := fetch.NewEnableArgs().SetPatterns(fetchPatterns(r.p.cfg.Guard != nil, rules))
 		// Unknown patterns until it answers; the wipe puts the guard's back unless they are.
 		r.t.guardFetch = false
-		if err := r.t.c.Fetch.Enable(ctx, args); err != nil {
+		if err := r.t.c.Fetch.Enable(ctx, fetchArgs(r.p.cfg.Guard != nil, rules)); err != nil {
 			in.paused.Close()
+			in.auth.Close()
 			cancel()
 			return nil, err
 		}
@@ -66,6 +72,14 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 	in.wg.Add(1)
 	go in.serve(ctx)
 	return in, nil
+}
+
+// fetchArgs turns Fetch on with fetchPatterns. The challenges of the requests it pauses come to
+// the interceptor (handleAuthRequests), which answers them as a browser with nobody at the
+// keyboard does, with the server's 401 page: left to Chrome, full Chromium fails such a
+// document (net::ERR_INVALID_AUTH_CREDENTIALS) where the headless shell shows the page.
+func fetchArgs(guard bool, rules *requestRules) *fetch.EnableArgs {
+	return fetch.NewEnableArgs().SetPatterns(fetchPatterns(guard, rules)).SetHandleAuthRequests(true)
 }
 
 // fetchPatterns are the requests a render pauses: documents and URLs with credentials for the
@@ -105,7 +119,7 @@ func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
 func (t *tab) enableGuardFetch(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
 	defer cancel()
-	if err := t.c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns(fetchPatterns(true, nil))); err != nil {
+	if err := t.c.Fetch.Enable(ctx, fetchArgs(true, nil)); err != nil {
 		return err
 	}
 	t.guardFetch = true
@@ -115,11 +129,23 @@ func (t *tab) enableGuardFetch(ctx context.Context) error {
 func (in *interceptor) serve(ctx context.Context) {
 	defer in.wg.Done()
 	for {
-		ev, err := in.paused.Recv()
-		if err != nil {
-			return // the render ended (ctx) or the tab went away
+		select {
+		case <-ctx.Done():
+			return // the render ended
+		case <-in.paused.Ready():
+			ev, err := in.paused.Recv()
+			if err != nil {
+				return // the tab went away
+			}
+			in.decide(ctx, ev)
+		case <-in.auth.Ready():
+			ev, err := in.auth.Recv()
+			if err != nil {
+				return
+			}
+			cancelAuth := fetch.AuthChallengeResponse{Response: "CancelAuth"}
+			_ = in.r.t.c.Fetch.ContinueWithAuth(ctx, fetch.NewContinueWithAuthArgs(ev.RequestID, cancelAuth))
 		}
-		in.decide(ctx, ev)
 	}
 }
 
@@ -289,5 +315,6 @@ func (in *interceptor) judge(ctx context.Context, ev *fetch.RequestPausedReply) 
 func (in *interceptor) stop() {
 	in.cancel()
 	in.paused.Close()
+	in.auth.Close()
 	in.wg.Wait()
 }

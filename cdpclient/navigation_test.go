@@ -295,3 +295,22 @@ func TestProxyAnswer(t *testing.T) {
 		})
 	}
 }
+
+// TestAuthChallengePage: a page answered 401 with a challenge is captured as the server's page,
+// as a 404 is, on every browser: nobody is there to log in. Full Chromium left to itself fails
+// the document behind the guard's interception (net::ERR_INVALID_AUTH_CREDENTIALS).
+func TestAuthChallengePage(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/private", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("WWW-Authenticate", `Basic realm="shotd test"`)
+		w.Header().Set("Content-Type", "text/html")
+		w.WriteHeader(http.StatusUnauthorized)
+		fmt.Fprint(w, `<body style="margin:0;background:rgb(255,0,0)">401</body>`)
+	})
+	srv, _ := server(t, mux)
+	p := launchGuarded(t)
+	out := mustRender(t, p, opts(srv.URL+"/private"))
+	if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != [3]uint8{255, 0, 0} {
+		t.Errorf("pixel %v, want the server's red 401 page", got)
+	}
+}
