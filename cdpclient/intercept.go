@@ -171,7 +171,7 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
 		return
 	}
-	if u, err := url.Parse(ev.Request.URL); err == nil && u.User != nil {
+	if hasCredentials(ev.Request.URL) {
 		in.credentials.Store(true)
 	}
 	doc := ev.ResourceType == network.ResourceTypeDocument
@@ -211,6 +211,16 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		}
 	}
 	_ = c.ContinueRequest(ctx, args)
+}
+
+// hasCredentials reports whether rawURL carries a user name or password. Most paused requests
+// (every one, with request rules) have no "@" at all and are not parsed for it.
+func hasCredentials(rawURL string) bool {
+	if !strings.Contains(rawURL, "@") {
+		return false
+	}
+	u, err := url.Parse(rawURL)
+	return err == nil && u.User != nil
 }
 
 // proxyAnswer tells whether the answer to a document request is the egress proxy's own: its

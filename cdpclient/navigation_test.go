@@ -314,3 +314,19 @@ func TestAuthChallengePage(t *testing.T) {
 		t.Errorf("pixel %v, want the server's red 401 page", got)
 	}
 }
+
+// TestHasCredentials: only a user name or password in the authority counts, not an "@" in the
+// path or query.
+func TestHasCredentials(t *testing.T) {
+	for u, want := range map[string]bool{
+		"http://u:p@127.0.0.1/":           true,
+		"https://user@example.test/a":     true,
+		"http://127.0.0.1/a@b":            false,
+		"http://127.0.0.1/?mail=a@b.test": false,
+		"https://example.test/":           false,
+	} {
+		if got := hasCredentials(u); got != want {
+			t.Errorf("hasCredentials(%q) = %v, want %v", u, got, want)
+		}
+	}
+}
