@@ -29,8 +29,10 @@
 // appear.
 //
 // A render runs in steps (render.go): emulate (viewport, touch, user agent, media type and
-// features, time zone, transparent background), prepare (Fetch interception, cookies, scripts
-// for every new document, request counting), navigate, wait (wait_until), consent
+// features, time zone, transparent background), prepare (the interceptor: Fetch for URLs with
+// credentials, or every request when the render has request rules, and the watch on the main
+// frame's documents that fails the render on the egress route's refusals, intercept.go;
+// cookies, scripts for every new document, request counting), navigate, wait (wait_until), consent
 // (block_cookie_banners: the bounded wait for autoconsent's reject click, consent.go), page
 // (wait_for_selector, then hide_selectors/styles/the Blocker's CSS, then scripts, then click),
 // settle (delay), capture (a PDF, or the viewport, a clip, an element or the full page). An
@@ -45,7 +47,8 @@
 //
 // A page that replaces its document while loading (location=, a click, a form, a meta refresh) is
 // followed to its new document. A main-frame document the egress guard refuses, at any moment
-// of the render, fails it with host_not_allowed: Chrome's error page is never captured.
+// of the render, fails it with host_not_allowed, and one whose server the guard's proxy cannot
+// reach with navigation_failed: neither the proxy's error page nor Chrome's is ever captured.
 //
 // Choices the public API leaves open:
 //   - Scoped headers (authorization, and Cookie, Authorization or key/token-like names in

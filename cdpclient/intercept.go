@@ -9,29 +9,38 @@ import (
 
 	"github.com/mafredri/cdp/protocol/fetch"
 	"github.com/mafredri/cdp/protocol/network"
+	"github.com/mafredri/cdp/protocol/page"
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
 )
 
-// interceptor pauses the page's requests with the Fetch domain and decides each one in Go before
-// Chrome sends it. With only the guard to apply it pauses document requests alone (main frame,
-// iframes, every redirect hop), before they are sent and when their answer arrives: two round
-// trips per document, none per subresource but those whose URL carries credentials. Request
-// rules (blocking, extra headers) need every request, so only a render that has them pauses all
-// its subresources.
+// interceptor watches a render's documents and, with the Fetch domain, decides in Go the
+// requests it pauses before Chrome sends them.
+//
+// With only the guard to apply it pauses nothing but URLs that carry credentials: the guard
+// itself is the tab's egress route, which refuses what a page may not reach and records it
+// (egress.Route.Troubles). The interceptor follows the main frame's documents
+// (Page.frameNavigated) and fails the render when one is the route's refusal or error page, or
+// Chrome's error page for a destination the route refused or could not reach, so that neither
+// is ever captured. Request rules (blocking, extra headers) need every request, so only a render
+// that has them pauses all its requests, and the guard also judges its documents there.
 type interceptor struct {
-	r      *render
-	rules  *requestRules // nil: the guard alone
-	paused fetch.RequestPausedClient
-	auth   fetch.AuthRequiredClient // challenges of paused requests (fetchArgs)
-	// failed is cancelled once a document of the main frame has been failed on purpose: refused
-	// by the guard, or answered by the egress proxy's own error page. Chrome then loads its error
-	// page under a new loader, which must never be waited for nor captured; failure says why.
+	r         *render
+	rules     *requestRules // nil: the guard alone
+	paused    fetch.RequestPausedClient
+	auth      fetch.AuthRequiredClient // challenges of paused requests (fetchArgs)
+	navigated page.FrameNavigatedClient
+	syncs     chan chan struct{} // sync's requests to serve
+	served    chan struct{}      // closed when serve returns
+	// failed is cancelled once a document of the main frame has failed on purpose: refused by
+	// the guard, or answered by the egress route's own error page, or Chrome's error page for a
+	// destination the route could not reach. It must never be waited for nor captured; failure
+	// says why.
 	failed   context.Context
-	failMain context.CancelFunc     // signals, before Chrome hears of it, that failed is so
+	failMain context.CancelFunc
 	refused  atomic.Bool            // the main frame's document was refused by the guard
-	upstream atomic.Pointer[string] // the egress proxy's reason when it could not reach the main document's server
+	upstream atomic.Pointer[string] // why the main document's server could not be reached
 	// pageURL is the URL of the main frame's latest document request (redirect hops included),
 	// the page the Blocker judges requests for.
 	pageURL atomic.Pointer[string]
@@ -45,27 +54,34 @@ type interceptor struct {
 // startInterceptor enables Fetch for the render and serves paused requests until stop.
 func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*interceptor, error) {
 	ctx, cancel := context.WithCancel(ctx)
-	in := &interceptor{r: r, rules: rules, cancel: cancel}
+	in := &interceptor{r: r, rules: rules, cancel: cancel, syncs: make(chan chan struct{}), served: make(chan struct{})}
 	in.failed, in.failMain = context.WithCancel(context.Background())
 	var err error
-	if in.paused, err = r.t.c.Fetch.RequestPaused(ctx); err != nil {
+	fail := func(err error) (*interceptor, error) {
+		for _, s := range []interface{ Close() error }{in.paused, in.auth, in.navigated} {
+			if s != nil {
+				s.Close()
+			}
+		}
 		cancel()
 		return nil, err
 	}
+	if in.paused, err = r.t.c.Fetch.RequestPaused(ctx); err != nil {
+		return fail(err)
+	}
 	if in.auth, err = r.t.c.Fetch.AuthRequired(ctx); err != nil {
-		in.paused.Close()
-		cancel()
-		return nil, err
+		return fail(err)
+	}
+	// Page is on: subscribing costs Chrome nothing.
+	if in.navigated, err = r.t.c.Page.FrameNavigated(ctx); err != nil {
+		return fail(err)
 	}
 	// A pre-warmed tab has the guard's patterns on already; rules need others.
 	if rules != nil || !r.t.guardFetch {
 		// Unknown patterns until it answers; the wipe puts the guard's back unless they are.
 		r.t.guardFetch = false
-		if err := r.t.c.Fetch.Enable(ctx, fetchArgs(r.p.cfg.Guard != nil, rules)); err != nil {
-			in.paused.Close()
-			in.auth.Close()
-			cancel()
-			return nil, err
+		if err := r.t.c.Fetch.Enable(ctx, fetchArgs(rules)); err != nil {
+			return fail(err)
 		}
 		r.t.guardFetch = rules == nil && r.p.cfg.Guard != nil
 	}
@@ -78,38 +94,23 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 // the interceptor (handleAuthRequests), which answers them as a browser with nobody at the
 // keyboard does, with the server's 401 page: left to Chrome, full Chromium fails such a
 // document (net::ERR_INVALID_AUTH_CREDENTIALS) where the headless shell shows the page.
-func fetchArgs(guard bool, rules *requestRules) *fetch.EnableArgs {
-	return fetch.NewEnableArgs().SetPatterns(fetchPatterns(guard, rules)).SetHandleAuthRequests(true)
+func fetchArgs(rules *requestRules) *fetch.EnableArgs {
+	return fetch.NewEnableArgs().SetPatterns(fetchPatterns(rules)).SetHandleAuthRequests(true)
 }
 
-// fetchPatterns are the requests a render pauses: documents and URLs with credentials for the
-// guard, every request for rules, and with the guard the answers of documents too, to tell the
-// egress proxy's own refusals and error pages.
-func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
-	doc := network.ResourceTypeDocument
-	var patterns []fetch.RequestPattern
+// fetchPatterns are the requests a render pauses: every one for rules, else only URLs with
+// credentials.
+func fetchPatterns(rules *requestRules) []fetch.RequestPattern {
 	if rules != nil {
 		all := "*"
-		patterns = append(patterns, fetch.RequestPattern{URLPattern: &all, RequestStage: fetch.RequestStageRequest})
-	} else {
-		// A URL with credentials (XMLHttpRequest.open with a user and password, a navigation
-		// to user:password@host) puts them in the context's HTTP auth cache, which no CDP call
-		// clears and from which Chrome authenticates later requests to that site: such a
-		// render's tab is replaced, not wiped (interceptor.credentials). Only URLs with an "@"
-		// pause for it.
-		creds := "http*://*@*"
-		patterns = append(patterns,
-			fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest},
-			fetch.RequestPattern{URLPattern: &creds, RequestStage: fetch.RequestStageRequest})
+		return []fetch.RequestPattern{{URLPattern: &all, RequestStage: fetch.RequestStageRequest}}
 	}
-	if guard {
-		// Only a plain-http answer can be the egress proxy's own (proxyAnswer): an https
-		// document's answer comes through a tunnel, and pausing it would cost every such
-		// render a round trip through Chrome's UI thread for nothing.
-		plain := "http://*"
-		patterns = append(patterns, fetch.RequestPattern{URLPattern: &plain, ResourceType: &doc, RequestStage: fetch.RequestStageResponse})
-	}
-	return patterns
+	// A URL with credentials (XMLHttpRequest.open with a user and password, a navigation to
+	// user:password@host) puts them in the context's HTTP auth cache, which no CDP call clears
+	// and from which Chrome authenticates later requests to that site: such a render's tab is
+	// replaced, not wiped (interceptor.credentials). Only URLs with an "@" pause for it.
+	creds := "http*://*@*"
+	return []fetch.RequestPattern{{URLPattern: &creds, RequestStage: fetch.RequestStageRequest}}
 }
 
 // enableGuardFetch turns Fetch on in a pre-warmed tab with the patterns of a render that has
@@ -119,7 +120,7 @@ func fetchPatterns(guard bool, rules *requestRules) []fetch.RequestPattern {
 func (t *tab) enableGuardFetch(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
 	defer cancel()
-	if err := t.c.Fetch.Enable(ctx, fetchArgs(true, nil)); err != nil {
+	if err := t.c.Fetch.Enable(ctx, fetchArgs(nil)); err != nil {
 		return err
 	}
 	t.guardFetch = true
@@ -128,6 +129,7 @@ func (t *tab) enableGuardFetch(ctx context.Context) error {
 
 func (in *interceptor) serve(ctx context.Context) {
 	defer in.wg.Done()
+	defer close(in.served)
 	for {
 		select {
 		case <-ctx.Done():
@@ -145,7 +147,119 @@ func (in *interceptor) serve(ctx context.Context) {
 			}
 			cancelAuth := fetch.AuthChallengeResponse{Response: "CancelAuth"}
 			_ = in.r.t.c.Fetch.ContinueWithAuth(ctx, fetch.NewContinueWithAuthArgs(ev.RequestID, cancelAuth))
+		case <-in.navigated.Ready():
+			if !in.recvNavigated() {
+				return
+			}
+		case done := <-in.syncs:
+			for ready := true; ready; {
+				select {
+				case <-in.navigated.Ready():
+					ready = in.recvNavigated()
+				default:
+					ready = false
+				}
+			}
+			close(done)
 		}
+	}
+}
+
+// recvNavigated takes one Page.frameNavigated; false when the tab went away.
+func (in *interceptor) recvNavigated() bool {
+	ev, err := in.navigated.Recv()
+	if err != nil {
+		return false
+	}
+	if ev.Frame.ID == in.r.t.frameID && in.r.t.route != nil {
+		if t, ok := troubleOf(in.r.t.route.Troubles(), ev.Frame); ok {
+			in.fail(t)
+		}
+	}
+	return true
+}
+
+// troubleOf finds the route's trouble that a main-frame document is: the route's own answer to
+// a plain-http request (matched by its URL), or Chrome's error page for a destination whose
+// tunnel the route refused or could not open (by host and port).
+func troubleOf(ts []egress.Trouble, f page.Frame) (egress.Trouble, bool) {
+	target, docURL := "", ""
+	if f.UnreachableURL != nil && *f.UnreachableURL != "" {
+		u, err := url.Parse(*f.UnreachableURL)
+		if err != nil {
+			return egress.Trouble{}, false
+		}
+		target = egress.TroubleTarget(u.Hostname(), u.Port(), defaultPort(u.Scheme))
+	} else {
+		docURL = f.URL // without its fragment, as the request's
+	}
+	for i := len(ts) - 1; i >= 0; i-- {
+		if (target != "" && ts[i].Target == target) || (docURL != "" && ts[i].URL == docURL) {
+			return ts[i], true
+		}
+	}
+	return egress.Trouble{}, false
+}
+
+// defaultPort is the port of a URL of scheme that names none.
+func defaultPort(scheme string) string {
+	if scheme == "http" || scheme == "ws" {
+		return "80"
+	}
+	return "443"
+}
+
+// fail marks the main frame's document as failed for t's reason.
+func (in *interceptor) fail(t egress.Trouble) {
+	if t.Refused {
+		in.refused.Store(true)
+	} else {
+		reason := t.Reason
+		in.upstream.Store(&reason)
+	}
+	in.failMain()
+}
+
+// failByRoute fails the main frame's document with the route's worst trouble of the render,
+// for a navigation that Chrome reports failed: a refusal if any, else the last destination the
+// route could not reach. It reports whether there was any.
+func (in *interceptor) failByRoute() bool {
+	if in == nil || in.r.t.route == nil {
+		return false
+	}
+	ts := in.r.t.route.Troubles()
+	if len(ts) == 0 {
+		return false
+	}
+	t := ts[len(ts)-1]
+	for _, x := range ts {
+		if x.Refused {
+			t = x
+		}
+	}
+	in.fail(t)
+	return true
+}
+
+// sync returns once the interceptor has taken in every Page.frameNavigated that Chrome sent
+// before the last answer the render received: a document that failed before a step ended is
+// then known to failure.
+func (in *interceptor) sync(ctx context.Context) {
+	if in == nil {
+		return
+	}
+	done := make(chan struct{})
+	select {
+	case in.syncs <- done:
+	case <-in.served:
+		return
+	case <-ctx.Done():
+		return
+	}
+	select {
+	case <-done:
+	case <-in.served:
+	case <-ctx.Done():
 	}
 }
 
@@ -153,24 +267,6 @@ func (in *interceptor) serve(ctx context.Context) {
 func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply) {
 	c := in.r.t.c.Fetch
 	main := ev.FrameID == in.r.t.frameID
-	if ev.ResponseStatusCode != nil || ev.ResponseErrorReason != nil {
-		// The answer of a document: the proxy's own refusal or error page is not the site's page.
-		refused, upstream, fromProxy := proxyAnswer(ev.Request.URL, ev.ResponseHeaders)
-		if !fromProxy {
-			_ = c.ContinueRequest(ctx, fetch.NewContinueRequestArgs(ev.RequestID))
-			return
-		}
-		if main {
-			if refused {
-				in.refused.Store(true)
-			} else {
-				in.upstream.Store(&upstream)
-			}
-			in.failMain()
-		}
-		_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
-		return
-	}
 	if hasCredentials(ev.Request.URL) {
 		in.credentials.Store(true)
 	}
@@ -223,27 +319,6 @@ func hasCredentials(rawURL string) bool {
 	return err == nil && u.User != nil
 }
 
-// proxyAnswer tells whether the answer to a document request is the egress proxy's own: its
-// refusal (refused) or its error page (upstream, the reason), marked by its headers. Only a
-// plain-http answer can be: an https one comes through a tunnel the proxy cannot write into (its
-// refusal of a tunnel is a failed CONNECT, and the request stage refuses such documents first),
-// so there the headers could only be the site's own, and the proxy strips them from what it
-// forwards.
-func proxyAnswer(url string, headers []fetch.HeaderEntry) (refused bool, upstream string, fromProxy bool) {
-	if !strings.HasPrefix(url, "http:") {
-		return false, "", false
-	}
-	for _, h := range headers {
-		switch {
-		case strings.EqualFold(h.Name, egress.RefusedHeader):
-			return true, "", true
-		case strings.EqualFold(h.Name, egress.UpstreamErrorHeader):
-			return false, h.Value, true
-		}
-	}
-	return false, "", false
-}
-
 // failure is the render's error once a main-frame document was failed on purpose, else nil. A
 // refusal wins over an unreachable server: some hop was refused either way.
 func (in *interceptor) failure() error {
@@ -288,9 +363,10 @@ const (
 	unresolvedDoc            // the name does not resolve
 )
 
-// judge applies the egress guard to a document request: its address, or its scheme when it is
-// not one a page may load (file:, chrome:, view-source: and the like never reach the network).
-// For unresolvedDoc, reason says why.
+// judge applies the egress guard to a paused document request (with request rules, or with
+// credentials in its URL; the route refuses the others as they connect): its address, or its
+// scheme when it is not one a page may load (file:, chrome:, view-source: and the like never
+// reach the network). For unresolvedDoc, reason says why.
 func (in *interceptor) judge(ctx context.Context, ev *fetch.RequestPausedReply) (docVerdict, string) {
 	g := in.r.p.cfg.Guard
 	if g == nil {
@@ -326,5 +402,6 @@ func (in *interceptor) stop() {
 	in.cancel()
 	in.paused.Close()
 	in.auth.Close()
+	in.navigated.Close()
 	in.wg.Wait()
 }

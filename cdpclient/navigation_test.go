@@ -3,6 +3,7 @@ package cdpclient
 import (
 	"context"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
@@ -11,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mafredri/cdp/protocol/fetch"
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
@@ -267,32 +267,60 @@ func TestHTTPSThroughTheGuard(t *testing.T) {
 	}
 }
 
-// TestProxyAnswer: the proxy's headers are believed on plain-http answers only; on https ones
-// they can only be the site's own.
-func TestProxyAnswer(t *testing.T) {
-	refusedH := []fetch.HeaderEntry{{Name: "x-shotd-refused", Value: "host_not_allowed"}}
-	upstreamH := []fetch.HeaderEntry{{Name: "Content-Type", Value: "text/plain"}, {Name: egress.UpstreamErrorHeader, Value: "connection refused"}}
-	tests := []struct {
-		name      string
-		url       string
-		headers   []fetch.HeaderEntry
-		refused   bool
-		upstream  string
-		fromProxy bool
-	}{
-		{name: "refusal", url: "http://a.example/", headers: refusedH, refused: true, fromProxy: true},
-		{name: "upstream error", url: "http://a.example/", headers: upstreamH, upstream: "connection refused", fromProxy: true},
-		{name: "a site's page", url: "http://a.example/", headers: []fetch.HeaderEntry{{Name: "Content-Type", Value: "text/html"}}},
-		{name: "https refusal header is the site's", url: "https://a.example/", headers: refusedH},
-		{name: "https upstream header is the site's", url: "https://a.example/", headers: upstreamH},
+// TestHTTPSRefusals: over https the route sees only a tunnel, and Chrome an error page when the
+// route refuses or cannot open it. The render says why, whether the url itself, a redirect hop
+// or the page's own later navigation failed, and never captures Chrome's error page.
+func TestHTTPSRefusals(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/ok", htmlPage(`<body style="margin:0;background:rgb(0,0,255)">tls</body>`))
+	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, r.URL.Query().Get("to"), http.StatusFound)
+	})
+	mux.HandleFunc("/later", func(w http.ResponseWriter, r *http.Request) {
+		htmlPage(`<!doctype html><meta http-equiv="refresh" content="0;url=`+r.URL.Query().Get("to")+
+			`"><body style="margin:0;background:rgb(0,0,255)">later</body>`)(w, r)
+	})
+	srv := httptest.NewTLSServer(mux)
+	t.Cleanup(srv.Close)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
 	}
+	down := "https://" + closed.Addr().String() + "/"
+	closed.Close()
+	refused := "https://127.0.0.3:" + port + "/x"
+	q := url.QueryEscape
+
+	tests := []struct {
+		name   string
+		o      *shotd.Options
+		code   shotd.Code
+		reason string // in the message
+	}{
+		{name: "the url", o: opts(refused), code: shotd.CodeHostNotAllowed},
+		{name: "a redirect hop", o: opts(srv.URL + "/redirect?to=" + q(refused)), code: shotd.CodeHostNotAllowed},
+		{name: "the page's own navigation", o: withDelay(opts(srv.URL+"/later?to="+q(refused)), 500*time.Millisecond), code: shotd.CodeHostNotAllowed},
+		{name: "unreachable url", o: opts(down), code: shotd.CodeNavigationFailed, reason: "connection refused"},
+		{name: "unreachable redirect hop", o: opts(srv.URL + "/redirect?to=" + q(down)), code: shotd.CodeNavigationFailed, reason: "connection refused"},
+		{name: "the page's own navigation, unreachable", o: withDelay(opts(srv.URL+"/later?to="+q(down)), 500*time.Millisecond), code: shotd.CodeNavigationFailed, reason: "connection refused"},
+	}
+	p := launchGuardedFlags(t, []string{"--ignore-certificate-errors"})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			refused, upstream, fromProxy := proxyAnswer(tt.url, tt.headers)
-			if refused != tt.refused || upstream != tt.upstream || fromProxy != tt.fromProxy {
-				t.Fatalf("proxyAnswer = %v, %q, %v; want %v, %q, %v", refused, upstream, fromProxy, tt.refused, tt.upstream, tt.fromProxy)
+			o := *tt.o
+			o.Timeout = 10 * time.Second
+			_, err := doRender(t, p, &o)
+			e := wantCode(t, err, tt.code)
+			if !strings.Contains(e.Message, tt.reason) {
+				t.Errorf("message %q does not say %q", e.Message, tt.reason)
 			}
 		})
+	}
+	// The control: the same page, allowed, is captured.
+	out := mustRender(t, p, opts(srv.URL+"/redirect?to="+q(srv.URL+"/ok")))
+	if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != [3]uint8{0, 0, 255} {
+		t.Errorf("pixel %v, want the site's blue page", got)
 	}
 }
 

@@ -174,9 +174,10 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 
 	for _, s := range r.steps() {
 		err := r.runStep(rctx, s)
-		// A main-frame navigation failed by the interceptor at any time, even after the wait
-		// or during the capture, means Chrome's error page: never an answer. It also cuts the
-		// step short, whatever that step made of it.
+		// A main-frame document that failed on purpose at any time, even after the wait or
+		// during the capture, means an error page: never an answer. It also cuts the step
+		// short, whatever that step made of it.
+		r.intercept.sync(rctx)
 		if ferr := r.intercept.failure(); ferr != nil {
 			err = ferr
 		}
@@ -514,8 +515,9 @@ func (r *render) navigate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// The guard refused the document or a redirect hop of it before Chrome sent anything, or the
-	// egress proxy could not reach the server.
+	// The route refused the document or a redirect hop of it, or could not reach the server,
+	// and answered with its own page (plain http), now or before the answer.
+	r.intercept.sync(ctx)
 	if err := r.intercept.failure(); err != nil {
 		return err
 	}
@@ -524,6 +526,10 @@ func (r *render) navigate(ctx context.Context) error {
 		// An HTTP error answer with an empty body fails as ERR_HTTP_RESPONSE_CODE_FAILURE, but a
 		// 4xx/5xx page is captured like any other.
 		if name != "net::ERR_HTTP_RESPONSE_CODE_FAILURE" {
+			// A tunnel the route refused or could not open (https): only the route knows why.
+			if r.intercept.failByRoute() {
+				return r.intercept.failure()
+			}
 			if name == "" {
 				name = "unknown error"
 			}

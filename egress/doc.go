@@ -28,7 +28,9 @@
 //     own to servers) and answers 503 until Route.Unblock, so that no connection outlives a
 //     render. Guard.OpenRoute's is a one-off for one render whose way out is the user's upstream
 //     HTTP proxy (the proxy option): the Guard checks every destination as above and the
-//     upstream is asked for the checked address; bypass hosts are dialled directly.
+//     upstream is asked for the checked address; bypass hosts are dialled directly. A route
+//     records what it refused or could not reach (Route.Troubles), which is how a render tells
+//     that its page's document was refused without pausing the request inside Chrome.
 //
 // ObserveRefusals reports every refusal's reason, for the metrics.
 //

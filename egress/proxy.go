@@ -100,6 +100,9 @@ type Proxy struct {
 	tunnels map[net.Conn]struct{}
 	conns   map[net.Conn]struct{} // the clients' connections to the proxy, until hijacked or closed
 	blocked atomic.Bool           // Route.Block: every request is answered 503
+	// troubles: a Route's refusals and unreachable destinations since its last Block; nil for
+	// the proxy every Chrome is launched behind.
+	troubles *troubleLog
 	// active counts the serve loop and every handler, tunnels included. Add happens under mu and
 	// only while !closed, so that Close can Wait safely.
 	active sync.WaitGroup
@@ -307,7 +310,9 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 		return
 	}
 	p.log.Debug().Str("method", r.Method).Str("host", r.URL.Host).Err(err).Msg("egress forward failed")
-	w.Header().Set(UpstreamErrorHeader, upstreamReason(err))
+	reason := upstreamReason(err)
+	p.noteTrouble(r, false, reason)
+	w.Header().Set(UpstreamErrorHeader, reason)
 	http.Error(w, "bad gateway", http.StatusBadGateway)
 }
 
@@ -315,6 +320,7 @@ func (p *Proxy) forwardError(w http.ResponseWriter, r *http.Request, err error) 
 func (p *Proxy) refuse(w http.ResponseWriter, r *http.Request, target string, err error) {
 	p.refused.Add(1)
 	p.guard.observe(err)
+	p.noteTrouble(r, true, "")
 	ev := p.log.Debug().Str("method", r.Method).Str("target", target)
 	var e *shotd.Error
 	if errors.As(err, &e) && e.Cause != nil {
@@ -411,6 +417,7 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		p.log.Debug().Str("target", target).Err(err).Msg("egress connect failed")
+		p.noteTrouble(r, false, upstreamReason(err))
 		http.Error(w, "bad gateway", http.StatusBadGateway)
 		return
 	}
@@ -474,6 +481,9 @@ func (p *Proxy) connState(c net.Conn, state http.ConnState) {
 // request under way is cancelled with its connection), the tunnels, and the idle ones to servers.
 func (p *Proxy) block() {
 	p.blocked.Store(true)
+	if p.troubles != nil {
+		p.troubles.clear()
+	}
 	p.mu.Lock()
 	for c := range p.conns {
 		_ = c.Close()

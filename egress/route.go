@@ -58,6 +58,7 @@ func (g *Guard) OpenRoute(ctx context.Context, up Upstream, logger zerolog.Logge
 		return nil, g.observe(err)
 	}
 	p := NewProxy(g, logger)
+	p.troubles = &troubleLog{}
 	v := &upstream{guard: g, addrs: addrs, bypass: up.Bypass}
 	proxyURL := &url.URL{Scheme: "http", Host: up.Host}
 	if up.Username != "" || up.Password != "" {
@@ -111,6 +112,7 @@ func (g *Guard) OpenRoute(ctx context.Context, up Upstream, logger zerolog.Logge
 // the browser context that uses it is gone.
 func (g *Guard) OpenDirectRoute(logger zerolog.Logger) (*Route, error) {
 	p := NewProxy(g, logger)
+	p.troubles = &troubleLog{}
 	if err := p.Start("127.0.0.1:0"); err != nil {
 		return nil, err
 	}
@@ -120,9 +122,13 @@ func (g *Guard) OpenDirectRoute(logger zerolog.Logger) (*Route, error) {
 
 // Block ends every connection of the route (Chrome's connections to it, idle keep-alive ones
 // too, its tunnels, its forwarded requests and its own idle connections to servers) and answers
-// every request and tunnel with 503 until Unblock. A browser context that uses the route then
+// every request and tunnel with 503 until Unblock. It also forgets the route's Troubles. A browser context that uses the route then
 // keeps no connection, and no answer, from one render to the next.
 func (r *Route) Block() { r.proxy.block() }
+
+// Troubles returns what the route refused or could not reach since it was opened or last
+// blocked, oldest first, the latest 64 at most.
+func (r *Route) Troubles() []Trouble { return r.proxy.troubles.all() }
 
 // Unblock lets the route serve again after Block.
 func (r *Route) Unblock() { r.proxy.blocked.Store(false) }

@@ -313,3 +313,71 @@ func TestDirectRouteBlock(t *testing.T) {
 		t.Errorf("the route's connection to the server outlived Block: %v", peers)
 	}
 }
+
+// TestRouteTroubles: a route records each destination it refuses or cannot reach, with the URL
+// of a plain-http request and the host and port of a tunnel, and forgets them on Block; a
+// destination it reaches is no trouble.
+func TestRouteTroubles(t *testing.T) {
+	testkit.CheckGoroutines(t, 5*time.Second)
+	e := newProxyEnv(t)
+	r, err := e.guard.OpenDirectRoute(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	closed, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shut := closed.Addr().String()
+	closed.Close()
+
+	tr := &http.Transport{Proxy: http.ProxyURL(&url.URL{Scheme: "http", Host: r.Addr()}), DisableKeepAlives: true}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	get := func(u string, want int) {
+		t.Helper()
+		resp, err := client.Get(u)
+		if err != nil {
+			t.Fatalf("GET %s: %v", u, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Fatalf("GET %s: %d, want %d", u, resp.StatusCode, want)
+		}
+	}
+	connect := func(target string, want int) {
+		t.Helper()
+		c, err := net.Dial("tcp", r.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", target)
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil || resp.StatusCode != want {
+			t.Fatalf("CONNECT %s: %v %v, want %d", target, resp, err, want)
+		}
+	}
+	get("http://127.0.0.1:"+e.port+"/hello", 200)
+	get("http://127.0.0.3:"+e.port+"/x?y=1", 403)
+	get("http://"+shut+"/down", 502)
+	connect("127.0.0.3:"+e.port, 403)
+	connect(shut, 502)
+	get("http://canary.test/", 403)
+	want := []Trouble{
+		{Target: "127.0.0.3:" + e.port, URL: "http://127.0.0.3:" + e.port + "/x?y=1", Refused: true},
+		{Target: shut, URL: "http://" + shut + "/down", Reason: "connection refused"},
+		{Target: "127.0.0.3:" + e.port, Refused: true},
+		{Target: shut, Reason: "connection refused"},
+		{Target: "canary.test:80", URL: "http://canary.test/", Refused: true},
+	}
+	if got := r.Troubles(); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("troubles:\n%+v\nwant\n%+v", got, want)
+	}
+	r.Block()
+	if got := r.Troubles(); len(got) != 0 {
+		t.Errorf("troubles after Block: %+v", got)
+	}
+	r.Unblock()
+}
