@@ -18,8 +18,9 @@ import (
 // interceptor watches a render's documents and, with the Fetch domain, decides in Go the
 // requests it pauses before Chrome sends them.
 //
-// With only the guard to apply it pauses nothing but URLs that carry credentials: the guard
-// itself is the tab's egress route, which refuses what a page may not reach and records it
+// With only the guard to apply it pauses nothing but URLs that carry credentials (and, on full
+// Chromium, documents, for their auth challenges: Process.pauseDocuments): the guard itself is
+// the tab's egress route, which refuses what a page may not reach and records it
 // (egress.Route.Troubles). The interceptor follows the main frame's documents
 // (Page.frameNavigated) and fails the render when one is the route's refusal or error page, or
 // Chrome's error page for a destination the route refused or could not reach, so that neither
@@ -80,7 +81,7 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 	if rules != nil || !r.t.guardFetch {
 		// Unknown patterns until it answers; the wipe puts the guard's back unless they are.
 		r.t.guardFetch = false
-		if err := r.t.c.Fetch.Enable(ctx, fetchArgs(rules)); err != nil {
+		if err := r.t.c.Fetch.Enable(ctx, fetchArgs(rules, r.p.pauseDocuments)); err != nil {
 			return fail(err)
 		}
 		r.t.guardFetch = rules == nil && r.p.cfg.Guard != nil
@@ -92,15 +93,14 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 
 // fetchArgs turns Fetch on with fetchPatterns. The challenges of the requests it pauses come to
 // the interceptor (handleAuthRequests), which answers them as a browser with nobody at the
-// keyboard does, with the server's 401 page: left to Chrome, full Chromium fails such a
-// document (net::ERR_INVALID_AUTH_CREDENTIALS) where the headless shell shows the page.
-func fetchArgs(rules *requestRules) *fetch.EnableArgs {
-	return fetch.NewEnableArgs().SetPatterns(fetchPatterns(rules)).SetHandleAuthRequests(true)
+// keyboard does, with the server's 401 page.
+func fetchArgs(rules *requestRules, documents bool) *fetch.EnableArgs {
+	return fetch.NewEnableArgs().SetPatterns(fetchPatterns(rules, documents)).SetHandleAuthRequests(true)
 }
 
-// fetchPatterns are the requests a render pauses: every one for rules, else only URLs with
-// credentials.
-func fetchPatterns(rules *requestRules) []fetch.RequestPattern {
+// fetchPatterns are the requests a render pauses: every one for rules, else URLs with
+// credentials, and documents too when documents is set (Process.pauseDocuments).
+func fetchPatterns(rules *requestRules, documents bool) []fetch.RequestPattern {
 	if rules != nil {
 		all := "*"
 		return []fetch.RequestPattern{{URLPattern: &all, RequestStage: fetch.RequestStageRequest}}
@@ -110,17 +110,22 @@ func fetchPatterns(rules *requestRules) []fetch.RequestPattern {
 	// and from which Chrome authenticates later requests to that site: such a render's tab is
 	// replaced, not wiped (interceptor.credentials). Only URLs with an "@" pause for it.
 	creds := "http*://*@*"
-	return []fetch.RequestPattern{{URLPattern: &creds, RequestStage: fetch.RequestStageRequest}}
+	patterns := []fetch.RequestPattern{{URLPattern: &creds, RequestStage: fetch.RequestStageRequest}}
+	if documents {
+		doc := network.ResourceTypeDocument
+		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest})
+	}
+	return patterns
 }
 
 // enableGuardFetch turns Fetch on in a pre-warmed tab with the patterns of a render that has
 // the guard and no rules, the usual render, so that the render skips that call (a few
 // milliseconds: Chrome installs the interception in its network service). Nothing requests
 // anything in the blank document until the render, which subscribes to the pauses first.
-func (t *tab) enableGuardFetch(ctx context.Context) error {
+func (p *Process) enableGuardFetch(ctx context.Context, t *tab) error {
 	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
 	defer cancel()
-	if err := t.c.Fetch.Enable(ctx, fetchArgs(nil)); err != nil {
+	if err := t.c.Fetch.Enable(ctx, fetchArgs(nil, p.pauseDocuments)); err != nil {
 		return err
 	}
 	t.guardFetch = true

@@ -326,7 +326,8 @@ func TestHTTPSRefusals(t *testing.T) {
 
 // TestAuthChallengePage: a page answered 401 with a challenge is captured as the server's page,
 // as a 404 is, on every browser: nobody is there to log in. Full Chromium left to itself fails
-// the document behind the guard's interception (net::ERR_INVALID_AUTH_CREDENTIALS).
+// the document behind the guard's interception (net::ERR_INVALID_AUTH_CREDENTIALS) unless its
+// documents are paused (Process.pauseDocuments); the headless shell needs no pause.
 func TestAuthChallengePage(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/private", func(w http.ResponseWriter, r *http.Request) {

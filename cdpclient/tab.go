@@ -508,7 +508,7 @@ func (p *Process) prewarm() {
 			}
 		}
 		if p.cfg.Guard != nil {
-			if err := t.enableGuardFetch(p.life); err != nil && p.life.Err() == nil {
+			if err := p.enableGuardFetch(p.life, t); err != nil && p.life.Err() == nil {
 				p.log.Debug().Err(err).Msg("enable Fetch in a pre-warmed tab")
 			}
 		}

@@ -201,7 +201,7 @@ func (p *Process) wipe(t *tab) error {
 	switch {
 	case p.cfg.Guard != nil && !t.guardFetch:
 		// Request rules paused every request, or the wipe blocked them all.
-		if err := t.enableGuardFetch(ctx); err != nil {
+		if err := p.enableGuardFetch(ctx, t); err != nil {
 			return fmt.Errorf("guard patterns: %w", err)
 		}
 	case p.cfg.Guard == nil:
