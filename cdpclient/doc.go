@@ -19,9 +19,10 @@
 // tab navigates to about:blank so that the page's unload handlers run, then the context's
 // cookies and cache, the storage of every origin the render's frames and workers committed, the
 // history, permissions and every override the render set are cleared. A tab that crashed, timed
-// out, failed inside Chrome, could not be wiped, or whose page used a URL with credentials
-// (Chrome's HTTP auth cache, which no CDP call clears, keeps them) is replaced, never reused; after
-// Config.TabReuse renders it is replaced too. With IsolationContext every render gets a fresh
+// out, failed inside Chrome, could not be wiped, or whose page used a URL with credentials or
+// started a shared worker (Chrome's HTTP auth cache, which no CDP call clears, keeps the
+// credentials; the egress route tells of those of a ws:// handshake) is replaced, never
+// reused; after Config.TabReuse renders it is replaced too. With IsolationContext every render gets a fresh
 // context and target, disposed after it. Making a tab costs Chrome's UI thread more than a render
 // of a small page, so tabs are made ahead (Config.Prewarm) and disposed off the response path,
 // while no render is loading its page; a Chrome that only cleans up runs at the lowest CPU

@@ -624,13 +624,17 @@ func (p *Process) watchTargets(ctx context.Context) error {
 	return nil
 }
 
-// noteOrigin records the origin of a frame or worker target with the tab of its browser context.
+// noteOrigin records the origin of a frame or worker target with the tab of its browser context,
+// and a shared worker there.
 func (p *Process) noteOrigin(info target.Info) {
 	if info.BrowserContextID == nil {
 		return
 	}
 	if t, ok := p.tabs.Load(*info.BrowserContextID); ok {
 		t.(*tab).origins.add(info.URL, info.Type == "page")
+		if info.Type == "shared_worker" {
+			t.(*tab).sharedWorker.Store(true)
+		}
 	}
 }
 

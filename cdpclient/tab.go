@@ -35,6 +35,11 @@ type tab struct {
 	metrics        metrics     // the device metrics override in force
 	crashed        atomic.Bool // the renderer of the target crashed
 	leaving        atomic.Bool // the wipe is navigating the tab away (leave)
+	// sharedWorker: a page of the tab started a shared worker, whose requests Fetch does not
+	// see: one with credentials in its URL (XMLHttpRequest.open with a user and password) would
+	// leave them in the context's HTTP auth cache, which no CDP call clears. Such a tab is
+	// replaced, not wiped.
+	sharedWorker atomic.Bool
 	// guardFetch: Fetch is on with the patterns of the guard alone (enableGuardFetch).
 	guardFetch bool
 	// slot: t came from the pre-warmed pool and holds its place there until the render releases

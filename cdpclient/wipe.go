@@ -147,9 +147,12 @@ var errNotClean = errors.New("tab not known clean")
 //  4. What the render set in the tab (emulation, scripts for new documents, interception,
 //     Network, worker auto-attach) is undone, and the route serves again.
 //
-// Any failure leaves the tab not known clean: the caller replaces it.
+// Any failure leaves the tab not known clean: the caller replaces it. So does what may have left
+// credentials in the context's HTTP auth cache, which no CDP call clears: a shared worker (its
+// requests are not the tab's to pause), or a ws:// handshake with credentials that the route
+// saw (Route.SawCredentials); a URL with credentials that Fetch paused taints the tab already.
 func (p *Process) wipe(t *tab) error {
-	if t.over.tainted || t.crashed.Load() || t.conn.Context().Err() != nil {
+	if t.over.tainted || t.crashed.Load() || t.sharedWorker.Load() || t.conn.Context().Err() != nil {
 		return errNotClean
 	}
 	ctx, cancel := context.WithTimeout(p.life, cleanTimeout)
@@ -165,6 +168,11 @@ func (p *Process) wipe(t *tab) error {
 		// request with 503 until the end of the wipe. What the render's Fetch patterns still
 		// pause is failed below.
 		t.route.Block()
+		if t.route.SawCredentials() {
+			// A ws:// handshake with credentials: they are in the HTTP auth cache.
+			paused.Close()
+			return errNotClean
+		}
 	} else {
 		all := "*"
 		if err := c.Fetch.Enable(ctx, fetch.NewEnableArgs().SetPatterns([]fetch.RequestPattern{
@@ -212,6 +220,9 @@ func (p *Process) wipe(t *tab) error {
 	// The blank document's lifecycle events are no render's.
 	if err := drainLifecycle(t); err != nil {
 		return err
+	}
+	if t.sharedWorker.Load() {
+		return errNotClean // started as the page left
 	}
 	if t.route != nil {
 		t.route.Unblock()

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/page"
 
@@ -306,9 +307,10 @@ func TestWipeEndsConnections(t *testing.T) {
 }
 
 // TestWipeForgetsCredentials: a page that authenticates with a user and password in a URL (an
-// XMLHttpRequest's, or its own navigation's) leaves them in Chrome's HTTP auth cache, which no
-// wipe can clear and from which Chrome would authenticate the next render's requests to that
-// site, of any account: its tab is replaced instead.
+// XMLHttpRequest's, in the page, a dedicated worker or a shared worker, its own navigation's, or
+// a ws:// WebSocket's) leaves them in Chrome's HTTP auth cache, which no wipe can clear and from
+// which Chrome would authenticate the next render's requests to that site, of any account: its
+// tab is replaced instead.
 func TestWipeForgetsCredentials(t *testing.T) {
 	var mu sync.Mutex
 	var seen []string // the Authorization of each request for /auth/ since the last reset
@@ -317,6 +319,12 @@ func TestWipeForgetsCredentials(t *testing.T) {
 		mu.Lock()
 		seen = append(seen, r.Header.Get("Authorization"))
 		mu.Unlock()
+		if r.URL.Path == "/auth/ws" && r.Header.Get("Authorization") != "" {
+			if c, err := (&websocket.Upgrader{}).Upgrade(w, r, nil); err == nil {
+				c.Close()
+			}
+			return
+		}
 		if r.URL.Path == "/auth/peek" {
 			// No challenge: Chrome sends credentials it keeps for /auth/ unasked, and full
 			// Chromium would hold a request that is challenged without any on a login prompt.
@@ -334,18 +342,28 @@ func TestWipeForgetsCredentials(t *testing.T) {
 		document.title = x.status;</script>`))
 	mux.HandleFunc("/navigate", htmlPage(`<!doctype html><script>
 		location.href = location.href.replace('//', '//u:p@').replace('/navigate', '/auth/page');</script>`))
+	mux.HandleFunc("/websocket", htmlPage(`<!doctype html><script>
+		new WebSocket(location.href.replace('http://', 'ws://u:p@').replace('/websocket', '/auth/ws'));</script>`))
+	mux.HandleFunc("/login.js", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/javascript")
+		fmt.Fprint(w, `const x = new XMLHttpRequest(); x.open('GET', '/auth/x', false, 'u', 'p'); x.send();`)
+	})
+	mux.HandleFunc("/worker", htmlPage(`<!doctype html><script>new Worker('/login.js');</script>`))
+	mux.HandleFunc("/sharedworker", htmlPage(`<!doctype html><script>new SharedWorker('/login.js');</script>`))
 	mux.HandleFunc("/peek", htmlPage(`<!doctype html><script>
 		const x = new XMLHttpRequest(); x.open('GET', '/auth/peek', false); x.send();
 		document.title = x.status;</script>`))
 	srv, _ := server(t, mux)
 	p := launchIsolatedGuarded(t, 1, IsolationWipe)
-	for _, login := range []string{"/xhr", "/navigate"} {
+	for _, login := range []string{"/xhr", "/navigate", "/websocket", "/sharedworker", "/worker"} {
 		t.Run(login, func(t *testing.T) {
 			poolFull(t, p)
 			mu.Lock()
 			seen = nil
 			mu.Unlock()
-			used := renderContext(t, p, opts(srv.URL+login))
+			o := opts(srv.URL + login)
+			o.Delay = 500 * time.Millisecond
+			used := renderContext(t, p, o)
 			mu.Lock()
 			if len(seen) == 0 || seen[len(seen)-1] != "Basic dTpw" {
 				t.Fatalf("the page did not log in: %q", seen)

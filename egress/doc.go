@@ -30,7 +30,9 @@
 //     HTTP proxy (the proxy option): the Guard checks every destination as above and the
 //     upstream is asked for the checked address; bypass hosts are dialled directly. A route
 //     records what it refused or could not reach (Route.Troubles), which is how a render tells
-//     that its page's document was refused without pausing the request inside Chrome.
+//     that its page's document was refused without pausing the request inside Chrome, and
+//     whether a plain-text request in its tunnels (a ws:// handshake) carried credentials that
+//     Chrome then keeps in its HTTP auth cache (Route.SawCredentials).
 //
 // ObserveRefusals reports every refusal's reason, for the metrics.
 //

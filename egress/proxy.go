@@ -103,6 +103,9 @@ type Proxy struct {
 	// troubles: a Route's refusals and unreachable destinations since its last Block; nil for
 	// the proxy every Chrome is launched behind.
 	troubles *troubleLog
+	// credentials: a plain-text request in one of a route's tunnels carried an Authorization
+	// header since the route was opened or last unblocked (authSniffer).
+	credentials atomic.Bool
 	// active counts the serve loop and every handler, tunnels included. Add happens under mu and
 	// only while !closed, so that Close can Wait safely.
 	active sync.WaitGroup
@@ -444,17 +447,21 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
 		return
 	}
+	var toUpstream io.Writer = upstream
+	if p.troubles != nil { // a route: its context's tab must know of credentials Chrome keeps
+		toUpstream = &authSniffer{w: upstream, saw: func() { p.credentials.Store(true) }}
+	}
 	// Bytes the client sent right after its CONNECT header sit in the server's buffer.
 	if n := brw.Reader.Buffered(); n > 0 {
 		buf, _ := brw.Reader.Peek(n)
-		if _, err := upstream.Write(buf); err != nil {
+		if _, err := toUpstream.Write(buf); err != nil {
 			return
 		}
 	}
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		_, _ = io.Copy(upstream, client)
+		_, _ = io.Copy(toUpstream, client)
 		// One side ended: end the other so that neither copy outlives the tunnel.
 		_ = upstream.Close()
 		_ = client.Close()

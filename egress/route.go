@@ -130,8 +130,17 @@ func (r *Route) Block() { r.proxy.block() }
 // blocked, oldest first, the latest 64 at most.
 func (r *Route) Troubles() []Trouble { return r.proxy.troubles.all() }
 
-// Unblock lets the route serve again after Block.
-func (r *Route) Unblock() { r.proxy.blocked.Store(false) }
+// SawCredentials reports whether, since the route was opened or last unblocked, the browser
+// sent credentials where only its HTTP auth cache can have them from or put them in: a plain-text
+// request in a tunnel (a ws:// handshake) with an Authorization header. After Block it holds for
+// every answer that reached the browser.
+func (r *Route) SawCredentials() bool { return r.proxy.credentials.Load() }
+
+// Unblock lets the route serve again after Block, and forgets SawCredentials.
+func (r *Route) Unblock() {
+	r.proxy.credentials.Store(false)
+	r.proxy.blocked.Store(false)
+}
 
 // Addr is the route's address, "127.0.0.1:port", for the browser context's proxy.
 func (r *Route) Addr() string { return r.proxy.Addr() }

@@ -381,3 +381,49 @@ func TestRouteTroubles(t *testing.T) {
 	}
 	r.Unblock()
 }
+
+// TestRouteSawCredentials: a plain-text request with an Authorization header in one of a route's
+// tunnels (a ws:// handshake) is reported until Unblock, Block included; one without is not.
+func TestRouteSawCredentials(t *testing.T) {
+	testkit.CheckGoroutines(t, 5*time.Second)
+	e := newProxyEnv(t)
+	r, err := e.guard.OpenDirectRoute(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close(context.Background())
+	tunnel := func(header string) {
+		t.Helper()
+		c, err := net.Dial("tcp", r.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		target := "127.0.0.1:" + e.port
+		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", target)
+		br := bufio.NewReader(c)
+		if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("CONNECT: %v %v", resp, err)
+		}
+		fmt.Fprintf(c, "GET /hello HTTP/1.1\r\nHost: %s\r\n%s\r\n", target, header)
+		if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("GET in the tunnel: %v %v", resp, err)
+		}
+	}
+	tunnel("")
+	if r.SawCredentials() {
+		t.Fatal("credentials seen in a request without any")
+	}
+	tunnel("Authorization: Basic dTpw\r\n")
+	if !r.SawCredentials() {
+		t.Fatal("the Authorization header in the tunnel went unseen")
+	}
+	r.Block()
+	if !r.SawCredentials() {
+		t.Error("Block forgot the credentials")
+	}
+	r.Unblock()
+	if r.SawCredentials() {
+		t.Error("Unblock kept the credentials")
+	}
+}
