@@ -30,14 +30,8 @@ func launchOwn(t *testing.T, prewarm int) *Process {
 // launchIsolated is launchOwn with the isolation given.
 func launchIsolated(t *testing.T, prewarm int, isolation string) *Process {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	p, err := Launch(ctx, Config{Path: testenv.Browser(), Isolation: isolation, Prewarm: prewarm, Dir: t.TempDir(), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
-	if err != nil {
-		t.Fatalf("launch: %v", err)
-	}
-	t.Cleanup(func() { p.Close(context.Background()) })
-	return p
+	return launchConfig(t, Config{Path: testenv.Browser(), Isolation: isolation, Prewarm: prewarm,
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
 }
 
 // launchIsolatedGuarded is launchIsolated behind an egress guard that allows loopback, as the
