@@ -320,11 +320,7 @@ func TestDirectRouteBlock(t *testing.T) {
 func TestRouteTroubles(t *testing.T) {
 	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
-	r, err := e.guard.OpenDirectRoute(zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(context.Background())
+	r := openDirectRoute(t, e)
 	closed, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -348,16 +344,8 @@ func TestRouteTroubles(t *testing.T) {
 	}
 	connect := func(target string, want int) {
 		t.Helper()
-		c, err := net.Dial("tcp", r.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", target)
-		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
-		if err != nil || resp.StatusCode != want {
-			t.Fatalf("CONNECT %s: %v %v, want %d", target, resp, err, want)
-		}
+		c, _ := connectThrough(t, r, target, want)
+		c.Close()
 	}
 	get("http://127.0.0.1:"+e.port+"/hello", 200)
 	get("http://127.0.0.3:"+e.port+"/x?y=1", 403)
@@ -387,24 +375,12 @@ func TestRouteTroubles(t *testing.T) {
 func TestRouteSawCredentials(t *testing.T) {
 	testkit.CheckGoroutines(t, 5*time.Second)
 	e := newProxyEnv(t)
-	r, err := e.guard.OpenDirectRoute(zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close(context.Background())
+	r := openDirectRoute(t, e)
 	tunnel := func(header string) {
 		t.Helper()
-		c, err := net.Dial("tcp", r.Addr())
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer c.Close()
 		target := "127.0.0.1:" + e.port
-		fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", target)
-		br := bufio.NewReader(c)
-		if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
-			t.Fatalf("CONNECT: %v %v", resp, err)
-		}
+		c, br := connectThrough(t, r, target, 200)
+		defer c.Close()
 		fmt.Fprintf(c, "GET /hello HTTP/1.1\r\nHost: %s\r\n%s\r\n", target, header)
 		if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != 200 {
 			t.Fatalf("GET in the tunnel: %v %v", resp, err)
@@ -426,4 +402,32 @@ func TestRouteSawCredentials(t *testing.T) {
 	if r.SawCredentials() {
 		t.Error("Unblock kept the credentials")
 	}
+}
+
+// openDirectRoute opens a direct route of e's guard, closed with the test.
+func openDirectRoute(t *testing.T, e *proxyEnv) *Route {
+	t.Helper()
+	r, err := e.guard.OpenDirectRoute(zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close(context.Background()) })
+	return r
+}
+
+// connectThrough asks r for a tunnel to target and fails the test unless it answers want. The
+// caller closes the connection; the reader holds what follows the answer.
+func connectThrough(t *testing.T, r *Route, target string, want int) (net.Conn, *bufio.Reader) {
+	t.Helper()
+	c, err := net.Dial("tcp", r.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %[1]s\r\n\r\n", target)
+	br := bufio.NewReader(c)
+	if resp, err := http.ReadResponse(br, nil); err != nil || resp.StatusCode != want {
+		c.Close()
+		t.Fatalf("CONNECT %s: %v %v, want %d", target, resp, err, want)
+	}
+	return c, br
 }
