@@ -335,21 +335,28 @@ func TestWipeForgetsCredentials(t *testing.T) {
 			w.WriteHeader(http.StatusUnauthorized)
 			return
 		}
-		htmlPage(`<!doctype html><title>200</title><h1>logged in</h1>`)(w, r)
+		htmlPage(`<!doctype html><title>200</title><h1 id="done">logged in</h1>`)(w, r)
 	})
-	mux.HandleFunc("/xhr", htmlPage(`<!doctype html><script>
+	// Each login page shows #done once its credentials were answered, which the render waits for.
+	const done = `document.body.append(Object.assign(document.createElement('p'), {id: 'done', textContent: 'done'}))`
+	mux.HandleFunc("/xhr", htmlPage(`<!doctype html><body><script>
 		const x = new XMLHttpRequest(); x.open('GET', '/auth/x', false, 'u', 'p'); x.send();
-		document.title = x.status;</script>`))
+		document.title = x.status; `+done+`</script>`))
 	mux.HandleFunc("/navigate", htmlPage(`<!doctype html><script>
 		location.href = location.href.replace('//', '//u:p@').replace('/navigate', '/auth/page');</script>`))
-	mux.HandleFunc("/websocket", htmlPage(`<!doctype html><script>
-		new WebSocket(location.href.replace('http://', 'ws://u:p@').replace('/websocket', '/auth/ws'));</script>`))
+	mux.HandleFunc("/websocket", htmlPage(`<!doctype html><body><script>
+		const ws = new WebSocket(location.href.replace('http://', 'ws://u:p@').replace('/websocket', '/auth/ws'));
+		ws.onopen = () => { `+done+` };</script>`))
 	mux.HandleFunc("/login.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript")
-		fmt.Fprint(w, `const x = new XMLHttpRequest(); x.open('GET', '/auth/x', false, 'u', 'p'); x.send();`)
+		fmt.Fprint(w, `const x = new XMLHttpRequest(); x.open('GET', '/auth/x', false, 'u', 'p'); x.send();
+			const tell = p => p.postMessage(x.status);
+			if (self.postMessage) { tell(self) } else { onconnect = e => tell(e.ports[0]) }`)
 	})
-	mux.HandleFunc("/worker", htmlPage(`<!doctype html><script>new Worker('/login.js');</script>`))
-	mux.HandleFunc("/sharedworker", htmlPage(`<!doctype html><script>new SharedWorker('/login.js');</script>`))
+	mux.HandleFunc("/worker", htmlPage(`<!doctype html><body><script>
+		new Worker('/login.js').onmessage = () => { `+done+` };</script>`))
+	mux.HandleFunc("/sharedworker", htmlPage(`<!doctype html><body><script>
+		const w = new SharedWorker('/login.js'); w.port.onmessage = () => { `+done+` }; w.port.start();</script>`))
 	mux.HandleFunc("/peek", htmlPage(`<!doctype html><script>
 		const x = new XMLHttpRequest(); x.open('GET', '/auth/peek', false); x.send();
 		document.title = x.status;</script>`))
@@ -362,7 +369,7 @@ func TestWipeForgetsCredentials(t *testing.T) {
 			seen = nil
 			mu.Unlock()
 			o := opts(srv.URL + login)
-			o.Delay = 500 * time.Millisecond
+			o.WaitForSelector = "#done"
 			used := renderContext(t, p, o)
 			mu.Lock()
 			if len(seen) == 0 || seen[len(seen)-1] != "Basic dTpw" {
