@@ -18,8 +18,8 @@ import (
 // interceptor watches a render's documents and, with the Fetch domain, decides in Go the
 // requests it pauses before Chrome sends them.
 //
-// With only the guard to apply it pauses nothing but URLs that carry credentials (and, on full
-// Chromium, documents, for their auth challenges: Process.pauseDocuments): the guard itself is
+// With only the guard to apply it pauses nothing but URLs that carry credentials (on full
+// Chromium every request, for its auth challenges: Process.pauseAll): the guard itself is
 // the tab's egress route, which refuses what a page may not reach and records it
 // (egress.Route.Troubles). The interceptor follows the main frame's documents
 // (Page.frameNavigated) and fails the render when one is the route's refusal or error page, or
@@ -81,7 +81,7 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 	if rules != nil || !r.t.guardFetch {
 		// Unknown patterns until it answers; the wipe puts the guard's back unless they are.
 		r.t.guardFetch = false
-		if err := r.t.c.Fetch.Enable(ctx, fetchArgs(rules, r.p.pauseDocuments)); err != nil {
+		if err := r.t.c.Fetch.Enable(ctx, fetchArgs(rules, r.p.pauseAll)); err != nil {
 			return fail(err)
 		}
 		r.t.guardFetch = rules == nil && r.p.cfg.Guard != nil
@@ -93,29 +93,24 @@ func startInterceptor(ctx context.Context, r *render, rules *requestRules) (*int
 
 // fetchArgs turns Fetch on with fetchPatterns. The challenges of the requests it pauses come to
 // the interceptor (handleAuthRequests), which answers them as a browser with nobody at the
-// keyboard does, with the server's 401 page.
-func fetchArgs(rules *requestRules, documents bool) *fetch.EnableArgs {
-	return fetch.NewEnableArgs().SetPatterns(fetchPatterns(rules, documents)).SetHandleAuthRequests(true)
+// keyboard does, with the server's 401 answer.
+func fetchArgs(rules *requestRules, all bool) *fetch.EnableArgs {
+	return fetch.NewEnableArgs().SetPatterns(fetchPatterns(rules, all)).SetHandleAuthRequests(true)
 }
 
-// fetchPatterns are the requests a render pauses: every one for rules, else URLs with
-// credentials, and documents too when documents is set (Process.pauseDocuments).
-func fetchPatterns(rules *requestRules, documents bool) []fetch.RequestPattern {
-	if rules != nil {
-		all := "*"
-		return []fetch.RequestPattern{{URLPattern: &all, RequestStage: fetch.RequestStageRequest}}
+// fetchPatterns are the requests a render pauses: every one for rules or when all is set
+// (Process.pauseAll), else only URLs with credentials.
+func fetchPatterns(rules *requestRules, all bool) []fetch.RequestPattern {
+	if rules != nil || all {
+		every := "*"
+		return []fetch.RequestPattern{{URLPattern: &every, RequestStage: fetch.RequestStageRequest}}
 	}
 	// A URL with credentials (XMLHttpRequest.open with a user and password, a navigation to
 	// user:password@host) puts them in the context's HTTP auth cache, which no CDP call clears
 	// and from which Chrome authenticates later requests to that site: such a render's tab is
 	// replaced, not wiped (interceptor.credentials). Only URLs with an "@" pause for it.
 	creds := "http*://*@*"
-	patterns := []fetch.RequestPattern{{URLPattern: &creds, RequestStage: fetch.RequestStageRequest}}
-	if documents {
-		doc := network.ResourceTypeDocument
-		patterns = append(patterns, fetch.RequestPattern{ResourceType: &doc, RequestStage: fetch.RequestStageRequest})
-	}
-	return patterns
+	return []fetch.RequestPattern{{URLPattern: &creds, RequestStage: fetch.RequestStageRequest}}
 }
 
 // enableGuardFetch turns Fetch on in a pre-warmed tab with the patterns of a render that has
@@ -125,7 +120,7 @@ func fetchPatterns(rules *requestRules, documents bool) []fetch.RequestPattern {
 func (p *Process) enableGuardFetch(ctx context.Context, t *tab) error {
 	ctx, cancel := context.WithTimeout(ctx, disposeTimeout)
 	defer cancel()
-	if err := t.c.Fetch.Enable(ctx, fetchArgs(nil, p.pauseDocuments)); err != nil {
+	if err := t.c.Fetch.Enable(ctx, fetchArgs(nil, p.pauseAll)); err != nil {
 		return err
 	}
 	t.guardFetch = true

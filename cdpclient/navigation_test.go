@@ -324,10 +324,12 @@ func TestHTTPSRefusals(t *testing.T) {
 	}
 }
 
-// TestAuthChallengePage: a page answered 401 with a challenge is captured as the server's page,
-// as a 404 is, on every browser: nobody is there to log in. Full Chromium left to itself fails
-// the document behind the guard's interception (net::ERR_INVALID_AUTH_CREDENTIALS) unless its
-// documents are paused (Process.pauseDocuments); the headless shell needs no pause.
+// TestAuthChallengePage: a page, or a subresource that holds its load (an image, a synchronous
+// XMLHttpRequest), answered 401 with a challenge gets the server's answer, as a 404 is, on every
+// browser: nobody is there to log in. Full Chromium left to itself fails such a document behind
+// the guard's interception (net::ERR_INVALID_AUTH_CREDENTIALS) and holds such a subresource on
+// a login prompt until the timeout, unless its requests are paused (Process.pauseAll); the
+// headless shell needs no pause.
 func TestAuthChallengePage(t *testing.T) {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/private", func(w http.ResponseWriter, r *http.Request) {
@@ -336,11 +338,28 @@ func TestAuthChallengePage(t *testing.T) {
 		w.WriteHeader(http.StatusUnauthorized)
 		fmt.Fprint(w, `<body style="margin:0;background:rgb(255,0,0)">401</body>`)
 	})
+	green := `<body style="margin:0;background:rgb(0,128,0)">`
+	mux.HandleFunc("/image", htmlPage(`<!doctype html>`+green+`<img src="/private">`))
+	mux.HandleFunc("/xhr", htmlPage(`<!doctype html>`+green+`<script>
+		const x = new XMLHttpRequest(); x.open('GET', '/private', false); x.send();</script>`))
 	srv, _ := server(t, mux)
 	p := launchGuarded(t)
-	out := mustRender(t, p, opts(srv.URL+"/private"))
-	if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != [3]uint8{255, 0, 0} {
-		t.Errorf("pixel %v, want the server's red 401 page", got)
+	for _, c := range []struct {
+		path string
+		want [3]uint8
+	}{
+		{"/private", [3]uint8{255, 0, 0}},
+		{"/image", [3]uint8{0, 128, 0}},
+		{"/xhr", [3]uint8{0, 128, 0}},
+	} {
+		t.Run(c.path, func(t *testing.T) {
+			o := opts(srv.URL + c.path)
+			o.Timeout = 10 * time.Second // a login prompt holds the load until then
+			out := mustRender(t, p, o)
+			if got := rgbAt(decodePNG(t, out.Data), 200, 150); got != c.want {
+				t.Errorf("pixel %v, want %v", got, c.want)
+			}
+		})
 	}
 }
 

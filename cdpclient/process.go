@@ -317,12 +317,13 @@ type Process struct {
 	closing bool
 	wg      sync.WaitGroup
 
-	// pauseDocuments: the browser is not the headless shell. Full Chromium answers a challenge
-	// (401 with WWW-Authenticate) to a request Fetch does not pause with a login prompt that
-	// nobody can answer, and fails the document (net::ERR_INVALID_AUTH_CREDENTIALS); paused,
-	// its challenge comes to the interceptor, which cancels it so that the server's 401 page
-	// shows, as the headless shell shows it by itself.
-	pauseDocuments bool
+	// pauseAll: the browser is not the headless shell. Full Chromium answers a challenge (401
+	// with WWW-Authenticate) to a request Fetch does not pause with a login prompt that nobody
+	// can answer: a document fails (net::ERR_INVALID_AUTH_CREDENTIALS), and an image or a
+	// synchronous XMLHttpRequest holds the page's load until the timeout. Paused, every
+	// challenge comes to the interceptor, which cancels it, so that the server's 401 answer is
+	// what the page gets, as the headless shell gives it by itself.
+	pauseAll bool
 
 	ready   chan *tab     // tabs ready for a render: pre-warmed, or wiped after one
 	tabs    sync.Map      // browser.ContextID -> *tab, for the origins of watchTargets
@@ -415,22 +416,22 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 
 	life, cancelLife := context.WithCancelCause(context.Background())
 	p := &Process{
-		cfg:            cfg,
-		pauseDocuments: filepath.Base(path) != filepath.Base(HeadlessShell),
-		log:            cfg.Log.With().Int("pid", group.PID()).Logger(),
-		group:          group,
-		pid:            group.PID(),
-		dir:            dir,
-		tmpDir:         tmp,
-		cgroup:         memory,
-		life:           life,
-		cancelLife:     cancelLife,
-		exited:         make(chan struct{}),
-		disconnected:   make(chan struct{}),
-		stderr:         stderrR,
-		stderrDone:     make(chan struct{}),
-		pipe:           newPipeConn(cmdW, ansR, func() { cancelLife(errBrowserStopped) }),
-		prio:           newPriority(group.PID()),
+		cfg:          cfg,
+		pauseAll:     filepath.Base(path) != filepath.Base(HeadlessShell),
+		log:          cfg.Log.With().Int("pid", group.PID()).Logger(),
+		group:        group,
+		pid:          group.PID(),
+		dir:          dir,
+		tmpDir:       tmp,
+		cgroup:       memory,
+		life:         life,
+		cancelLife:   cancelLife,
+		exited:       make(chan struct{}),
+		disconnected: make(chan struct{}),
+		stderr:       stderrR,
+		stderrDone:   make(chan struct{}),
+		pipe:         newPipeConn(cmdW, ansR, func() { cancelLife(errBrowserStopped) }),
+		prio:         newPriority(group.PID()),
 	}
 	p.wg.Add(2)
 	go p.reap()
