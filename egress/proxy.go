@@ -23,13 +23,14 @@ import (
 )
 
 // RefusedHeader is set on every answer of the proxy that refuses a destination, with the value
-// "host_not_allowed". Chrome shows a refused plain-http main document as an ordinary 403 page;
-// this header is how the renderer tells that apart from a site's own 403.
+// "host_not_allowed", so that whoever reads the answer (a log, a test) can tell it from a site's
+// own 403. The proxy strips it from the answers it forwards: a site cannot forge it. (A render
+// tells its route's refusals by Route.Troubles.)
 const RefusedHeader = "X-Shotd-Refused"
 
 // UpstreamErrorHeader is set on the proxy's own 502 answers, with a short reason ("connection
-// refused", "no such host", "timeout", "unreachable"), so that a render can tell the proxy's
-// error page from a 502 page of the site.
+// refused", "no such host", "timeout", "unreachable"), to tell them from a 502 page of the site;
+// stripped from forwarded answers as RefusedHeader is.
 const UpstreamErrorHeader = "X-Shotd-Upstream-Error"
 
 // upstreamReason names a dial or forward failure in words safe to show a client.
