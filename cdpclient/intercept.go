@@ -209,7 +209,8 @@ func defaultPort(scheme string) string {
 	return "443"
 }
 
-// fail marks the main frame's document as failed for t's reason.
+// fail marks the main frame's document as failed for t's reason: the route's, or the guard's
+// verdict on a paused document.
 func (in *interceptor) fail(t egress.Trouble) {
 	if t.Refused {
 		in.refused.Store(true)
@@ -275,8 +276,7 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 		switch v, reason := in.judge(ctx, ev); v {
 		case refusedDoc:
 			if main {
-				in.refused.Store(true)
-				in.failMain()
+				in.fail(egress.Trouble{Refused: true})
 			}
 			_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonBlockedByClient))
 			return
@@ -284,8 +284,7 @@ func (in *interceptor) decide(ctx context.Context, ev *fetch.RequestPausedReply)
 			// Failed here as Chrome would fail it, rather than passed on to the proxy to be
 			// looked up (and time out, on a slow resolver) a second time.
 			if main {
-				in.upstream.Store(&reason)
-				in.failMain()
+				in.fail(egress.Trouble{Reason: reason})
 			}
 			_ = c.FailRequest(ctx, fetch.NewFailRequestArgs(ev.RequestID, network.ErrorReasonNameNotResolved))
 			return

@@ -63,10 +63,12 @@ type Config struct {
 	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
 	// can be emptied at start.
 	Dir string
-	// Guard, when set, checks every document request (main frame, iframes, each redirect hop)
-	// before Chrome makes it, gives each tab's context an egress route of its own, and has a
-	// tab whose page used a URL with credentials replaced. The service always sets it; without
-	// it (tests) a tab is wiped with Fetch instead of its route, and credentials go unseen.
+	// Guard, when set, gives each tab's context an egress route of its own, which checks every
+	// connection and records what it refuses or cannot reach (the render fails on a main-frame
+	// document that is one of those), judges the documents a render pauses anyway (request
+	// rules, full Chromium), and has a tab whose page used credentials replaced. The service
+	// always sets it; without it (tests) a tab is wiped with Fetch instead of its route, and
+	// credentials go unseen.
 	Guard Guard
 	// Blocker, when set, picks the list-based blocker of one render from its options
 	// (block_ads, block_trackers, block_cookie_banners, block_chats); it returns nil when the
