@@ -31,7 +31,10 @@ type Config struct {
 	// AdminToken is the Bearer token of the admin API; empty: generated at first start and stored
 	// in the data directory (not by this package).
 	AdminToken string `toml:"admin_token"`
-	DataDir    string `toml:"data_dir"`
+	// AdminTokenFile holds the admin token instead of admin_token: read at load (Validate puts it
+	// in AdminToken), or from $CREDENTIALS_DIRECTORY under systemd's LoadCredential= (secrets.go).
+	AdminTokenFile string `toml:"admin_token_file"`
+	DataDir        string `toml:"data_dir"`
 	// PublicURL is the base of links in answers, without a trailing slash.
 	PublicURL              string `toml:"public_url"`
 	ShutdownTimeoutSeconds int    `toml:"shutdown_timeout_seconds"`
@@ -50,6 +53,10 @@ type Config struct {
 
 	// Plans by name; each Plan's Name equals its key. Decoded through filePlan, hence "-".
 	Plans map[string]shotd.Plan `toml:"-"`
+
+	// credentials is $CREDENTIALS_DIRECTORY from the environment given to Load or Parse, where
+	// the *_file secrets are looked up first.
+	credentials string
 }
 
 // Browser is the [browser] table: the Chrome pool.

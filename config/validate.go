@@ -49,6 +49,13 @@ func (c *Config) Validate() error {
 	if c.Listen != "" && c.Listen == c.AdminListen && !strings.HasSuffix(c.Listen, ":0") {
 		v.addf("admin_listen", "must differ from listen, both are %q", c.Listen)
 	}
+	switch {
+	case c.AdminTokenFile != "" && c.AdminToken != "":
+		v.addf("admin_token_file", "give admin_token or admin_token_file, not both")
+	case c.AdminTokenFile != "":
+		// Read once, here: Validate runs once per Load.
+		c.AdminToken = readSecretFile(v, "admin_token_file", c.AdminTokenFile, c.credentials)
+	}
 	if strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		v.addf("admin_token", "must not contain spaces or control characters")
 	} else if c.AdminToken != "" && len(c.AdminToken) < MinAdminToken {
@@ -117,7 +124,7 @@ func (c *Config) Validate() error {
 	}
 
 	v.positive("storage.file_ttl_seconds", c.Storage.FileTTLSeconds)
-	c.Storage.S3.validate(v)
+	c.Storage.S3.validate(v, c.credentials)
 	v.positive("limits.max_source_bytes", c.Limits.MaxSourceBytes)
 	v.positive("limits.max_output_bytes", c.Limits.MaxOutputBytes)
 	v.between("limits.bulk_max_items", c.Limits.BulkMaxItems, 1, 10_000)
