@@ -56,10 +56,12 @@ type UsageHistory interface {
 	DailyUsage(accountID string, days int, now time.Time) ([]shotd.DayUsage, error)
 }
 
-// Backups writes a consistent copy of the database to w, calling size first with its length:
-// store.Store implements it.
+// Backups writes a consistent copy of the database to w, calling size first with its length,
+// or (BackupArchive) a tar of that copy and the stored files it has records of: store.Store
+// implements it.
 type Backups interface {
 	Backup(w io.Writer, size func(n int64) error) error
+	BackupArchive(w io.Writer) error
 }
 
 // AdminStore is what the admin API reads and changes.
