@@ -62,7 +62,7 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
 
 # Installs the binary, the systemd unit, /etc/shotd/shotd.toml (only when absent: an operator's
 # edits survive a reinstall) and the docs. DESTDIR stages the tree for a package. Chromium, ffmpeg
@@ -74,7 +74,16 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 DOCDIR     ?= $(PREFIX)/share/doc/shotd
 STATEDIR   ?= /var/lib/shotd
 
-.PHONY: install uninstall openapi-client
+.PHONY: install uninstall openapi-client deb
+
+# The Debian package, from the built binary with dpkg-deb: dist/shotd_<version>_<arch>.deb. It
+# carries autoconsent (from `make deps`) and depends on Chromium's headless shell, ffmpeg, the fonts
+# and the filter lists, so an air-gapped host installs it from its Debian mirror (README).
+# Its binary is static (no libc to depend on), position-independent and stripped.
+DEBDIR ?= dist
+deb:
+	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags "-s -w $(LDFLAGS)" -o bin/shotd-deb ./cmd/shotd
+	./scripts/build-deb.sh bin/shotd-deb $(VERSION) $(DEBDIR)
 
 # Generates a Go client from the OpenAPI document with ogen and builds it (Go module proxy).
 openapi-client:
