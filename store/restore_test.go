@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -229,6 +230,41 @@ func TestRestore(t *testing.T) {
 		defer r.Close(context.Background())
 		if _, err := r.Account(accountID); err != nil {
 			t.Fatal(err)
+		}
+	})
+
+	t.Run("owner of the data dir", func(t *testing.T) {
+		if os.Getuid() != 0 {
+			t.Skip("giving files to another user needs root")
+		}
+		dir := filepath.Join(t.TempDir(), "data")
+		if err := os.Mkdir(dir, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		const uid, gid = 54321, 54322 // the service's user, as systemd allocates one
+		if err := os.Chown(dir, uid, gid); err != nil {
+			t.Fatal(err)
+		}
+		res, err := Restore(dir, archive)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.UID != uid || res.GID != gid {
+			t.Fatalf("Restore = %+v, want owner %d:%d", res, uid, gid)
+		}
+		for _, p := range append([]string{FileName, FilesDir}, func() (ids []string) {
+			for id := range files {
+				ids = append(ids, filepath.Join(FilesDir, id))
+			}
+			return ids
+		}()...) {
+			st, err := os.Stat(filepath.Join(dir, p))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if sys := st.Sys().(*syscall.Stat_t); int(sys.Uid) != uid || int(sys.Gid) != gid {
+				t.Errorf("%s is owned by %d:%d, want %d:%d", p, sys.Uid, sys.Gid, uid, gid)
+			}
 		}
 	})
 
