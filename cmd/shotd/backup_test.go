@@ -225,3 +225,48 @@ func TestAdminBackupWithFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestServeRefusesNewerDatabase: serve, as an older binary after a rollback, refuses a data dir
+// whose database a newer shotd wrote, says so, and leaves it as it was.
+func TestServeRefusesNewerDatabase(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	st, err := store.Open(dir, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := st.SetMeta("schema_version", strconv.Itoa(store.SchemaVersion+1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.Close(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	before, err := os.ReadFile(filepath.Join(dir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "shotd.toml")
+	text := "listen = \"127.0.0.1:0\"\nadmin_listen = \"127.0.0.1:0\"\ndata_dir = \"" + dir + "\"\n[log]\nformat = \"json\"\n"
+	if err := os.WriteFile(cfg, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := m.Run(ctx, []string{"serve", "--config", cfg})
+	msg := out.String() + errOut.String()
+	if code == 0 {
+		t.Fatalf("serve ran on a newer database: %s", msg)
+	}
+	want := "has schema version " + strconv.Itoa(store.SchemaVersion+1) + ", newer than the " + strconv.Itoa(store.SchemaVersion) + " this shotd knows"
+	if !strings.Contains(msg, want) {
+		t.Fatalf("serve: exit %d, output does not say %q:\n%s", code, want, msg)
+	}
+	after, err := os.ReadFile(filepath.Join(dir, store.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(before, after) {
+		t.Fatal("serve changed the newer database")
+	}
+}
