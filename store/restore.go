@@ -266,7 +266,7 @@ func Restore(dataDir, path string) (RestoreResult, error) {
 	dbPath := filepath.Join(dataDir, FileName)
 
 	// bbolt's lock on the current database, held until the new one is in place: a running
-	// service holds it (refuse), and one that starts meanwhile waits and fails.
+	// service holds it (refuse), and one that starts before the rename waits for it and fails.
 	if _, err := os.Stat(dbPath); err == nil {
 		held, err := bbolt.Open(dbPath, 0o600, &bbolt.Options{Timeout: openTimeout})
 		switch {
