@@ -50,7 +50,13 @@ func (a *Admin) backup(ctx *fasthttp.RequestCtx) {
 // body short (no final chunk), which the client sees as a failed transfer.
 func (a *Admin) backupArchive(ctx *fasthttp.RequestCtx) {
 	pr, pw := io.Pipe()
-	go func() { pw.CloseWithError(a.store.BackupArchive(pw)) }()
+	go func() {
+		err := a.store.BackupArchive(pw)
+		if err != nil && !errors.Is(err, io.ErrClosedPipe) { // closed pipe: the client went away
+			a.log.Warn().Err(err).Msg("backup with files cut short")
+		}
+		pw.CloseWithError(err)
+	}()
 	ctx.Response.Header.Set("Content-Type", "application/x-tar")
 	ctx.Response.Header.Set("Content-Disposition",
 		fmt.Sprintf(`attachment; filename="shotd-%s.tar"`, time.Now().UTC().Format("20060102T150405Z")))
