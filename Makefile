@@ -102,6 +102,8 @@ install: build
 	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml; \
 	fi
 	install -m 0644 README.md LICENSE THIRD_PARTY_NOTICES.md $(DESTDIR)$(DOCDIR)/
+	install -d -m 0755 $(DESTDIR)$(DOCDIR)/docs
+	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(DOCDIR)/docs/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/shotd $(DESTDIR)$(UNITDIR)/shotd.service

@@ -523,7 +523,7 @@ func chromeFlags(path, dir string, cfg Config) []string {
 	if sandbox, why := sandboxed(cfg.Sandbox); !sandbox {
 		flags = append(flags, "--no-sandbox")
 		if _, seen := warnedSandbox.LoadOrStore(why, true); !seen && cfg.Sandbox != SandboxOff {
-			cfg.Log.Warn().Str("reason", why).Msg("Chrome runs without its sandbox: a renderer exploit would run as the service's user (see README, Browsers)")
+			cfg.Log.Warn().Str("reason", why).Msg("Chrome runs without its sandbox: a renderer exploit would run as the service's user (see docs/security.md)")
 		}
 	}
 	if cfg.JSHeapMB > 0 {

@@ -141,7 +141,7 @@ func notFound(err error, code shotd.Code, format string, args ...any) error {
 // queued, then all items become jobs of one batch in one transaction.
 func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 	ps := queryParams(ctx.QueryArgs())
-	// A signed bulk request covers its body through body_sha256 (README, "Signed requests").
+	// A signed bulk request covers its body through body_sha256 (docs/api.md, "Signed requests").
 	if ps.Has("signature") {
 		sum := sha256.Sum256(ctx.PostBody())
 		ps = append(ps, shotd.Param{Name: "body_sha256", Values: []string{hex.EncodeToString(sum[:])}})

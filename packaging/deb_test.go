@@ -92,6 +92,8 @@ func TestDeb(t *testing.T) {
 		"/usr/share/shotd/autoconsent/LICENSE":                   "-rw-r--r-- root/root",
 		"/usr/share/doc/shotd/copyright":                         "-rw-r--r-- root/root",
 		"/usr/share/doc/shotd/changelog.gz":                      "-rw-r--r-- root/root",
+		"/usr/share/doc/shotd/README.md":                         "-rw-r--r-- root/root",
+		"/usr/share/doc/shotd/docs/operations.md":                "-rw-r--r-- root/root",
 	} {
 		if got := contents[path]; got != want {
 			t.Errorf("%s: %q, want %q", path, got, want)

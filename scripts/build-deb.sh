@@ -53,6 +53,8 @@ chmod 0640 "$root/etc/shotd/shotd.toml"
 grep -q '^autoconsent = "/usr/share/shotd/' "$root/etc/shotd/shotd.toml" || { echo "build-deb: the autoconsent line of config/example.toml was not rewritten" >&2; exit 1; }
 install -m 0644 "$AUTOCONSENT_DIR/autoconsent.standalone.js" "$AUTOCONSENT_DIR/LICENSE" "$root/usr/share/shotd/autoconsent/"
 install -m 0644 "$REPO/README.md" "$REPO/THIRD_PARTY_NOTICES.md" "$root/usr/share/doc/shotd/"
+install -d -m 0755 "$root/usr/share/doc/shotd/docs"
+install -m 0644 "$REPO"/docs/*.md "$REPO"/docs/*.png "$root/usr/share/doc/shotd/docs/"
 
 cat > "$root/usr/share/doc/shotd/copyright" <<EOF
 Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/

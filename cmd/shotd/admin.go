@@ -201,7 +201,7 @@ var adminCommands = map[string]adminCommand{
 		return c.doField(ctx, "/admin/v1/accounts/"+a.id, "usage")
 	}},
 	"plan list": {run: func(c *adminClient, _ context.Context, _ adminArgs) error {
-		// Plans live in the configuration, which serve reads at start: the admin API has none.
+		// Plans live in the configuration, which serve reads at start and on SIGHUP: the admin API has none.
 		names := slices.Sorted(maps.Keys(c.plans))
 		list := make([]shotd.Plan, 0, len(names))
 		for _, n := range names {

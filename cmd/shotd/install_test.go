@@ -75,7 +75,8 @@ func TestInstall(t *testing.T) {
 	}
 	// Every installed path exists in DESTDIR.
 	for _, p := range []string{"usr/local/bin/shotd", "etc/shotd/shotd.toml", "usr/local/share/doc/shotd/LICENSE",
-		"usr/local/share/doc/shotd/README.md", "usr/local/share/doc/shotd/THIRD_PARTY_NOTICES.md"} {
+		"usr/local/share/doc/shotd/README.md", "usr/local/share/doc/shotd/THIRD_PARTY_NOTICES.md",
+		"usr/local/share/doc/shotd/docs/operations.md", "usr/local/share/doc/shotd/docs/dashboard.png"} {
 		if _, err := os.Stat(filepath.Join(dest, p)); err != nil {
 			t.Error(err)
 		}
