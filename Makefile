@@ -78,7 +78,7 @@ STATEDIR   ?= /var/lib/shotd
 
 # The Debian package, from the built binary with dpkg-deb: dist/shotd_<version>_<arch>.deb. It
 # carries autoconsent (from `make deps`) and depends on Chromium's headless shell, ffmpeg, the fonts
-# and the filter lists, so an air-gapped host installs it from its Debian mirror (README).
+# and the filter lists, so an air-gapped host installs it from its Debian mirror (docs/operations.md).
 # Its binary is static (no libc to depend on), position-independent and stripped.
 DEBDIR ?= dist
 deb:
