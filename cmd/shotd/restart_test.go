@@ -250,6 +250,7 @@ type service struct {
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	base      string
+	admin     string // admin listener, host:port
 	accessKey string
 	secretKey string
 
@@ -313,7 +314,7 @@ func startServiceCmd(ctx context.Context, t *testing.T, cmd *exec.Cmd, tmpDir, n
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
 	}
-	s.base = "http://" + addrs[0]
+	s.base, s.admin = "http://"+addrs[0], addrs[1]
 	for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if resp, err := httpClient.Get(s.base + "/readyz"); err == nil {
 			resp.Body.Close()
