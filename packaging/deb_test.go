@@ -66,7 +66,7 @@ func TestDeb(t *testing.T) {
 	}
 	depends := strings.Split(field("Depends"), ", ")
 	for _, want := range []string{"chromium-headless-shell | chromium", "ffmpeg", "fonts-liberation", "fonts-noto-color-emoji",
-		"fonts-noto-cjk", "webext-ublock-origin-chromium", "ca-certificates", "adduser"} {
+		"fonts-noto-cjk", "webext-ublock-origin-chromium", "ca-certificates", "adduser (>= 3.134)"} {
 		if !slices.Contains(depends, want) {
 			t.Errorf("Depends %q lacks %q", depends, want)
 		}
@@ -228,7 +228,7 @@ func testPostinst(t *testing.T, ctx context.Context, postinst, root string) {
 	calls := configure(nil)
 	for _, want := range []string{
 		"addgroup --system --quiet shotd",
-		"adduser --system --quiet --ingroup shotd --home /var/lib/shotd --no-create-home --shell /usr/sbin/nologin --gecos shotd screenshot service shotd",
+		"adduser --system --quiet --ingroup shotd --home /var/lib/shotd --no-create-home --shell /usr/sbin/nologin --comment shotd screenshot service shotd",
 		"install -d -m 0700 -o shotd -g shotd " + root + "/var/lib/shotd",
 		"chgrp shotd " + root + "/etc/shotd/shotd.toml",
 		"chmod 0640 " + root + "/etc/shotd/shotd.toml",

@@ -98,7 +98,7 @@ Version: $debver
 Architecture: $ARCH
 Maintainer: $MAINTAINER
 Installed-Size: $size
-Depends: adduser, chromium-headless-shell | chromium, ffmpeg, fonts-liberation, fonts-noto-color-emoji, fonts-noto-cjk, webext-ublock-origin-chromium, ca-certificates
+Depends: adduser (>= 3.134), chromium-headless-shell | chromium, ffmpeg, fonts-liberation, fonts-noto-color-emoji, fonts-noto-cjk, webext-ublock-origin-chromium, ca-certificates
 Section: web
 Priority: optional
 Homepage: https://github.com/shotd/shotd
