@@ -137,12 +137,12 @@ func New(set Settings, d Deps) *Server {
 		// Bodies are read by the handlers, after the key (body.go); multipart is refused unread.
 		StreamRequestBody:            true,
 		DisablePreParseMultipartForm: true,
-		ReadBufferSize:     maxHeadBytes,
-		ReadTimeout:        60 * time.Second,
-		WriteTimeout:       120 * time.Second,
-		IdleTimeout:        120 * time.Second,
-		ErrorHandler:       s.parseError,
-		Logger:             fasthttpLogger{d.Log},
+		ReadBufferSize:               maxHeadBytes,
+		ReadTimeout:                  60 * time.Second,
+		WriteTimeout:                 120 * time.Second,
+		IdleTimeout:                  120 * time.Second,
+		ErrorHandler:                 s.parseError,
+		Logger:                       fasthttpLogger{d.Log},
 	}
 	return s
 }
