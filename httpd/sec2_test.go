@@ -9,9 +9,11 @@ import (
 	"net/url"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
 )
@@ -213,5 +215,39 @@ func TestAdmitBeforeConverting(t *testing.T) {
 	}
 	if status, code := rawPost(t, env.base, "/api/v1/screenshot", hdr, body); status != 429 || code != string(shotd.CodeRateLimited) {
 		t.Fatalf("second, past the rate: %d %s, want 429 rate_limited", status, code)
+	}
+}
+
+// refusingGate refuses every admission 429 rate_limited, counting them.
+type refusingGate struct{ admits atomic.Int32 }
+
+func (g *refusingGate) Admit(shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error) {
+	g.admits.Add(1)
+	e := shotd.Errorf(shotd.CodeRateLimited, "too many requests in the last minute")
+	e.RetryAfter = 30
+	return nil, shotd.LimitsSnapshot{RateLimit: 1, RateReset: time.Now().Add(30 * time.Second)}, e
+}
+func (g *refusingGate) Settle(string, uint64, shotd.Outcome) (shotd.LimitsSnapshot, error) {
+	return shotd.LimitsSnapshot{}, nil
+}
+func (g *refusingGate) Usage(shotd.Account, shotd.Plan) (*shotd.UsageReport, error) { return nil, nil }
+func (g *refusingGate) ReleaseJobs(string, int)                                     {}
+
+// TestAccountRefusalsCounted: the account's own refusals (429 past its rate) count against the
+// key's allowance of refusals, so a client that keeps sending past its limits is refused before
+// the account is asked again.
+func TestAccountRefusalsCounted(t *testing.T) {
+	g := &refusingGate{}
+	srv := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 1 << 10, RefusedPerKeyPerMinute: 2},
+		httpd.Deps{Keys: oneKey{}, Plans: map[string]shotd.Plan{"p": {Name: "p"}}, Gate: g, Log: zerolog.Nop()})
+	h := srv.Handler()
+	for i := range 5 {
+		r := serveFake(h, "198.51.100.1:1000", "GET", "/api/v1/usage?access_key=ak_good", nil)
+		if r.StatusCode() != 429 {
+			t.Fatalf("request %d: %d %s, want 429", i, r.StatusCode(), r.Body())
+		}
+	}
+	if n := g.admits.Load(); n != 2 {
+		t.Fatalf("the account was asked %d times, want 2 (then the key's allowance refuses)", n)
 	}
 }
