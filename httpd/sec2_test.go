@@ -21,6 +21,8 @@ import (
 func init() {
 	testPlans["onepm"] = shotd.Plan{MonthlyQuota: 100, RequestsPerMinute: 1, StatusRequestsPerMinute: 100,
 		Concurrency: 1, QueueLimit: 5, FailuresPerMinute: 100, Features: []string{}}
+	testPlans["queue1"] = shotd.Plan{MonthlyQuota: 100, RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
+		Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 100, Features: []string{shotd.FeatureAsync, shotd.FeatureBulk}}
 }
 
 // startRaw serves a fresh public API on loopback and returns it with its address.
@@ -249,5 +251,27 @@ func TestAccountRefusalsCounted(t *testing.T) {
 	}
 	if n := g.admits.Load(); n != 2 {
 		t.Fatalf("the account was asked %d times, want 2 (then the key's allowance refuses)", n)
+	}
+}
+
+// TestRefusedJobGivesPlacesBack: a job admitted and then refused by its markdown gives its queue
+// place and quota reservation back: with a queue of one, the next is admitted again.
+func TestRefusedJobGivesPlacesBack(t *testing.T) {
+	a := newAccount(t, "queue1", true)
+	md := `{"markdown":"` + strings.Repeat(">", 32<<10) + ` x"`
+	hdr := "X-Access-Key: " + a.key.AccessKey + "\r\n"
+	for i, c := range []struct{ target, body string }{
+		{"/api/v1/screenshot", md + `,"async":true}`},
+		{"/api/v1/screenshot", md + `,"async":true}`},
+		{"/api/v1/bulk", `{"requests":[` + md + `}]}`},
+		{"/api/v1/bulk", `{"requests":[` + md + `}]}`},
+	} {
+		if status, code := rawPost(t, env.base, c.target, hdr, []byte(c.body)); status != 413 || code != string(shotd.CodeContentTooLarge) {
+			t.Fatalf("request %d: %d %s, want 413 content_too_large", i, status, code)
+		}
+	}
+	u := usageNow(t, a)
+	if u.Jobs.Waiting != 0 || u.Quota.Remaining != 100 {
+		t.Fatalf("usage after refused jobs: %+v", u)
 	}
 }
