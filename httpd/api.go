@@ -86,9 +86,10 @@ func ceilSecond(t time.Time) time.Time {
 // authentication, validation, plan features, rate, failures, queue, quota, concurrency. A cache
 // hit stops after rate: it renders nothing, so it needs no quota and no slot.
 //
-// The key is checked before the body is parsed, so that a request without a valid key costs no
-// more than reading its bytes (a 21 MiB body parsed whole cost 2.1 GB of allocations); the
-// signature, which covers the body's options, after.
+// The key of the query or headers is checked before a byte of the body is read (body.go), so
+// that a request without a valid key costs no body (a 21 MiB body parsed whole cost 2.1 GB of
+// allocations); the signature, which covers the body's options, after. The markdown conversion
+// and the egress guard's DNS come after admission (checkTargets).
 func (s *Server) screenshot(ctx *fasthttp.RequestCtx) { s.render(ctx, nil) }
 
 // render serves a render endpoint; translate, when set, turns its option names into the

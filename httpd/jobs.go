@@ -72,7 +72,9 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 // name that does not resolve: navigation_failed), and the webhook dialer checks every address
 // it connects to.
 //
-// A markdown source is converted here, before it can take a browser slot or a queue place: past
+// It runs once the account admitted the request (a key past its rate or quota takes no converter
+// slot and no DNS lookup), and before the request takes a browser slot or is queued; a refusal
+// here releases the admission. A markdown source is converted here: past
 // the converter's limits, or not converted in time, it is refused (content_too_large) at once; the
 // renderer's own conversion then finds the page in the converter's cache.
 func (s *Server) checkTargets(o *shotd.Options, index int) error {
