@@ -275,3 +275,34 @@ func TestRefusedJobGivesPlacesBack(t *testing.T) {
 		t.Fatalf("usage after refused jobs: %+v", u)
 	}
 }
+
+// TestChunkedBodyLimit: a chunked body, which declares no length, is refused 413
+// content_too_large once it passes the limit while streamed.
+func TestChunkedBodyLimit(t *testing.T) {
+	a := newAccount(t, "default", true)
+	c, err := net.Dial("tcp", strings.TrimPrefix(env.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(60 * time.Second))
+	fmt.Fprintf(c, "POST /api/v1/screenshot HTTP/1.1\r\nHost: shotd.test\r\nX-Access-Key: %s\r\n"+
+		"Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n", a.key.AccessKey)
+	go func() {
+		chunk := strings.Repeat("x", 64<<10)
+		for range 64 { // 4 MiB, over the limit of 3 x 64 KiB + 1 MiB
+			if _, err := fmt.Fprintf(c, "%x\r\n%s\r\n", len(chunk), chunk); err != nil {
+				return
+			}
+		}
+		fmt.Fprint(c, "0\r\n\r\n")
+	}()
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Fatalf("chunked body over the limit: %s, want 413", resp.Status)
+	}
+}
