@@ -233,6 +233,9 @@ func (s *Service) newServers(browserVersion string) {
 	s.plans = s.public.Plans()
 	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, s.store, cfg.Plans, httpd.BookUsage{Gate: s.accounts, Book: s.plans}, s.reg,
 		log.With().Str("component", "admin").Logger())
+	if h, _, err := net.SplitHostPort(cfg.AdminListen); err == nil {
+		s.admin.AllowHost(h) // the name admin_listen gives, if any; its address is allowed in Serve
+	}
 	s.admin.UsePlans(s.plans)
 	s.admin.UseRenderLog(s.renders)
 	s.admin.SetMetricsToken(cfg.MetricsNeedToken())
