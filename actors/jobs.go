@@ -226,6 +226,11 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		// shutdown): the job stays "rendering" in the store and is queued again at the next
 		// start, as a killed run's would be. Not failed, not billed, no webhook.
 		log.Info().Err(err).Msg("job interrupted by the shutdown; queued again at the next start")
+		// Queued now, so that the next start does not count it with the renders that died with
+		// the service; if this write fails, it does.
+		if _, uerr := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error { j.Status = shotd.JobQueued; return nil }); uerr != nil {
+			log.Warn().Err(uerr).Msg("interrupted job back to queued")
+		}
 		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: shotd.OutcomeReleased})
 		return
 	}
@@ -376,9 +381,19 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	if cfg.BusyRetry <= 0 {
 		cfg.BusyRetry = 10 * time.Minute
 	}
-	restore, err := cfg.Store.RequeueUnfinished()
+	restore, failed, err := cfg.Store.RequeueUnfinished()
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range failed {
+		cfg.Log.Error().Str("job", f.JobID).Str("account", f.AccountID).Int("interrupted", f.Interrupted).
+			Msg("job's render died with the service too often: failed")
+		if f.Webhook != nil && cfg.Webhooks != nil {
+			cfg.Webhooks.Deliver(f.JobID)
+		}
+		if cfg.Ended != nil {
+			cfg.Ended(f)
+		}
 	}
 	j := &Jobs{sys: sys}
 	j.life, j.cut = context.WithCancel(context.Background())

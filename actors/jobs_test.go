@@ -391,8 +391,8 @@ func TestJobCutByShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Status != shotd.JobRendering || j.ErrorCode != "" {
-		t.Fatalf("job after the cut: %s %s, want rendering (queued again at the next start)", j.Status, j.ErrorCode)
+	if j.Status != shotd.JobQueued || j.ErrorCode != "" {
+		t.Fatalf("job after the cut: %s %s, want queued (not counted as a render that died with the service)", j.Status, j.ErrorCode)
 	}
 
 	// The next start renders it, and only then is the webhook sent.
@@ -565,5 +565,40 @@ func TestJobCredentialsUnreadable(t *testing.T) {
 	}
 	if n := renders.Load(); n != 0 {
 		t.Fatalf("%d renders of a job whose credentials could not be read", n)
+	}
+}
+
+// TestJobInterruptedTooOften: a job whose render died with the service at
+// shotd.MaxJobInterruptions starts fails with internal_error at the next start, unrendered, and
+// its webhook is delivered; before, it was queued again at every start, and a page that killed
+// the process crash-looped the service.
+func TestJobInterruptedTooOften(t *testing.T) {
+	hooks := testkit.StartReceiver(t)
+	st := openStore(t, t.TempDir())
+	acc, key := newJobAccount(t, st)
+	raw, err := json.Marshal(jobOptions(t, `{"html":"<p>crash</p>"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := shotd.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
+		Webhook: &shotd.WebhookState{URL: hooks.URL(), Sign: true}}
+	if err := st.CreateJobs([]shotd.Job{job}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Two starts found it rendering already; the process died under it once more.
+	if _, err := st.UpdateJob(job.JobID, func(j *shotd.Job) error {
+		j.Status, j.Interrupted = shotd.JobRendering, shotd.MaxJobInterruptions-1
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sc := &script{}
+	startJobs(t, st, sc.render, time.Second)
+	j := waitJobFinal(t, st, job.JobID, 10*time.Second)
+	if j.Status != shotd.JobFailed || j.ErrorCode != string(shotd.CodeInternalError) || j.Webhook.Status != shotd.WebhookDelivered {
+		t.Fatalf("job: %s %s, webhook %+v; want failed internal_error, delivered", j.Status, j.ErrorCode, j.Webhook)
+	}
+	if n := sc.count(); n != 0 {
+		t.Fatalf("%d renders of a job that died with the service %d times", n, shotd.MaxJobInterruptions)
 	}
 }
