@@ -602,3 +602,38 @@ func TestJobInterruptedTooOften(t *testing.T) {
 		t.Fatalf("%d renders of a job that died with the service %d times", n, shotd.MaxJobInterruptions)
 	}
 }
+
+// TestJobRequestSecretsSealed: a job's headers, cookies and authorization are kept in its
+// record only sealed (they were in clear, unlike the storage and proxy credentials), and the
+// render gets them back whole.
+func TestJobRequestSecretsSealed(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	seal, err := objstore.OpenSealer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *shotd.Options, 1)
+	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		got <- o
+		return (&script{}).render(ctx, o)
+	}
+	e := startJobsSealed(t, st, render, time.Second, seal)
+	acc, key := newJobAccount(t, st)
+	o := jobOptions(t, `{"url":"http://127.0.0.1/","async":true,"headers":["X-Api-Key: hdr-s3cret"],
+		"cookies":["session=cookie-s3cret; Domain=127.0.0.1"],"authorization":"Bearer auth-s3cret"}`)
+	j := waitJobFinal(t, st, e.submitJob(t, acc, key, o), 10*time.Second)
+	if j.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s %s", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	for _, secret := range []string{"hdr-s3cret", "cookie-s3cret", "auth-s3cret"} {
+		if strings.Contains(string(j.Options), secret) {
+			t.Errorf("the job record holds %s in clear: %s", secret, j.Options)
+		}
+	}
+	r := <-got
+	if len(r.Headers) != 1 || r.Headers[0].Value != "hdr-s3cret" || len(r.Cookies) != 1 || r.Cookies[0].Value != "cookie-s3cret" ||
+		r.Authorization != "Bearer auth-s3cret" || r.SealedRequest != nil {
+		t.Fatalf("the render got headers %+v, cookies %+v, authorization %q", r.Headers, r.Cookies, r.Authorization)
+	}
+}
