@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,10 @@ type SubmitJobsResult struct {
 	Batch *shotd.Batch
 	Err   error
 }
+
+// maxBrowserLosses is how many renders of one job may lose their browser (ErrBrowserLost)
+// before the job fails rather than retry.
+const maxBrowserLosses = 3
 
 // storeWait bounds the wait for a job write that started before SubmitJobs.StoreBy.
 const storeWait = 30 * time.Second
@@ -305,12 +310,21 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 	deadline := time.Now().Add(a.cfg.BusyRetry)
 	var out *shotd.Output
 	var err error
+	lost := 0
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(a.owner.life, o.RenderBudget()+a.cfg.RenderGrace)
 		out, err = a.cfg.Render(ctx, o)
 		cancel()
 		if err == nil {
 			break // shotd.CodeOf(nil) would panic
+		}
+		if errors.Is(err, ErrBrowserLost) {
+			if lost++; lost >= maxBrowserLosses {
+				// A page that takes its browser down each time is taken to be the cause: the
+				// job ends, and the failure is the account's (it counts in failures_per_day).
+				return nil, shotd.OutcomeFailed, shotd.Wrap(shotd.CodeRendererUnavailable, err,
+					fmt.Sprintf("the browser was lost %d times while rendering this page; the job is not tried again", lost))
+			}
 		}
 		code := shotd.CodeOf(err)
 		if (code != shotd.CodeRendererBusy && code != shotd.CodeRendererUnavailable) || time.Now().After(deadline) {

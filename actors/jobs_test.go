@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -635,5 +636,35 @@ func TestJobRequestSecretsSealed(t *testing.T) {
 	if len(r.Headers) != 1 || r.Headers[0].Value != "hdr-s3cret" || len(r.Cookies) != 1 || r.Cookies[0].Value != "cookie-s3cret" ||
 		r.Authorization != "Bearer auth-s3cret" || r.SealedRequest != nil {
 		t.Fatalf("the render got headers %+v, cookies %+v, authorization %q", r.Headers, r.Cookies, r.Authorization)
+	}
+}
+
+// TestJobBrowserLostBounded: a job whose every render loses its browser (a page that takes
+// Chrome down, each replaced by the liveness watch) fails after three such renders, and the
+// failure is the account's; it used to retry, released and uncounted, for the whole busy-retry
+// window, killing a browser each time.
+func TestJobBrowserLostBounded(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	acc, key := newJobAccount(t, st)
+	sc := &script{always: shotd.Wrap(shotd.CodeRendererUnavailable, fmt.Errorf("%w: chrome stopped", actors.ErrBrowserLost), "the browser stopped during the render")}
+	e := startJobs(t, st, sc.render, time.Minute)
+	j := waitJobFinal(t, st, e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>stall</p>"}`)), 30*time.Second)
+	if j.Status != shotd.JobFailed || j.ErrorCode != string(shotd.CodeRendererUnavailable) {
+		t.Fatalf("job %s %s %q", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	if n := sc.count(); n != 3 {
+		t.Fatalf("%d renders, want 3", n)
+	}
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		u, err := e.accounts.Usage(acc, jobsPlan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Renders.Failed == 1 && u.Jobs.Running == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("usage %+v: want one failure", u.Renders)
+		}
 	}
 }
