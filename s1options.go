@@ -178,7 +178,7 @@ func s1OptionSpecs() []*OptionSpec {
 			func(o *Options, v int) { o.S1.FullPageScrollDelay = time.Duration(v) * time.Millisecond }).withBounds(0, 5000),
 		boolean("Area", "full_page_slices", "false", "Cut the full-page image into vertical slices: a JSON answer lists them (slices, each with its own file), any other answer is a zip of them.",
 			func(o *Options, v bool) { o.S1.Slices = v }),
-		integer("Area", "full_page_slice_height", "4000", "Height of each slice in pixels; the last one may be shorter.",
+		integer("Area", "full_page_slice_height", "4000", "Height of each slice in pixels; the last one may be shorter. A render makes at most 100 slices.",
 			func(o *Options, v int) { o.S1.SliceHeight = v }).withBounds(1, MaxSliceHeight),
 		integer("Area", "full_page_slice_overlap_height", "0", "Pixels each slice repeats of the one before it.",
 			func(o *Options, v int) { o.S1.SliceOverlap = v }).withBounds(0, MaxSliceHeight-1),
