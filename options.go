@@ -117,6 +117,9 @@ type Options struct {
 	Headers       []Header
 	Cookies       []Cookie
 	Authorization string
+	// SealedRequest holds Headers, Cookies and Authorization encrypted in a job record, which
+	// never keeps them in clear (objstore.Sealer).
+	SealedRequest []byte `json:",omitempty"`
 	TimeZone      string
 
 	// Blocking.
