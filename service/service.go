@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -86,7 +87,19 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	if err := s.openEgress(o.resolver); err != nil {
 		return nil, err
 	}
-	if s.storage, err = openStorage(cfg, s.store, s.guard, s.log); err != nil {
+	// Listening now, before anything renders (a queued job may start with the actors), lets
+	// the guard refuse the service's own ports from the first page on.
+	pub, adm, err := s.listen(o.public, o.admin)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			closeListeners(pub, adm)
+		}
+	}()
+	s.denyOwnPorts(pub, adm)
+	if s.storage, err = openStorage(ctx, cfg, s.store, s.guard, s.log); err != nil {
 		return nil, err
 	}
 	if err := s.startBrowsers(ctx, programs.Browser, chromeDir, o.chromeFlags); err != nil {
@@ -96,10 +109,6 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 		return nil, err
 	}
 	s.newServers(programs.BrowserVersion)
-	pub, adm, err := s.listen(o.public, o.admin)
-	if err != nil {
-		return nil, err
-	}
 	s.publicLn, s.adminLn = pub, adm
 	go func() { s.errc <- s.public.Serve(s.publicLn) }()
 	go func() { s.errc <- s.admin.Serve(s.adminLn) }()
@@ -144,6 +153,21 @@ func (s *Service) openEgress(r egress.Resolver) error {
 	}
 	s.proxy = proxy
 	return nil
+}
+
+// denyOwnPorts has the guard refuse the service's own listeners and its proxy to every page,
+// webhook and storage_endpoint, whatever network.allow_private says: with 127.0.0.1 allowed, a
+// page could otherwise read /metrics and the dashboard, lock the admin out with bad tokens, or
+// hop through the proxy.
+func (s *Service) denyOwnPorts(lns ...net.Listener) {
+	for _, ln := range lns {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			s.guard.DenyPort(a.AddrPort())
+		}
+	}
+	if ap, err := netip.ParseAddrPort(s.proxy.Addr()); err == nil {
+		s.guard.DenyPort(ap)
+	}
 }
 
 // startBrowsers loads the block lists and the consent script, sets the memory bound and starts
