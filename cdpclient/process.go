@@ -248,27 +248,9 @@ func mergeFeatures(flags []string) []string {
 	return out
 }
 
-// chromeEnv is the environment Chrome gets: the service's, less every SHOTD_* variable (the
-// admin token, storage credentials) and the variables named below, which a renderer exploit
-// could otherwise read from /proc/self/environ.
-func chromeEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "SHOTD_") || secretEnv[name] {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-// secretEnv are credentials that tools on the host commonly read from the environment and that
-// Chrome never needs.
-var secretEnv = map[string]bool{
-	"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
-	"MINIO_ROOT_USER": true, "MINIO_ROOT_PASSWORD": true, "NOTIFY_SOCKET": true,
-}
+// chromeEnv is the environment Chrome gets: the service's allow-listed variables (proc.Env), so
+// that a renderer exploit finds no credential in /proc/self/environ.
+func chromeEnv(env []string) []string { return proc.Env(env) }
 
 // maxTmpDir bounds the length of Chrome's TMPDIR. Chrome puts unix sockets there
 // (<TMPDIR>/org.chromium.Chromium.XXXXXX/SingletonSocket, 45 bytes more), a socket path may
