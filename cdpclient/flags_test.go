@@ -112,10 +112,10 @@ func TestSandboxable(t *testing.T) {
 			}
 		})
 	}
-	if on, _ := sandboxed(SandboxOff); on {
+	if on, _ := sandboxed(SandboxOff, os.Geteuid()); on {
 		t.Error("sandbox off gave a sandbox")
 	}
-	if on, _ := sandboxed(SandboxOn); !on {
+	if on, _ := sandboxed(SandboxOn, os.Geteuid()); !on {
 		t.Error("sandbox on gave none")
 	}
 }

@@ -9,10 +9,14 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"os"
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
+
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/internal/s3test"
 )
@@ -138,4 +142,22 @@ func portOf(t *testing.T, a net.Addr) string {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// TestChromeUser: browser.user "self" keeps Chrome as the service's user; "auto" as root is
+// cdpclient.DefaultUser, made when absent; a name that does not exist stops the start.
+func TestChromeUser(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("only root runs Chrome as another user")
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t))
+	if u, err := chromeUser("self", log); u != nil || err != nil {
+		t.Errorf("self: %+v, %v", u, err)
+	}
+	if u, err := chromeUser("auto", log); err != nil || u == nil || u.Name != cdpclient.DefaultUser || u.UID == 0 {
+		t.Errorf("auto as root: %+v, %v", u, err)
+	}
+	if u, err := chromeUser("no-such-user-shotd", log); err == nil {
+		t.Errorf("a user that does not exist: %+v", u)
+	}
 }
