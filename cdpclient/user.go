@@ -83,7 +83,7 @@ func (u *User) credential() *syscall.Credential {
 }
 
 // userDirPrefix names the directories of User in os.TempDir().
-const userDirPrefix = "shotd-chrome-"
+const userDirPrefix = "shotd-chrome-user-"
 
 // userDirFile, in a Chrome's directory in Config.Dir, names its User's directory, so that
 // KillOrphans removes what a killed service left there.
