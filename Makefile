@@ -98,8 +98,15 @@ install: build
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml ]; then \
 	  echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml"; \
 	else \
-	  sed -e 's|^data_dir *= *"[^"]*"|data_dir     = "$(STATEDIR)"|' config/example.toml > $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml && \
-	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml; \
+	  (umask 077; sed -e 's|^data_dir *= *"[^"]*"|data_dir     = "$(STATEDIR)"|' config/example.toml > $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml) && \
+	  chmod 0640 $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml; \
+	fi
+	@# The config may hold the admin token and the S3 secret: readable by root and by the group
+	@# shotd, which the unit gives the service (SupplementaryGroups=). A package creates the group
+	@# in its postinst; installing on this machine as root creates it here.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+	  getent group shotd >/dev/null || groupadd --system shotd; \
+	  chgrp shotd $(SYSCONFDIR)/shotd/shotd.toml; \
 	fi
 	install -m 0644 README.md LICENSE THIRD_PARTY_NOTICES.md $(DESTDIR)$(DOCDIR)/
 	install -d -m 0755 $(DESTDIR)$(DOCDIR)/docs

@@ -8,7 +8,10 @@
 // then reap, then remove the cgroup and the dir) and waits for every goroutine it started.
 // Exited and Disconnected report the two crash signals; the actor that owns the Process turns them
 // into one message. KillOrphans, at start, kills the groups a killed run of the service left
-// under its directory, and no other process. Every Chrome presents the desktop Chrome user agent
+// under its directory, and no other process. Chrome gets an allow list of the environment
+// (internal/proc.Env); with a User (LookupUser, user.go) it runs as that system user, in a
+// directory of its own, so that a service run as root still gives Chrome its sandbox. Every
+// Chrome presents the desktop Chrome user agent
 // of its own version, not HeadlessChrome's (useragent.go).
 //
 // Every tab is alone in a browser context of its own, so concurrent renders share no cookies,

@@ -70,6 +70,7 @@ type Browser struct {
 	Isolation                  string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
 	TabReuse                   int    `toml:"tab_reuse"`
 	Sandbox                    string `toml:"sandbox"`                // auto, on or off
+	User                       string `toml:"user"`                   // auto, self or a system user's name
 	JSHeapMB                   int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
 	RendererProcessLimit       int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
 	MemoryLimitMB              AutoMB `toml:"memory_limit_mb"`        // each Chrome's cgroup bound: MemoryLimit
@@ -263,6 +264,7 @@ func Default() *Config {
 			Isolation:                  IsolationWipe,
 			TabReuse:                   50,
 			Sandbox:                    "auto",
+			User:                       "auto",
 			MemoryLimitMB:              AutoMBAuto,
 			SlotWaitMs:                 2000,
 			RenderDeadlineGraceSeconds: 10,

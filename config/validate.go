@@ -103,6 +103,9 @@ func (c *Config) Validate() error {
 	if b.Sandbox != "auto" && b.Sandbox != "on" && b.Sandbox != "off" {
 		v.addf("browser.sandbox", "must be \"auto\", \"on\" or \"off\", got %q", b.Sandbox)
 	}
+	if b.User == "" || strings.ContainsAny(b.User, ":/ \t\n") {
+		v.addf("browser.user", "must be \"auto\", \"self\" or a user name, got %q", b.User)
+	}
 	if b.JSHeapMB != 0 {
 		v.between("browser.js_heap_mb", b.JSHeapMB, 64, 65_536)
 	}

@@ -82,6 +82,12 @@ func TestInstall(t *testing.T) {
 		}
 	}
 	inDest := func(p string) string { return filepath.Join(dest, p) }
+	// The config may hold the admin token and the S3 secret: no world-readable copy.
+	if fi, err := os.Stat(inDest("/etc/shotd/shotd.toml")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o640 {
+		t.Errorf("installed config has mode %v, want 0640", fi.Mode().Perm())
+	}
 
 	t.Run("systemd-analyze verify", func(t *testing.T) {
 		sa, err := exec.LookPath("systemd-analyze")

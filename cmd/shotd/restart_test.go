@@ -270,7 +270,9 @@ func startService(ctx context.Context, t *testing.T, bin, cfgPath, tmpDir, name 
 func startServiceCmd(ctx context.Context, t *testing.T, cmd *exec.Cmd, tmpDir, name string) *service {
 	t.Helper()
 	s := &service{name: name, exited: make(chan struct{}), listen: make(chan [2]string, 1)}
-	env := []string{"TMPDIR=" + tmpDir}
+	// Chrome as the service's user: the run's processes are found by this TMPDIR, private to
+	// the test (0700), which a user of Chrome's own could not reach (browser.user "auto", root).
+	env := []string{"TMPDIR=" + tmpDir, "SHOTD_BROWSER_USER=self"}
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "SHOTD_") && !strings.HasPrefix(e, "TMPDIR=") {
 			env = append(env, e)
