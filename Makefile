@@ -103,9 +103,13 @@ install: build
 	fi
 	@# The config may hold the admin token and the S3 secret: readable by root and by the group
 	@# shotd, which the unit gives the service (SupplementaryGroups=). A package creates the group
-	@# in its postinst; installing on this machine as root creates it here.
+	@# in its postinst; installing on this machine as root creates it here, with the static user
+	@# of the same name: DynamicUser= uses a static user and group it finds, but refuses a static
+	@# group whose user is missing.
 	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
 	  getent group shotd >/dev/null || groupadd --system shotd; \
+	  getent passwd shotd >/dev/null || useradd --system --gid shotd --home-dir $(STATEDIR) \
+	    --no-create-home --shell /usr/sbin/nologin --comment "shotd screenshot service" shotd; \
 	  chgrp shotd $(SYSCONFDIR)/shotd/shotd.toml; \
 	fi
 	install -m 0644 README.md LICENSE THIRD_PARTY_NOTICES.md $(DESTDIR)$(DOCDIR)/
