@@ -50,6 +50,9 @@ func (r *render) pageActions(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.waitConditions(ctx); err != nil { // wait_for_expression, wait_for_selector_hidden (waits.go)
+		return err
+	}
 	if err := r.addStyles(ctx); err != nil {
 		return err
 	}

@@ -331,6 +331,14 @@ func (r *render) emulate(ctx context.Context) error {
 			return err
 		}
 	}
+	if r.o.DisableJavaScript {
+		// The page's own scripts, event handlers and javascript: URLs stop; the helpers of
+		// this package still run, through Runtime.evaluate. The wipe turns them back on.
+		r.t.over.noScript = true
+		if err := c.Emulation.SetScriptExecutionDisabled(ctx, emulation.NewSetScriptExecutionDisabledArgs(true)); err != nil {
+			return err
+		}
+	}
 	if r.o.TimeZone != "" {
 		r.t.over.timeZone = true
 		if err := c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs(r.o.TimeZone)); err != nil {
