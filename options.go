@@ -158,7 +158,7 @@ type Options struct {
 	PDFPaperWidth        string
 	PDFPaperHeight       string
 	PDFPreferCSSPageSize bool
-	PDFTagged            bool
+	PDFUntagged          bool // pdf_tagged=false; the zero value is Chrome's default, tagged
 	PDFOutline           bool
 
 	// Video.

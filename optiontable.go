@@ -255,8 +255,8 @@ var OptionTable = slices.Concat([]*OptionSpec{
 		func(o *Options, v string) { o.PDFPaperHeight = v }).checked(checkPaperLength),
 	boolean("PDF", "pdf_prefer_css_page_size", "false", "Use the page's CSS @page size where it sets one.",
 		func(o *Options, v bool) { o.PDFPreferCSSPageSize = v }),
-	boolean("PDF", "pdf_tagged", "false", "Tagged (accessible) PDF.",
-		func(o *Options, v bool) { o.PDFTagged = v }),
+	boolean("PDF", "pdf_tagged", "true", "Tagged (accessible) PDF, as Chrome makes by default; false leaves the structure out.",
+		func(o *Options, v bool) { o.PDFUntagged = !v }),
 	boolean("PDF", "pdf_outline", "false", "Document outline (bookmarks) from the page's headings; makes the PDF tagged too.",
 		func(o *Options, v bool) { o.PDFOutline = v }),
 

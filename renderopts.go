@@ -167,6 +167,9 @@ func checkRenderOptions(o *Options, given map[string]bool, fail func(string, str
 			}
 		}
 	}
+	if o.PDFUntagged && o.PDFOutline {
+		fail("pdf_outline", "needs a tagged PDF: conflicts with pdf_tagged=false")
+	}
 	if o.DisableJavaScript {
 		for _, n := range jsOptions {
 			if given[n] {

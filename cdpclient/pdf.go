@@ -158,9 +158,9 @@ func (r *render) pdfArgs() (*page.PrintToPDFArgs, [2]float64, [4]float64, error)
 	if o.PDFPreferCSSPageSize {
 		args.SetPreferCSSPageSize(true)
 	}
-	if o.PDFTagged || o.PDFOutline {
-		// Chrome builds the outline from the tagged structure.
-		args.SetGenerateTaggedPDF(true)
+	if o.PDFUntagged && !o.PDFOutline {
+		// Chrome tags by default; it builds the outline from the tagged structure.
+		args.SetGenerateTaggedPDF(false)
 	}
 	if o.PDFOutline {
 		args.SetGenerateDocumentOutline(true)

@@ -48,6 +48,9 @@ const waitHiddenJS = `async (sel, budget, interval) => {
 	}
 }`
 
+// pollReturn is the time an in-page poll leaves itself to answer before the deadline.
+const pollReturn = 100 * time.Millisecond
+
 // waitConditions waits for wait_for_expression to be true, then for wait_for_selector_hidden to
 // be gone. Each is bounded like wait_for_selector: a little before the loading deadline, so that
 // the answer names the option rather than being a bare timeout.
@@ -93,7 +96,9 @@ func (r *render) poll(ctx context.Context, field string, expr func(budget time.D
 			Error   string  `json:"error"`
 			Invalid *string `json:"invalid"`
 		}
-		err := r.eval(wctx, expr(min(left, pollChunk)), &res)
+		// The page's loop ends a little before the deadline, so that its last look (and the
+		// error it saw) comes back rather than being cut off.
+		err := r.eval(wctx, expr(max(0, min(left-pollReturn, pollChunk))), &res)
 		cancel()
 		var se *errScript
 		switch {
