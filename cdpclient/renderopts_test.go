@@ -1,6 +1,7 @@
 package cdpclient
 
 import (
+	"bytes"
 	"fmt"
 	"image"
 	"net/http"
@@ -253,4 +254,80 @@ func TestDisableJavaScript(t *testing.T) {
 		}
 		wantPixels(t, got, withJS)
 	})
+}
+
+// stripsPage is 400 x 300: a green strip on the left, a blue one on the right, red between.
+const stripsPage = `<style>body{margin:0;background:rgb(255,0,0)} div{position:fixed;top:0;bottom:0;width:100px}</style>
+<div style="left:0;background:rgb(0,255,0)"></div><div style="right:0;background:rgb(0,0,255)"></div>`
+
+// TestImageFit: image_fit places the 400 x 300 capture in image_width x image_height as sharp's
+// fits do: cover crops at image_position, contain pads with image_background, inside and outside
+// keep the aspect ratio without either; fill (the default) stretches.
+func TestImageFit(t *testing.T) {
+	red, green, blue, grey := [3]uint8{255, 0, 0}, [3]uint8{0, 255, 0}, [3]uint8{0, 0, 255}, [3]uint8{128, 128, 128}
+	tests := []struct {
+		name     string
+		fit, pos string
+		format   string
+		w, h     int
+		wantW    int
+		wantH    int
+		pixels   map[image.Point][3]uint8
+	}{
+		// 400x300 to 100x100: fill squeezes, the strips become 25 px.
+		{name: "fill", fit: shotd.FitFill, w: 100, h: 100, wantW: 100, wantH: 100,
+			pixels: map[image.Point][3]uint8{{10, 50}: green, {50, 50}: red, {90, 50}: blue}},
+		// cover scales to 133x100: the strips are 33 px; the crop keeps the middle, or an edge.
+		{name: "cover center", fit: shotd.FitCover, pos: "center", w: 100, h: 100, wantW: 100, wantH: 100,
+			pixels: map[image.Point][3]uint8{{5, 50}: green, {21, 50}: red, {79, 50}: red, {95, 50}: blue}},
+		{name: "cover left", fit: shotd.FitCover, pos: "left", w: 100, h: 100, wantW: 100, wantH: 100,
+			pixels: map[image.Point][3]uint8{{30, 50}: green, {95, 50}: red}},
+		{name: "cover right", fit: shotd.FitCover, pos: "right", w: 100, h: 100, wantW: 100, wantH: 100,
+			pixels: map[image.Point][3]uint8{{5, 50}: red, {70, 50}: blue}},
+		// contain scales to 100x75, padded with grey: 12 px above and below, or all below.
+		{name: "contain center", fit: shotd.FitContain, pos: "center", w: 100, h: 100, wantW: 100, wantH: 100,
+			pixels: map[image.Point][3]uint8{{50, 5}: grey, {50, 50}: red, {50, 95}: grey, {10, 50}: green}},
+		{name: "contain top jpeg", fit: shotd.FitContain, pos: "top", format: shotd.FormatJPEG, w: 100, h: 100, wantW: 100, wantH: 100,
+			pixels: map[image.Point][3]uint8{{50, 5}: red, {50, 90}: grey}},
+		{name: "inside", fit: shotd.FitInside, w: 100, h: 100, wantW: 100, wantH: 75,
+			pixels: map[image.Point][3]uint8{{10, 40}: green, {50, 40}: red}},
+		{name: "outside", fit: shotd.FitOutside, w: 100, h: 100, wantW: 133, wantH: 100,
+			pixels: map[image.Point][3]uint8{{10, 50}: green, {66, 50}: red, {125, 50}: blue}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o := htmlOpts(stripsPage)
+			o.ImageWidth, o.ImageHeight, o.ImageFit, o.ImagePosition = tt.w, tt.h, tt.fit, tt.pos
+			o.ImageBackground = [4]uint8{128, 128, 128, 255}
+			if tt.format != "" {
+				o.Format = tt.format
+			}
+			out := mustRender(t, shared, o)
+			if out.Width != tt.wantW || out.Height != tt.wantH {
+				t.Fatalf("%dx%d, want %dx%d", out.Width, out.Height, tt.wantW, tt.wantH)
+			}
+			img, _, err := image.Decode(bytes.NewReader(out.Data))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if b := img.Bounds(); b.Dx() != tt.wantW || b.Dy() != tt.wantH {
+				t.Fatalf("the file is %dx%d, want %dx%d", b.Dx(), b.Dy(), tt.wantW, tt.wantH)
+			}
+			wantPixelsNear(t, img, tt.pixels)
+		})
+	}
+}
+
+// wantPixelsNear is wantPixels with room for jpeg's loss.
+func wantPixelsNear(t *testing.T, img image.Image, points map[image.Point][3]uint8) {
+	t.Helper()
+	for p, want := range points {
+		got := rgbAt(img, p.X, p.Y)
+		for i := range got {
+			if d := int(got[i]) - int(want[i]); d > 24 || d < -24 {
+				t.Errorf("pixel (%d,%d) = %v, want %v", p.X, p.Y, got, want)
+				break
+			}
+		}
+	}
 }
