@@ -117,4 +117,3 @@ func TestRenderOptionsEveryPath(t *testing.T) {
 		wantWhitePage(t, a.key.AccessKey, b.Jobs[1].Result)
 	})
 }
-
