@@ -79,6 +79,8 @@ type render struct {
 	replaced bool
 
 	s1 s1State // ScreenshotOne's options (s1render.go)
+
+	world runtime.ExecutionContextID // the helpers' world under disable_javascript; 0: none yet (waits.go)
 }
 
 // step is one stage of a render. Later options slot in as one more step or as code in one of

@@ -331,3 +331,33 @@ func wantPixelsNear(t *testing.T, img image.Image, points map[image.Point][3]uin
 		}
 	}
 }
+
+// TestDisableJavaScriptHelpers: with the page's JavaScript off, the render's own steps that
+// run in the page still work, though no timer fires there: a full page (scrolled first), an
+// element's capture, hiding, a webp encoded by Chrome.
+func TestDisableJavaScriptHelpers(t *testing.T) {
+	page := `<style>body{margin:0;background:#fff} #tall{height:900px;background:rgb(0,0,255)} #ad{height:50px;background:rgb(255,0,0)}</style>
+<div id="ad"></div><div id="tall"></div><script>document.body.style.background='rgb(0,255,0)'</script>`
+	o := htmlOpts(page)
+	o.DisableJavaScript = true
+	o.FullPage, o.FullPageScroll, o.FullPageMaxHeight = true, true, 20000
+	o.HideSelectors = []string{"#ad"}
+	out := mustRender(t, shared, o)
+	if out.Height != 900 {
+		t.Errorf("full page %dx%d, want 900 high (the ad hidden)", out.Width, out.Height)
+	}
+	wantPixels(t, decodePNG(t, out.Data), map[image.Point][3]uint8{{10, 10}: {0, 0, 255}})
+	o = htmlOpts(page)
+	o.DisableJavaScript = true
+	o.Selector = "#ad"
+	if out := mustRender(t, shared, o); out.Height != 50 {
+		t.Errorf("element %dx%d, want 50 high", out.Width, out.Height)
+	}
+	// A resized webp is encoded by Chrome's canvas, in a world of its own.
+	o = htmlOpts(page)
+	o.DisableJavaScript = true
+	o.Format, o.ImageWidth = shotd.FormatWebP, 200
+	if out := mustRender(t, shared, o); out.Width != 200 || out.Height != 150 {
+		t.Errorf("webp %dx%d, want 200x150", out.Width, out.Height)
+	}
+}

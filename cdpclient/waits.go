@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
+
 	"github.com/shotd/shotd"
 )
 
@@ -123,4 +126,40 @@ func (r *render) poll(ctx context.Context, field string, expr func(budget time.D
 			return err
 		}
 	}
+}
+
+// noScriptTimers gives the helpers' world timers again under disable_javascript. With
+// Emulation.setScriptExecutionDisabled no setTimeout fires in any world of the page, but
+// animation frames still come to an isolated world (Chromium 156): setTimeout there waits for
+// frames until its time has come. The page's own world keeps no timer.
+const noScriptTimers = `(() => {
+	const raf = requestAnimationFrame.bind(window);
+	window.setTimeout = (fn, ms, ...args) => {
+		const end = performance.now() + (+ms || 0);
+		const tick = () => performance.now() >= end ? fn(...args) : raf(tick);
+		raf(tick);
+		return 0;
+	};
+})()`
+
+// helperWorld returns the isolated world in which the helpers run under disable_javascript,
+// made on first use in the current document. The page's scripts cannot reach it, as with any
+// isolated world; it shares the DOM.
+func (r *render) helperWorld(ctx context.Context) (runtime.ExecutionContextID, error) {
+	if r.world != 0 {
+		return r.world, nil
+	}
+	w, err := r.t.c.Page.CreateIsolatedWorld(ctx, page.NewCreateIsolatedWorldArgs(r.t.frameID).SetWorldName("shotd-helpers"))
+	if err != nil {
+		return 0, err
+	}
+	rep, err := r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(noScriptTimers).SetContextID(w.ExecutionContextID))
+	if err != nil {
+		return 0, err
+	}
+	if rep.ExceptionDetails != nil {
+		return 0, &errScript{msg: exceptionText(rep.ExceptionDetails)}
+	}
+	r.world = w.ExecutionContextID
+	return r.world, nil
 }
