@@ -200,6 +200,17 @@ func (r *render) printPDF(ctx context.Context) error {
 		if isResponseError(err) && ctx.Err() == nil && r.o.PDFPageRanges != "" && isPageRangeError(err) {
 			return invalidOption("pdf_page_ranges", fmt.Sprintf("%q selects no page of the document, or a range past its end", r.o.PDFPageRanges))
 		}
+		if isResponseError(err) && ctx.Err() == nil && (r.o.PDFHeader != "" || r.o.PDFFooter != "") {
+			// A template that loads something (a stylesheet link) fails the whole print
+			// (Chromium 156): the request's to fix, not the service's.
+			field := "pdf_header"
+			if r.o.PDFHeader == "" {
+				field = "pdf_footer"
+			}
+			e := invalidOption(field, "the browser could not print the page with this header or footer; a template may load nothing (no links to style sheets: use inline styles, and data: URLs for images)")
+			e.Cause = err
+			return e
+		}
 		if isResponseError(err) && ctx.Err() == nil {
 			return shotd.Wrap(shotd.CodeInternalError, err, "the browser could not print the page")
 		}

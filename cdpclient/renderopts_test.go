@@ -44,6 +44,21 @@ func TestPDFHeaderFooter(t *testing.T) {
 	}
 }
 
+// TestPDFTemplateThatLoads: a template linking a style sheet fails Chrome's whole print; that
+// is invalid_options on the template, not an internal error, and nothing is fetched.
+func TestPDFTemplateThatLoads(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) { t.Errorf("the template fetched %s", r.URL) })
+	srv, _ := server(t, mux)
+	o := pdfOpts(`<p>x</p>`)
+	o.PDFFooter = `<link rel="stylesheet" href="` + srv.URL + `/s.css"><span class="pageNumber"></span>`
+	_, err := doRender(t, shared, o)
+	e := wantCode(t, err, shotd.CodeInvalidOptions)
+	if len(e.Fields) != 1 || e.Fields[0].Field != "pdf_footer" {
+		t.Fatalf("fields %+v, want pdf_footer", e.Fields)
+	}
+}
+
 // TestPDFPageRanges: pdf_page_ranges keeps only the pages asked for; a range past the last page
 // is invalid_options on pdf_page_ranges, not an internal error, and the tab serves on.
 func TestPDFPageRanges(t *testing.T) {
