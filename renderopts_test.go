@@ -75,3 +75,18 @@ func TestRenderOptionValues(t *testing.T) {
 		}
 	}
 }
+
+// TestRenderOptionsInCacheKey: each option of renderopts.go changes the response-cache key.
+func TestRenderOptionsInCacheKey(t *testing.T) {
+	base := q("url", "https://example.com/", "image_width", "10", "image_height", "10")
+	key := mustParse(t, base).ResponseCacheKey("acc")
+	for _, kv := range [][]string{
+		{"image_fit", "cover"}, {"pdf_header", "<b>h</b>"}, {"pdf_footer", "<b>f</b>"}, {"pdf_page_ranges", "2"},
+		{"pdf_scale", "0.5"}, {"pdf_prefer_css_page_size", "true"}, {"pdf_tagged", "false"}, {"pdf_outline", "true"},
+		{"wait_for_expression", "window.ok"}, {"wait_for_selector_hidden", ".spin"}, {"disable_javascript", "true"},
+	} {
+		if got := mustParse(t, append(q(kv...), base...)).ResponseCacheKey("acc"); got == key {
+			t.Errorf("%s=%s leaves the cache key as it was", kv[0], kv[1])
+		}
+	}
+}
