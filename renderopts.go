@@ -148,6 +148,10 @@ func checkPaperLength(v string) string {
 	return ""
 }
 
+// PaperOptions name the paper: a format, or a width and height. A bulk item that gives one takes
+// none of them from the defaults.
+var PaperOptions = []string{"pdf_paper_format", "pdf_paper_width", "pdf_paper_height"}
+
 // jsOptions need the page's JavaScript: each is refused beside disable_javascript.
 // (block_cookie_banners: its reject click is autoconsent's script in the page.)
 var jsOptions = []string{"scripts", "click", "wait_for_expression", "block_cookie_banners"}

@@ -116,4 +116,19 @@ func TestRenderOptionsEveryPath(t *testing.T) {
 		checkResult(t, a.key.AccessKey, b.Jobs[0].Result, 100, 75)
 		wantWhitePage(t, a.key.AccessKey, b.Jobs[1].Result)
 	})
+	t.Run("bulk paper", func(t *testing.T) {
+		// An item's own paper size replaces the defaults' format rather than conflicting.
+		batchID, ids := bulk(t, a.key.AccessKey, map[string]any{
+			"defaults": map[string]any{"format": "pdf", "pdf_paper_format": "a5"},
+			"requests": []any{
+				map[string]any{"html": "<p>a5</p>"},
+				map[string]any{"html": "<p>own</p>", "pdf_paper_width": "4in", "pdf_paper_height": "6in"},
+			},
+		})
+		for i, j := range waitBatch(t, a.key.AccessKey, batchID, ids).Jobs {
+			if j.Status != "succeeded" || j.Result == nil || j.Result.Format != "pdf" {
+				t.Fatalf("item %d: %s %s %s", i, j.Status, j.ErrorCode, j.ErrorMessage)
+			}
+		}
+	})
 }
