@@ -110,7 +110,7 @@ func (e *errScript) Error() string { return "page script: " + e.msg }
 // out (nil: ignore it).
 func (r *render) eval(ctx context.Context, expr string, out any) error {
 	args := runtime.NewEvaluateArgs(expr).SetAwaitPromise(true).SetReturnByValue(out != nil)
-	if r.o.DisableJavaScript {
+	if r.o != nil && r.o.DisableJavaScript {
 		// The page's timers are off: the helpers run in a world of their own (waits.go).
 		id, err := r.helperWorld(ctx)
 		if err != nil {
