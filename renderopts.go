@@ -165,7 +165,7 @@ func checkRenderOptions(o *Options, given map[string]bool, fail func(string, str
 		fail("pdf_paper_format", "conflicts with pdf_paper_width and pdf_paper_height: give a format or a size")
 	}
 	if o.PDFFitOnePage {
-		for _, n := range []string{"pdf_page_ranges", "pdf_prefer_css_page_size"} {
+		for _, n := range []string{"pdf_page_ranges", "pdf_prefer_css_page_size", "pdf_scale"} {
 			if given[n] {
 				fail(n, "conflicts with pdf_fit_one_page, which makes one page of its own size")
 			}

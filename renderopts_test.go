@@ -24,6 +24,7 @@ func TestRenderOptionRules(t *testing.T) {
 		{"paper without unit", []string{"pdf_paper_width", "4", "pdf_paper_height", "6in"}, "pdf_paper_width"},
 		{"ranges with fit one page", []string{"pdf_fit_one_page", "true", "pdf_page_ranges", "1"}, "pdf_page_ranges"},
 		{"css size with fit one page", []string{"pdf_fit_one_page", "true", "pdf_prefer_css_page_size", "true"}, "pdf_prefer_css_page_size"},
+		{"scale with fit one page", []string{"pdf_fit_one_page", "true", "pdf_scale", "0.5"}, "pdf_scale"},
 		{"outline untagged", []string{"pdf_outline", "true", "pdf_tagged", "false"}, "pdf_outline"},
 		{"scale too small", []string{"pdf_scale", "0.05"}, "pdf_scale"},
 		{"template too long", []string{"pdf_header", string(make([]byte, maxTemplateBytes+1))}, "pdf_header"},
