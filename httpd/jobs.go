@@ -332,7 +332,7 @@ func (s *Server) checkItems(opts []*shotd.Options) error {
 // exclusiveGroups are options that stand in for one another: an item that gives one of a group
 // takes none of the group from defaults, so that its own choice wins instead of conflicting
 // (defaults with a url, an item with html; defaults with a selector, an item with a clip area).
-var exclusiveGroups = [][]string{shotd.SourceOptions, shotd.AreaOptions}
+var exclusiveGroups = [][]string{shotd.SourceOptions, shotd.AreaOptions, shotd.PaperOptions}
 
 // overridden reports whether the item's own options replace the default named name: the item
 // gives it, or another option of its exclusive group.

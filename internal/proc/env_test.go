@@ -18,6 +18,7 @@ func TestEnv(t *testing.T) {
 		{name: "lc", kv: "LC_ALL=C.UTF-8", kept: true},
 		{name: "time zone", kv: "TZ=UTC", kept: true},
 		{name: "fontconfig", kv: "FONTCONFIG_FILE=/etc/fonts/fonts.conf", kept: true},
+		{name: "user fonts", kv: "XDG_DATA_HOME=/var/lib/shotd", kept: true},
 		{name: "admin token", kv: "SHOTD_ADMIN_TOKEN=secret"},
 		{name: "s3 secret", kv: "SHOTD_STORAGE_S3_SECRET_ACCESS_KEY=secret"},
 		{name: "systemd credentials", kv: "CREDENTIALS_DIRECTORY=/run/credentials/shotd.service"},
