@@ -8,9 +8,7 @@
 //     answer that lets it in;
 //   - jobs and batches with their states, stored files and render results, usage counts and
 //     billing periods, and what the render pool reports of a browser;
-//   - the error catalogue (code, HTTP status, retryable, one-line doc);
-//   - the reading of a URL host as browsers read it (ParseHost), which the option parser and the
-//     egress guard share.
+//   - the error catalogue (code, HTTP status, retryable, one-line doc).
 //
 // It does no I/O; every other package depends on it and it depends on none of them.
 package shotd

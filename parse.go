@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 	_ "time/tzdata" // time_zone is validated against the embedded IANA database, not the host's.
+
+	"github.com/shotd/shotd/internal/urlhost"
 )
 
 // Param is one raw option as it arrived: a query parameter with all its values in order, or one
@@ -452,18 +454,18 @@ func checkHTTPURL(raw string) (msg string, schemeOK bool) {
 }
 
 // checkHost returns what is wrong with host, a URL's host without its port as url.URL.Hostname
-// gives it, or "" when a browser would accept it (ParseHost, which the egress guard uses too).
+// gives it, or "" when a browser would accept it (urlhost.Parse, which the egress guard uses too).
 func checkHost(host string) string {
 	if host == "" {
 		return "has no host"
 	}
-	if _, _, kind := ParseHost(host); kind != HostInvalid {
+	if _, _, kind := urlhost.Parse(host); kind != urlhost.Invalid {
 		return ""
 	}
-	switch s := strings.ToLower(percentDecode(host)); {
+	switch {
 	case strings.IndexByte(host, ':') >= 0:
 		return "has an invalid IPv6 address"
-	case isASCII(s) && endsInNumber(s):
+	case urlhost.EndsInNumber(host):
 		return fmt.Sprintf("has an invalid host: %q ends in a number, so it must be an IPv4 address, and it is not one", clip(host))
 	}
 	return "has an invalid host"

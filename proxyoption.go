@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/shotd/shotd/internal/urlhost"
 )
 
 // UpstreamProxy is the proxy option: an HTTP proxy of the user's that a render's connections
@@ -111,13 +113,13 @@ func bypassHost(h string) string {
 	if strings.ContainsAny(name, "/:*?[]@\\ ") {
 		return ""
 	}
-	a, canon, kind := ParseHost(name)
+	a, canon, kind := urlhost.Parse(name)
 	switch {
-	case kind == HostIP && !wildcard:
+	case kind == urlhost.IP && !wildcard:
 		return a.Unmap().String()
-	case kind == HostName && wildcard:
+	case kind == urlhost.Name && wildcard:
 		return "*." + canon
-	case kind == HostName:
+	case kind == urlhost.Name:
 		return canon
 	}
 	return ""

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/urlhost"
 )
 
 // agreeURLs are urls on both sides of every line the parser and the guard draw.
@@ -36,8 +37,8 @@ func checkAgreement(t *testing.T, g *Guard, raw string) {
 	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != "" || !shotd.HasHTTPScheme(raw) {
 		return
 	}
-	_, _, kind := shotd.ParseHost(u.Hostname())
-	if (kind == shotd.HostInvalid) != (pc == shotd.CodeInvalidURL) {
+	_, _, kind := urlhost.Parse(u.Hostname())
+	if (kind == urlhost.Invalid) != (pc == shotd.CodeInvalidURL) {
 		t.Fatalf("%q: the guard calls host %q %v, the parser answers %v", raw, u.Hostname(), kind, perr)
 	}
 }

@@ -11,7 +11,7 @@
 //     (InterfaceAddrs reads them), which reach the host's services as loopback does.
 //   - ParseHostLiteral recognises every spelling of an IP address that a browser accepts in a URL
 //     host (2130706433, 0x7f.1, 0177.0.0.1, 127.1, [::1], fe80::1%25eth0, full-width digits ...),
-//     following the WHATWG URL host parser (shotd.ParseHost), so that a literal is never mistaken
+//     following the WHATWG URL host parser (urlhost.Parse), so that a literal is never mistaken
 //     for a name.
 //   - Guard resolves a name once, refuses the name if any of its addresses is refused, and dials
 //     only the addresses it checked, so DNS rebinding has no window between check and connect.

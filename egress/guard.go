@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/urlhost"
 )
 
 // Resolver looks up the addresses of a host name. *net.Resolver satisfies it; tests pass a fake
@@ -127,9 +128,9 @@ var localhostAddrs = []netip.Addr{netip.AddrFrom4([4]byte{127, 0, 0, 1}), netip.
 // mistake. Errors: host_not_allowed for a refusal or a malformed host, navigation_failed when the
 // name does not resolve. IPv4-mapped results are returned as IPv4.
 func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) {
-	a, name, kind := shotd.ParseHost(host)
+	a, name, kind := urlhost.Parse(host)
 	switch kind {
-	case shotd.HostIP:
+	case urlhost.IP:
 		if err := g.policy.Check(a); err != nil {
 			return nil, withHost(err, host)
 		}
@@ -137,7 +138,7 @@ func (g *Guard) Resolve(ctx context.Context, host string) ([]netip.Addr, error) 
 			a = a.Unmap()
 		}
 		return []netip.Addr{a}, nil
-	case shotd.HostInvalid:
+	case urlhost.Invalid:
 		return nil, refused(&RefusedError{Host: host, Reason: "malformed host"})
 	}
 	var addrs []netip.Addr
@@ -221,8 +222,8 @@ func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) 
 	if host == "" {
 		return invalidURL("has no host")
 	}
-	_, name, kind := shotd.ParseHost(host)
-	if kind == shotd.HostInvalid {
+	_, name, kind := urlhost.Parse(host)
+	if kind == urlhost.Invalid {
 		return invalidURL("has an invalid host")
 	}
 	port := uint16(80)
@@ -236,7 +237,7 @@ func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) 
 		}
 		port = uint16(n)
 	}
-	if kind == shotd.HostName && !resolveNames && !isLocalhostName(name) {
+	if kind == urlhost.Name && !resolveNames && !isLocalhostName(name) {
 		return nil
 	}
 	addrs, err := g.Resolve(ctx, host)

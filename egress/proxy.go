@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/internal/urlhost"
 )
 
 // RefusedHeader is set on every answer of the proxy that refuses a destination, with the value
@@ -358,8 +359,8 @@ func compileDenyHosts(patterns []string) ([]string, error) {
 
 // deniedName reports whether host is a name on the deny list. Literals are never on it.
 func (p *Proxy) deniedName(host string) bool {
-	_, name, kind := shotd.ParseHost(host)
-	if kind != shotd.HostName {
+	_, name, kind := urlhost.Parse(host)
+	if kind != urlhost.Name {
 		return false
 	}
 	name = strings.TrimSuffix(name, ".")

@@ -17,7 +17,7 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
-	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/urlhost"
 )
 
 // Upstream is an HTTP proxy of a user's that the connections of one render leave through (the
@@ -178,13 +178,13 @@ func (v *upstream) bypasses(host string) bool {
 	if strings.IndexByte(host, ':') >= 0 && !strings.HasPrefix(host, "[") {
 		host = "[" + host + "]"
 	}
-	a, name, kind := shotd.ParseHost(host)
+	a, name, kind := urlhost.Parse(host)
 	name = strings.TrimSuffix(name, ".")
 	for _, b := range v.bypass {
 		switch {
-		case kind == shotd.HostIP && b == a.Unmap().String():
+		case kind == urlhost.IP && b == a.Unmap().String():
 			return true
-		case kind == shotd.HostName && matchHost(b, name):
+		case kind == urlhost.Name && matchHost(b, name):
 			return true
 		}
 	}

@@ -1,4 +1,4 @@
-package shotd
+package urlhost
 
 import (
 	"net/netip"
@@ -8,13 +8,13 @@ import (
 	"golang.org/x/net/idna"
 )
 
-// HostKind is what a URL host turned out to be.
-type HostKind int
+// Kind is what a URL host turned out to be.
+type Kind int
 
 const (
-	HostInvalid HostKind = iota // no browser would load it: bad brackets, bad IPv4, forbidden bytes
-	HostIP                      // an IP literal in any spelling
-	HostName                    // a domain name, to be resolved
+	Invalid Kind = iota // no browser would load it: bad brackets, bad IPv4, forbidden bytes
+	IP                  // an IP literal in any spelling
+	Name                // a domain name, to be resolved
 )
 
 // whatwgIDNA maps a non-ASCII host the way the WHATWG "domain to ASCII" step does (UTS #46,
@@ -29,7 +29,7 @@ var whatwgIDNA = idna.New(
 	idna.VerifyDNSLength(false),
 )
 
-// ParseHost classifies host, the host part of a URL without its port, as a browser's URL parser
+// Parse classifies host, the host part of a URL without its port, as a browser's URL parser
 // does, and returns either the address or the ASCII, lower-case name. It follows the WHATWG URL
 // host parser: percent-decoding, IDNA mapping (full-width digits), then the IPv4 parser when the
 // last label is a number, which accepts a single 32-bit integer (2130706433), octal (0177.0.0.1)
@@ -37,18 +37,18 @@ var whatwgIDNA = idna.New(
 // label is a number and which is no valid IPv4 address is invalid. IPv6 may be bracketed or not
 // and may carry a zone ("[fe80::1%25eth0]", "fe80::1%eth0"); the zone is kept in the address.
 // The option parser and the egress guard both use it, so they never disagree on a host.
-func ParseHost(host string) (netip.Addr, string, HostKind) {
+func Parse(host string) (netip.Addr, string, Kind) {
 	if host == "" {
-		return netip.Addr{}, "", HostInvalid
+		return netip.Addr{}, "", Invalid
 	}
 	if host[0] == '[' {
 		if len(host) < 2 || host[len(host)-1] != ']' {
-			return netip.Addr{}, "", HostInvalid
+			return netip.Addr{}, "", Invalid
 		}
 		return parseIPv6(host[1 : len(host)-1])
 	}
 	if strings.IndexByte(host, ']') >= 0 {
-		return netip.Addr{}, "", HostInvalid
+		return netip.Addr{}, "", Invalid
 	}
 	if strings.IndexByte(host, ':') >= 0 {
 		// Only IPv6 has a colon; url.URL.Hostname() hands it over without brackets.
@@ -56,43 +56,50 @@ func ParseHost(host string) (netip.Addr, string, HostKind) {
 	}
 	s := percentDecode(host)
 	if !utf8.ValidString(s) {
-		return netip.Addr{}, "", HostInvalid
+		return netip.Addr{}, "", Invalid
 	}
 	if isASCII(s) {
 		s = strings.ToLower(s)
 	} else {
 		var err error
 		if s, err = whatwgIDNA.ToASCII(s); err != nil {
-			return netip.Addr{}, "", HostInvalid
+			return netip.Addr{}, "", Invalid
 		}
 		s = strings.ToLower(s)
 	}
 	if s == "" || hasForbiddenDomainByte(s) {
-		return netip.Addr{}, "", HostInvalid
+		return netip.Addr{}, "", Invalid
 	}
 	if endsInNumber(s) {
 		// A browser never resolves such a host: either it is an IPv4 literal or the URL is bad.
 		if a, ok := parseIPv4(s); ok {
-			return a, "", HostIP
+			return a, "", IP
 		}
-		return netip.Addr{}, "", HostInvalid
+		return netip.Addr{}, "", Invalid
 	}
-	return netip.Addr{}, s, HostName
+	return netip.Addr{}, s, Name
 }
 
 // parseIPv6 parses the inside of brackets. RFC 6874 writes the zone separator as "%25".
-func parseIPv6(s string) (netip.Addr, string, HostKind) {
+func parseIPv6(s string) (netip.Addr, string, Kind) {
 	if i := strings.Index(s, "%25"); i >= 0 {
 		s = s[:i] + "%" + s[i+3:]
 	}
 	a, err := netip.ParseAddr(s)
 	if err != nil || !a.Is6() || strings.Trim(a.Zone(), zoneChars) != "" {
-		return netip.Addr{}, "", HostInvalid
+		return netip.Addr{}, "", Invalid
 	}
-	return a, "", HostIP
+	return a, "", IP
 }
 
 // zoneChars are the RFC 3986 unreserved characters, all an interface name needs in a URL.
+// EndsInNumber reports whether host, percent-decoded and in ASCII, has a number for its last
+// label: a host the IPv4 parser reads, so that an invalid one is an invalid IPv4 address.
+func EndsInNumber(host string) bool {
+	s := strings.ToLower(percentDecode(host))
+	return isASCII(s) && endsInNumber(s)
+}
+
 const zoneChars = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~"
 
 func isASCII(s string) bool {

@@ -1,0 +1,4 @@
+// Package urlhost reads the host of a URL as browsers do (the WHATWG URL host parser): Parse
+// tells an IP literal in any spelling from a name and from a host no browser would load. The
+// option parser and the egress guard both use it, so that they never disagree on a host.
+package urlhost
