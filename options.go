@@ -38,6 +38,15 @@ const (
 	PNGBest = "best"
 )
 
+// Values of image_fit, as sharp names them: how a capture goes into image_width x image_height.
+const (
+	FitFill    = "fill"    // stretched to the exact size (the behaviour before image_fit)
+	FitCover   = "cover"   // scaled to cover the size, the rest cropped at image_position
+	FitContain = "contain" // scaled to fit inside, padded with image_background at image_position
+	FitInside  = "inside"  // scaled to fit inside, no padding: at most the size
+	FitOutside = "outside" // scaled to cover, no crop: at least the size
+)
+
 // Wait conditions of wait_until.
 const (
 	WaitLoad             = "load"

@@ -7,6 +7,8 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/option"
+	"github.com/shotd/shotd/sign"
 )
 
 // BenchmarkAdmission measures what admission adds to a sync render: one Admit (rate, failures,
@@ -45,12 +47,12 @@ func BenchmarkAdmissionWithKey(b *testing.B) {
 		b.Fatal(err)
 	}
 	keys := h.st.KeyCache()
-	ps := shotd.Params{{Name: "access_key", Values: []string{key.AccessKey}}, {Name: "url", Values: []string{"https://example.com/"}},
+	ps := option.Params{{Name: "access_key", Values: []string{key.AccessKey}}, {Name: "url", Values: []string{"https://example.com/"}},
 		{Name: "viewport_width", Values: []string{"800"}}}
-	sig := shotd.Sign(key.SecretKey, "/api/v1/screenshot", ps)
+	sig := sign.Sign(key.SecretKey, "/api/v1/screenshot", ps)
 	round := func() {
 		k, a, err := keys.Lookup(key.AccessKey)
-		if err != nil || !shotd.VerifySignature(k.SecretKey, "/api/v1/screenshot", ps, sig) {
+		if err != nil || !sign.VerifySignature(k.SecretKey, "/api/v1/screenshot", ps, sig) {
 			b.Fatalf("lookup: %v", err)
 		}
 		admitSettle(b, h.accounts, shotd.Admission{Account: a, Plan: plan, Kind: shotd.AdmitRender}, shotd.OutcomeSucceeded)

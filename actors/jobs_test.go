@@ -21,6 +21,7 @@ import (
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/objstore"
+	"github.com/shotd/shotd/option"
 	"github.com/shotd/shotd/store"
 )
 
@@ -126,11 +127,11 @@ func openStore(t *testing.T, dir string) *store.Store {
 
 func jobOptions(t *testing.T, js string) *shotd.Options {
 	t.Helper()
-	ps, err := shotd.ParamsFromJSON([]byte(js))
+	ps, err := option.ParamsFromJSON([]byte(js))
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: 1 << 20})
+	o, err := option.ParseOptions(ps, option.Limits{MaxSourceBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}

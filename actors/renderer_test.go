@@ -21,6 +21,7 @@ import (
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
 	"github.com/shotd/shotd/internal/testkit"
+	"github.com/shotd/shotd/option"
 )
 
 // launcher starts real Chromium processes and remembers every pid it started.
@@ -107,11 +108,11 @@ func waitReady(t *testing.T, r *actors.Renderer) {
 
 func opts(t *testing.T, kv ...string) *shotd.Options {
 	t.Helper()
-	var ps shotd.Params
+	var ps option.Params
 	for i := 0; i < len(kv); i += 2 {
-		ps = append(ps, shotd.Param{Name: kv[i], Values: []string{kv[i+1]}})
+		ps = append(ps, option.Param{Name: kv[i], Values: []string{kv[i+1]}})
 	}
-	o, err := shotd.ParseOptions(ps, shotd.Limits{})
+	o, err := option.ParseOptions(ps, option.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

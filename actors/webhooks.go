@@ -16,6 +16,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/sign"
 	"github.com/shotd/shotd/store"
 )
 
@@ -160,7 +161,7 @@ func (a *webhookActor) send(job shotd.Job) error {
 		if err != nil {
 			return fmt.Errorf("signing key: %w", err)
 		}
-		req.Header.Set("x-signature", shotd.SignWebhook(key.SecretKey, ts, raw))
+		req.Header.Set("x-signature", sign.SignWebhook(key.SecretKey, ts, raw))
 	}
 	resp, err := a.cfg.Client.Do(req)
 	if err != nil {

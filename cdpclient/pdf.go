@@ -17,6 +17,7 @@ import (
 	"github.com/mafredri/cdp/rpcc"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 )
 
 // paperSizes are the pdf_paper_format sizes in inches, portrait (width, height). The ISO A
@@ -106,8 +107,8 @@ func (r *render) pdfArgs() (*page.PrintToPDFArgs, [2]float64, [4]float64, error)
 	}
 	if o.PDFPaperWidth != "" && o.PDFPaperHeight != "" {
 		// pdf_paper_width and _height, validated by the parser, instead of a format.
-		w, okW := shotd.LengthInches(o.PDFPaperWidth)
-		h, okH := shotd.LengthInches(o.PDFPaperHeight)
+		w, okW := option.LengthInches(o.PDFPaperWidth)
+		h, okH := option.LengthInches(o.PDFPaperHeight)
 		if !okW || !okH {
 			return nil, size, [4]float64{}, invalidOption("pdf_paper_width", "not a length with a unit")
 		}

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 )
 
 // pdfInfo is what the tests read from a PDF: Chrome (Skia) writes plain objects, no object
@@ -96,7 +97,7 @@ func wantBox(t *testing.T, b [4]float64, w, h float64) {
 }
 
 func TestPDFPaper(t *testing.T) {
-	for _, name := range shotd.PaperFormats {
+	for _, name := range option.PaperFormats {
 		for _, landscape := range []bool{false, true} {
 			if landscape && name != "a4" && name != "ledger" {
 				continue // the turn is the same for every size; ledger is landscape already

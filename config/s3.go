@@ -4,7 +4,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 )
 
 // S3 is the [storage.s3] table: when endpoint or bucket is set, every stored result (response_type
@@ -33,7 +33,7 @@ func (s *S3) validate(v *validator, credentials string) {
 	if !s.Enabled() {
 		return
 	}
-	if msg := shotd.CheckStorageEndpoint(s.Endpoint); msg != "" {
+	if msg := option.CheckStorageEndpoint(s.Endpoint); msg != "" {
 		v.addf("storage.s3.endpoint", "%s", msg)
 	}
 	if strings.TrimSpace(s.Bucket) == "" {

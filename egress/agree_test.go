@@ -6,6 +6,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/urlhost"
+	"github.com/shotd/shotd/option"
 )
 
 // agreeURLs are urls on both sides of every line the parser and the guard draw.
@@ -25,7 +26,7 @@ var agreeURLs = []string{
 // code; so a url that parses never reaches the guard's own refusal of a malformed url.
 func checkAgreement(t *testing.T, g *Guard, raw string) {
 	t.Helper()
-	_, perr := shotd.ParseOptions(shotd.Params{{Name: "url", Values: []string{raw}}}, shotd.Limits{})
+	_, perr := option.ParseOptions(option.Params{{Name: "url", Values: []string{raw}}}, option.Limits{})
 	gerr := g.CheckURLLiteral(raw)
 	pc, gc := codeOrEmpty(perr), codeOrEmpty(gerr)
 	if (gc == shotd.CodeInvalidURL || gc == shotd.CodeInvalidOptions) && pc != gc {
@@ -34,7 +35,7 @@ func checkAgreement(t *testing.T, g *Guard, raw string) {
 	// On the host alone the two agree both ways (the parser refuses more than the host, such as
 	// user:password, so its other refusals are left out).
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != "" || !shotd.HasHTTPScheme(raw) {
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != "" || !option.HasHTTPScheme(raw) {
 		return
 	}
 	_, _, kind := urlhost.Parse(u.Hostname())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 	"github.com/valyala/fasthttp"
 )
 
@@ -26,11 +27,11 @@ func checkJSON(ctx *fasthttp.RequestCtx, what string) error {
 
 // requestParams collects a render request's options: the query string, and for POST the JSON
 // object body as well, read as a stream bounded by max_source_bytes.
-func (s *Server) requestParams(query shotd.Params, body []byte) (shotd.Params, error) {
+func (s *Server) requestParams(query option.Params, body []byte) (option.Params, error) {
 	if body == nil {
 		return query, nil
 	}
-	ps, err := shotd.ReadJSONParams(body, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	ps, err := option.ReadJSONParams(body, option.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
 	if err != nil {
 		return nil, err
 	}
@@ -94,7 +95,7 @@ func (s *Server) screenshot(ctx *fasthttp.RequestCtx) { s.render(ctx, nil) }
 
 // render serves a render endpoint; translate, when set, turns its option names into the
 // screenshot options after the signature, which covers the names as sent, was checked.
-func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (shotd.Params, error)) {
+func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(option.Params) (option.Params, error)) {
 	who, o, err := s.renderRequest(ctx, translate)
 	if err != nil {
 		s.fail(ctx, err)
@@ -116,7 +117,7 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 
 // renderRequest authenticates a render request, checks its signature and parses its options,
 // once; from then on the request's log line names the account.
-func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (shotd.Params, error)) (*principal, *shotd.Options, error) {
+func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.Params) (option.Params, error)) (*principal, *shotd.Options, error) {
 	query := queryParams(ctx.QueryArgs())
 	// The key of the query or the headers is checked before a byte of the body is read; a key
 	// sent only in the JSON body is looked for in a body read from the keyless budget.
@@ -137,7 +138,7 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(shotd.Pa
 		}
 	}
 	if who == nil {
-		if v, ok := shotd.JSONString(body, "access_key"); ok && v != "" {
+		if v, ok := option.JSONString(body, "access_key"); ok && v != "" {
 			ak = v
 			if wait := s.refusedKey.wait(ak); wait > 0 {
 				return nil, nil, tooManyRefusals("this access key", s.refusedKey.limit, wait)
@@ -167,12 +168,12 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(shotd.Pa
 			return nil, nil, err
 		}
 	}
-	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	o, err := option.ParseOptions(ps, option.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
 	return who, o, err
 }
 
 // onlyKey reports whether every access_key parameter of ps is ak.
-func onlyKey(ps shotd.Params, ak string) bool {
+func onlyKey(ps option.Params, ak string) bool {
 	for _, p := range ps {
 		if p.Name == "access_key" && slices.ContainsFunc(p.Values, func(v string) bool { return v != "" && v != ak }) {
 			return false

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
+	"github.com/shotd/shotd/sign"
 )
 
 type answer struct {
@@ -188,7 +190,7 @@ func TestDevicePresetRender(t *testing.T) {
 	a := newAccount(t, "default", true)
 	for _, name := range []string{"iphone_15_pro", "pixel_8", "ipad_mini", "desktop_hd"} {
 		t.Run(name, func(t *testing.T) {
-			d, _ := shotd.LookupDevice(name)
+			d, _ := option.LookupDevice(name)
 			r := get(t, "/api/v1/screenshot", a.q("url", page("/"), "viewport_device", name))
 			if r.status != 200 {
 				t.Fatalf("status %d: %s", r.status, r.body)
@@ -265,15 +267,15 @@ func TestAuthentication(t *testing.T) {
 
 // signed returns the query with signature for path, computed as an outside client would.
 func signed(secret, path string, v url.Values) url.Values {
-	var ps shotd.Params
+	var ps option.Params
 	for k, vs := range v {
-		ps = append(ps, shotd.Param{Name: k, Values: vs})
+		ps = append(ps, option.Param{Name: k, Values: vs})
 	}
 	out := url.Values{}
 	for k, vs := range v {
 		out[k] = vs
 	}
-	out.Set("signature", shotd.Sign(secret, path, ps))
+	out.Set("signature", sign.Sign(secret, path, ps))
 	return out
 }
 
@@ -332,9 +334,9 @@ func TestSignedRequests(t *testing.T) {
 
 	t.Run("signed POST", func(t *testing.T) {
 		body := []byte(`{"url":"` + page("/") + `","viewport_width":300,"viewport_height":200,"full_page":false}`)
-		ps, _ := shotd.ParamsFromJSON(body)
-		ps = append(ps, shotd.Param{Name: "access_key", Values: []string{strict.AccessKey}})
-		sig := shotd.Sign(strict.SecretKey, "/api/v1/screenshot", ps)
+		ps, _ := option.ParamsFromJSON(body)
+		ps = append(ps, option.Param{Name: "access_key", Values: []string{strict.AccessKey}})
+		sig := sign.Sign(strict.SecretKey, "/api/v1/screenshot", ps)
 		r := do(t, http.MethodPost, env.base+"/api/v1/screenshot?access_key="+strict.AccessKey+"&signature="+sig, body,
 			map[string]string{"Content-Type": "application/json"})
 		if r.status != 200 {

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
+	"github.com/shotd/shotd/sign"
 	"github.com/valyala/fasthttp"
 )
 
@@ -18,8 +20,8 @@ type principal struct {
 
 // queryParams reads the query string into Params, one entry per name with its values in order.
 // Bytes are copied: fasthttp reuses its buffers after the handler returns.
-func queryParams(args *fasthttp.Args) shotd.Params {
-	var ps shotd.Params
+func queryParams(args *fasthttp.Args) option.Params {
+	var ps option.Params
 	index := map[string]int{}
 	args.VisitAll(func(k, v []byte) {
 		name := string(k)
@@ -28,13 +30,13 @@ func queryParams(args *fasthttp.Args) shotd.Params {
 			return
 		}
 		index[name] = len(ps)
-		ps = append(ps, shotd.Param{Name: name, Values: []string{string(v)}})
+		ps = append(ps, option.Param{Name: name, Values: []string{string(v)}})
 	})
 	return ps
 }
 
 // accessKey finds the key in its three places; the query (or JSON body) value wins.
-func accessKey(ctx *fasthttp.RequestCtx, ps shotd.Params) string {
+func accessKey(ctx *fasthttp.RequestCtx, ps option.Params) string {
 	if v, ok := ps.Get("access_key"); ok && v != "" {
 		return v
 	}
@@ -54,7 +56,7 @@ func headerKey(ctx *fasthttp.RequestCtx) string {
 
 // authenticate checks the key, the account, the signature and expires, in that order. ps is every
 // parameter of the request (query and JSON body), as the signature covers them all.
-func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps shotd.Params) (*principal, error) {
+func (s *Server) authenticate(ctx *fasthttp.RequestCtx, ps option.Params) (*principal, error) {
 	who, err := s.identify(accessKey(ctx, ps))
 	if err != nil {
 		return nil, err
@@ -90,14 +92,14 @@ func (s *Server) identify(ak string) (*principal, error) {
 }
 
 // verify checks the signature and expires of an identified request against all its parameters.
-func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps shotd.Params) error {
+func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps option.Params) error {
 	var expires int64
 	hasExpires := false
 	for _, p := range ps {
 		if p.Name != "expires" {
 			continue
 		}
-		v, ferr := shotd.ParseOption(p)
+		v, ferr := option.ParseOption(p)
 		if ferr != nil {
 			return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "expires: " + ferr.Message, Fields: []shotd.FieldError{*ferr}}
 		}
@@ -108,7 +110,7 @@ func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps shotd.Param
 	// The path as sent, which the router matched: fasthttp's Path() is decoded and cleaned, and
 	// /api/v1/files/..%2fjobs%2fx would verify a signature made for /api/v1/jobs/x.
 	switch path := string(ctx.URI().PathOriginal()); {
-	case signed && !shotd.VerifySignature(who.key.SecretKey, path, ps, sig) && !s1Signed(ctx, path, who.key.SecretKey, sig):
+	case signed && !sign.VerifySignature(who.key.SecretKey, path, ps, sig) && !s1Signed(ctx, path, who.key.SecretKey, sig):
 		return shotd.Errorf(shotd.CodeSignatureInvalid, "the signature does not match this endpoint, its parameters and the key's secret")
 	case !signed && who.key.RequireSignature:
 		return shotd.Errorf(shotd.CodeSignatureRequired, "this key requires signed requests")
@@ -122,7 +124,7 @@ func (s *Server) verify(ctx *fasthttp.RequestCtx, who *principal, ps shotd.Param
 }
 
 // statusParams validates the query of a status endpoint: only the authentication parameters.
-func statusParams(ps shotd.Params) error {
+func statusParams(ps option.Params) error {
 	var errs []shotd.FieldError
 	for _, p := range ps {
 		switch p.Name {

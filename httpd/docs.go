@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 	"github.com/valyala/fasthttp"
 )
 
@@ -42,7 +43,7 @@ func renderDocs(t *template.Template, data any) []byte {
 
 var (
 	errorDocs  = renderDocs(errorDocsTmpl, shotd.Catalogue)
-	optionDocs = renderDocs(optionDocsTmpl, shotd.OptionTable)
+	optionDocs = renderDocs(optionDocsTmpl, option.OptionTable)
 )
 
 func serveErrorDocs(ctx *fasthttp.RequestCtx) {

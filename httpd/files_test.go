@@ -21,6 +21,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/option"
 )
 
 // fileResult is the JSON render result (response_type=json), as a client reads it.
@@ -484,11 +485,11 @@ func init() {
 // plantCache stores data as the cached answer of q for ttl, under the key the server computes.
 func plantCache(t *testing.T, a account, q url.Values, data []byte, ttl time.Duration) {
 	t.Helper()
-	var ps shotd.Params
+	var ps option.Params
 	for k, vs := range q {
-		ps = append(ps, shotd.Param{Name: k, Values: vs})
+		ps = append(ps, option.Param{Name: k, Values: vs})
 	}
-	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: 64 << 10})
+	o, err := option.ParseOptions(ps, option.Limits{MaxSourceBytes: 64 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}

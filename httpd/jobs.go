@@ -11,6 +11,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/markdown"
+	"github.com/shotd/shotd/option"
 	"github.com/valyala/fasthttp"
 )
 
@@ -164,7 +165,7 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 	// A signed bulk request covers its body through body_sha256 (docs/api.md, "Signed requests").
 	if ps.Has("signature") {
 		sum := sha256.Sum256(body)
-		ps = append(ps, shotd.Param{Name: "body_sha256", Values: []string{hex.EncodeToString(sum[:])}})
+		ps = append(ps, option.Param{Name: "body_sha256", Values: []string{hex.EncodeToString(sum[:])}})
 	}
 	if err := s.verify(ctx, who, ps); err != nil {
 		s.fail(ctx, err)
@@ -224,7 +225,7 @@ func (s *Server) bulkItems(body []byte) ([]*shotd.Options, error) {
 	// Split as slices of the body, stopping past the item limit: decoding the list first cost a
 	// copy of every item, however many there were.
 	const shape = "the body must be a JSON object {\"requests\": [...], \"defaults\": {...}}"
-	members, kind, more, err := shotd.SplitJSON(body, 2)
+	members, kind, more, err := option.SplitJSON(body, 2)
 	if err != nil || kind != '{' || more {
 		return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
 	}
@@ -246,7 +247,7 @@ func (s *Server) bulkItems(body []byte) ([]*shotd.Options, error) {
 	if maxItems <= 0 {
 		maxItems = 1 << 30
 	}
-	items, kind, more, _ := shotd.SplitJSON(requests, maxItems)
+	items, kind, more, _ := option.SplitJSON(requests, maxItems)
 	if kind != '[' {
 		return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
 	}
@@ -254,10 +255,10 @@ func (s *Server) bulkItems(body []byte) ([]*shotd.Options, error) {
 	if n == 0 || more {
 		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "requests must hold 1 to %d items", s.set.BulkMaxItems)
 	}
-	lim := shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes}
-	var defaults shotd.Params
+	lim := option.Limits{MaxSourceBytes: s.set.MaxSourceBytes}
+	var defaults option.Params
 	if len(defaultsRaw) > 0 && string(defaultsRaw) != "null" {
-		d, err := shotd.ReadJSONParams(defaultsRaw, lim)
+		d, err := option.ReadJSONParams(defaultsRaw, lim)
 		if e := shotd.AsError(err); e != nil && e.Code == shotd.CodeInvalidRequest {
 			return nil, shotd.Errorf(shotd.CodeInvalidRequest, "defaults must be a JSON object of options")
 		} else if e != nil {
@@ -269,14 +270,14 @@ func (s *Server) bulkItems(body []byte) ([]*shotd.Options, error) {
 	opts := make([]*shotd.Options, 0, n)
 	for i, raw := range items {
 		index := i
-		item, err := shotd.ReadJSONParams(raw.Value, lim)
+		item, err := option.ReadJSONParams(raw.Value, lim)
 		if shotd.CodeOf(err) == shotd.CodeInvalidRequest {
 			errs = append(errs, shotd.FieldError{Field: "requests", Message: "each item must be a JSON object of options", Index: &index})
 			continue
 		}
 		var o *shotd.Options
 		if err == nil {
-			o, err = shotd.ParseOptions(mergeDefaults(item, defaults), lim)
+			o, err = option.ParseOptions(mergeDefaults(item, defaults), lim)
 		}
 		if err != nil {
 			e := shotd.AsError(err)
@@ -332,11 +333,11 @@ func (s *Server) checkItems(opts []*shotd.Options) error {
 // exclusiveGroups are options that stand in for one another: an item that gives one of a group
 // takes none of the group from defaults, so that its own choice wins instead of conflicting
 // (defaults with a url, an item with html; defaults with a selector, an item with a clip area).
-var exclusiveGroups = [][]string{shotd.SourceOptions, shotd.AreaOptions, shotd.PaperOptions}
+var exclusiveGroups = [][]string{option.SourceOptions, option.AreaOptions, option.PaperOptions}
 
 // overridden reports whether the item's own options replace the default named name: the item
 // gives it, or another option of its exclusive group.
-func overridden(item shotd.Params, name string) bool {
+func overridden(item option.Params, name string) bool {
 	if item.Has(name) {
 		return true
 	}
@@ -350,8 +351,8 @@ func overridden(item shotd.Params, name string) bool {
 
 // mergeDefaults puts defaults under an item's own options and makes the item a background job.
 // Authentication parameters belong to the request, not to items.
-func mergeDefaults(item, defaults shotd.Params) shotd.Params {
-	out := make(shotd.Params, 0, len(item)+len(defaults)+1)
+func mergeDefaults(item, defaults option.Params) option.Params {
+	out := make(option.Params, 0, len(item)+len(defaults)+1)
 	for _, p := range item {
 		switch p.Name {
 		case "async":
@@ -369,11 +370,11 @@ func mergeDefaults(item, defaults shotd.Params) shotd.Params {
 			out = append(out, d)
 		}
 	}
-	return append(out, shotd.Param{Name: "async", Values: []string{"true"}})
+	return append(out, option.Param{Name: "async", Values: []string{"true"}})
 }
 
-func withoutParam(ps shotd.Params, name string) shotd.Params {
-	out := make(shotd.Params, 0, len(ps))
+func withoutParam(ps option.Params, name string) option.Params {
+	out := make(option.Params, 0, len(ps))
 	for _, p := range ps {
 		if p.Name != name {
 			out = append(out, p)

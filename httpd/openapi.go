@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 	"github.com/valyala/fasthttp"
 )
 
@@ -56,7 +57,7 @@ func openAPIDoc(publicURL string) obj {
 	}
 	getScreenshot := func(id string) obj {
 		params := []any{}
-		for _, s := range shotd.OptionTable {
+		for _, s := range option.OptionTable {
 			params = append(params, ref("parameters", s.Name))
 		}
 		return obj{
@@ -158,12 +159,12 @@ func openAPIDoc(publicURL string) obj {
 // optionParameters are the options as query parameters, one per row of the option table.
 func optionParameters() obj {
 	out := obj{}
-	for _, s := range shotd.OptionTable {
+	for _, s := range option.OptionTable {
 		p := obj{"name": s.Name, "in": "query", "description": optionDoc(s), "schema": optionSchema(s)}
 		switch s.Array {
-		case shotd.ArrayComma:
+		case option.ArrayComma:
 			p["style"], p["explode"] = "form", false
-		case shotd.ArrayRepeat:
+		case option.ArrayRepeat:
 			p["style"], p["explode"] = "form", true
 		}
 		out[s.Name] = p
@@ -171,7 +172,7 @@ func optionParameters() obj {
 	return out
 }
 
-func optionDoc(s *shotd.OptionSpec) string {
+func optionDoc(s *option.OptionSpec) string {
 	d := s.Group + ". " + s.Doc
 	if s.Name == "url" || s.Name == "html" || s.Name == "markdown" {
 		d += " Exactly one of url, html or markdown is required."
@@ -180,11 +181,11 @@ func optionDoc(s *shotd.OptionSpec) string {
 }
 
 // optionSchema is the JSON schema of one option's value.
-func optionSchema(s *shotd.OptionSpec) obj {
+func optionSchema(s *option.OptionSpec) obj {
 	sc := obj{}
 	enum := s.Enum
 	if s.Name == "viewport_device" {
-		enum = shotd.DeviceNames
+		enum = option.DeviceNames
 	}
 	if len(s.Aliases) > 0 {
 		// Other spellings are accepted too (format=jpg), and a client generated from the
@@ -192,14 +193,14 @@ func optionSchema(s *shotd.OptionSpec) obj {
 		enum = append(slices.Clone(enum), slices.Sorted(maps.Keys(s.Aliases))...)
 	}
 	switch s.Kind {
-	case shotd.KindString:
+	case option.KindString:
 		sc["type"] = "string"
 		if len(enum) > 0 {
 			sc["enum"] = enum
 		}
-	case shotd.KindInt, shotd.KindNumber:
+	case option.KindInt, option.KindNumber:
 		sc["type"] = "number"
-		if s.Kind == shotd.KindInt {
+		if s.Kind == option.KindInt {
 			sc["type"] = "integer"
 		}
 		if s.HasMin {
@@ -208,9 +209,9 @@ func optionSchema(s *shotd.OptionSpec) obj {
 		if s.HasMax {
 			sc["maximum"] = s.Max
 		}
-	case shotd.KindBool:
+	case option.KindBool:
 		sc["type"] = "boolean"
-	case shotd.KindList:
+	case option.KindList:
 		item := obj{"type": "string"}
 		if len(enum) > 0 {
 			item["enum"] = enum
@@ -224,21 +225,21 @@ func optionSchema(s *shotd.OptionSpec) obj {
 }
 
 // typedDefault reads the table's default text as the JSON value of the option's kind.
-func typedDefault(s *shotd.OptionSpec) (any, bool) {
+func typedDefault(s *option.OptionSpec) (any, bool) {
 	if s.Default == "" {
 		return nil, false
 	}
 	switch s.Kind {
-	case shotd.KindInt:
+	case option.KindInt:
 		n, err := strconv.Atoi(s.Default)
 		return n, err == nil
-	case shotd.KindNumber:
+	case option.KindNumber:
 		f, err := strconv.ParseFloat(s.Default, 64)
 		return f, err == nil
-	case shotd.KindBool:
+	case option.KindBool:
 		b, err := strconv.ParseBool(s.Default)
 		return b, err == nil
-	case shotd.KindList:
+	case option.KindList:
 		return strings.Split(s.Default, ","), true
 	}
 	return s.Default, true
@@ -314,7 +315,7 @@ func retryNote(c shotd.CodeInfo) string {
 // binaryContent is a rendered file in each output format.
 func binaryContent() obj {
 	out := obj{}
-	for _, f := range shotd.Formats {
+	for _, f := range option.Formats {
 		out[shotd.ContentTypes[f]] = obj{"schema": obj{"type": "string", "format": "binary"}}
 	}
 	return out
@@ -351,7 +352,7 @@ func responseHeaders() obj {
 
 func schemas() obj {
 	props := obj{}
-	for _, s := range shotd.OptionTable {
+	for _, s := range option.OptionTable {
 		sc := optionSchema(s)
 		sc["description"] = optionDoc(s)
 		props[s.Name] = sc
@@ -381,7 +382,7 @@ func schemas() obj {
 		}),
 		"RenderResult": object([]string{"file_id", "url", "expires_at", "format", "content_type", "size_bytes", "render_ms", "cache"}, obj{
 			"file_id": str, "url": obj{"type": "string", "format": "uri"}, "expires_at": dateTime,
-			"format": obj{"type": "string", "enum": append(slices.Clone(shotd.Formats), "zip")}, "content_type": str,
+			"format": obj{"type": "string", "enum": append(slices.Clone(option.Formats), "zip")}, "content_type": str,
 			"size_bytes": integer, "render_ms": integer, "cache": obj{"type": "string", "enum": []string{"HIT", "MISS"}},
 			"width": integer, "height": integer,
 			"store": object([]string{"location"}, obj{"location": str}),

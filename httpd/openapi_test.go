@@ -15,6 +15,7 @@ import (
 	validator "github.com/pb33f/libopenapi-validator"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/option"
 )
 
 // openAPIValidator loads the document served at /openapi.json into libopenapi and checks it
@@ -78,7 +79,7 @@ func TestOpenAPIDocument(t *testing.T) {
 	if err := json.Unmarshal(served, &doc); err != nil {
 		t.Fatal(err)
 	}
-	for _, s := range shotd.OptionTable {
+	for _, s := range option.OptionTable {
 		prop, ok := doc.Components.Schemas.Options.Properties[s.Name]
 		if doc.Components.Parameters[s.Name] == nil || !ok {
 			t.Errorf("option %s is missing from the parameters or the Options schema", s.Name)
@@ -89,8 +90,8 @@ func TestOpenAPIDocument(t *testing.T) {
 			}
 		}
 	}
-	if len(doc.Components.Schemas.Options.Properties) != len(shotd.OptionTable) {
-		t.Errorf("Options has %d properties, the option table %d rows", len(doc.Components.Schemas.Options.Properties), len(shotd.OptionTable))
+	if len(doc.Components.Schemas.Options.Properties) != len(option.OptionTable) {
+		t.Errorf("Options has %d properties, the option table %d rows", len(doc.Components.Schemas.Options.Properties), len(option.OptionTable))
 	}
 	for _, c := range shotd.Catalogue {
 		if !slices.Contains(doc.Components.Schemas.ErrorCode.Enum, string(c.Code)) {

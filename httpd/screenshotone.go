@@ -4,6 +4,8 @@ import (
 	"slices"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
+	"github.com/shotd/shotd/sign"
 	"github.com/valyala/fasthttp"
 )
 
@@ -11,15 +13,15 @@ import (
 // (shotd.SignQueryS1), the fallback for their SDKs. Only GET: the form covers the query string
 // alone, so a POST body's options would travel unsigned.
 func s1Signed(ctx *fasthttp.RequestCtx, path, secret, sig string) bool {
-	if !ctx.IsGet() || !slices.Contains(shotd.RenderPaths, path) {
+	if !ctx.IsGet() || !slices.Contains(sign.RenderPaths, path) {
 		return false
 	}
-	return shotd.VerifyQueryS1(secret, string(ctx.URI().QueryString()), sig)
+	return sign.VerifyQueryS1(secret, string(ctx.URI().QueryString()), sig)
 }
 
 // animate serves GET and POST of /api/v1/animate, ScreenshotOne's animation endpoint, on the
 // video engine of the screenshot endpoint: the same admission, limits and answers.
-func (s *Server) animate(ctx *fasthttp.RequestCtx) { s.render(ctx, shotd.AnimateParams) }
+func (s *Server) animate(ctx *fasthttp.RequestCtx) { s.render(ctx, option.AnimateParams) }
 
 // setAttachment writes the Content-Disposition of attachment_name on a file answer; the parser
 // allowed only characters that need no escaping inside the quotes.

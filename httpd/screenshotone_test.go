@@ -15,6 +15,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/media"
+	"github.com/shotd/shotd/sign"
 )
 
 // s1Query builds a query the way ScreenshotOne's SDKs do: parameters in the order given, form
@@ -26,7 +27,7 @@ func s1Query(secret, accessKey string, kv ...string) string {
 	}
 	parts = append(parts, "access_key="+url.QueryEscape(accessKey))
 	q := strings.Join(parts, "&")
-	return q + "&signature=" + shotd.SignQueryS1(secret, q)
+	return q + "&signature=" + sign.SignQueryS1(secret, q)
 }
 
 func TestScreenshotOneSignedRequests(t *testing.T) {

@@ -18,6 +18,7 @@ import (
 	"github.com/minio/minio-go/v7"
 	"github.com/minio/minio-go/v7/pkg/credentials"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 )
 
 // Addressing says how a bucket is named in a request.
@@ -65,7 +66,7 @@ func New(cfg Config, dial Dialer) (*Client, error) {
 	if dial == nil {
 		return nil, errors.New("objstore: a dialer is required (the egress guard)")
 	}
-	if msg := shotd.CheckStorageEndpoint(cfg.Endpoint); msg != "" {
+	if msg := option.CheckStorageEndpoint(cfg.Endpoint); msg != "" {
 		return nil, fmt.Errorf("objstore: endpoint %s", msg)
 	}
 	u, _ := url.Parse(cfg.Endpoint)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 )
 
 // ObjectKey expands a storage_path template for one file (shotd.StoragePlaceholders): the time
@@ -33,8 +33,8 @@ func ObjectKey(tmpl, format string, data []byte, now time.Time) string {
 		"extension":   format,
 		"format":      format,
 	}
-	key := shotd.ExpandStoragePath(tmpl, vals)
-	usesExt := shotd.ExpandStoragePath(tmpl, map[string]string{"extension": ""}) != tmpl
+	key := option.ExpandStoragePath(tmpl, vals)
+	usesExt := option.ExpandStoragePath(tmpl, map[string]string{"extension": ""}) != tmpl
 	if !usesExt && !strings.HasSuffix(key, "."+format) {
 		key += "." + format
 	}

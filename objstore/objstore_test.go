@@ -18,6 +18,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/internal/s3test"
+	"github.com/shotd/shotd/option"
 )
 
 // guard lets 127.0.0.1 through, as network.allow_private = ["127.0.0.1"] would, and nothing else
@@ -28,16 +29,16 @@ func guard() *egress.Guard {
 
 func storeOptions(t *testing.T, endpoint string, kv ...string) *shotd.Options {
 	t.Helper()
-	ps := shotd.Params{}
+	ps := option.Params{}
 	all := append([]string{"url", "https://example.com/", "store", "true", "storage_bucket", "shots",
 		"storage_endpoint", endpoint, "storage_access_key_id", s3test.AccessKey,
 		"storage_secret_access_key", s3test.SecretKey}, kv...)
 	for i := 0; i+1 < len(all); i += 2 {
-		ps = append(ps, shotd.Param{Name: all[i], Values: []string{all[i+1]}})
+		ps = append(ps, option.Param{Name: all[i], Values: []string{all[i+1]}})
 	}
 	// A later pair replaces an earlier one of the same name.
 	seen := map[string]int{}
-	var out shotd.Params
+	var out option.Params
 	for _, p := range ps {
 		if i, ok := seen[p.Name]; ok {
 			out[i] = p
@@ -46,7 +47,7 @@ func storeOptions(t *testing.T, endpoint string, kv ...string) *shotd.Options {
 		seen[p.Name] = len(out)
 		out = append(out, p)
 	}
-	o, err := shotd.ParseOptions(out, shotd.Limits{})
+	o, err := option.ParseOptions(out, option.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package shotd
+package option
 
 // Device is a viewport preset: CSS-pixel size in portrait (phones/tablets) or its natural
 // orientation (laptops/desktops), scale factor, mobile and touch flags, user agent.

@@ -1,4 +1,4 @@
-package shotd
+package option
 
 import (
 	"encoding/json"
@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/shotd/shotd"
 )
 
 func q(kv ...string) Params {
@@ -19,7 +21,7 @@ func q(kv ...string) Params {
 	return ps
 }
 
-func mustParse(t *testing.T, ps Params) *Options {
+func mustParse(t *testing.T, ps Params) *shotd.Options {
 	t.Helper()
 	o, err := ParseOptions(ps, Limits{})
 	if err != nil {
@@ -28,9 +30,9 @@ func mustParse(t *testing.T, ps Params) *Options {
 	return o
 }
 
-func wantCode(t *testing.T, err error, code Code, field string) *Error {
+func wantCode(t *testing.T, err error, code shotd.Code, field string) *shotd.Error {
 	t.Helper()
-	var e *Error
+	var e *shotd.Error
 	if !errors.As(err, &e) {
 		t.Fatalf("want %s error, got %v", code, err)
 	}
@@ -200,7 +202,7 @@ func TestOptionTableBounds(t *testing.T) {
 				t.Fatalf("%s=%q refused: %v", c.opt, c.value, err)
 			}
 			if !c.ok {
-				wantCode(t, err, CodeInvalidOptions, c.opt)
+				wantCode(t, err, shotd.CodeInvalidOptions, c.opt)
 			}
 		})
 	}
@@ -246,53 +248,53 @@ func TestCrossRules(t *testing.T) {
 	cases := []struct {
 		name  string
 		ps    Params
-		code  Code
+		code  shotd.Code
 		field string
 	}{
-		{"no source", q("format", "png"), CodeInvalidOptions, "url"},
-		{"url and html", q("url", "https://a.example/", "html", "<p>x</p>"), CodeInvalidOptions, "html"},
-		{"html and markdown", q("html", "<p>x</p>", "markdown", "# x"), CodeInvalidOptions, "markdown"},
-		{"url without scheme", q("url", "example.com"), CodeInvalidOptions, "url"},
-		{"ftp url", q("url", "ftp://example.com/"), CodeInvalidOptions, "url"},
-		{"javascript url", q("url", "javascript:alert(1)"), CodeInvalidOptions, "url"},
-		{"url without host", q("url", "http:///path"), CodeInvalidURL, "url"},
-		{"url with credentials", q("url", "http://u:p@example.com/"), CodeInvalidURL, "url"},
-		{"url bad port", q("url", "http://example.com:99999/"), CodeInvalidURL, "url"},
-		{"url bad ipv4", q("url", "http://999.1.1.1/"), CodeInvalidURL, "url"},
-		{"url ipv4 last part too big", q("url", "http://1.2.3.256/"), CodeInvalidURL, "url"},
-		{"url five-part ipv4", q("url", "http://1.2.3.4.5/"), CodeInvalidURL, "url"},
-		{"url integer over 32 bits", q("url", "http://4294967296/"), CodeInvalidURL, "url"},
-		{"url name ending in a number", q("url", "http://a.123/"), CodeInvalidURL, "url"},
-		{"url name ending in a number, trailing dot", q("url", "https://www.example.123./"), CodeInvalidURL, "url"},
-		{"url name ending in bad octal", q("url", "http://a.09/"), CodeInvalidURL, "url"},
-		{"url name ending in hex", q("url", "http://a.0x1f/"), CodeInvalidURL, "url"},
-		{"url full-width dot before a number", q("url", "http://a．123/"), CodeInvalidURL, "url"},
-		{"url ipv6 zone with a forbidden byte", q("url", "http://[fe80::1%25e$th0]/"), CodeInvalidURL, "url"},
-		{"url bad ipv4, upper-case scheme", q("url", "HTTPS://999.1.1.1/"), CodeInvalidURL, "url"},
-		{"url bad ipv4 and another bad option", q("url", "http://999.1.1.1/", "viewport_width", "5"), CodeInvalidOptions, "url"},
-		{"webhook_url bad ipv4", q("url", "https://a.example/", "webhook_url", "http://999.1.1.1/"), CodeInvalidOptions, "webhook_url"},
-		{"selector with clip_width", q("url", "https://a.example/", "selector", "#x", "clip_width", "10", "clip_height", "10"), CodeInvalidOptions, "selector"},
-		{"clip without size", q("url", "https://a.example/", "clip_x", "10"), CodeInvalidOptions, "clip_width"},
-		{"clip without height", q("url", "https://a.example/", "clip_x", "10", "clip_width", "10"), CodeInvalidOptions, "clip_height"},
-		{"selector with clip_width only", q("url", "https://a.example/", "selector", "#x", "clip_width", "10"), CodeInvalidOptions, "selector"},
-		{"unknown option", q("url", "https://a.example/", "fromat", "png"), CodeInvalidOptions, "fromat"},
-		{"empty html", q("html", ""), CodeInvalidOptions, "html"},
-		{"bad header", q("url", "https://a.example/", "headers", "no colon"), CodeInvalidOptions, "headers"},
-		{"forbidden header", q("url", "https://a.example/", "headers", "Host: evil"), CodeInvalidOptions, "headers"},
-		{"bad cookie", q("url", "https://a.example/", "cookies", "novalue"), CodeInvalidOptions, "cookies"},
-		{"cookie without domain for html", q("html", "<p>x</p>", "cookies", "a=b"), CodeInvalidOptions, "cookies"},
-		{"bad time zone", q("url", "https://a.example/", "time_zone", "Mars/Olympus"), CodeInvalidOptions, "time_zone"},
-		{"bad margin unit", q("url", "https://a.example/", "pdf_margin", "10em"), CodeInvalidOptions, "pdf_margin"},
-		{"bad device", q("url", "https://a.example/", "viewport_device", "nokia_3310"), CodeInvalidOptions, "viewport_device"},
-		{"webhook ftp", q("url", "https://a.example/", "webhook_url", "ftp://x/"), CodeInvalidOptions, "webhook_url"},
-		{"expires millis", q("url", "https://a.example/", "expires", "1763774400000"), CodeInvalidOptions, "expires"},
-		{"expires fraction", q("url", "https://a.example/", "expires", "1763774400.5"), CodeInvalidOptions, "expires"},
-		{"block_resources bad item", q("url", "https://a.example/", "block_resources", "image,bogus"), CodeInvalidOptions, "block_resources"},
-		{"block_requests pattern too long", q("url", "https://a.example/", "block_requests", "*"+strings.Repeat("a", maxPatternBytes)), CodeInvalidOptions, "block_requests"},
+		{"no source", q("format", "png"), shotd.CodeInvalidOptions, "url"},
+		{"url and html", q("url", "https://a.example/", "html", "<p>x</p>"), shotd.CodeInvalidOptions, "html"},
+		{"html and markdown", q("html", "<p>x</p>", "markdown", "# x"), shotd.CodeInvalidOptions, "markdown"},
+		{"url without scheme", q("url", "example.com"), shotd.CodeInvalidOptions, "url"},
+		{"ftp url", q("url", "ftp://example.com/"), shotd.CodeInvalidOptions, "url"},
+		{"javascript url", q("url", "javascript:alert(1)"), shotd.CodeInvalidOptions, "url"},
+		{"url without host", q("url", "http:///path"), shotd.CodeInvalidURL, "url"},
+		{"url with credentials", q("url", "http://u:p@example.com/"), shotd.CodeInvalidURL, "url"},
+		{"url bad port", q("url", "http://example.com:99999/"), shotd.CodeInvalidURL, "url"},
+		{"url bad ipv4", q("url", "http://999.1.1.1/"), shotd.CodeInvalidURL, "url"},
+		{"url ipv4 last part too big", q("url", "http://1.2.3.256/"), shotd.CodeInvalidURL, "url"},
+		{"url five-part ipv4", q("url", "http://1.2.3.4.5/"), shotd.CodeInvalidURL, "url"},
+		{"url integer over 32 bits", q("url", "http://4294967296/"), shotd.CodeInvalidURL, "url"},
+		{"url name ending in a number", q("url", "http://a.123/"), shotd.CodeInvalidURL, "url"},
+		{"url name ending in a number, trailing dot", q("url", "https://www.example.123./"), shotd.CodeInvalidURL, "url"},
+		{"url name ending in bad octal", q("url", "http://a.09/"), shotd.CodeInvalidURL, "url"},
+		{"url name ending in hex", q("url", "http://a.0x1f/"), shotd.CodeInvalidURL, "url"},
+		{"url full-width dot before a number", q("url", "http://a．123/"), shotd.CodeInvalidURL, "url"},
+		{"url ipv6 zone with a forbidden byte", q("url", "http://[fe80::1%25e$th0]/"), shotd.CodeInvalidURL, "url"},
+		{"url bad ipv4, upper-case scheme", q("url", "HTTPS://999.1.1.1/"), shotd.CodeInvalidURL, "url"},
+		{"url bad ipv4 and another bad option", q("url", "http://999.1.1.1/", "viewport_width", "5"), shotd.CodeInvalidOptions, "url"},
+		{"webhook_url bad ipv4", q("url", "https://a.example/", "webhook_url", "http://999.1.1.1/"), shotd.CodeInvalidOptions, "webhook_url"},
+		{"selector with clip_width", q("url", "https://a.example/", "selector", "#x", "clip_width", "10", "clip_height", "10"), shotd.CodeInvalidOptions, "selector"},
+		{"clip without size", q("url", "https://a.example/", "clip_x", "10"), shotd.CodeInvalidOptions, "clip_width"},
+		{"clip without height", q("url", "https://a.example/", "clip_x", "10", "clip_width", "10"), shotd.CodeInvalidOptions, "clip_height"},
+		{"selector with clip_width only", q("url", "https://a.example/", "selector", "#x", "clip_width", "10"), shotd.CodeInvalidOptions, "selector"},
+		{"unknown option", q("url", "https://a.example/", "fromat", "png"), shotd.CodeInvalidOptions, "fromat"},
+		{"empty html", q("html", ""), shotd.CodeInvalidOptions, "html"},
+		{"bad header", q("url", "https://a.example/", "headers", "no colon"), shotd.CodeInvalidOptions, "headers"},
+		{"forbidden header", q("url", "https://a.example/", "headers", "Host: evil"), shotd.CodeInvalidOptions, "headers"},
+		{"bad cookie", q("url", "https://a.example/", "cookies", "novalue"), shotd.CodeInvalidOptions, "cookies"},
+		{"cookie without domain for html", q("html", "<p>x</p>", "cookies", "a=b"), shotd.CodeInvalidOptions, "cookies"},
+		{"bad time zone", q("url", "https://a.example/", "time_zone", "Mars/Olympus"), shotd.CodeInvalidOptions, "time_zone"},
+		{"bad margin unit", q("url", "https://a.example/", "pdf_margin", "10em"), shotd.CodeInvalidOptions, "pdf_margin"},
+		{"bad device", q("url", "https://a.example/", "viewport_device", "nokia_3310"), shotd.CodeInvalidOptions, "viewport_device"},
+		{"webhook ftp", q("url", "https://a.example/", "webhook_url", "ftp://x/"), shotd.CodeInvalidOptions, "webhook_url"},
+		{"expires millis", q("url", "https://a.example/", "expires", "1763774400000"), shotd.CodeInvalidOptions, "expires"},
+		{"expires fraction", q("url", "https://a.example/", "expires", "1763774400.5"), shotd.CodeInvalidOptions, "expires"},
+		{"block_resources bad item", q("url", "https://a.example/", "block_resources", "image,bogus"), shotd.CodeInvalidOptions, "block_resources"},
+		{"block_requests pattern too long", q("url", "https://a.example/", "block_requests", "*"+strings.Repeat("a", maxPatternBytes)), shotd.CodeInvalidOptions, "block_requests"},
 		// Each bound holds, the product does not: 149 M device pixels.
-		{"viewport over the pixel cap", q("url", "https://a.example/", "viewport_width", "3840", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
-		{"preset over the pixel cap", q("url", "https://a.example/", "viewport_device", "desktop_4k", "viewport_height", "4320", "device_scale_factor", "3"), CodeContentTooLarge, "device_scale_factor"},
-		{"repeated scalar", Params{{Name: "url", Values: []string{"https://a.example/", "https://b.example/"}}}, CodeInvalidOptions, "url"},
+		{"viewport over the pixel cap", q("url", "https://a.example/", "viewport_width", "3840", "viewport_height", "4320", "device_scale_factor", "3"), shotd.CodeContentTooLarge, "device_scale_factor"},
+		{"preset over the pixel cap", q("url", "https://a.example/", "viewport_device", "desktop_4k", "viewport_height", "4320", "device_scale_factor", "3"), shotd.CodeContentTooLarge, "device_scale_factor"},
+		{"repeated scalar", Params{{Name: "url", Values: []string{"https://a.example/", "https://b.example/"}}}, shotd.CodeInvalidOptions, "url"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -343,7 +345,7 @@ func TestURLHosts(t *testing.T) {
 				}
 				return
 			}
-			e := wantCode(t, err, CodeInvalidURL, "url")
+			e := wantCode(t, err, shotd.CodeInvalidURL, "url")
 			if len(e.Fields) != 1 {
 				t.Fatalf("invalid_url fields %+v, want the url alone", e.Fields)
 			}
@@ -358,14 +360,14 @@ func TestBadURLAmongOtherErrors(t *testing.T) {
 	cases := []struct {
 		name   string
 		ps     Params
-		code   Code
+		code   shotd.Code
 		fields []string
 	}{
-		{"url alone", q("url", "http:///x"), CodeInvalidURL, []string{"url"}},
-		{"no host and a bad bound", q("url", "http:///x", "viewport_width", "5"), CodeInvalidOptions, []string{"viewport_width", "url"}},
-		{"bad port and an unknown option", q("url", "http://a.example:0/", "fromat", "png"), CodeInvalidOptions, []string{"fromat", "url"}},
-		{"bad ipv4 and a conflict", q("url", "http://999.1.1.1/", "selector", "#x", "clip_width", "10"), CodeInvalidOptions, []string{"url", "selector"}},
-		{"credentials and a bad webhook", q("url", "http://u:p@a.example/", "webhook_url", "ftp://x/"), CodeInvalidOptions, []string{"url", "webhook_url"}},
+		{"url alone", q("url", "http:///x"), shotd.CodeInvalidURL, []string{"url"}},
+		{"no host and a bad bound", q("url", "http:///x", "viewport_width", "5"), shotd.CodeInvalidOptions, []string{"viewport_width", "url"}},
+		{"bad port and an unknown option", q("url", "http://a.example:0/", "fromat", "png"), shotd.CodeInvalidOptions, []string{"fromat", "url"}},
+		{"bad ipv4 and a conflict", q("url", "http://999.1.1.1/", "selector", "#x", "clip_width", "10"), shotd.CodeInvalidOptions, []string{"url", "selector"}},
+		{"credentials and a bad webhook", q("url", "http://u:p@a.example/", "webhook_url", "ftp://x/"), shotd.CodeInvalidOptions, []string{"url", "webhook_url"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -408,7 +410,7 @@ func TestSelectorWithClip(t *testing.T) {
 
 func TestUnknownOptionSuggestsClosest(t *testing.T) {
 	_, err := ParseOptions(q("url", "https://a.example/", "viewport_widht", "800"), Limits{})
-	e := wantCode(t, err, CodeInvalidOptions, "viewport_widht")
+	e := wantCode(t, err, shotd.CodeInvalidOptions, "viewport_widht")
 	if !strings.Contains(e.Fields[0].Message, `"viewport_width"`) {
 		t.Fatalf("message %q does not suggest viewport_width", e.Fields[0].Message)
 	}
@@ -420,8 +422,8 @@ func TestUnknownOptionHuge(t *testing.T) {
 	huge := strings.Repeat("<", 1<<20)
 	for _, ps := range []Params{q("url", "https://a.example/", huge, "1"), q(huge, "1")} {
 		_, err := ParseOptions(ps, Limits{})
-		var e *Error
-		if !errors.As(err, &e) || e.Code != CodeInvalidOptions {
+		var e *shotd.Error
+		if !errors.As(err, &e) || e.Code != shotd.CodeInvalidOptions {
 			t.Fatalf("error %v, want invalid_options", err)
 		}
 		for _, f := range e.Fields {
@@ -440,7 +442,7 @@ func TestUnknownOptionHuge(t *testing.T) {
 
 func TestSourceTooLarge(t *testing.T) {
 	_, err := ParseOptions(q("html", strings.Repeat("x", 101)), Limits{MaxSourceBytes: 100})
-	wantCode(t, err, CodeContentTooLarge, "html")
+	wantCode(t, err, shotd.CodeContentTooLarge, "html")
 	if _, err := ParseOptions(q("html", strings.Repeat("x", 100)), Limits{MaxSourceBytes: 100}); err != nil {
 		t.Fatalf("html at the limit refused: %v", err)
 	}
@@ -465,7 +467,7 @@ func TestArrays(t *testing.T) {
 		})
 	}
 	o := mustParse(t, Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "headers", Values: []string{"X-A: 1", "X-B: two, three"}}})
-	if len(o.Headers) != 2 || o.Headers[1] != (Header{"X-B", "two, three"}) {
+	if len(o.Headers) != 2 || o.Headers[1] != (shotd.Header{Name: "X-B", Value: "two, three"}) {
 		t.Fatalf("headers = %+v", o.Headers)
 	}
 	o = mustParse(t, q("url", "https://a.example/x", "cookies", "sid=abc; Path=/x; Secure"))
@@ -517,7 +519,7 @@ func TestParamsFromJSON(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			ps, err := ParamsFromJSON([]byte(c.body))
 			if c.wantErr {
-				wantCode(t, err, CodeInvalidRequest, "")
+				wantCode(t, err, shotd.CodeInvalidRequest, "")
 				return
 			}
 			if err != nil {
@@ -531,7 +533,7 @@ func TestParamsFromJSON(t *testing.T) {
 	}
 	ps, _ := ParamsFromJSON([]byte(`{"url":"https://a.example/","full_page":{"x":1},"headers":[1]}`))
 	_, err := ParseOptions(ps, Limits{})
-	e := wantCode(t, err, CodeInvalidOptions, "full_page")
+	e := wantCode(t, err, shotd.CodeInvalidOptions, "full_page")
 	if len(e.Fields) != 2 {
 		t.Fatalf("want errors on full_page and headers, got %+v", e.Fields)
 	}
@@ -594,15 +596,15 @@ func TestReadJSONParamsLimits(t *testing.T) {
 		name  string
 		body  string
 		lim   Limits
-		code  Code
+		code  shotd.Code
 		field string
 	}{
-		{"array items", items, Limits{}, CodeInvalidOptions, "hide_selectors"},
-		{"members", names.String(), Limits{}, CodeInvalidOptions, ""},
-		{"long string", `{"html":"` + strings.Repeat("x", size) + `"}`, Limits{MaxSourceBytes: 5 << 20}, CodeContentTooLarge, "html"},
-		{"long escaped string", `{"styles":"` + strings.Repeat(`\u0041`, size/6) + `"}`, Limits{MaxSourceBytes: 1 << 20}, CodeContentTooLarge, "styles"},
-		{"long name", `{"` + strings.Repeat("n", size) + `":1}`, Limits{}, CodeInvalidOptions, ""},
-		{"101 items", `{"block_requests":["a"` + strings.Repeat(`,"a"`, MaxListItems) + `]}`, Limits{}, CodeInvalidOptions, "block_requests"},
+		{"array items", items, Limits{}, shotd.CodeInvalidOptions, "hide_selectors"},
+		{"members", names.String(), Limits{}, shotd.CodeInvalidOptions, ""},
+		{"long string", `{"html":"` + strings.Repeat("x", size) + `"}`, Limits{MaxSourceBytes: 5 << 20}, shotd.CodeContentTooLarge, "html"},
+		{"long escaped string", `{"styles":"` + strings.Repeat(`\u0041`, size/6) + `"}`, Limits{MaxSourceBytes: 1 << 20}, shotd.CodeContentTooLarge, "styles"},
+		{"long name", `{"` + strings.Repeat("n", size) + `":1}`, Limits{}, shotd.CodeInvalidOptions, ""},
+		{"101 items", `{"block_requests":["a"` + strings.Repeat(`,"a"`, MaxListItems) + `]}`, Limits{}, shotd.CodeInvalidOptions, "block_requests"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -633,7 +635,7 @@ func TestSuggestionsBounded(t *testing.T) {
 		ps = append(ps, Param{Name: fmt.Sprintf("viewport_widht%d", i), Values: []string{"1"}})
 	}
 	_, err := ParseOptions(ps, Limits{})
-	e := wantCode(t, err, CodeInvalidOptions, "viewport_widht0")
+	e := wantCode(t, err, shotd.CodeInvalidOptions, "viewport_widht0")
 	suggested := 0
 	for _, f := range e.Fields {
 		if strings.Contains(f.Message, "did you mean") {

@@ -1,10 +1,12 @@
-package shotd
+package option
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
+
+	"github.com/shotd/shotd"
 )
 
 // MaxListItems is the most items a list option takes.
@@ -33,12 +35,12 @@ func ReadJSONParams(body []byte, lim Limits) (Params, error) {
 	// json.Valid first, which allocates nothing: the scanner below may then trust the syntax,
 	// and trailing text such as "{}}" is refused.
 	if !json.Valid(body) {
-		return nil, Errorf(CodeInvalidRequest, "the body must be one valid JSON object of options")
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "the body must be one valid JSON object of options")
 	}
 	s := jsonScanner{b: body}
 	s.space()
 	if !s.next('{') {
-		return nil, Errorf(CodeInvalidRequest, "the body must be a JSON object of options")
+		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "the body must be a JSON object of options")
 	}
 	var ps Params
 	index := map[string]int{}
@@ -52,12 +54,12 @@ func ReadJSONParams(body []byte, lim Limits) (Params, error) {
 		rawName := s.str()
 		if len(rawName) > maxNameBytes+2 {
 			name := clip(string(rawName[1 : maxNameBytes+1]))
-			return nil, fieldsError(FieldError{Field: name, Message: fmt.Sprintf("unknown option %q", name)})
+			return nil, fieldsError(shotd.FieldError{Field: name, Message: fmt.Sprintf("unknown option %q", name)})
 		}
 		var name string
 		_ = json.Unmarshal(rawName, &name) // valid JSON: cannot fail
 		if members == len(OptionTable) {
-			return nil, fieldsError(FieldError{Field: clip(name), Message: fmt.Sprintf("more members than the %d options there are", len(OptionTable))})
+			return nil, fieldsError(shotd.FieldError{Field: clip(name), Message: fmt.Sprintf("more members than the %d options there are", len(OptionTable))})
 		}
 		s.space()
 		s.next(':')
@@ -90,8 +92,8 @@ func ReadJSONParams(body []byte, lim Limits) (Params, error) {
 	return ps, nil
 }
 
-func fieldsError(f FieldError) *Error {
-	return &Error{Code: CodeInvalidOptions, Message: summarize([]FieldError{f}), Fields: []FieldError{f}}
+func fieldsError(f shotd.FieldError) *shotd.Error {
+	return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: summarize([]shotd.FieldError{f}), Fields: []shotd.FieldError{f}}
 }
 
 // param reads the value at the scanner as the option name; nil for null.
@@ -112,7 +114,7 @@ func (s *jsonScanner) param(name string, lim Limits) (*Param, error) {
 			s.next(',')
 			s.space()
 			if items == MaxListItems {
-				return nil, fieldsError(FieldError{Field: clip(name), Message: fmt.Sprintf("at most %d items", MaxListItems)})
+				return nil, fieldsError(shotd.FieldError{Field: clip(name), Message: fmt.Sprintf("at most %d items", MaxListItems)})
 			}
 			if p.Invalid != "" || s.peek() != '"' {
 				p.Invalid, p.Values = "must be an array of strings", nil
@@ -153,9 +155,9 @@ func (s *jsonScanner) param(name string, lim Limits) (*Param, error) {
 func (s *jsonScanner) string(name string, lim Limits) (string, error) {
 	raw := s.str()
 	tooLarge := func() error {
-		return &Error{Code: CodeContentTooLarge,
+		return &shotd.Error{Code: shotd.CodeContentTooLarge,
 			Message: fmt.Sprintf("%s is larger than %d bytes", clip(name), lim.MaxSourceBytes),
-			Fields:  []FieldError{{Field: clip(name), Message: fmt.Sprintf("larger than %d bytes", lim.MaxSourceBytes)}}}
+			Fields:  []shotd.FieldError{{Field: clip(name), Message: fmt.Sprintf("larger than %d bytes", lim.MaxSourceBytes)}}}
 	}
 	if lim.MaxSourceBytes > 0 && len(raw)-2-5*bytes.Count(raw, []byte{'\\'}) > lim.MaxSourceBytes {
 		return "", tooLarge()
@@ -303,7 +305,7 @@ type RawMember struct {
 // invalid_request.
 func SplitJSON(body []byte, max int) (parts []RawMember, kind byte, more bool, err error) {
 	if !json.Valid(body) {
-		return nil, 0, false, Errorf(CodeInvalidRequest, "the body must be valid JSON")
+		return nil, 0, false, shotd.Errorf(shotd.CodeInvalidRequest, "the body must be valid JSON")
 	}
 	s := jsonScanner{b: body}
 	s.space()

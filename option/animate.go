@@ -1,9 +1,11 @@
-package shotd
+package option
 
 import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/shotd/shotd"
 )
 
 // AnimateOption is one option of ScreenshotOne's animate endpoint that shotd reads under another
@@ -91,15 +93,15 @@ func onlyFalse(why string) func(string) (string, string) {
 }
 
 // AnimateFormats are the formats of /api/v1/animate; ScreenshotOne's avi is refused.
-var AnimateFormats = []string{FormatMP4, FormatWebM, FormatGIF, FormatMOV}
+var AnimateFormats = []string{shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV}
 
 // AnimateParams turns the options of a /api/v1/animate request into screenshot options: their
 // names mapped, ScreenshotOne's defaults (mp4, 5 s, no scroll) filled in, and what the video
 // engine cannot honour refused with an invalid_options error that says why.
 func AnimateParams(ps Params) (Params, error) {
 	var out Params
-	var errs []FieldError
-	fail := func(field, msg string) { errs = append(errs, FieldError{Field: field, Message: msg}) }
+	var errs []shotd.FieldError
+	fail := func(field, msg string) { errs = append(errs, shotd.FieldError{Field: field, Message: msg}) }
 	for _, p := range ps {
 		i := slices.IndexFunc(AnimateOptions, func(a AnimateOption) bool { return a.Name == p.Name })
 		if i < 0 {
@@ -140,14 +142,14 @@ func AnimateParams(ps Params) (Params, error) {
 		}
 		fail("format", why)
 	}
-	defaults := [][2]string{{"format", FormatMP4}, {"video_duration", DefaultAnimateDuration}, {"video_scroll", "false"}}
+	defaults := [][2]string{{"format", shotd.FormatMP4}, {"video_duration", DefaultAnimateDuration}, {"video_scroll", "false"}}
 	for _, d := range defaults {
 		if !out.Has(d[0]) {
 			out = append(out, Param{Name: d[0], Values: []string{d[1]}})
 		}
 	}
 	if len(errs) > 0 {
-		return nil, &Error{Code: CodeInvalidOptions, Message: summarize(errs), Fields: errs}
+		return nil, &shotd.Error{Code: shotd.CodeInvalidOptions, Message: summarize(errs), Fields: errs}
 	}
 	return out, nil
 }

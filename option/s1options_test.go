@@ -1,10 +1,11 @@
-package shotd_test
+package option_test
 
 import (
 	"strings"
 	"testing"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
 )
 
 // The option names ScreenshotOne's Node SDK 1.1.22 can send (TakeOptions and AnimateOptions),
@@ -64,18 +65,18 @@ func TestScreenshotOneNames(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			for _, n := range c.options {
-				ps := shotd.Params{{Name: "url", Values: []string{"https://example.com/"}}}
+				ps := option.Params{{Name: "url", Values: []string{"https://example.com/"}}}
 				if n != "url" {
-					ps = append(ps, shotd.Param{Name: n, Values: []string{"x"}})
+					ps = append(ps, option.Param{Name: n, Values: []string{"x"}})
 				}
 				var err error
 				if c.animate {
-					var tr shotd.Params
-					if tr, err = shotd.AnimateParams(ps); err == nil {
-						_, err = shotd.ParseOptions(tr, shotd.Limits{})
+					var tr option.Params
+					if tr, err = option.AnimateParams(ps); err == nil {
+						_, err = option.ParseOptions(tr, option.Limits{})
 					}
 				} else {
-					_, err = shotd.ParseOptions(ps, shotd.Limits{})
+					_, err = option.ParseOptions(ps, option.Limits{})
 				}
 				var e *shotd.Error
 				if err == nil {

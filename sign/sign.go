@@ -1,4 +1,4 @@
-package shotd
+package sign
 
 import (
 	"crypto/hmac"
@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/shotd/shotd/option"
 )
 
 // SigningPath is the path a signature covers: /api/v1/take signs as /api/v1/screenshot so that one
@@ -20,7 +22,7 @@ func SigningPath(path string) string {
 
 // CanonicalQuery is the query a signature covers: every parameter except signature, name and
 // value RFC 3986 encoded, pairs sorted by encoded name then encoded value, joined with &.
-func CanonicalQuery(ps Params) string {
+func CanonicalQuery(ps option.Params) string {
 	type pair struct{ k, v string }
 	var pairs []pair
 	for _, p := range ps {
@@ -51,17 +53,17 @@ func CanonicalQuery(ps Params) string {
 }
 
 // StringToSign is the text a request signature is computed over.
-func StringToSign(path string, ps Params) string {
+func StringToSign(path string, ps option.Params) string {
 	return SigningPath(path) + "?" + CanonicalQuery(ps)
 }
 
 // Sign returns the lower-case hex HMAC-SHA256 of the request, keyed with secret.
-func Sign(secret, path string, ps Params) string {
+func Sign(secret, path string, ps option.Params) string {
 	return hexHMAC(secret, StringToSign(path, ps))
 }
 
 // VerifySignature compares in constant time.
-func VerifySignature(secret, path string, ps Params, signature string) bool {
+func VerifySignature(secret, path string, ps option.Params, signature string) bool {
 	want := Sign(secret, path, ps)
 	return hmac.Equal([]byte(want), []byte(strings.ToLower(signature)))
 }

@@ -1,4 +1,4 @@
-package shotd
+package sign
 
 import (
 	"crypto/hmac"

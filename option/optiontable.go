@@ -1,9 +1,11 @@
-package shotd
+package option
 
 import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/shotd/shotd"
 )
 
 // Kind is the value type of an option.
@@ -55,7 +57,7 @@ type OptionSpec struct {
 	// check validates one string value (or list item) beyond kind, bounds and enum.
 	check func(v string) string
 	// apply stores the typed value.
-	apply func(o *Options, v any)
+	apply func(o *draft, v any)
 }
 
 func (s *OptionSpec) withBounds(min, max float64) *OptionSpec {
@@ -68,35 +70,35 @@ func (s *OptionSpec) withMin(min float64) *OptionSpec {
 	return s
 }
 
-func str(group, name, def, doc string, apply func(*Options, string)) *OptionSpec {
+func str(group, name, def, doc string, apply func(*draft, string)) *OptionSpec {
 	return &OptionSpec{Name: name, Group: group, Kind: KindString, Default: def, Doc: doc, Render: true,
-		apply: func(o *Options, v any) { apply(o, v.(string)) }}
+		apply: func(o *draft, v any) { apply(o, v.(string)) }}
 }
 
-func enum(group, name, def, doc string, values []string, apply func(*Options, string)) *OptionSpec {
+func enum(group, name, def, doc string, values []string, apply func(*draft, string)) *OptionSpec {
 	s := str(group, name, def, doc, apply)
 	s.Enum = values
 	return s
 }
 
-func integer(group, name, def, doc string, apply func(*Options, int)) *OptionSpec {
+func integer(group, name, def, doc string, apply func(*draft, int)) *OptionSpec {
 	return &OptionSpec{Name: name, Group: group, Kind: KindInt, Default: def, Doc: doc, Render: true,
-		apply: func(o *Options, v any) { apply(o, v.(int)) }}
+		apply: func(o *draft, v any) { apply(o, v.(int)) }}
 }
 
-func number(group, name, def, doc string, apply func(*Options, float64)) *OptionSpec {
+func number(group, name, def, doc string, apply func(*draft, float64)) *OptionSpec {
 	return &OptionSpec{Name: name, Group: group, Kind: KindNumber, Default: def, Doc: doc, Render: true,
-		apply: func(o *Options, v any) { apply(o, v.(float64)) }}
+		apply: func(o *draft, v any) { apply(o, v.(float64)) }}
 }
 
-func boolean(group, name, def, doc string, apply func(*Options, bool)) *OptionSpec {
+func boolean(group, name, def, doc string, apply func(*draft, bool)) *OptionSpec {
 	return &OptionSpec{Name: name, Group: group, Kind: KindBool, Default: def, Doc: doc, Render: true,
-		apply: func(o *Options, v any) { apply(o, v.(bool)) }}
+		apply: func(o *draft, v any) { apply(o, v.(bool)) }}
 }
 
-func list(group, name string, style ArrayStyle, doc string, apply func(*Options, []string)) *OptionSpec {
+func list(group, name string, style ArrayStyle, doc string, apply func(*draft, []string)) *OptionSpec {
 	return &OptionSpec{Name: name, Group: group, Kind: KindList, Array: style, Doc: doc, Render: true,
-		apply: func(o *Options, v any) { apply(o, v.([]string)) }}
+		apply: func(o *draft, v any) { apply(o, v.([]string)) }}
 }
 
 func seconds(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
@@ -107,10 +109,10 @@ func (s *OptionSpec) checked(fn func(string) string) *OptionSpec { s.check = fn;
 
 // The values each enumerated option accepts.
 var (
-	Formats         = []string{FormatPNG, FormatJPEG, FormatWebP, FormatPDF, FormatMP4, FormatWebM, FormatGIF, FormatMOV}
+	Formats         = []string{shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF, shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV}
 	ResponseTypes   = []string{"by_format", "json"}
-	PNGCompressions = []string{PNGFast, PNGBest}
-	WaitConditions  = []string{WaitLoad, WaitDOMContentLoaded, WaitNetworkIdle, WaitCommit}
+	PNGCompressions = []string{shotd.PNGFast, shotd.PNGBest}
+	WaitConditions  = []string{shotd.WaitLoad, shotd.WaitDOMContentLoaded, shotd.WaitNetworkIdle, shotd.WaitCommit}
 	MediaTypes      = []string{"screen", "print"}
 	ResourceTypes   = []string{"document", "stylesheet", "image", "media", "font", "script", "xhr",
 		"fetch", "websocket", "texttrack", "eventsource", "manifest", "other"}
@@ -122,182 +124,182 @@ var (
 // options (storage.go).
 var OptionTable = slices.Concat([]*OptionSpec{
 	// Source.
-	str("Source", "url", "", "Full http:// or https:// address to capture.", func(o *Options, v string) { o.URL = v }),
-	str("Source", "html", "", "HTML to render instead of a URL.", func(o *Options, v string) { o.HTML = v }),
-	str("Source", "markdown", "", "Markdown rendered as a styled page.", func(o *Options, v string) { o.Markdown = v }),
+	str("Source", "url", "", "Full http:// or https:// address to capture.", func(o *draft, v string) { o.URL = v }),
+	str("Source", "html", "", "HTML to render instead of a URL.", func(o *draft, v string) { o.HTML = v }),
+	str("Source", "markdown", "", "Markdown rendered as a styled page.", func(o *draft, v string) { o.Markdown = v }),
 
 	// Output.
-	withAliases(enum("Output", "format", FormatPNG, "Result format; mp4, webm, gif and mov record a video. jpg is read as jpeg.", Formats,
-		func(o *Options, v string) { o.Format = v }), map[string]string{"jpg": FormatJPEG}),
+	withAliases(enum("Output", "format", shotd.FormatPNG, "Result format; mp4, webm, gif and mov record a video. jpg is read as jpeg.", Formats,
+		func(o *draft, v string) { o.Format = v }), map[string]string{"jpg": shotd.FormatJPEG}),
 	integer("Output", "image_quality", "80", "Compression for jpeg and webp.",
-		func(o *Options, v int) { o.ImageQuality = v }).withBounds(1, 100),
+		func(o *draft, v int) { o.ImageQuality = v }).withBounds(1, 100),
 	integer("Output", "image_width", "", "Resize final image width.",
-		func(o *Options, v int) { o.ImageWidth = v }).withBounds(1, 8000),
+		func(o *draft, v int) { o.ImageWidth = v }).withBounds(1, 8000),
 	integer("Output", "image_height", "", "Resize final image height.",
-		func(o *Options, v int) { o.ImageHeight = v }).withBounds(1, 8000),
-	enum("Output", "image_fit", FitFill, "With image_width and image_height both: fill stretches to the size; cover fills it and crops; contain fits inside and pads with image_background; inside fits inside (smaller, no padding); outside covers it (larger, no crop).", ImageFits,
-		func(o *Options, v string) { o.ImageFit = v }),
+		func(o *draft, v int) { o.ImageHeight = v }).withBounds(1, 8000),
+	enum("Output", "image_fit", shotd.FitFill, "With image_width and image_height both: fill stretches to the size; cover fills it and crops; contain fits inside and pads with image_background; inside fits inside (smaller, no padding); outside covers it (larger, no crop).", ImageFits,
+		func(o *draft, v string) { o.ImageFit = v }),
 	enum("Output", "image_position", "center", "Where cover keeps the image and contain places it.", ImagePositions,
-		func(o *Options, v string) { o.ImagePosition = v }),
+		func(o *draft, v string) { o.ImagePosition = v }),
 	str("Output", "image_background", "ffffff", "Colour of contain's padding: rrggbb or rrggbbaa (hex, # optional) or transparent (png, webp).",
-		func(o *Options, v string) { o.ImageBackground, _ = parseColour(v) }).checked(checkColour),
-	enum("Output", "png_compression", PNGFast, "PNG encoding: fast (quicker, larger file) or best (the smallest file, slower).", PNGCompressions,
-		func(o *Options, v string) { o.PNGCompression = v }),
+		func(o *draft, v string) { o.ImageBackground, _ = parseColour(v) }).checked(checkColour),
+	enum("Output", "png_compression", shotd.PNGFast, "PNG encoding: fast (quicker, larger file) or best (the smallest file, slower).", PNGCompressions,
+		func(o *draft, v string) { o.PNGCompression = v }),
 	boolean("Output", "omit_background", "false", "Transparent page background (png, webp).",
-		func(o *Options, v bool) { o.OmitBackground = v }),
+		func(o *draft, v bool) { o.OmitBackground = v }),
 	enum("Output", "response_type", "by_format", "Return the file itself, or JSON with a link to it.", ResponseTypes,
-		func(o *Options, v string) { o.ResponseType = v }).nonRender(),
+		func(o *draft, v string) { o.ResponseType = v }).nonRender(),
 
 	// Viewport.
 	integer("Viewport", "viewport_width", "1280", "Browser window width.",
-		func(o *Options, v int) { o.ViewportWidth = v }).withBounds(100, 3840),
+		func(o *draft, v int) { o.ViewportWidth = v }).withBounds(100, 3840),
 	integer("Viewport", "viewport_height", "1024", "Window height; a video uses 720 unless set.",
-		func(o *Options, v int) { o.ViewportHeight = v }).withBounds(100, 4320),
+		func(o *draft, v int) { o.ViewportHeight = v }).withBounds(100, 4320),
 	number("Viewport", "device_scale_factor", "1", "Pixel density.",
-		func(o *Options, v float64) { o.DeviceScaleFactor = v }).withBounds(1, 3),
+		func(o *draft, v float64) { o.DeviceScaleFactor = v }).withBounds(1, 3),
 	enum("Viewport", "viewport_device", "", "Device preset emulation.", nil,
-		func(o *Options, v string) { o.ViewportDevice = v }),
+		func(o *draft, v string) { o.ViewportDevice = v }),
 	boolean("Viewport", "viewport_mobile", "false", "Mobile layout (honours the viewport meta tag).",
-		func(o *Options, v bool) { o.ViewportMobile = v }),
+		func(o *draft, v bool) { o.ViewportMobile = v }),
 	boolean("Viewport", "viewport_landscape", "false", "Rotate viewport to landscape.",
-		func(o *Options, v bool) { o.ViewportLandscape = v }),
+		func(o *draft, v bool) { o.ViewportLandscape = v }),
 
 	// Area.
-	boolean("Area", "full_page", "false", "Capture the whole page.", func(o *Options, v bool) { o.FullPage = v }),
+	boolean("Area", "full_page", "false", "Capture the whole page.", func(o *draft, v bool) { o.FullPage = v }),
 	boolean("Area", "full_page_scroll", "true", "Scroll first so lazy images load.",
-		func(o *Options, v bool) { o.FullPageScroll = v }),
+		func(o *draft, v bool) { o.FullPageScroll = v }),
 	integer("Area", "full_page_max_height", "20000", "Cut a full-page capture at this height.",
-		func(o *Options, v int) { o.FullPageMaxHeight = v }).withBounds(100, 30000),
+		func(o *draft, v int) { o.FullPageMaxHeight = v }).withBounds(100, 30000),
 	str("Area", "selector", "", "Capture only the first matching element.",
-		func(o *Options, v string) { o.Selector = v }).checked(checkSelector),
-	integer("Area", "clip_x", "", "Left edge of the area.", func(o *Options, v int) { o.ClipX = v }).withMin(0),
-	integer("Area", "clip_y", "", "Top edge of the area.", func(o *Options, v int) { o.ClipY = v }).withMin(0),
-	integer("Area", "clip_width", "", "Area width.", func(o *Options, v int) { o.ClipWidth = v }).withBounds(1, 8000),
-	integer("Area", "clip_height", "", "Area height.", func(o *Options, v int) { o.ClipHeight = v }).withBounds(1, 30000),
+		func(o *draft, v string) { o.Selector = v }).checked(checkSelector),
+	integer("Area", "clip_x", "", "Left edge of the area.", func(o *draft, v int) { o.ClipX = v }).withMin(0),
+	integer("Area", "clip_y", "", "Top edge of the area.", func(o *draft, v int) { o.ClipY = v }).withMin(0),
+	integer("Area", "clip_width", "", "Area width.", func(o *draft, v int) { o.ClipWidth = v }).withBounds(1, 8000),
+	integer("Area", "clip_height", "", "Area height.", func(o *draft, v int) { o.ClipHeight = v }).withBounds(1, 30000),
 
 	// Waiting.
-	enum("Waiting", "wait_until", WaitLoad, "Page event that marks the page loaded.", WaitConditions,
-		func(o *Options, v string) { o.WaitUntil = v }),
+	enum("Waiting", "wait_until", shotd.WaitLoad, "Page event that marks the page loaded.", WaitConditions,
+		func(o *draft, v string) { o.WaitUntil = v }),
 	number("Waiting", "delay", "0", "Extra wait after load, in seconds.",
-		func(o *Options, v float64) { o.Delay = seconds(v) }).withBounds(0, 30),
+		func(o *draft, v float64) { o.Delay = seconds(v) }).withBounds(0, 30),
 	number("Waiting", "timeout", "30", "Give up if the page is not ready (error timeout), in seconds.",
-		func(o *Options, v float64) { o.Timeout = seconds(v) }).withBounds(1, 90),
+		func(o *draft, v float64) { o.Timeout = seconds(v) }).withBounds(1, 90),
 	str("Waiting", "wait_for_selector", "", "Wait until the element is visible.",
-		func(o *Options, v string) { o.WaitForSelector = v }).checked(checkSelector),
+		func(o *draft, v string) { o.WaitForSelector = v }).checked(checkSelector),
 	str("Waiting", "wait_for_expression", "", "Wait until this JavaScript expression is true (a promise is awaited), within timeout.",
-		func(o *Options, v string) { o.WaitForExpression = v }).checked(checkExpression),
+		func(o *draft, v string) { o.WaitForExpression = v }).checked(checkExpression),
 	str("Waiting", "wait_for_selector_hidden", "", "Wait until no element matching this selector is visible (a spinner gone), within timeout.",
-		func(o *Options, v string) { o.WaitForSelectorHidden = v }).checked(checkSelector),
+		func(o *draft, v string) { o.WaitForSelectorHidden = v }).checked(checkSelector),
 
 	// Page behaviour.
-	boolean("Page", "dark_mode", "false", "Ask for the dark theme.", func(o *Options, v bool) { o.DarkMode = v }),
-	boolean("Page", "reduced_motion", "false", "Ask for animations off.", func(o *Options, v bool) { o.ReducedMotion = v }),
-	enum("Page", "media_type", "screen", "CSS media type.", MediaTypes, func(o *Options, v string) { o.MediaType = v }),
+	boolean("Page", "dark_mode", "false", "Ask for the dark theme.", func(o *draft, v bool) { o.DarkMode = v }),
+	boolean("Page", "reduced_motion", "false", "Ask for animations off.", func(o *draft, v bool) { o.ReducedMotion = v }),
+	enum("Page", "media_type", "screen", "CSS media type.", MediaTypes, func(o *draft, v string) { o.MediaType = v }),
 	list("Page", "hide_selectors", ArrayComma, "Hide all matching elements.",
-		func(o *Options, v []string) { o.HideSelectors = v }).checked(checkSelector),
-	str("Page", "styles", "", "CSS added to the page.", func(o *Options, v string) { o.Styles = v }),
-	str("Page", "scripts", "", "Script run before capture.", func(o *Options, v string) { o.Scripts = v }),
+		func(o *draft, v []string) { o.HideSelectors = v }).checked(checkSelector),
+	str("Page", "styles", "", "CSS added to the page.", func(o *draft, v string) { o.Styles = v }),
+	str("Page", "scripts", "", "Script run before capture.", func(o *draft, v string) { o.Scripts = v }),
 	str("Page", "click", "", "Click the first matching element before capture.",
-		func(o *Options, v string) { o.Click = v }).checked(checkSelector),
+		func(o *draft, v string) { o.Click = v }).checked(checkSelector),
 	str("Page", "user_agent", "", "User-Agent header the browser sends.",
-		func(o *Options, v string) { o.UserAgent = v }).checked(checkHeaderValue),
+		func(o *draft, v string) { o.UserAgent = v }).checked(checkHeaderValue),
 	list("Page", "headers", ArrayRepeat, "Extra HTTP headers, each `Name: value`.",
-		func(o *Options, v []string) { o.Headers = parseHeaders(v) }).checked(checkHeader),
+		func(o *draft, v []string) { o.Headers = parseHeaders(v) }).checked(checkHeader),
 	list("Page", "cookies", ArrayRepeat, "Cookies to set, each `name=value; Domain=<domain>`.",
-		func(o *Options, v []string) { o.Cookies = parseCookies(v) }).checked(checkCookie),
+		func(o *draft, v []string) { o.Cookies = parseCookies(v) }).checked(checkCookie),
 	str("Page", "authorization", "", "Authorization header sent to the target site only.",
-		func(o *Options, v string) { o.Authorization = v }).checked(checkHeaderValue),
+		func(o *draft, v string) { o.Authorization = v }).checked(checkHeaderValue),
 	str("Page", "time_zone", "", "IANA time zone the page sees.",
-		func(o *Options, v string) { o.TimeZone = v }).checked(checkTimeZone),
+		func(o *draft, v string) { o.TimeZone = v }).checked(checkTimeZone),
 	boolean("Page", "disable_javascript", "false", "Render with the page's JavaScript turned off.",
-		func(o *Options, v bool) { o.DisableJavaScript = v }),
+		func(o *draft, v bool) { o.DisableJavaScript = v }),
 
 	// Blocking.
-	boolean("Blocking", "block_ads", "false", "Block ad network requests.", func(o *Options, v bool) { o.BlockAds = v }),
+	boolean("Blocking", "block_ads", "false", "Block ad network requests.", func(o *draft, v bool) { o.BlockAds = v }),
 	boolean("Blocking", "block_trackers", "false", "Block analytics and tracking scripts.",
-		func(o *Options, v bool) { o.BlockTrackers = v }),
+		func(o *draft, v bool) { o.BlockTrackers = v }),
 	boolean("Blocking", "block_cookie_banners", "false", "Hide cookie consent banners.",
-		func(o *Options, v bool) { o.BlockCookieBanners = v }),
-	boolean("Blocking", "block_chats", "false", "Block live-chat widgets.", func(o *Options, v bool) { o.BlockChats = v }),
+		func(o *draft, v bool) { o.BlockCookieBanners = v }),
+	boolean("Blocking", "block_chats", "false", "Block live-chat widgets.", func(o *draft, v bool) { o.BlockChats = v }),
 	withEnum(list("Blocking", "block_resources", ArrayComma, "Block whole resource kinds.",
-		func(o *Options, v []string) { o.BlockResources = v }), ResourceTypes),
+		func(o *draft, v []string) { o.BlockResources = v }), ResourceTypes),
 	list("Blocking", "block_requests", ArrayComma, "Block matching request URLs (`*` wildcard).",
-		func(o *Options, v []string) { o.BlockRequests = v }).checked(checkPattern),
+		func(o *draft, v []string) { o.BlockRequests = v }).checked(checkPattern),
 
 	// PDF.
-	enum("PDF", "pdf_paper_format", "a4", "Paper size.", PaperFormats, func(o *Options, v string) { o.PDFPaperFormat = v }),
-	boolean("PDF", "pdf_landscape", "false", "Landscape pages.", func(o *Options, v bool) { o.PDFLandscape = v }),
+	enum("PDF", "pdf_paper_format", "a4", "Paper size.", PaperFormats, func(o *draft, v string) { o.PDFPaperFormat = v }),
+	boolean("PDF", "pdf_landscape", "false", "Landscape pages.", func(o *draft, v bool) { o.PDFLandscape = v }),
 	boolean("PDF", "pdf_print_background", "true", "Print backgrounds.",
-		func(o *Options, v bool) { o.PDFPrintBackground = v }),
+		func(o *draft, v bool) { o.PDFPrintBackground = v }),
 	str("PDF", "pdf_margin", "", "Margin on all sides (px, in, cm, mm).",
-		func(o *Options, v string) { o.PDFMargin = v }).checked(checkLength),
+		func(o *draft, v string) { o.PDFMargin = v }).checked(checkLength),
 	str("PDF", "pdf_margin_top", "", "Top margin; overrides pdf_margin.",
-		func(o *Options, v string) { o.PDFMarginTop = v }).checked(checkLength),
+		func(o *draft, v string) { o.PDFMarginTop = v }).checked(checkLength),
 	str("PDF", "pdf_margin_right", "", "Right margin; overrides pdf_margin.",
-		func(o *Options, v string) { o.PDFMarginRight = v }).checked(checkLength),
+		func(o *draft, v string) { o.PDFMarginRight = v }).checked(checkLength),
 	str("PDF", "pdf_margin_bottom", "", "Bottom margin; overrides pdf_margin.",
-		func(o *Options, v string) { o.PDFMarginBottom = v }).checked(checkLength),
+		func(o *draft, v string) { o.PDFMarginBottom = v }).checked(checkLength),
 	str("PDF", "pdf_margin_left", "", "Left margin; overrides pdf_margin.",
-		func(o *Options, v string) { o.PDFMarginLeft = v }).checked(checkLength),
+		func(o *draft, v string) { o.PDFMarginLeft = v }).checked(checkLength),
 	boolean("PDF", "pdf_fit_one_page", "false", "Whole page on one tall PDF page.",
-		func(o *Options, v bool) { o.PDFFitOnePage = v }),
+		func(o *draft, v bool) { o.PDFFitOnePage = v }),
 	str("PDF", "pdf_header", "", "HTML of each page's header, in the top margin; Chrome fills elements of class pageNumber, totalPages, title, url and date.",
-		func(o *Options, v string) { o.PDFHeader = v }).checked(checkTemplate),
+		func(o *draft, v string) { o.PDFHeader = v }).checked(checkTemplate),
 	str("PDF", "pdf_footer", "", "HTML of each page's footer, in the bottom margin; the same classes as pdf_header.",
-		func(o *Options, v string) { o.PDFFooter = v }).checked(checkTemplate),
+		func(o *draft, v string) { o.PDFFooter = v }).checked(checkTemplate),
 	str("PDF", "pdf_page_ranges", "", "Pages to keep, one-based: 1-3,5,8- (8- is 8 to the end).",
-		func(o *Options, v string) { o.PDFPageRanges = v }).checked(checkPageRanges),
+		func(o *draft, v string) { o.PDFPageRanges = v }).checked(checkPageRanges),
 	number("PDF", "pdf_scale", "1", "Scale of the page's rendering.",
-		func(o *Options, v float64) { o.PDFScale = v }).withBounds(0.1, 2),
+		func(o *draft, v float64) { o.PDFScale = v }).withBounds(0.1, 2),
 	str("PDF", "pdf_paper_width", "", "Paper width (px, in, cm, mm), with pdf_paper_height; instead of pdf_paper_format.",
-		func(o *Options, v string) { o.PDFPaperWidth = v }).checked(checkPaperLength),
+		func(o *draft, v string) { o.PDFPaperWidth = v }).checked(checkPaperLength),
 	str("PDF", "pdf_paper_height", "", "Paper height (px, in, cm, mm), with pdf_paper_width.",
-		func(o *Options, v string) { o.PDFPaperHeight = v }).checked(checkPaperLength),
+		func(o *draft, v string) { o.PDFPaperHeight = v }).checked(checkPaperLength),
 	boolean("PDF", "pdf_prefer_css_page_size", "false", "Use the page's CSS @page size where it sets one.",
-		func(o *Options, v bool) { o.PDFPreferCSSPageSize = v }),
+		func(o *draft, v bool) { o.PDFPreferCSSPageSize = v }),
 	boolean("PDF", "pdf_tagged", "true", "Tagged (accessible) PDF, as Chrome makes by default; false leaves the structure out.",
-		func(o *Options, v bool) { o.PDFUntagged = !v }),
+		func(o *draft, v bool) { o.PDFUntagged = !v }),
 	boolean("PDF", "pdf_outline", "false", "Document outline (bookmarks) from the page's headings; makes the PDF tagged too.",
-		func(o *Options, v bool) { o.PDFOutline = v }),
+		func(o *draft, v bool) { o.PDFOutline = v }),
 
 	// Video.
 	number("Video", "video_duration", "", "Video length in seconds (default: follows page height).",
-		func(o *Options, v float64) { o.VideoDuration = seconds(v) }).withBounds(1, 30),
+		func(o *draft, v float64) { o.VideoDuration = seconds(v) }).withBounds(1, 30),
 	number("Video", "video_max_duration", "30", "Longest length when it follows the page, in seconds.",
-		func(o *Options, v float64) { o.VideoMaxDuration = seconds(v) }).withBounds(1, 30),
+		func(o *draft, v float64) { o.VideoMaxDuration = seconds(v) }).withBounds(1, 30),
 	integer("Video", "video_fps", "24", "Frames per second; a gif uses at most 15.",
-		func(o *Options, v int) { o.VideoFPS = v }).withBounds(5, 30),
+		func(o *draft, v int) { o.VideoFPS = v }).withBounds(5, 30),
 	boolean("Video", "video_scroll", "true", "Scroll top to bottom while recording.",
-		func(o *Options, v bool) { o.VideoScroll = v }),
+		func(o *draft, v bool) { o.VideoScroll = v }),
 	boolean("Video", "video_scroll_back", "false", "Scroll back to top at the end.",
-		func(o *Options, v bool) { o.VideoScrollBack = v }),
+		func(o *draft, v bool) { o.VideoScrollBack = v }),
 	enum("Video", "video_scroll_easing", "ease_in_out", "Scroll motion.", Easings,
-		func(o *Options, v string) { o.VideoScrollEasing = v }),
+		func(o *draft, v string) { o.VideoScrollEasing = v }),
 
 	// Cache.
 	boolean("Cache", "cache", "false", "Serve a stored copy when the same request was made before.",
-		func(o *Options, v bool) { o.Cache = v }).nonRender(),
+		func(o *draft, v bool) { o.Cache = v }).nonRender(),
 	integer("Cache", "cache_ttl", "14400", "Validity of a cached copy, in seconds.",
-		func(o *Options, v int) { o.CacheTTL = time.Duration(v) * time.Second }).withBounds(60, 2592000).nonRender(),
+		func(o *draft, v int) { o.CacheTTL = time.Duration(v) * time.Second }).withBounds(60, 2592000).nonRender(),
 	str("Cache", "cache_key", "", "Change the value to force a fresh render.",
-		func(o *Options, v string) { o.CacheKey = v }),
+		func(o *draft, v string) { o.CacheKey = v }),
 
 	// Background and webhook.
 	boolean("Background", "async", "false", "Return at once (202) and render in the background.",
-		func(o *Options, v bool) { o.Async = v }).nonRender(),
+		func(o *draft, v bool) { o.Async = v }).nonRender(),
 	str("Background", "webhook_url", "", "Address that receives the result when the render is done.",
-		func(o *Options, v string) { o.WebhookURL = v }).nonRender(),
+		func(o *draft, v string) { o.WebhookURL = v }).nonRender(),
 	boolean("Background", "webhook_sign", "true", "Sign the webhook body.",
-		func(o *Options, v bool) { o.WebhookSign = v }).nonRender(),
+		func(o *draft, v bool) { o.WebhookSign = v }).nonRender(),
 
 	// Authentication parameters.
 	str("Authentication", "access_key", "", "Access key (query form).",
-		func(o *Options, v string) { o.AccessKey = v }).nonRender(),
+		func(o *draft, v string) { o.AccessKey = v }).nonRender(),
 	str("Authentication", "signature", "", "Hex HMAC-SHA256 signature for signed requests.",
-		func(o *Options, v string) { o.Signature = v }).nonRender(),
+		func(o *draft, v string) { o.Signature = v }).nonRender(),
 	// Bounded below 1e11 so that a millisecond timestamp is refused rather than read as year 50000.
 	integer("Authentication", "expires", "", "Unix time in whole seconds after which the request is refused.",
-		func(o *Options, v int) { o.Expires, o.HasExpires = int64(v), true }).withBounds(0, 99999999999).nonRender(),
+		func(o *draft, v int) { o.Expires, o.HasExpires = int64(v), true }).withBounds(0, 99999999999).nonRender(),
 }, storageOptionSpecs(), s1OptionSpecs())
 
 func withEnum(s *OptionSpec, values []string) *OptionSpec { s.Enum = values; return s }

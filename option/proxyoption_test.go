@@ -1,4 +1,4 @@
-package shotd
+package option
 
 import (
 	"encoding/json"
@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/shotd/shotd"
 )
 
 // TestProxyOption: proxy is http://[user:password@]host[:port] and nothing else, its bypass list
@@ -15,21 +17,21 @@ func TestProxyOption(t *testing.T) {
 	ok := []struct {
 		name   string
 		ps     Params
-		want   UpstreamProxy
+		want   shotd.UpstreamProxy
 		bypass []string
 	}{
 		{"with credentials", q("url", url, "proxy", "http://user:pa%3Ass@proxy.example:3128"),
-			UpstreamProxy{Host: "proxy.example:3128", Username: "user", Password: "pa:ss"}, nil},
+			shotd.UpstreamProxy{Host: "proxy.example:3128", Username: "user", Password: "pa:ss"}, nil},
 		{"without credentials, default port", q("url", url, "proxy", "http://proxy.example"),
-			UpstreamProxy{Host: "proxy.example:80"}, nil},
+			shotd.UpstreamProxy{Host: "proxy.example:80"}, nil},
 		{"ipv6 literal, trailing slash", q("url", url, "proxy", "HTTP://u:pw-6@[2001:db8::1]:8080/"),
-			UpstreamProxy{Host: "[2001:db8::1]:8080", Username: "u", Password: "pw-6"}, nil},
+			shotd.UpstreamProxy{Host: "[2001:db8::1]:8080", Username: "u", Password: "pw-6"}, nil},
 		{"credentials with async (sealed in the job record)", q("url", url, "async", "true", "proxy", "http://u:topsecret@proxy.example:3128"),
-			UpstreamProxy{Host: "proxy.example:3128", Username: "u", Password: "topsecret"}, nil},
+			shotd.UpstreamProxy{Host: "proxy.example:3128", Username: "u", Password: "topsecret"}, nil},
 		{"bypass list, repeated and comma-separated", Params{{Name: "url", Values: []string{url}},
 			{Name: "proxy_bypass_hosts", Values: []string{"Example.COM", "*.cdn.example, 10.0.0.1", "[::1]"}},
 			{Name: "proxy", Values: []string{"http://proxy.example:3128"}}},
-			UpstreamProxy{Host: "proxy.example:3128"}, []string{"example.com", "*.cdn.example", "10.0.0.1", "::1"}},
+			shotd.UpstreamProxy{Host: "proxy.example:3128"}, []string{"example.com", "*.cdn.example", "10.0.0.1", "::1"}},
 	}
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
@@ -77,7 +79,7 @@ func TestProxyOption(t *testing.T) {
 	for _, c := range bad {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := ParseOptions(c.ps, Limits{})
-			e := wantCode(t, err, CodeInvalidOptions, c.field)
+			e := wantCode(t, err, shotd.CodeInvalidOptions, c.field)
 			if strings.Contains(fmt.Sprint(e.Message, e.Fields), "topsecret") {
 				t.Errorf("the refusal quotes the password: %s %v", e.Message, e.Fields)
 			}
@@ -92,7 +94,7 @@ func TestProxyOption(t *testing.T) {
 func TestFormatJPG(t *testing.T) {
 	jpg := mustParse(t, q("url", "https://a.example/", "format", "jpg"))
 	jpeg := mustParse(t, q("url", "https://a.example/", "format", "jpeg"))
-	if jpg.Format != FormatJPEG || jpg.ContentType() != "image/jpeg" {
+	if jpg.Format != shotd.FormatJPEG || jpg.ContentType() != "image/jpeg" {
 		t.Errorf("format=jpg: %q %q, want jpeg image/jpeg", jpg.Format, jpg.ContentType())
 	}
 	if jpg.ResponseCacheKey("acct") != jpeg.ResponseCacheKey("acct") {
@@ -100,6 +102,6 @@ func TestFormatJPG(t *testing.T) {
 	}
 	for _, v := range []string{"JPG", "jpe", "jfif"} {
 		_, err := ParseOptions(q("url", "https://a.example/", "format", v), Limits{})
-		wantCode(t, err, CodeInvalidOptions, "format")
+		wantCode(t, err, shotd.CodeInvalidOptions, "format")
 	}
 }

@@ -1,6 +1,10 @@
-package shotd
+package option
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/shotd/shotd"
+)
 
 // TestRenderOptionRules: the values and rules of the options of renderopts.go.
 func TestRenderOptionRules(t *testing.T) {
@@ -51,7 +55,7 @@ func TestRenderOptionRules(t *testing.T) {
 				}
 				return
 			}
-			wantCode(t, err, CodeInvalidOptions, c.field)
+			wantCode(t, err, shotd.CodeInvalidOptions, c.field)
 		})
 	}
 }
@@ -59,11 +63,11 @@ func TestRenderOptionRules(t *testing.T) {
 func TestRenderOptionValues(t *testing.T) {
 	o := mustParse(t, q("url", "https://example.com/", "image_width", "10", "image_height", "10", "image_fit", "contain",
 		"image_background", "#11223344", "pdf_tagged", "false"))
-	if o.ImageBackground != [4]uint8{0x11, 0x22, 0x33, 0x44} || o.ImageFit != FitContain || !o.PDFUntagged {
+	if o.ImageBackground != [4]uint8{0x11, 0x22, 0x33, 0x44} || o.ImageFit != shotd.FitContain || !o.PDFUntagged {
 		t.Fatalf("background %v fit %q untagged %v", o.ImageBackground, o.ImageFit, o.PDFUntagged)
 	}
 	d := mustParse(t, q("url", "https://example.com/"))
-	if d.ImageFit != FitFill || d.ImagePosition != "center" || d.ImageBackground != [4]uint8{255, 255, 255, 255} ||
+	if d.ImageFit != shotd.FitFill || d.ImagePosition != "center" || d.ImageBackground != [4]uint8{255, 255, 255, 255} ||
 		d.PDFScale != 1 || d.PDFUntagged || d.DisableJavaScript {
 		t.Fatalf("defaults: %+v", d)
 	}

@@ -1,6 +1,10 @@
-package shotd
+package option
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/shotd/shotd"
+)
 
 // TestSliceCount: the count and rows SliceCount and SliceRows give are those the cut makes
 // (slices start every height-overlap px, the last one reaches the bottom).
@@ -23,7 +27,7 @@ func TestSliceCount(t *testing.T) {
 			for y := 0; ; {
 				bottom := min(y+max(c.h, 1), c.height)
 				if c.h == 0 {
-					bottom = min(y+DefaultSliceHeight, c.height)
+					bottom = min(y+shotd.DefaultSliceHeight, c.height)
 				}
 				n, rows = n+1, rows+bottom-y
 				if bottom >= c.height {
@@ -31,10 +35,10 @@ func TestSliceCount(t *testing.T) {
 				}
 				y = bottom - c.overlap
 			}
-			if got := SliceCount(c.height, c.h, c.overlap); got != c.wantCount || got != n {
+			if got := shotd.SliceCount(c.height, c.h, c.overlap); got != c.wantCount || got != n {
 				t.Errorf("SliceCount = %d, want %d (the cut makes %d)", got, c.wantCount, n)
 			}
-			if got := SliceRows(c.height, c.h, c.overlap); got != c.wantRows || got != rows {
+			if got := shotd.SliceRows(c.height, c.h, c.overlap); got != c.wantRows || got != rows {
 				t.Errorf("SliceRows = %d, want %d (the cut makes %d)", got, c.wantRows, rows)
 			}
 		})
@@ -65,8 +69,8 @@ func TestSliceCountRefused(t *testing.T) {
 				}
 				return
 			}
-			e, ok := err.(*Error)
-			if !ok || e.Code != CodeInvalidOptions || len(e.Fields) != 1 || e.Fields[0].Field != "full_page_slice_height" {
+			e, ok := err.(*shotd.Error)
+			if !ok || e.Code != shotd.CodeInvalidOptions || len(e.Fields) != 1 || e.Fields[0].Field != "full_page_slice_height" {
 				t.Fatalf("err = %#v, want invalid_options on full_page_slice_height", err)
 			}
 		})

@@ -1,4 +1,4 @@
-package shotd_test
+package option_test
 
 import (
 	"bytes"
@@ -12,13 +12,15 @@ import (
 	"testing"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/option"
+	"github.com/shotd/shotd/sign"
 )
 
 // decodeQuery reads a raw query string the way a server does: pairs split on '&', name and value
 // on the first '=', percent-decoded (a bad escape keeps its raw text), repeated names grouped
 // into one Param in order of first appearance.
-func decodeQuery(raw string) shotd.Params {
-	var ps shotd.Params
+func decodeQuery(raw string) option.Params {
+	var ps option.Params
 	index := map[string]int{}
 	for _, pair := range splitPairs(raw) {
 		name, value := pair[0], pair[1]
@@ -27,7 +29,7 @@ func decodeQuery(raw string) shotd.Params {
 			continue
 		}
 		index[name] = len(ps)
-		ps = append(ps, shotd.Param{Name: name, Values: []string{value}})
+		ps = append(ps, option.Param{Name: name, Values: []string{value}})
 	}
 	return ps
 }
@@ -54,10 +56,10 @@ func unescape(s string) string {
 
 // checkParsed holds the contract of ParseOptions for any input: options or a catalogue error of
 // one of three codes, never both, never neither; the same input gives the same answer.
-func checkParsed(t *testing.T, ps shotd.Params, lim shotd.Limits) {
+func checkParsed(t *testing.T, ps option.Params, lim option.Limits) {
 	t.Helper()
-	o, err := shotd.ParseOptions(ps, lim)
-	o2, err2 := shotd.ParseOptions(ps, lim)
+	o, err := option.ParseOptions(ps, lim)
+	o2, err2 := option.ParseOptions(ps, lim)
 	if !reflect.DeepEqual(o, o2) || !reflect.DeepEqual(err, err2) {
 		t.Fatalf("ParseOptions is not deterministic: %v / %v", err, err2)
 	}
@@ -130,15 +132,15 @@ func checkParsed(t *testing.T, ps shotd.Params, lim shotd.Limits) {
 // FuzzParseOptionsQuery feeds raw query strings, as httpd reads them, to ParseOptions.
 func FuzzParseOptionsQuery(f *testing.F) {
 	f.Fuzz(func(t *testing.T, query string, maxSource uint16) {
-		checkParsed(t, decodeQuery(query), shotd.Limits{MaxSourceBytes: int(maxSource)})
+		checkParsed(t, decodeQuery(query), option.Limits{MaxSourceBytes: int(maxSource)})
 	})
 }
 
 // FuzzParseOptionsJSON feeds raw POST bodies to ParamsFromJSON and then ParseOptions.
 func FuzzParseOptionsJSON(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, maxSource uint16) {
-		lim := shotd.Limits{MaxSourceBytes: int(maxSource)}
-		ps, err := shotd.ReadJSONParams(body, lim)
+		lim := option.Limits{MaxSourceBytes: int(maxSource)}
+		ps, err := option.ReadJSONParams(body, lim)
 		if err != nil {
 			var e *shotd.Error
 			if !errors.As(err, &e) || e.Message == "" {
@@ -174,7 +176,7 @@ func FuzzParseOptionsJSON(f *testing.F) {
 		if !slices.IsSorted(names) || len(slices.Compact(slices.Clone(names))) != len(names) {
 			t.Fatalf("member names not sorted and unique: %q", names)
 		}
-		checkParsed(t, ps, shotd.Limits{MaxSourceBytes: int(maxSource)})
+		checkParsed(t, ps, option.Limits{MaxSourceBytes: int(maxSource)})
 	})
 }
 
@@ -190,9 +192,9 @@ func FuzzCanonicalQuery(f *testing.F) {
 		rng := rand.New(rand.NewPCG(seed, seed>>7|1))
 
 		// Every pair on its own, shuffled.
-		var flat shotd.Params
+		var flat option.Params
 		for _, p := range pairs {
-			flat = append(flat, shotd.Param{Name: p[0], Values: []string{p[1]}})
+			flat = append(flat, option.Param{Name: p[0], Values: []string{p[1]}})
 		}
 		rng.Shuffle(len(flat), func(i, j int) { flat[i], flat[j] = flat[j], flat[i] })
 		// Grouped, with params and each one's values shuffled, and a signature added.
@@ -203,11 +205,11 @@ func FuzzCanonicalQuery(f *testing.F) {
 			mixed[i].Values = vs
 		}
 		rng.Shuffle(len(mixed), func(i, j int) { mixed[i], mixed[j] = mixed[j], mixed[i] })
-		mixed = append(mixed, shotd.Param{Name: "signature", Values: []string{"deadbeef"}})
+		mixed = append(mixed, option.Param{Name: "signature", Values: []string{"deadbeef"}})
 
-		want := shotd.CanonicalQuery(grouped)
-		for name, ps := range map[string]shotd.Params{"flat": flat, "shuffled": mixed} {
-			if got := shotd.CanonicalQuery(ps); got != want {
+		want := sign.CanonicalQuery(grouped)
+		for name, ps := range map[string]option.Params{"flat": flat, "shuffled": mixed} {
+			if got := sign.CanonicalQuery(ps); got != want {
 				t.Fatalf("%s: canonical query %q, want %q", name, got, want)
 			}
 		}
@@ -251,24 +253,24 @@ func FuzzCanonicalQuery(f *testing.F) {
 		}
 
 		const path = "/api/v1/screenshot"
-		sig := shotd.Sign(secret, path, grouped)
+		sig := sign.Sign(secret, path, grouped)
 		if len(sig) != 64 || strings.Trim(sig, "0123456789abcdef") != "" {
 			t.Fatalf("signature %q is not 64 lower-case hex digits", sig)
 		}
-		if shotd.Sign(secret, "/api/v1/take", flat) != sig {
+		if sign.Sign(secret, "/api/v1/take", flat) != sig {
 			t.Fatal("a screenshot signature does not hold on /api/v1/take")
 		}
 		for name, ok := range map[string]bool{
-			"same params":        shotd.VerifySignature(secret, path, grouped, sig),
-			"reordered params":   shotd.VerifySignature(secret, path, mixed, sig),
-			"upper-case hex":     shotd.VerifySignature(secret, path, flat, strings.ToUpper(sig)),
-			"other secret":       !shotd.VerifySignature(secret+"x", path, grouped, sig),
-			"other path":         !shotd.VerifySignature(secret, "/api/v1/usage", grouped, sig),
-			"changed signature":  !shotd.VerifySignature(secret, path, grouped, flipHex(sig)),
-			"truncated":          !shotd.VerifySignature(secret, path, grouped, sig[:63]),
-			"param added":        !shotd.VerifySignature(secret, path, append(slices.Clone(grouped), shotd.Param{Name: "x", Values: []string{""}}), sig),
-			"empty signature":    !shotd.VerifySignature(secret, path, grouped, ""),
-			"signature excluded": shotd.VerifySignature(secret, path, append(slices.Clone(flat), shotd.Param{Name: "signature", Values: []string{sig}}), sig),
+			"same params":        sign.VerifySignature(secret, path, grouped, sig),
+			"reordered params":   sign.VerifySignature(secret, path, mixed, sig),
+			"upper-case hex":     sign.VerifySignature(secret, path, flat, strings.ToUpper(sig)),
+			"other secret":       !sign.VerifySignature(secret+"x", path, grouped, sig),
+			"other path":         !sign.VerifySignature(secret, "/api/v1/usage", grouped, sig),
+			"changed signature":  !sign.VerifySignature(secret, path, grouped, flipHex(sig)),
+			"truncated":          !sign.VerifySignature(secret, path, grouped, sig[:63]),
+			"param added":        !sign.VerifySignature(secret, path, append(slices.Clone(grouped), option.Param{Name: "x", Values: []string{""}}), sig),
+			"empty signature":    !sign.VerifySignature(secret, path, grouped, ""),
+			"signature excluded": sign.VerifySignature(secret, path, append(slices.Clone(flat), option.Param{Name: "signature", Values: []string{sig}}), sig),
 		} {
 			if !ok {
 				t.Fatalf("signature check failed: %s", name)
@@ -290,7 +292,7 @@ func flipHex(sig string) string {
 
 // referenceParams reads a JSON object of options with encoding/json, as ParamsFromJSON did before
 // it became a bounded stream: the fuzz target checks that both agree below the limits.
-func referenceParams(body []byte) (shotd.Params, bool) {
+func referenceParams(body []byte) (option.Params, bool) {
 	var raw map[string]json.RawMessage
 	if !json.Valid(body) || json.Unmarshal(body, &raw) != nil || raw == nil {
 		return nil, false
@@ -300,10 +302,10 @@ func referenceParams(body []byte) (shotd.Params, bool) {
 		names = append(names, k)
 	}
 	slices.Sort(names)
-	var ps shotd.Params
+	var ps option.Params
 	for _, name := range names {
 		v := bytes.TrimSpace(raw[name])
-		p := shotd.Param{Name: name}
+		p := option.Param{Name: name}
 		scalar := func(v []byte) (string, bool) {
 			var x any
 			d := json.NewDecoder(bytes.NewReader(v))

@@ -1,4 +1,4 @@
-package shotd
+package option
 
 import (
 	"encoding/hex"
@@ -6,20 +6,13 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-)
 
-// Values of image_fit, as sharp names them: how a capture goes into image_width x image_height.
-const (
-	FitFill    = "fill"    // stretched to the exact size (the behaviour before image_fit)
-	FitCover   = "cover"   // scaled to cover the size, the rest cropped at image_position
-	FitContain = "contain" // scaled to fit inside, padded with image_background at image_position
-	FitInside  = "inside"  // scaled to fit inside, no padding: at most the size
-	FitOutside = "outside" // scaled to cover, no crop: at least the size
+	"github.com/shotd/shotd"
 )
 
 // ImageFits and ImagePositions are the values of image_fit and image_position.
 var (
-	ImageFits      = []string{FitFill, FitCover, FitContain, FitInside, FitOutside}
+	ImageFits      = []string{shotd.FitFill, shotd.FitCover, shotd.FitContain, shotd.FitInside, shotd.FitOutside}
 	ImagePositions = []string{"center", "top", "bottom", "left", "right", "top_left", "top_right", "bottom_left", "bottom_right"}
 )
 
@@ -157,7 +150,7 @@ var PaperOptions = []string{"pdf_paper_format", "pdf_paper_width", "pdf_paper_he
 var jsOptions = []string{"scripts", "click", "wait_for_expression", "block_cookie_banners"}
 
 // checkRenderOptions validates the rules between the options of renderopts.go (from crossCheck).
-func checkRenderOptions(o *Options, given map[string]bool, fail func(string, string, ...any)) {
+func checkRenderOptions(o *shotd.Options, given map[string]bool, fail func(string, string, ...any)) {
 	if given["pdf_paper_width"] != given["pdf_paper_height"] {
 		fail("pdf_paper_width", "pdf_paper_width and pdf_paper_height go together")
 	}
@@ -185,16 +178,16 @@ func checkRenderOptions(o *Options, given map[string]bool, fail func(string, str
 	if given["image_fit"] && !resize {
 		fail("image_fit", "needs image_width and image_height")
 	}
-	if given["image_position"] && o.ImageFit != FitCover && o.ImageFit != FitContain {
+	if given["image_position"] && o.ImageFit != shotd.FitCover && o.ImageFit != shotd.FitContain {
 		fail("image_position", "needs image_fit=cover or image_fit=contain")
 	}
-	if given["image_background"] && o.ImageFit != FitContain {
+	if given["image_background"] && o.ImageFit != shotd.FitContain {
 		fail("image_background", "needs image_fit=contain")
 	}
-	if given["image_background"] && o.Format == FormatJPEG && o.ImageBackground[3] != 255 {
+	if given["image_background"] && o.Format == shotd.FormatJPEG && o.ImageBackground[3] != 255 {
 		fail("image_background", "jpeg has no transparency: give an opaque colour")
 	}
-	if IsVideo(o.Format) || o.Format == FormatPDF {
+	if shotd.IsVideo(o.Format) || o.Format == shotd.FormatPDF {
 		for _, n := range []string{"image_fit", "image_position", "image_background"} {
 			if given[n] {
 				fail(n, "applies to images only")

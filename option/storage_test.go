@@ -1,10 +1,12 @@
-package shotd
+package option
 
 import (
 	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/shotd/shotd"
 )
 
 const testSecret = "wJalrXUtnFEMI-K7MDENG-bPxRfiCYEXAMPLEKEY"
@@ -51,7 +53,7 @@ func TestStorageOptions(t *testing.T) {
 				}
 				return
 			}
-			e := wantCode(t, err, CodeInvalidOptions, c.field)
+			e := wantCode(t, err, shotd.CodeInvalidOptions, c.field)
 			if strings.Contains(fmt.Sprint(e.Message, e.Fields), "has space") {
 				t.Fatalf("a credential was echoed: %+v", e)
 			}
@@ -80,7 +82,7 @@ func TestStorageCredentialsNeverShown(t *testing.T) {
 	}
 }
 
-func mustOptions(t *testing.T, ps Params) *Options {
+func mustOptions(t *testing.T, ps Params) *shotd.Options {
 	t.Helper()
 	o, err := ParseOptions(ps, Limits{})
 	if err != nil {

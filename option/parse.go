@@ -1,4 +1,4 @@
-package shotd
+package option
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"time"
 	_ "time/tzdata" // time_zone is validated against the embedded IANA database, not the host's.
 
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/urlhost"
 )
 
@@ -78,6 +79,13 @@ func jsonScalar(v json.RawMessage) (string, bool) {
 	return "", false
 }
 
+// draft is the Options a parse fills in, with what the parse keeps until its cross checks.
+type draft struct {
+	*shotd.Options
+	proxyBypass []string // proxy_bypass_hosts, until checkProxyOptions puts them in Proxy
+	refused     []string // trueOnly options given false
+}
+
 // Limits bounds what ParseOptions accepts beyond the option table.
 type Limits struct {
 	MaxSourceBytes int // html, markdown, styles, scripts each; 0 = unlimited
@@ -86,11 +94,12 @@ type Limits struct {
 // ParseOptions validates raw options against the option table and returns the immutable Options.
 // Every problem is collected: the error is an invalid_options *Error whose Fields name each one,
 // content_too_large for an oversized source, or invalid_url for an http(s) URL that is malformed.
-func ParseOptions(ps Params, lim Limits) (*Options, error) {
-	o := &Options{}
-	var errs []FieldError
+func ParseOptions(ps Params, lim Limits) (*shotd.Options, error) {
+	d := &draft{Options: &shotd.Options{}}
+	o := d.Options
+	var errs []shotd.FieldError
 	fail := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
+		errs = append(errs, shotd.FieldError{Field: field, Message: fmt.Sprintf(format, args...)})
 	}
 
 	// Defaults first, through the same typed path as sent values.
@@ -100,7 +109,7 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 			if msg != "" {
 				panic("shotd: bad default for " + s.Name + ": " + msg)
 			}
-			s.apply(o, v)
+			s.apply(d, v)
 		}
 	}
 
@@ -132,7 +141,7 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 			fail(p.Name, "%s", msg)
 			continue
 		}
-		s.apply(o, v)
+		s.apply(d, v)
 	}
 	for _, s := range OptionTable {
 		if given[s.Name] {
@@ -144,15 +153,15 @@ func ParseOptions(ps Params, lim Limits) (*Options, error) {
 		return nil, tooLarge
 	}
 
-	badURL := crossCheck(o, given, fail)
+	badURL := crossCheck(d, given, fail)
 	applyViewport(o, given)
 
 	if len(errs) == 1 && badURL {
 		// The url is the only problem and it is a malformed http(s) address: invalid_url.
-		return nil, &Error{Code: CodeInvalidURL, Message: "url " + errs[0].Message, Fields: errs}
+		return nil, &shotd.Error{Code: shotd.CodeInvalidURL, Message: "url " + errs[0].Message, Fields: errs}
 	}
 	if len(errs) > 0 {
-		return nil, &Error{Code: CodeInvalidOptions, Message: summarize(errs), Fields: errs}
+		return nil, &shotd.Error{Code: shotd.CodeInvalidOptions, Message: summarize(errs), Fields: errs}
 	}
 	if tooLarge := checkViewportPixels(o); tooLarge != nil {
 		return nil, tooLarge
@@ -167,17 +176,17 @@ const MaxCapturePixels = 1 << 27
 // checkViewportPixels refuses a viewport whose capture alone passes MaxCapturePixels: each
 // bound holds on its own, but 3840 x 4320 at scale 3 is 149 M device pixels, and the viewport
 // capture (and a video's frames) would take it whole.
-func checkViewportPixels(o *Options) *Error {
+func checkViewportPixels(o *shotd.Options) *shotd.Error {
 	px := float64(o.ViewportWidth) * float64(o.ViewportHeight) * o.DeviceScaleFactor * o.DeviceScaleFactor
 	if px <= MaxCapturePixels {
 		return nil
 	}
 	msg := fmt.Sprintf("viewport %dx%d at device_scale_factor %s is %.0f device pixels; the limit is %d",
 		o.ViewportWidth, o.ViewportHeight, fmtNum(o.DeviceScaleFactor), px, MaxCapturePixels)
-	return &Error{Code: CodeContentTooLarge, Message: msg, Fields: []FieldError{{Field: "device_scale_factor", Message: msg}}}
+	return &shotd.Error{Code: shotd.CodeContentTooLarge, Message: msg, Fields: []shotd.FieldError{{Field: "device_scale_factor", Message: msg}}}
 }
 
-func summarize(errs []FieldError) string {
+func summarize(errs []shotd.FieldError) string {
 	if len(errs) == 1 {
 		return fmt.Sprintf("invalid option %s: %s", errs[0].Field, errs[0].Message)
 	}
@@ -297,12 +306,12 @@ const maxSuggestions = 3
 
 // unknownOption is the error of a name that is not an option, with the closest known name
 // suggested when suggest is set. The name is echoed clipped, in the field as in the message.
-func unknownOption(name string, suggest bool) FieldError {
+func unknownOption(name string, suggest bool) shotd.FieldError {
 	field := clip(name)
 	if !suggest || len(name) > maxSuggestedName {
-		return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q", field)}
+		return shotd.FieldError{Field: field, Message: fmt.Sprintf("unknown option %q", field)}
 	}
-	return FieldError{Field: field, Message: fmt.Sprintf("unknown option %q; did you mean %q?", name, ClosestOption(name))}
+	return shotd.FieldError{Field: field, Message: fmt.Sprintf("unknown option %q; did you mean %q?", name, ClosestOption(name))}
 }
 
 // clip shortens a value quoted back in a message.
@@ -313,15 +322,15 @@ func clip(v string) string {
 	return v
 }
 
-func checkSourceSizes(o *Options, lim Limits) *Error {
+func checkSourceSizes(o *shotd.Options, lim Limits) *shotd.Error {
 	if lim.MaxSourceBytes <= 0 {
 		return nil
 	}
 	for _, f := range []struct{ name, v string }{{"html", o.HTML}, {"markdown", o.Markdown}, {"styles", o.Styles}, {"scripts", o.Scripts}} {
 		if len(f.v) > lim.MaxSourceBytes {
-			return &Error{Code: CodeContentTooLarge,
+			return &shotd.Error{Code: shotd.CodeContentTooLarge,
 				Message: fmt.Sprintf("%s is %d bytes; the limit is %d", f.name, len(f.v), lim.MaxSourceBytes),
-				Fields:  []FieldError{{Field: f.name, Message: fmt.Sprintf("larger than %d bytes", lim.MaxSourceBytes)}}}
+				Fields:  []shotd.FieldError{{Field: f.name, Message: fmt.Sprintf("larger than %d bytes", lim.MaxSourceBytes)}}}
 		}
 	}
 	return nil
@@ -339,7 +348,8 @@ var (
 // crossCheck validates rules between options. Every problem is recorded with fail, the url's
 // too; it reports badURL when url has an http(s) scheme but is not a valid full address, which
 // is invalid_url when it is the only problem. A missing or wrong scheme is an option error.
-func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...any)) (badURL bool) {
+func crossCheck(d *draft, given map[string]bool, fail func(string, string, ...any)) (badURL bool) {
+	o := d.Options
 	sources := 0
 	for _, n := range SourceOptions {
 		if given[n] {
@@ -402,9 +412,9 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 		}
 	}
 	checkStorageOptions(o, given, fail)
-	checkS1Options(o, given, fail)
+	checkS1Options(d, given, fail)
 	checkRenderOptions(o, given, fail) // renderopts.go
-	if o.Format == FormatGIF && o.VideoFPS > 15 {
+	if o.Format == shotd.FormatGIF && o.VideoFPS > 15 {
 		o.VideoFPS = 15 // a gif plays at most 15 frames per second
 	}
 	return badURL
@@ -473,7 +483,7 @@ func checkHost(host string) string {
 
 // applyViewport folds the device preset, landscape and video defaults into the viewport fields.
 // Explicit viewport options win over the preset's values.
-func applyViewport(o *Options, given map[string]bool) {
+func applyViewport(o *shotd.Options, given map[string]bool) {
 	if d, ok := LookupDevice(o.ViewportDevice); ok && o.ViewportDevice != "" {
 		if !given["viewport_width"] {
 			o.ViewportWidth = d.Width
@@ -491,7 +501,7 @@ func applyViewport(o *Options, given map[string]bool) {
 		if !given["user_agent"] && d.UserAgent != "" {
 			o.UserAgent = d.UserAgent
 		}
-	} else if IsVideo(o.Format) && !given["viewport_height"] {
+	} else if shotd.IsVideo(o.Format) && !given["viewport_height"] {
 		o.ViewportHeight = 720
 	}
 	if o.ViewportLandscape && o.ViewportHeight > o.ViewportWidth {
@@ -546,11 +556,11 @@ func checkHeader(v string) string {
 	return checkHeaderValue(value)
 }
 
-func parseHeaders(vs []string) []Header {
-	hs := make([]Header, 0, len(vs))
+func parseHeaders(vs []string) []shotd.Header {
+	hs := make([]shotd.Header, 0, len(vs))
 	for _, v := range vs {
 		name, value, _ := strings.Cut(v, ":")
-		hs = append(hs, Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
+		hs = append(hs, shotd.Header{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)})
 	}
 	return hs
 }
@@ -568,12 +578,12 @@ func checkCookie(v string) string {
 	return ""
 }
 
-func parseCookies(vs []string) []Cookie {
-	cs := make([]Cookie, 0, len(vs))
+func parseCookies(vs []string) []shotd.Cookie {
+	cs := make([]shotd.Cookie, 0, len(vs))
 	for _, v := range vs {
 		parts := strings.Split(v, ";")
 		name, value, _ := strings.Cut(parts[0], "=")
-		c := Cookie{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
+		c := shotd.Cookie{Name: strings.TrimSpace(name), Value: strings.TrimSpace(value)}
 		for _, attr := range parts[1:] {
 			k, val, _ := strings.Cut(attr, "=")
 			switch strings.ToLower(strings.TrimSpace(k)) {
@@ -612,18 +622,18 @@ func checkLength(v string) string {
 // ParseOption validates one option on its own, as ParseOptions would, and returns its typed value
 // (string, int, float64, bool or []string). httpd uses it for the authentication parameters of the
 // status endpoints.
-func ParseOption(p Param) (any, *FieldError) {
+func ParseOption(p Param) (any, *shotd.FieldError) {
 	s, ok := optionsByName[p.Name]
 	if !ok {
 		e := unknownOption(p.Name, true)
 		return nil, &e
 	}
 	if p.Invalid != "" {
-		return nil, &FieldError{Field: p.Name, Message: p.Invalid}
+		return nil, &shotd.FieldError{Field: p.Name, Message: p.Invalid}
 	}
 	v, msg := convert(s, p.Values, p.Array)
 	if msg != "" {
-		return nil, &FieldError{Field: p.Name, Message: msg}
+		return nil, &shotd.FieldError{Field: p.Name, Message: msg}
 	}
 	return v, nil
 }

@@ -1,10 +1,10 @@
-package shotd_test
+package sign_test
 
 import (
 	"net/url"
 	"testing"
 
-	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/sign"
 )
 
 // The links below were made by ScreenshotOne's Node SDK (npm screenshotone-api-sdk 1.1.22,
@@ -34,8 +34,8 @@ func TestScreenshotOneSignature(t *testing.T) {
 				t.Fatal(err)
 			}
 			sig := u.Query().Get("signature")
-			if got := shotd.VerifyQueryS1(secret, u.RawQuery, sig); got != c.ok {
-				t.Fatalf("verify = %v, want %v (signed text %q)", got, c.ok, shotd.UnsignedQuery(u.RawQuery))
+			if got := sign.VerifyQueryS1(secret, u.RawQuery, sig); got != c.ok {
+				t.Fatalf("verify = %v, want %v (signed text %q)", got, c.ok, sign.UnsignedQuery(u.RawQuery))
 			}
 		})
 	}

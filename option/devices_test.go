@@ -1,4 +1,4 @@
-package shotd
+package option
 
 import (
 	"slices"
