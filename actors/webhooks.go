@@ -80,7 +80,7 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 		n = j.Webhook.Attempts
 		return nil
 	})
-	if errors.Is(err, errNothingToDeliver) || errors.Is(err, store.ErrNotFound) {
+	if errors.Is(err, errNothingToDeliver) || errors.Is(err, shotd.ErrNotFound) {
 		return 0, false
 	}
 	if err != nil {

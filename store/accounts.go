@@ -69,7 +69,7 @@ func getAccount(tx *bbolt.Tx, id string) (shotd.Account, error) {
 	var a shotd.Account
 	ok, err := getJSON(tx.Bucket(bucketAccounts), id, &a)
 	if err == nil && !ok {
-		err = fmt.Errorf("store: account %s: %w", id, ErrNotFound)
+		err = fmt.Errorf("store: account %s: %w", id, shotd.ErrNotFound)
 	}
 	return a, err
 }

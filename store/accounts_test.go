@@ -112,7 +112,7 @@ func TestUpdateAccount(t *testing.T) {
 		{"plan cannot be emptied", a.ID, func(x *shotd.Account) error { x.Plan = ""; return nil },
 			func(x shotd.Account) shotd.Account { return x }, errAny},
 		{"unknown account", "acc_missing", func(*shotd.Account) error { return nil },
-			func(x shotd.Account) shotd.Account { return x }, ErrNotFound},
+			func(x shotd.Account) shotd.Account { return x }, shotd.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -145,7 +145,7 @@ func TestUpdateAccount(t *testing.T) {
 
 func TestAccountNotFound(t *testing.T) {
 	s, _ := openStore(t)
-	if _, err := s.Account("acc_nope"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Account("acc_nope"); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("error %v, want ErrNotFound", err)
 	}
 }

@@ -14,7 +14,7 @@ var bucketBatches = []byte("batches") // batch id -> Batch
 // transaction. A batch that does not exist or belongs to another account gives the same error
 // wrapping ErrNotFound. The sweeper deletes a batch with all its jobs, never part of them.
 func (s *Store) Batch(accountID, batchID string) (shotd.Batch, []shotd.Job, error) {
-	notFound := fmt.Errorf("store: batch %s: %w", batchID, ErrNotFound)
+	notFound := fmt.Errorf("store: batch %s: %w", batchID, shotd.ErrNotFound)
 	var (
 		b    shotd.Batch
 		jobs []shotd.Job
@@ -30,7 +30,7 @@ func (s *Store) Batch(accountID, batchID string) (shotd.Batch, []shotd.Job, erro
 		jobs = make([]shotd.Job, 0, len(b.JobIDs))
 		for _, id := range b.JobIDs {
 			r, err := getJob(tx, id)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, shotd.ErrNotFound) {
 				continue // cannot happen: a batch goes with its jobs; show what there is
 			}
 			if err != nil {

@@ -33,10 +33,10 @@ func TestBatch(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, gotJobs, err := s.Batch(tt.accountID, tt.batchID)
 			if tt.wantErr {
-				if !errors.Is(err, ErrNotFound) {
+				if !errors.Is(err, shotd.ErrNotFound) {
 					t.Fatalf("Batch = %v; want not found", err)
 				}
-				if want := fmt.Sprintf("store: batch %s: %v", tt.batchID, ErrNotFound); err.Error() != want {
+				if want := fmt.Sprintf("store: batch %s: %v", tt.batchID, shotd.ErrNotFound); err.Error() != want {
 					t.Fatalf("error %q, want %q: a foreign batch must read like an unknown one", err, want)
 				}
 				return

@@ -234,7 +234,7 @@ func syncDir(dir string) error {
 // returns an error wrapping ErrNotFound, the same for an unknown, expired or foreign file, so
 // that a caller cannot learn that someone else's id exists.
 func (s *Store) File(accountID, fileID string) (shotd.FileRecord, error) {
-	notFound := fmt.Errorf("store: file %s: %w", fileID, ErrNotFound)
+	notFound := fmt.Errorf("store: file %s: %w", fileID, shotd.ErrNotFound)
 	if !plausibleFileID(fileID) {
 		return shotd.FileRecord{}, notFound
 	}
@@ -259,14 +259,14 @@ func (s *Store) File(accountID, fileID string) (shotd.FileRecord, error) {
 // readable to the end even if the sweeper removes the file.
 func (s *Store) OpenFile(rec shotd.FileRecord) (*os.File, error) {
 	if !plausibleFileID(rec.FileID) {
-		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, ErrNotFound)
+		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, shotd.ErrNotFound)
 	}
 	if rec.Remote {
 		return s.openRemote(rec)
 	}
 	f, err := os.Open(s.filePath(rec.FileID))
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, ErrNotFound)
+		return nil, fmt.Errorf("store: file %s: %w", rec.FileID, shotd.ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("store: open file %s: %w", rec.FileID, err)

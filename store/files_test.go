@@ -124,13 +124,13 @@ func TestFileLookup(t *testing.T) {
 		wantErr   error
 	}{
 		{"owner", "acc_a", mine.FileID, nil},
-		{"another account", "acc_b", mine.FileID, ErrNotFound},
-		{"empty account", "", mine.FileID, ErrNotFound},
-		{"unknown id", "acc_a", unknown, ErrNotFound},
-		{"expired", "acc_a", expired.FileID, ErrNotFound},
-		{"path traversal", "acc_a", "f_../../" + FileName + "xxxxxxxx", ErrNotFound},
-		{"not a file id", "acc_a", FileName, ErrNotFound},
-		{"empty id", "acc_a", "", ErrNotFound},
+		{"another account", "acc_b", mine.FileID, shotd.ErrNotFound},
+		{"empty account", "", mine.FileID, shotd.ErrNotFound},
+		{"unknown id", "acc_a", unknown, shotd.ErrNotFound},
+		{"expired", "acc_a", expired.FileID, shotd.ErrNotFound},
+		{"path traversal", "acc_a", "f_../../" + FileName + "xxxxxxxx", shotd.ErrNotFound},
+		{"not a file id", "acc_a", FileName, shotd.ErrNotFound},
+		{"empty id", "acc_a", "", shotd.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -234,10 +234,10 @@ func TestOpenFileRemovedFromDisk(t *testing.T) {
 	if data, err := io.ReadAll(f); err != nil || string(data) != "data" {
 		t.Fatalf("read after removal: %q, %v", data, err)
 	}
-	if _, err := s.OpenFile(rec); !errors.Is(err, ErrNotFound) {
+	if _, err := s.OpenFile(rec); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("OpenFile of a removed file: %v, want ErrNotFound", err)
 	}
-	if _, err := s.OpenFile(shotd.FileRecord{FileID: "../" + FileName}); !errors.Is(err, ErrNotFound) {
+	if _, err := s.OpenFile(shotd.FileRecord{FileID: "../" + FileName}); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("OpenFile outside the files dir: %v, want ErrNotFound", err)
 	}
 }

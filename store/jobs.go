@@ -269,7 +269,9 @@ func (s *Store) JobByID(jobID string) (shotd.Job, error) {
 	return r.job(), nil
 }
 
-func jobNotFound(jobID string) error { return fmt.Errorf("store: job %s: %w", jobID, ErrNotFound) }
+func jobNotFound(jobID string) error {
+	return fmt.Errorf("store: job %s: %w", jobID, shotd.ErrNotFound)
+}
 
 func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
 	var r jobRecord
@@ -428,7 +430,7 @@ func (s *Store) RequeueUnfinished() (queued, failed []shotd.Job, err error) {
 		t := now()
 		for _, id := range ids {
 			r, err := getJob(tx, id)
-			if errors.Is(err, ErrNotFound) || err == nil && finalStatus(r.Status) {
+			if errors.Is(err, shotd.ErrNotFound) || err == nil && finalStatus(r.Status) {
 				// An entry without an active job cannot be made by putJob; drop it all the same.
 				if err := tx.Bucket(bucketJobsActive).Delete([]byte(id)); err != nil {
 					return err
@@ -485,7 +487,7 @@ func (s *Store) PendingWebhooks() ([]shotd.Job, error) {
 		}
 		for _, id := range ids {
 			r, err := getJob(tx, id)
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, shotd.ErrNotFound) {
 				continue // cannot happen (putJob and deleteJob keep the index); skip it all the same
 			}
 			if err != nil {
@@ -552,7 +554,7 @@ func (s *Store) sweepJobs(now time.Time) (int, error) {
 			decided := map[string]bool{} // batch id -> deleted already or kept
 			for _, id := range cands {
 				r, err := getJob(tx, id)
-				if errors.Is(err, ErrNotFound) {
+				if errors.Is(err, shotd.ErrNotFound) {
 					continue // deleted with its batch a moment ago
 				}
 				if err != nil {
@@ -611,7 +613,7 @@ func sweepBatchJobs(tx *bbolt.Tx, r jobRecord, cutoff time.Time) (int, error) {
 	members := make([]jobRecord, 0, len(b.JobIDs))
 	for _, id := range b.JobIDs {
 		m, err := getJob(tx, id)
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, shotd.ErrNotFound) {
 			continue
 		}
 		if err != nil {

@@ -346,10 +346,10 @@ func TestJobOwnership(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := s.Job(tt.accountID, tt.jobID)
 			if tt.wantErr {
-				if !errors.Is(err, ErrNotFound) {
+				if !errors.Is(err, shotd.ErrNotFound) {
 					t.Fatalf("Job = %v; want not found", err)
 				}
-				if want := fmt.Sprintf("store: job %s: %v", tt.jobID, ErrNotFound); err.Error() != want {
+				if want := fmt.Sprintf("store: job %s: %v", tt.jobID, shotd.ErrNotFound); err.Error() != want {
 					t.Fatalf("error %q, want %q: a foreign job must read like an unknown one", err, want)
 				}
 				return
@@ -362,7 +362,7 @@ func TestJobOwnership(t *testing.T) {
 	if got, err := s.JobByID(j.JobID); err != nil || got.AccountID != "acc_a" {
 		t.Fatalf("JobByID = %+v, %v", got, err)
 	}
-	if _, err := s.JobByID(NewJobID()); !errors.Is(err, ErrNotFound) {
+	if _, err := s.JobByID(NewJobID()); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("JobByID unknown = %v", err)
 	}
 }
@@ -469,7 +469,7 @@ func TestUpdateJobRefused(t *testing.T) {
 		wantNotFound bool
 	}{
 		{"fn error", queued.JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return errAbort }, errAbort, false},
-		{"unknown job", NewJobID(), func(*shotd.Job) error { return nil }, ErrNotFound, true},
+		{"unknown job", NewJobID(), func(*shotd.Job) error { return nil }, shotd.ErrNotFound, true},
 		{"change id", queued.JobID, func(j *shotd.Job) error { j.JobID = NewJobID(); return nil }, ErrConflict, false},
 		{"change account", queued.JobID, func(j *shotd.Job) error { j.AccountID = "acc_b"; return nil }, ErrConflict, false},
 		{"change batch", queued.JobID, func(j *shotd.Job) error { j.BatchID = ""; return nil }, ErrConflict, false},
@@ -696,7 +696,7 @@ func TestSweepJobs(t *testing.T) {
 
 	exists := func(id string) bool {
 		_, err := s.JobByID(id)
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, shotd.ErrNotFound) {
 			t.Fatal(err)
 		}
 		return err == nil
@@ -737,7 +737,7 @@ func TestSweepJobs(t *testing.T) {
 				}
 			}
 			_, _, err = s.Batch("acc_b", b.BatchID)
-			if batchGone := errors.Is(err, ErrNotFound); batchGone != slices.Contains(st.wantGone, bjobs[0].JobID) {
+			if batchGone := errors.Is(err, shotd.ErrNotFound); batchGone != slices.Contains(st.wantGone, bjobs[0].JobID) {
 				t.Fatalf("Batch = %v", err)
 			}
 			checkIndexes(t, s)
@@ -778,7 +778,7 @@ func TestSweepJobsPastManyKept(t *testing.T) {
 	if err != nil || removed != 1 {
 		t.Fatalf("SweepNow = %d, %v; want only the single job removed", removed, err)
 	}
-	if _, err := s.JobByID(single.JobID); !errors.Is(err, ErrNotFound) {
+	if _, err := s.JobByID(single.JobID); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("single job: %v", err)
 	}
 	if got := countKeys(t, s, bucketJobs); got != n+1 {

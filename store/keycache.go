@@ -59,7 +59,7 @@ func newKeyCache(s *Store) *KeyCache {
 // a revoked one; other errors are bbolt failures.
 func (c *KeyCache) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
 	if !plausibleAccessKey(accessKey) {
-		return shotd.Key{}, shotd.Account{}, fmt.Errorf("store: key %s: %w", redact(accessKey), ErrNotFound)
+		return shotd.Key{}, shotd.Account{}, fmt.Errorf("store: key %s: %w", redact(accessKey), shotd.ErrNotFound)
 	}
 	c.mu.RLock()
 	k, kok := c.keys[accessKey]
@@ -71,7 +71,7 @@ func (c *KeyCache) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
 		return answer(k, a, nil)
 	}
 	if neg && c.now().Before(until) {
-		return answer(shotd.Key{}, shotd.Account{}, fmt.Errorf("store: key %s: %w", redact(accessKey), ErrNotFound))
+		return answer(shotd.Key{}, shotd.Account{}, fmt.Errorf("store: key %s: %w", redact(accessKey), shotd.ErrNotFound))
 	}
 
 	k, a, keyMissing, err := c.load(accessKey)
@@ -104,7 +104,7 @@ func (c *KeyCache) load(accessKey string) (k shotd.Key, a shotd.Account, keyMiss
 	err = c.s.db.View(func(tx *bbolt.Tx) error {
 		var err error
 		if k, err = getKey(tx, accessKey); err != nil {
-			keyMissing = errors.Is(err, ErrNotFound)
+			keyMissing = errors.Is(err, shotd.ErrNotFound)
 			return err
 		}
 		if a, err = getAccount(tx, k.AccountID); err != nil {

@@ -51,7 +51,7 @@ func TestLookupSeesMutationsAtOnce(t *testing.T) {
 	}{
 		{"revoke", func(s *Store, k shotd.Key, _ shotd.Account) error { return s.RevokeKey(k.AccessKey) },
 			func(_ shotd.Key, _ shotd.Account, err error) string {
-				if !errors.Is(err, ErrRevoked) || !errors.Is(err, ErrNotFound) {
+				if !errors.Is(err, ErrRevoked) || !errors.Is(err, shotd.ErrNotFound) {
 					return "want ErrRevoked (which is ErrNotFound too), got " + errString(err)
 				}
 				return ""
@@ -160,7 +160,7 @@ func TestLookupNegative(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clock = clock.Add(tt.advance)
-			if _, _, err := c.Lookup(tt.key); !errors.Is(err, ErrNotFound) {
+			if _, _, err := c.Lookup(tt.key); !errors.Is(err, shotd.ErrNotFound) {
 				t.Fatalf("error %v, want ErrNotFound", err)
 			}
 			if n := c.loads.Load(); n != tt.wantLoads {

@@ -76,7 +76,7 @@ func getKey(tx *bbolt.Tx, accessKey string) (shotd.Key, error) {
 	var k shotd.Key
 	ok, err := getJSON(tx.Bucket(bucketKeys), accessKey, &k)
 	if err == nil && !ok {
-		err = fmt.Errorf("store: key %s: %w", redact(accessKey), ErrNotFound)
+		err = fmt.Errorf("store: key %s: %w", redact(accessKey), shotd.ErrNotFound)
 	}
 	return k, err
 }

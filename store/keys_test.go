@@ -48,7 +48,7 @@ func TestCreateKeyFormat(t *testing.T) {
 
 func TestCreateKeyUnknownAccount(t *testing.T) {
 	s, _ := openStore(t)
-	if _, err := s.CreateKey("acc_nope", "k", false); !errors.Is(err, ErrNotFound) {
+	if _, err := s.CreateKey("acc_nope", "k", false); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("error %v, want ErrNotFound", err)
 	}
 }
@@ -81,7 +81,7 @@ func TestKeyLookupIsOneGet(t *testing.T) {
 	if err != nil || got != last {
 		t.Fatalf("Key = %+v, %v; want %+v (with secret)", got, err, last)
 	}
-	if _, err := s.Key("sk_unknown"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Key("sk_unknown"); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("unknown key: %v", err)
 	}
 }
@@ -117,7 +117,7 @@ func TestKeysListing(t *testing.T) {
 	}{
 		{"three keys oldest first, revoked included", a.ID, want, nil},
 		{"no keys", b.ID, []shotd.Key{}, nil},
-		{"unknown account", "acc_nope", nil, ErrNotFound},
+		{"unknown account", "acc_nope", nil, shotd.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -181,7 +181,7 @@ func TestUpdateKey(t *testing.T) {
 		{"revoked key can be renamed", ak, func(k *shotd.Key) error { k.Name = "dead"; return nil },
 			func(k shotd.Key) shotd.Key { k.Name = "dead"; return k }, nil},
 		{"unknown key", "sk_nope", func(*shotd.Key) error { return nil },
-			func(k shotd.Key) shotd.Key { return k }, ErrNotFound},
+			func(k shotd.Key) shotd.Key { return k }, shotd.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -227,7 +227,7 @@ func TestRevokeKey(t *testing.T) {
 	}{
 		{"revoke", k.AccessKey, nil},
 		{"revoke twice", k.AccessKey, nil},
-		{"unknown", "sk_nope", ErrNotFound},
+		{"unknown", "sk_nope", shotd.ErrNotFound},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -66,13 +66,13 @@ func (s *Store) removeRemote(rec shotd.FileRecord) {
 func (s *Store) openRemote(rec shotd.FileRecord) (*os.File, error) {
 	r := s.bucket()
 	if r == nil {
-		return nil, fmt.Errorf("store: file %s is in a bucket and [storage.s3] is not configured: %w", rec.FileID, ErrNotFound)
+		return nil, fmt.Errorf("store: file %s is in a bucket and [storage.s3] is not configured: %w", rec.FileID, shotd.ErrNotFound)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
 	f, err := r.Download(ctx, rec.FileID, s.filesDir)
 	if errors.Is(err, objstore.ErrNoSuchKey) {
-		return nil, fmt.Errorf("store: file %s: %w: %w", rec.FileID, ErrNotFound, err)
+		return nil, fmt.Errorf("store: file %s: %w: %w", rec.FileID, shotd.ErrNotFound, err)
 	}
 	if err != nil {
 		// The bucket did not answer: not a missing file, which a client would take for good.

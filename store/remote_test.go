@@ -170,7 +170,7 @@ func TestRemoteOpen(t *testing.T) {
 				f.Close()
 				t.Fatal("opened")
 			}
-			if got := errors.Is(err, ErrNotFound); got != c.notFound {
+			if got := errors.Is(err, shotd.ErrNotFound); got != c.notFound {
 				t.Fatalf("ErrNotFound %v, want %v: %v", got, c.notFound, err)
 			}
 			if !c.notFound && shotd.CodeOf(shotd.StoredError(err)) != shotd.CodeStorageFailed {

@@ -23,15 +23,12 @@ import (
 
 // Sentinel errors; returned wrapped with the record they are about.
 var (
-	// ErrNotFound: the account, key or record does not exist. It is shotd.ErrNotFound, so that
-	// the packages that read records through interfaces test for it without importing store.
-	ErrNotFound = shotd.ErrNotFound
 	// ErrConflict: the id exists already, or the change is not allowed on the stored record
 	// (changing an id, un-revoking a key).
 	ErrConflict = errors.New("store: conflict")
-	// ErrRevoked is what KeyCache.Lookup returns for a revoked key. It wraps ErrNotFound, so a
-	// caller that only asks errors.Is(err, ErrNotFound) treats it as an unknown key.
-	ErrRevoked = fmt.Errorf("%w: key revoked", ErrNotFound)
+	// ErrRevoked is what KeyCache.Lookup returns for a revoked key. It wraps shotd.ErrNotFound,
+	// so a caller that only asks errors.Is(err, shotd.ErrNotFound) treats it as an unknown key.
+	ErrRevoked = fmt.Errorf("%w: key revoked", shotd.ErrNotFound)
 	// ErrLocked: another process holds the database open.
 	ErrLocked = errors.New("store: database is in use by another process")
 )

@@ -92,7 +92,7 @@ func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta
 		return putJSON(tx.Bucket(bucketUsage), usageKey(a.ID, u.PeriodStart), u)
 	})
 	if err != nil {
-		if !errors.Is(err, ErrNotFound) {
+		if !errors.Is(err, shotd.ErrNotFound) {
 			err = fmt.Errorf("store: record usage of %s: %w", acc.ID, err)
 		}
 		return shotd.Usage{}, shotd.Account{}, err

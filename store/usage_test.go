@@ -102,7 +102,7 @@ func TestRecordUsageRefused(t *testing.T) {
 		delta   shotd.UsageDelta
 		wantErr error // errAny: some error
 	}{
-		{"unknown account", shotd.Account{ID: "nobody", CreatedAt: acc.CreatedAt}, shotd.UsageDelta{Succeeded: 1}, ErrNotFound},
+		{"unknown account", shotd.Account{ID: "nobody", CreatedAt: acc.CreatedAt}, shotd.UsageDelta{Succeeded: 1}, shotd.ErrNotFound},
 		{"negative success", acc, shotd.UsageDelta{Succeeded: -1}, errAny},
 		{"negative failure", acc, shotd.UsageDelta{Failed: -1}, errAny},
 		{"negative cache hit", acc, shotd.UsageDelta{CacheHits: -1}, errAny},
