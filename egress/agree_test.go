@@ -35,7 +35,7 @@ func checkAgreement(t *testing.T, g *Guard, raw string) {
 	// On the host alone the two agree both ways (the parser refuses more than the host, such as
 	// user:password, so its other refusals are left out).
 	u, err := url.Parse(raw)
-	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != "" || !option.HasHTTPScheme(raw) {
+	if err != nil || u.Scheme != "http" || u.User != nil || u.Port() != "" || !urlhost.HasHTTPScheme(raw) {
 		return
 	}
 	_, _, kind := urlhost.Parse(u.Hostname())

@@ -15,7 +15,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/urlhost"
-	"github.com/shotd/shotd/option"
 )
 
 // Resolver looks up the addresses of a host name. *net.Resolver satisfies it; tests pass a fake
@@ -212,7 +211,7 @@ func (g *Guard) CheckURLLiteral(rawURL string) error {
 }
 
 func (g *Guard) checkURL(ctx context.Context, rawURL string, resolveNames bool) error {
-	if !option.HasHTTPScheme(rawURL) {
+	if !urlhost.HasHTTPScheme(rawURL) {
 		return badScheme()
 	}
 	u, err := url.Parse(rawURL)

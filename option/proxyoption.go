@@ -34,7 +34,7 @@ func parseProxy(v string) (*shotd.UpstreamProxy, string) {
 	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.Opaque != "" {
 		return nil, "must be only http://[user:password@]host:port, without a path or query"
 	}
-	if msg := checkHost(u.Hostname()); msg != "" {
+	if msg := urlhost.Check(u.Hostname()); msg != "" {
 		return nil, msg
 	}
 	port := u.Port()

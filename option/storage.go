@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/urlhost"
 )
 
 // StorageACLs are the canned ACLs of S3 that storage_acl accepts.
@@ -73,7 +74,7 @@ func checkBucket(v string) string {
 // CheckStorageEndpoint checks an S3 endpoint: http:// or https://, a host, an optional port, and
 // nothing else (S3 endpoints take no path).
 func CheckStorageEndpoint(v string) string {
-	if msg, _ := checkHTTPURL(v); msg != "" {
+	if msg, _ := urlhost.CheckHTTPURL(v); msg != "" {
 		return msg
 	}
 	u, _ := url.Parse(v)

@@ -20,7 +20,7 @@
 // account is seen by the very next lookup; there is no TTL to wait for.
 //
 // Errors: shotd.ErrNotFound (the module's one not-found error), ErrConflict, ErrRevoked,
-// ErrLocked, ErrNewerSchema and ErrBadBackup are plain sentinels, returned wrapped (test with errors.Is), not
-// catalogue errors, because the code they map to depends on the caller: an unknown access key is
+// ErrLocked, ErrNewerSchema and ErrBadBackup are plain sentinels, returned wrapped (test with
+// errors.Is), not catalogue errors, because the code they map to depends on the caller: an unknown access key is
 // access_key_invalid on the public API but not_found on the admin API.
 package store
