@@ -21,6 +21,6 @@
 //
 // Errors: shotd.ErrNotFound (the module's one not-found error), ErrConflict, ErrRevoked,
 // ErrLocked, ErrNewerSchema and ErrBadBackup are plain sentinels, returned wrapped (test with
-// errors.Is), not catalogue errors, because the code they map to depends on the caller: an unknown access key is
-// access_key_invalid on the public API but not_found on the admin API.
+// errors.Is), not catalogue errors, because the code they map to depends on the caller: an
+// unknown access key is access_key_invalid on the public API but not_found on the admin API.
 package store
