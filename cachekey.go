@@ -15,11 +15,11 @@ func (o *Options) ResponseCacheKey(accountID string) string {
 	c.AccessKey, c.Signature, c.Expires, c.HasExpires = "", "", 0, false
 	c.Async, c.WebhookURL, c.WebhookSign = false, "", false
 	c.ResponseType, c.Cache, c.CacheTTL, c.Given = "", false, 0, nil
-	if o.S1.Slices && o.ResponseType != "json" && !o.Async {
+	if o.Slices && o.ResponseType != "json" && !o.Async {
 		c.ResponseType = "zip" // the slices are a zip in any other answer than JSON
 	}
-	c.S1.ExternalIdentifier, c.S1.NoWebhookErrors = "", false // not part of the file
-	c.Store, c.Storage = false, StorageTarget{}               // where a file goes does not change its bytes
+	c.ExternalIdentifier, c.NoWebhookErrors = "", false // not part of the file
+	c.Store, c.Storage = false, StorageTarget{}         // where a file goes does not change its bytes
 	b, err := json.Marshal(&c)
 	if err != nil {
 		panic("shotd: options do not marshal: " + err.Error()) // plain data; cannot happen
@@ -28,7 +28,7 @@ func (o *Options) ResponseCacheKey(accountID string) string {
 	h.Write([]byte(accountID))
 	h.Write([]byte{0})
 	h.Write(b)
-	if p := o.S1.Proxy; p != nil {
+	if p := o.Proxy; p != nil {
 		// Left out of JSON, the proxy's user can still pick what the page sees (providers
 		// encode a country or a session in it); the password cannot.
 		h.Write([]byte{0})

@@ -1,6 +1,9 @@
 package shotd
 
-import "time"
+import (
+	"encoding/json"
+	"time"
+)
 
 // Formats.
 const (
@@ -92,6 +95,7 @@ type Options struct {
 	OmitBackground  bool
 	PNGCompression  string // PNGFast or PNGBest
 	ResponseType    string
+	AttachmentName  string // the file name of a download answer
 
 	// Viewport. ViewportWidth, ViewportHeight, DeviceScaleFactor and ViewportMobile already
 	// include the device preset and landscape rotation; UserAgent includes the preset's.
@@ -112,6 +116,17 @@ type Options struct {
 	ClipX, ClipY      int
 	ClipWidth         int
 	ClipHeight        int
+	SelectorAlgorithm string // "default" or "clip"
+	SelectorNoScroll  bool   // selector_scroll_into_view=false
+	// How a full page is captured (full_page_algorithm "default" or "by_sections", and the
+	// scroll steps of by_sections: CSS pixels per step, 0 one viewport; the wait after each, 0
+	// shotd's settling) and whether it is cut into slices (device pixels).
+	FullPageAlgorithm   string
+	FullPageScrollBy    int
+	FullPageScrollDelay time.Duration
+	Slices              bool
+	SliceHeight         int
+	SliceOverlap        int
 
 	// Waiting.
 	WaitUntil       string
@@ -120,8 +135,17 @@ type Options struct {
 	WaitForSelector string
 	// WaitForExpression is JavaScript the page must make true; WaitForSelectorHidden a selector
 	// whose element must be gone or hidden (renderopts.go).
-	WaitForExpression     string
-	WaitForSelectorHidden string
+	WaitForExpression        string
+	WaitForSelectorHidden    string
+	WaitForSelectorAlgorithm string        // "at_least_one" or "at_least_by_count"
+	NavigationTimeout        time.Duration // 0: bounded by timeout alone
+	ScriptsWaitUntil         []string
+
+	// Content checks: the render fails (content_check_failed, navigation_failed) when the page
+	// holds or lacks a text, or when a request matching one of the URL patterns fails.
+	FailIfContentContains string
+	FailIfContentMissing  string
+	FailIfRequestFailed   []string
 
 	// Page behaviour.
 	DarkMode      bool
@@ -141,6 +165,14 @@ type Options struct {
 	TimeZone      string
 	// DisableJavaScript renders with the page's scripts off (Emulation.setScriptExecutionDisabled).
 	DisableJavaScript bool
+	BypassCSP         bool
+	Hover             string
+	ScrollIntoView    string
+	// ScrollIntoViewAdjust is CSS pixels added to the element's top after scrolling to it.
+	ScrollIntoViewAdjust int
+	HasGeolocation       bool
+	Latitude, Longitude  float64
+	Accuracy             float64
 
 	// Blocking.
 	BlockAds           bool
@@ -149,6 +181,19 @@ type Options struct {
 	BlockChats         bool
 	BlockResources     []string
 	BlockRequests      []string
+	BlockSocials       bool
+	// BlockBannersByHeuristics hides fixed banners that no list names.
+	BlockBannersByHeuristics bool
+
+	// Network: the user's upstream proxy (proxy, proxy_bypass_hosts); nil: none.
+	Proxy *UpstreamProxy
+
+	// Metadata of the JSON answer (metadata_*). MetaContentFormat is "html" or "markdown";
+	// IncludeShadowDOM serialises open shadow roots into metadata_content.
+	MetaImageSize, MetaFonts, MetaIcon, MetaOpenGraph, MetaPageTitle bool
+	MetaContent, MetaStatusCode, MetaHeaders                         bool
+	MetaContentFormat                                                string
+	IncludeShadowDOM                                                 bool
 
 	// PDF. Margins are kept as validated CSS lengths ("" = none).
 	PDFPaperFormat     string
@@ -190,9 +235,10 @@ type Options struct {
 	Async       bool
 	WebhookURL  string
 	WebhookSign bool
-
-	// ScreenshotOne's take options beyond the api-v1 set (s1options.go).
-	S1 S1Options
+	// ExternalIdentifier is the caller's own id of a job; NoWebhookErrors (webhook_errors=false)
+	// sends no webhook for a failed job.
+	ExternalIdentifier string
+	NoWebhookErrors    bool
 
 	// Storage: store=true uploads the result to Storage (storage.go).
 	Store   bool
@@ -207,6 +253,12 @@ type Options struct {
 	// Given lists the option names that the request set explicitly, in table order. The cache
 	// key and bulk defaults use it.
 	Given []string
+}
+
+// WantsMetadata reports whether any metadata_* option asks for something.
+func (o *Options) WantsMetadata() bool {
+	return o.MetaImageSize || o.MetaFonts || o.MetaIcon || o.MetaOpenGraph || o.MetaPageTitle ||
+		o.MetaContent || o.MetaStatusCode || o.MetaHeaders
 }
 
 // ContentType is the Content-Type of the rendered file.
@@ -228,4 +280,20 @@ func (o *Options) Features() []string {
 		fs = append(fs, FeatureCache)
 	}
 	return fs
+}
+
+// UnmarshalJSON reads Options from JSON, as a job record keeps them. A record written before the
+// ScreenshotOne options were folded into Options holds them in an "S1" object, under the same
+// field names: they are read from there too, so that a job queued before an upgrade renders
+// after it as it was asked.
+func (o *Options) UnmarshalJSON(b []byte) error {
+	type plain Options // without this method
+	if err := json.Unmarshal(b, (*plain)(o)); err != nil {
+		return err
+	}
+	var old struct{ S1 json.RawMessage }
+	if err := json.Unmarshal(b, &old); err != nil || len(old.S1) == 0 || string(old.S1) == "null" {
+		return err
+	}
+	return json.Unmarshal(old.S1, (*plain)(o))
 }

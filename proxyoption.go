@@ -28,7 +28,7 @@ type UpstreamProxy struct {
 // storage credentials of store=true, a proxy's, and the request's headers, cookies and
 // authorization.
 func (o *Options) HasSecrets() bool {
-	return o.Store || (o.S1.Proxy != nil && (o.S1.Proxy.HasCredentials() || o.S1.Proxy.Sealed != nil)) ||
+	return o.Store || (o.Proxy != nil && (o.Proxy.HasCredentials() || o.Proxy.Sealed != nil)) ||
 		o.HasRequestSecrets() || o.SealedRequest != nil
 }
 

@@ -169,13 +169,13 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 			return
 		}
 		j := shotd.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
-			Status: shotd.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.S1.ExternalIdentifier}
+			Status: shotd.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.ExternalIdentifier}
 		if batch != nil {
 			j.BatchID = batch.BatchID
 			batch.JobIDs = append(batch.JobIDs, j.JobID)
 		}
 		if o.WebhookURL != "" {
-			j.Webhook = &shotd.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.S1.NoWebhookErrors}
+			j.Webhook = &shotd.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.NoWebhookErrors}
 		}
 		jobs = append(jobs, j)
 	}

@@ -16,7 +16,7 @@ import (
 // s1Prepare sets, before the navigation, the state ScreenshotOne's options ask for:
 // bypass_csp, and the geolocation of geolocation_*.
 func (r *render) s1Prepare(ctx context.Context) error {
-	o := r.o.S1
+	o := r.o
 	if err := r.s1StartNetwork(ctx); err != nil { // s1render.go
 		return err
 	}
@@ -65,7 +65,7 @@ const contentJS = `(() => {
 // s1Actions runs ScreenshotOne's page actions after shotd's own (pageActions): hover, then
 // scroll_into_view, then the fail_if_content_* checks on what the page ended up showing.
 func (r *render) s1Actions(ctx context.Context) error {
-	o := r.o.S1
+	o := r.o
 	if o.Hover != "" {
 		if err := r.hover(ctx, o.Hover); err != nil {
 			return err

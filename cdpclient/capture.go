@@ -79,7 +79,7 @@ func (r *render) screenshot(ctx context.Context) error {
 		a.h = math.Floor(float64(maxH) / r.scale)
 		dh = r.devicePx(a.h)
 	}
-	if a.fullPage && r.o.S1.FullPageAlgorithm == "by_sections" {
+	if a.fullPage && r.o.FullPageAlgorithm == "by_sections" {
 		tiles, err := r.bySections(ctx, a) // s1render.go
 		if err != nil {
 			return err
@@ -230,7 +230,7 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 		Found      bool `json:"found"`
 		X, Y, W, H float64
 	}
-	if err := r.eval(ctx, jsCall(elementBoxJS, sel, !r.o.S1.SelectorNoScroll), &b); err != nil {
+	if err := r.eval(ctx, jsCall(elementBoxJS, sel, !r.o.SelectorNoScroll), &b); err != nil {
 		return nil, err
 	}
 	if !b.Found || !(b.W > 0 && b.H > 0) || math.IsInf(b.W+b.H+b.X+b.Y, 0) || math.IsNaN(b.X+b.Y) {
@@ -311,7 +311,7 @@ func (r *render) pageHeight(ctx context.Context) (float64, error) {
 			budget = time.Until(d) / scrollShare
 		}
 		expr = jsCall(scrollPageJS, maxH, budget.Milliseconds(), scrollSettle.Milliseconds(), scrollImageWait.Milliseconds(),
-			r.o.S1.FullPageScrollBy, r.o.S1.FullPageScrollDelay.Milliseconds()) // full_page_scroll_by, _delay
+			r.o.FullPageScrollBy, r.o.FullPageScrollDelay.Milliseconds()) // full_page_scroll_by, _delay
 	}
 	if err := r.eval(ctx, expr, &h); err != nil {
 		return 0, fmt.Errorf("measure the page: %w", err)

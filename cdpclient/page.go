@@ -40,7 +40,7 @@ const (
 func (r *render) pageActions(ctx context.Context) error {
 	if r.o.WaitForSelector != "" {
 		sels := []string{r.o.WaitForSelector}
-		if r.o.S1.WaitForSelectorAlgorithm == "at_least_by_count" {
+		if r.o.WaitForSelectorAlgorithm == "at_least_by_count" {
 			// Every selector of the list must match, not just one of them.
 			sels = splitSelectorList(r.o.WaitForSelector)
 		}

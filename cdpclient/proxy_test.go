@@ -73,7 +73,7 @@ func TestProxy(t *testing.T) {
 
 	withProxy := func(host, user, pass string) *shotd.Options {
 		o := opts(page)
-		o.S1.Proxy = &shotd.UpstreamProxy{Host: host, Username: shotd.Secret(user), Password: shotd.Secret(pass),
+		o.Proxy = &shotd.UpstreamProxy{Host: host, Username: shotd.Secret(user), Password: shotd.Secret(pass),
 			Bypass: []string{"127.0.0.2"}}
 		return o
 	}

@@ -144,8 +144,8 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 	loaded := sync.OnceFunc(func() { p.loading.Add(-1) })
 	defer loaded()
 
-	if o.S1.Proxy != nil {
-		r.t, err = p.proxiedTab(rctx, o.S1.Proxy)
+	if o.Proxy != nil {
+		r.t, err = p.proxiedTab(rctx, o.Proxy)
 	} else {
 		r.t, err = p.acquire(rctx)
 	}

@@ -32,7 +32,7 @@ type requestRules struct {
 // newRequestRules returns the rules of o, or nil when there are none.
 func newRequestRules(o *shotd.Options, b Blocker) *requestRules {
 	if b == nil && len(o.BlockResources) == 0 && len(o.BlockRequests) == 0 && len(o.Headers) == 0 && o.Authorization == "" &&
-		!o.S1.BlockSocials {
+		!o.BlockSocials {
 		return nil
 	}
 	rr := &requestRules{blocker: b, target: hostKey(o.URL), targetTLS: secureScheme(o.URL)}
@@ -47,7 +47,7 @@ func newRequestRules(o *shotd.Options, b Blocker) *requestRules {
 			rr.patterns = append(rr.patterns, compilePattern(p))
 		}
 	}
-	if o.S1.BlockSocials {
+	if o.BlockSocials {
 		rr.patterns = append(rr.patterns, socialPatterns()...) // s1render.go
 	}
 	add := func(name, value string) {

@@ -56,7 +56,7 @@ func (r *render) scriptsWaitIdle() bool {
 // networkidle2: 2), -1 when scripts_wait_until asks for no network idleness.
 func (r *render) scriptsIdleMax() int {
 	n := -1
-	for _, w := range r.o.S1.ScriptsWaitUntil {
+	for _, w := range r.o.ScriptsWaitUntil {
 		switch w {
 		case "networkidle0":
 			n = 0
@@ -88,7 +88,7 @@ type s1Network struct {
 }
 
 func (r *render) s1NeedsNetwork() bool {
-	s := &r.o.S1
+	s := r.o
 	return len(s.FailIfRequestFailed) > 0 || (!r.html && (s.MetaStatusCode || s.MetaHeaders))
 }
 
@@ -240,7 +240,7 @@ func (n *s1Network) pending(pats []urlPattern) bool {
 // matching requests still under way are waited for, within the loading time, so that their
 // outcome is known.
 func (r *render) s1CheckRequests(ctx context.Context) error {
-	pats := r.o.S1.FailIfRequestFailed
+	pats := r.o.FailIfRequestFailed
 	if len(pats) == 0 || r.s1.net == nil {
 		return nil
 	}
@@ -286,7 +286,7 @@ func (r *render) s1CheckRequests(ctx context.Context) error {
 // that wait reads, and a stream ends with its context.
 func (r *render) navBounded(run func(context.Context) error) func(context.Context) error {
 	return func(ctx context.Context) error {
-		d := r.o.S1.NavigationTimeout
+		d := r.o.NavigationTimeout
 		if d <= 0 || r.html {
 			return run(ctx)
 		}
@@ -368,13 +368,13 @@ const bannersJS = `(() => {
 
 // s1Hide applies block_socials' CSS and block_banners_by_heuristics before the capture.
 func (r *render) s1Hide(ctx context.Context) error {
-	if r.o.S1.BlockSocials {
+	if r.o.BlockSocials {
 		js := `(css) => { const s = new CSSStyleSheet(); s.replaceSync(css); document.adoptedStyleSheets = [...document.adoptedStyleSheets, s]; }`
 		if err := r.eval(ctx, jsCall(js, socialCSS), nil); err != nil {
 			return err
 		}
 	}
-	if r.o.S1.BlockBannersByHeuristics {
+	if r.o.BlockBannersByHeuristics {
 		if err := r.eval(ctx, bannersJS, nil); err != nil {
 			return err
 		}
@@ -477,7 +477,7 @@ const metadataJS = `async (want) => {
 // s1Finish runs after the capture: the page metadata and the slices. It is the render's last
 // step.
 func (r *render) s1Finish(ctx context.Context) error {
-	s := &r.o.S1
+	s := r.o
 	if s.WantsMetadata() {
 		if err := r.readMetadata(ctx); err != nil {
 			return err
@@ -492,7 +492,7 @@ func (r *render) s1Finish(ctx context.Context) error {
 // readMetadata reads what the metadata_* options ask for: from the page (title, Open Graph,
 // icon, fonts, content) and from its document's answer (status code, headers).
 func (r *render) readMetadata(ctx context.Context) error {
-	s := &r.o.S1
+	s := r.o
 	want := map[string]bool{"title": s.MetaPageTitle, "og": s.MetaOpenGraph, "icon": s.MetaIcon,
 		"fonts": s.MetaFonts, "content": s.MetaContent, "shadow": s.IncludeShadowDOM}
 	var got struct {
@@ -545,7 +545,7 @@ func (r *render) contentFile(html string) (*shotd.FileRef, error) {
 		return nil, shotd.Errorf(shotd.CodeContentTooLarge, "the page's content is %d bytes; metadata_content takes at most %d", len(html), maxContentBytes)
 	}
 	x := shotd.Extra{Data: []byte(html), Format: "html", ContentType: "text/html; charset=utf-8"}
-	if r.o.S1.MetaContentFormat == "markdown" {
+	if r.o.MetaContentFormat == "markdown" {
 		md, err := htmltomarkdown.ConvertString(html, converter.WithDomain(r.pageURL()))
 		if err != nil {
 			return nil, fmt.Errorf("convert the content to markdown: %w", err)
@@ -567,10 +567,10 @@ func (r *render) documentAnswer(m *shotd.Metadata) error {
 	if doc == nil {
 		return nil
 	}
-	if r.o.S1.MetaStatusCode {
+	if r.o.MetaStatusCode {
 		m.HTTPResponseStatusCode = doc.Status
 	}
-	if r.o.S1.MetaHeaders {
+	if r.o.MetaHeaders {
 		var hs map[string]string
 		_ = json.Unmarshal(doc.Headers, &hs)
 		m.HTTPResponseHeaders = make(map[string]string, len(hs))
@@ -585,11 +585,11 @@ func (r *render) documentAnswer(m *shotd.Metadata) error {
 // full_page_slice_overlap_height, encoded like the image. A JSON answer or a job gets them as
 // files of their own; any other answer is a zip of them.
 func (r *render) slice(ctx context.Context) error {
-	h := r.o.S1.SliceHeight
+	h := r.o.SliceHeight
 	if h <= 0 {
 		h = shotd.DefaultSliceHeight
 	}
-	overlap := min(max(r.o.S1.SliceOverlap, 0), h-1)
+	overlap := min(max(r.o.SliceOverlap, 0), h-1)
 	// The page's height decides the count: refused from the image's header, before a single
 	// slice is decoded or encoded.
 	iw, ih, err := imageSize(r.format, r.data)
@@ -667,7 +667,7 @@ func (r *render) slice(ctx context.Context) error {
 // s1Output puts the metadata and the slices into out.
 func (r *render) s1Output(out *shotd.Output) {
 	if m := r.s1.meta; m != nil {
-		if r.o.S1.MetaImageSize && out.Width > 0 {
+		if r.o.MetaImageSize && out.Width > 0 {
 			m.ImageSize = &shotd.ImageSize{Width: out.Width, Height: out.Height}
 		}
 		out.Metadata = m

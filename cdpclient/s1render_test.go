@@ -33,9 +33,9 @@ func TestS1Metadata(t *testing.T) {
 	})
 	srv, _ := server(t, mux)
 	o := opts(srv.URL + "/")
-	o.S1.MetaPageTitle, o.S1.MetaOpenGraph, o.S1.MetaIcon, o.S1.MetaFonts = true, true, true, true
-	o.S1.MetaStatusCode, o.S1.MetaHeaders, o.S1.MetaImageSize, o.S1.MetaContent = true, true, true, true
-	o.S1.MetaContentFormat = "markdown"
+	o.MetaPageTitle, o.MetaOpenGraph, o.MetaIcon, o.MetaFonts = true, true, true, true
+	o.MetaStatusCode, o.MetaHeaders, o.MetaImageSize, o.MetaContent = true, true, true, true
+	o.MetaContentFormat = "markdown"
 	out := mustRender(t, shared, o)
 	m := out.Metadata
 	if m == nil {
@@ -80,7 +80,7 @@ func TestS1ContentShadowDOM(t *testing.T) {
 <script>document.getElementById('host').attachShadow({mode: 'open'}).innerHTML = '<p>inside the ' + 'shadow</p>';</script></body>`
 	for _, shadow := range []bool{false, true} {
 		o := htmlOpts(page)
-		o.S1.MetaContent, o.S1.MetaContentFormat, o.S1.IncludeShadowDOM = true, "html", shadow
+		o.MetaContent, o.MetaContentFormat, o.IncludeShadowDOM = true, "html", shadow
 		out := mustRender(t, shared, o)
 		if len(out.Extras) != 1 {
 			t.Fatalf("%d extras", len(out.Extras))
@@ -107,7 +107,7 @@ func TestS1Slices(t *testing.T) {
 	t.Parallel()
 	o := htmlOpts(tallPage)
 	o.FullPage, o.ResponseType = true, "json"
-	o.S1.Slices, o.S1.SliceHeight, o.S1.SliceOverlap = true, 400, 100
+	o.Slices, o.SliceHeight, o.SliceOverlap = true, 400, 100
 	out := mustRender(t, shared, o)
 	if out.Width != 400 || out.Height != 1000 {
 		t.Fatalf("image %dx%d, want 400x1000", out.Width, out.Height)
@@ -162,7 +162,7 @@ func TestS1BySections(t *testing.T) {
 	t.Parallel()
 	for _, alg := range []string{"default", "by_sections"} {
 		o := htmlOpts(tallPage)
-		o.FullPage, o.S1.FullPageAlgorithm = true, alg
+		o.FullPage, o.FullPageAlgorithm = true, alg
 		img := decodePNG(t, mustRender(t, shared, o).Data)
 		if b := img.Bounds(); b.Dy() != 1000 {
 			t.Fatalf("%s: height %d", alg, b.Dy())
@@ -197,7 +197,7 @@ func TestS1ScrollBy(t *testing.T) {
 	})
 	srv, _ := server(t, mux)
 	o := opts(srv.URL + "/")
-	o.FullPage, o.FullPageScroll, o.S1.FullPageScrollBy = true, true, 150
+	o.FullPage, o.FullPageScroll, o.FullPageScrollBy = true, true, 150
 	mustRender(t, shared, o)
 	// The beacons of the scroll may still be on their way after the answer.
 	deadline := time.Now().Add(10 * time.Second)
@@ -239,7 +239,7 @@ func TestS1ScrollDelay(t *testing.T) {
 	})
 	srv, _ := server(t, mux)
 	o := opts(srv.URL + "/")
-	o.FullPage, o.FullPageScroll, o.S1.FullPageScrollBy, o.S1.FullPageScrollDelay = true, true, 150, delay
+	o.FullPage, o.FullPageScroll, o.FullPageScrollBy, o.FullPageScrollDelay = true, true, 150, delay
 	mustRender(t, shared, o)
 	steps := []int{150, 300, 450, 600}
 	deadline := time.Now().Add(10 * time.Second)
@@ -284,12 +284,12 @@ func TestS1NavigationTimeout(t *testing.T) {
 	mux.HandleFunc("/fine", htmlPage(`<p>fine</p>`))
 	// Within it: the render goes on past the navigation (its events are read in wait).
 	o := opts(srv.URL + "/fine")
-	o.S1.NavigationTimeout = 20 * time.Second
+	o.NavigationTimeout = 20 * time.Second
 	o.WaitUntil = shotd.WaitDOMContentLoaded
 	mustRender(t, shared, o)
 
 	o = opts(srv.URL + "/")
-	o.S1.NavigationTimeout = time.Second
+	o.NavigationTimeout = time.Second
 	_, err := doRender(t, shared, o)
 	e := wantCode(t, err, shotd.CodeTimeout)
 	if !strings.Contains(e.Message, "navigation_timeout") {
@@ -309,7 +309,7 @@ func TestS1ScriptsWaitUntil(t *testing.T) {
 	srv, _ := server(t, mux)
 	o := opts(srv.URL + "/")
 	o.Scripts = `fetch('/slow').then(r => r.text()).then(() => { document.body.style.background = 'rgb(255,0,0)'; })`
-	o.S1.ScriptsWaitUntil = []string{"networkidle0"}
+	o.ScriptsWaitUntil = []string{"networkidle0"}
 	img := decodePNG(t, mustRender(t, shared, o).Data)
 	if got := rgbAt(img, 10, 10); got != [3]uint8{255, 0, 0} {
 		t.Errorf("pixel %v: the capture did not wait for the scripts' fetch", got)
@@ -323,7 +323,7 @@ func TestS1WaitForSelectorByCount(t *testing.T) {
 <script>setTimeout(() => { const b = document.createElement('div'); b.id = 'b';
 b.style.cssText = 'height:200px;background:rgb(255,0,0)'; document.body.appendChild(b); }, 500);</script></body>`
 	o := htmlOpts(page)
-	o.WaitForSelector, o.S1.WaitForSelectorAlgorithm = "#a, #b", "at_least_by_count"
+	o.WaitForSelector, o.WaitForSelectorAlgorithm = "#a, #b", "at_least_by_count"
 	img := decodePNG(t, mustRender(t, shared, o).Data)
 	if got := rgbAt(img, 10, 50); got != [3]uint8{255, 0, 0} {
 		t.Errorf("pixel %v: #b was not waited for", got)
@@ -342,7 +342,7 @@ func TestS1SelectorNoScroll(t *testing.T) {
 <script>addEventListener('scroll', () => { document.body.style.background = 'rgb(255,0,0)'; });</script></body>`
 	for _, noScroll := range []bool{false, true} {
 		o := htmlOpts(page)
-		o.Selector, o.S1.SelectorNoScroll = "#el", noScroll
+		o.Selector, o.SelectorNoScroll = "#el", noScroll
 		img := decodePNG(t, mustRender(t, shared, o).Data)
 		if red := rgbAt(img, 50, 50) == [3]uint8{255, 0, 0}; red == noScroll {
 			t.Errorf("selector_scroll_into_view=%v: scrolled = %v", !noScroll, red)
@@ -363,14 +363,14 @@ func TestS1FailIfRequestFailed(t *testing.T) {
 	srv, _ := server(t, mux)
 	mux.HandleFunc("/", htmlPage(`<!doctype html><body><img src="/broken.png"></body>`))
 	o := opts(srv.URL + "/")
-	o.S1.FailIfRequestFailed = []string{srv.URL + "/*.png"}
+	o.FailIfRequestFailed = []string{srv.URL + "/*.png"}
 	_, err := doRender(t, shared, o)
 	e := wantCode(t, err, shotd.CodeNavigationFailed)
 	if !strings.Contains(e.Message, "fail_if_request_failed") || !strings.Contains(e.Message, "/broken.png") {
 		t.Errorf("message %q", e.Message)
 	}
 	o = opts(srv.URL + "/")
-	o.S1.FailIfRequestFailed = []string{"*/other.png"}
+	o.FailIfRequestFailed = []string{"*/other.png"}
 	mustRender(t, shared, o)
 }
 
@@ -379,14 +379,14 @@ func TestS1BlockSocials(t *testing.T) {
 	page := `<!doctype html><body style="margin:0;background:#fff"><blockquote class="twitter-tweet" style="margin:0;height:100px;background:rgb(255,0,0)"></blockquote></body>`
 	for _, block := range []bool{false, true} {
 		o := htmlOpts(page)
-		o.S1.BlockSocials = block
+		o.BlockSocials = block
 		img := decodePNG(t, mustRender(t, shared, o).Data)
 		if red := rgbAt(img, 10, 10) == [3]uint8{255, 0, 0}; red == block {
 			t.Errorf("block_socials=%v: the embed shows = %v", block, red)
 		}
 	}
 	o := htmlOpts(page)
-	o.S1.BlockSocials = true
+	o.BlockSocials = true
 	rr := newRequestRules(o, nil)
 	for u, want := range map[string]bool{
 		"https://platform.twitter.com/widgets.js":            true,
@@ -410,7 +410,7 @@ func TestS1BannersByHeuristics(t *testing.T) {
 <div style="position:fixed;bottom:0;left:0;right:0;height:60px;background:rgb(255,0,0)">We use cookies</div></body>`
 	for _, block := range []bool{false, true} {
 		o := htmlOpts(page)
-		o.S1.BlockBannersByHeuristics = block
+		o.BlockBannersByHeuristics = block
 		img := decodePNG(t, mustRender(t, shared, o).Data)
 		if red := rgbAt(img, 200, 280) == [3]uint8{255, 0, 0}; red == block {
 			t.Errorf("block_banners_by_heuristics=%v: the banner shows = %v", block, red)
@@ -439,7 +439,7 @@ func TestS1SlicesBounded(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			o := htmlOpts(fmt.Sprintf(`<!doctype html><body style="margin:0"><div style="height:%dpx;background:#888"></div>`, c.pageHeight))
 			o.FullPage, o.ResponseType = true, "json"
-			o.S1.Slices, o.S1.SliceHeight, o.S1.SliceOverlap = true, c.height, c.overlap
+			o.Slices, o.SliceHeight, o.SliceOverlap = true, c.height, c.overlap
 			_, err := doRender(t, shared, o)
 			wantCode(t, err, shotd.CodeContentTooLarge)
 		})

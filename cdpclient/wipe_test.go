@@ -254,7 +254,7 @@ func wipeLeavesNothing(t *testing.T, p *Process) {
 	dirty.TimeZone = "Asia/Tokyo"
 	dirty.DarkMode = true
 	dirty.HasTouch = true
-	dirty.S1.HasGeolocation, dirty.S1.Latitude, dirty.S1.Longitude = true, 48.85, 2.35 // granted and overridden
+	dirty.HasGeolocation, dirty.Latitude, dirty.Longitude = true, 48.85, 2.35 // granted and overridden
 	used := renderContext(t, p, dirty)
 
 	nextTab(t, p, used)
@@ -585,7 +585,7 @@ func TestWipeMovesThePointerAway(t *testing.T) {
 		set  func(o *shotd.Options)
 	}{
 		{name: "click", set: func(o *shotd.Options) { o.Click = "#b" }},
-		{name: "hover", set: func(o *shotd.Options) { o.S1.Hover = "#b" }},
+		{name: "hover", set: func(o *shotd.Options) { o.Hover = "#b" }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

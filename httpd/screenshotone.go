@@ -26,7 +26,7 @@ func (s *Server) animate(ctx *fasthttp.RequestCtx) { s.render(ctx, option.Animat
 // setAttachment writes the Content-Disposition of attachment_name on a file answer; the parser
 // allowed only characters that need no escaping inside the quotes.
 func setAttachment(ctx *fasthttp.RequestCtx, o *shotd.Options) {
-	if n := o.S1.AttachmentName; n != "" {
+	if n := o.AttachmentName; n != "" {
 		ctx.Response.Header.Set("Content-Disposition", `attachment; filename="`+n+`"`)
 	}
 }

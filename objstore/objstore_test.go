@@ -396,7 +396,7 @@ func TestSealProxyOptions(t *testing.T) {
 		t.Fatal(err)
 	}
 	o := &shotd.Options{URL: "http://127.0.0.1/"}
-	o.S1.Proxy = &shotd.UpstreamProxy{Host: "127.0.0.1:3128", Username: "proxy-user", Password: "proxy-s3cret", Bypass: []string{"a.test"}}
+	o.Proxy = &shotd.UpstreamProxy{Host: "127.0.0.1:3128", Username: "proxy-user", Password: "proxy-s3cret", Bypass: []string{"a.test"}}
 	if !o.HasSecrets() {
 		t.Fatal("a proxy with credentials has no secrets")
 	}
@@ -404,7 +404,7 @@ func TestSealProxyOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.S1.Proxy.Password != "proxy-s3cret" || o.S1.Proxy.Sealed != nil {
+	if o.Proxy.Password != "proxy-s3cret" || o.Proxy.Sealed != nil {
 		t.Fatal("SealOptions changed the caller's options")
 	}
 	raw, err := json.Marshal(sealed)
@@ -424,7 +424,7 @@ func TestSealProxyOptions(t *testing.T) {
 	if err := s.OpenOptions(&back); err != nil {
 		t.Fatal(err)
 	}
-	p := back.S1.Proxy
+	p := back.Proxy
 	if p.Username != "proxy-user" || p.Password != "proxy-s3cret" || p.Host != "127.0.0.1:3128" || p.Sealed != nil || len(p.Bypass) != 1 {
 		t.Fatalf("opened %+v", *p)
 	}
@@ -440,10 +440,10 @@ func TestSealProxyOptions(t *testing.T) {
 	}
 
 	plain := &shotd.Options{URL: "http://127.0.0.1/"}
-	plain.S1.Proxy = &shotd.UpstreamProxy{Host: "127.0.0.1:3128"}
+	plain.Proxy = &shotd.UpstreamProxy{Host: "127.0.0.1:3128"}
 	raw, _ = json.Marshal(plain)
 	back = shotd.Options{}
-	if err := json.Unmarshal(raw, &back); err != nil || back.HasSecrets() || back.S1.Proxy.HasCredentials() {
-		t.Fatalf("a proxy without credentials came back with some: %+v (%v)", back.S1.Proxy, err)
+	if err := json.Unmarshal(raw, &back); err != nil || back.HasSecrets() || back.Proxy.HasCredentials() {
+		t.Fatalf("a proxy without credentials came back with some: %+v (%v)", back.Proxy, err)
 	}
 }

@@ -133,14 +133,14 @@ func (s *Sealer) SealOptions(o *shotd.Options) (*shotd.Options, error) {
 		}
 		c.Storage.Sealed, c.Storage.Credentials = b, shotd.StorageCredentials{}
 	}
-	if p := o.S1.Proxy; p != nil && p.HasCredentials() {
+	if p := o.Proxy; p != nil && p.HasCredentials() {
 		b, err := s.seal(sealed{ID: p.Username.Reveal(), Secret: p.Password.Reveal()})
 		if err != nil {
 			return nil, err
 		}
 		sp := *p
 		sp.Sealed, sp.Username, sp.Password = b, "", ""
-		c.S1.Proxy = &sp
+		c.Proxy = &sp
 	}
 	if err := s.sealRequest(&c); err != nil {
 		return nil, err
@@ -159,14 +159,14 @@ func (s *Sealer) OpenOptions(o *shotd.Options) error {
 		}
 		o.Storage.Credentials, o.Storage.Sealed = c, nil
 	}
-	if p := o.S1.Proxy; p != nil && p.Sealed != nil {
+	if p := o.Proxy; p != nil && p.Sealed != nil {
 		v, err := s.open(p.Sealed)
 		if err != nil {
 			return shotd.Wrap(shotd.CodeInternalError, err, "the proxy credentials of this job could not be read (the service's key changed); send the request again")
 		}
 		op := *p
 		op.Username, op.Password, op.Sealed = shotd.Secret(v.ID), shotd.Secret(v.Secret), nil
-		o.S1.Proxy = &op
+		o.Proxy = &op
 	}
 	return s.openRequest(o)
 }

@@ -108,7 +108,7 @@ func splitBypass(v string) []string {
 
 // checkProxyOptions completes the proxy option with its bypass list (from checkS1Options).
 func checkProxyOptions(o *draft) {
-	if p := o.S1.Proxy; p != nil {
+	if p := o.Proxy; p != nil {
 		p.Bypass = o.proxyBypass
 	}
 }

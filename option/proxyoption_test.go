@@ -36,7 +36,7 @@ func TestProxyOption(t *testing.T) {
 	for _, c := range ok {
 		t.Run(c.name, func(t *testing.T) {
 			o := mustParse(t, c.ps)
-			p := o.S1.Proxy
+			p := o.Proxy
 			if p == nil {
 				t.Fatal("no proxy parsed")
 			}

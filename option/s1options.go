@@ -32,25 +32,25 @@ func knownSlicedHeight(o *shotd.Options) int {
 func s1OptionSpecs() []*OptionSpec {
 	return []*OptionSpec{
 		boolean("Page", "bypass_csp", "false", "Set the page's Content-Security-Policy aside, so that styles and scripts are not refused.",
-			func(o *draft, v bool) { o.S1.BypassCSP = v }),
+			func(o *draft, v bool) { o.BypassCSP = v }),
 		str("Page", "hover", "", "Move the mouse over the first matching element before capture.",
-			func(o *draft, v string) { o.S1.Hover = v }).checked(checkSelector),
+			func(o *draft, v string) { o.Hover = v }).checked(checkSelector),
 		str("Page", "scroll_into_view", "", "Scroll the first matching element to the top of the viewport before capture.",
-			func(o *draft, v string) { o.S1.ScrollIntoView = v }).checked(checkSelector),
+			func(o *draft, v string) { o.ScrollIntoView = v }).checked(checkSelector),
 		integer("Page", "scroll_into_view_adjust_top", "", "Pixels to scroll further down (or up, negative) after scroll_into_view.",
-			func(o *draft, v int) { o.S1.ScrollIntoViewAdjust = v }).withBounds(-10000, 10000),
+			func(o *draft, v int) { o.ScrollIntoViewAdjust = v }).withBounds(-10000, 10000),
 		boolean("Viewport", "viewport_has_touch", "false", "Emulate a touch screen.",
 			func(o *draft, v bool) { o.HasTouch = o.HasTouch || v }),
 		number("Viewport", "geolocation_latitude", "", "Latitude the page's geolocation API reports; needs geolocation_longitude.",
-			func(o *draft, v float64) { o.S1.Latitude, o.S1.HasGeolocation = v, true }).withBounds(-90, 90),
+			func(o *draft, v float64) { o.Latitude, o.HasGeolocation = v, true }).withBounds(-90, 90),
 		number("Viewport", "geolocation_longitude", "", "Longitude the page's geolocation API reports; needs geolocation_latitude.",
-			func(o *draft, v float64) { o.S1.Longitude, o.S1.HasGeolocation = v, true }).withBounds(-180, 180),
+			func(o *draft, v float64) { o.Longitude, o.HasGeolocation = v, true }).withBounds(-180, 180),
 		number("Viewport", "geolocation_accuracy", "", "Accuracy of the position, in metres.",
-			func(o *draft, v float64) { o.S1.Accuracy = v }).withBounds(0, 1e7),
+			func(o *draft, v float64) { o.Accuracy = v }).withBounds(0, 1e7),
 		str("Waiting", "fail_if_content_contains", "", "Fail with content_check_failed when the page's text or HTML contains this (case-insensitive).",
-			func(o *draft, v string) { o.S1.FailIfContentContains = v }).checked(notEmpty),
+			func(o *draft, v string) { o.FailIfContentContains = v }).checked(notEmpty),
 		str("Waiting", "fail_if_content_missing", "", "Fail with content_check_failed when the page's text and HTML lack this (case-insensitive).",
-			func(o *draft, v string) { o.S1.FailIfContentMissing = v }).checked(notEmpty),
+			func(o *draft, v string) { o.FailIfContentMissing = v }).checked(notEmpty),
 		trueOnly("Waiting", "error_on_selector_not_found", "nothing matching selector or wait_for_selector answers selector_not_found.",
 			"shotd always answers selector_not_found when selector matches nothing; it never captures something else instead"),
 		trueOnly("Waiting", "error_on_click_selector_not_found", "nothing matching click answers selector_not_found.",
@@ -62,55 +62,55 @@ func s1OptionSpecs() []*OptionSpec {
 		trueOnly("Area", "capture_beyond_viewport", "full_page, selector and clip capture beyond the viewport.",
 			"shotd always captures beyond the viewport for full_page, selector and clip"),
 		metadataOption("metadata_image_size", "metadata.image_size, the image's width and height in pixels.",
-			func(s *shotd.S1Options) *bool { return &s.MetaImageSize }),
+			func(s *shotd.Options) *bool { return &s.MetaImageSize }),
 		metadataOption("metadata_page_title", "metadata.page_title, the document's title.",
-			func(s *shotd.S1Options) *bool { return &s.MetaPageTitle }),
+			func(s *shotd.Options) *bool { return &s.MetaPageTitle }),
 		metadataOption("metadata_open_graph", "metadata.open_graph, the page's og: meta tags (og:title as title, and so on).",
-			func(s *shotd.S1Options) *bool { return &s.MetaOpenGraph }),
+			func(s *shotd.Options) *bool { return &s.MetaOpenGraph }),
 		metadataOption("metadata_icon", "metadata.icon, the url and type of the page's icon (its link rel=icon, else /favicon.ico).",
-			func(s *shotd.S1Options) *bool { return &s.MetaIcon }),
+			func(s *shotd.Options) *bool { return &s.MetaIcon }),
 		metadataOption("metadata_fonts", "metadata.fonts, the font families the page's text is set in and the web fonts it loaded.",
-			func(s *shotd.S1Options) *bool { return &s.MetaFonts }),
+			func(s *shotd.Options) *bool { return &s.MetaFonts }),
 		metadataOption("metadata_http_response_status_code", "metadata.http_response_status_code, the HTTP status of the page's document (url sources).",
-			func(s *shotd.S1Options) *bool { return &s.MetaStatusCode }),
+			func(s *shotd.Options) *bool { return &s.MetaStatusCode }),
 		metadataOption("metadata_http_response_headers", "metadata.http_response_headers, the response headers of the page's document (url sources).",
-			func(s *shotd.S1Options) *bool { return &s.MetaHeaders }),
+			func(s *shotd.Options) *bool { return &s.MetaHeaders }),
 		metadataOption("metadata_content", "metadata.content, a link to the page's content as a file of its own (see metadata_content_format).",
-			func(s *shotd.S1Options) *bool { return &s.MetaContent }),
+			func(s *shotd.Options) *bool { return &s.MetaContent }),
 		enum("Metadata", "metadata_content_format", "html", "Format of metadata_content: the page's HTML as it is rendered, or that HTML converted to Markdown.", ContentFormats,
-			func(o *draft, v string) { o.S1.MetaContentFormat = v }),
+			func(o *draft, v string) { o.MetaContentFormat = v }),
 		boolean("Metadata", "include_shadow_dom", "false", "metadata_content includes the content of the page's open shadow roots.",
-			func(o *draft, v bool) { o.S1.IncludeShadowDOM = v }),
+			func(o *draft, v bool) { o.IncludeShadowDOM = v }),
 		enum("Area", "full_page_algorithm", "default", "default captures the whole page in one piece; by_sections scrolls the viewport down the page and stitches what each position shows, so that sticky and fixed elements and scroll-driven content look as a visitor sees them.", FullPageAlgorithms,
-			func(o *draft, v string) { o.S1.FullPageAlgorithm = v }),
+			func(o *draft, v string) { o.FullPageAlgorithm = v }),
 		integer("Area", "full_page_scroll_by", "", "CSS pixels each full_page_scroll step moves (default: one viewport).",
-			func(o *draft, v int) { o.S1.FullPageScrollBy = v }).withBounds(50, 10000),
+			func(o *draft, v int) { o.FullPageScrollBy = v }).withBounds(50, 10000),
 		integer("Area", "full_page_scroll_delay", "", "Milliseconds to wait after each full_page_scroll step (default: until the page stops adding content, at most 300).",
-			func(o *draft, v int) { o.S1.FullPageScrollDelay = time.Duration(v) * time.Millisecond }).withBounds(0, 5000),
+			func(o *draft, v int) { o.FullPageScrollDelay = time.Duration(v) * time.Millisecond }).withBounds(0, 5000),
 		boolean("Area", "full_page_slices", "false", "Cut the full-page image into vertical slices: a JSON answer lists them (slices, each with its own file), any other answer is a zip of them.",
-			func(o *draft, v bool) { o.S1.Slices = v }),
+			func(o *draft, v bool) { o.Slices = v }),
 		integer("Area", "full_page_slice_height", "4000", "Height of each slice in pixels; the last one may be shorter. A render makes at most 100 slices.",
-			func(o *draft, v int) { o.S1.SliceHeight = v }).withBounds(1, shotd.MaxSliceHeight),
+			func(o *draft, v int) { o.SliceHeight = v }).withBounds(1, shotd.MaxSliceHeight),
 		integer("Area", "full_page_slice_overlap_height", "0", "Pixels each slice repeats of the one before it.",
-			func(o *draft, v int) { o.S1.SliceOverlap = v }).withBounds(0, shotd.MaxSliceHeight-1),
+			func(o *draft, v int) { o.SliceOverlap = v }).withBounds(0, shotd.MaxSliceHeight-1),
 		number("Waiting", "navigation_timeout", "", "Seconds the navigation may take until wait_until is met; past it the render fails with timeout. The timeout option still bounds the whole loading.",
-			func(o *draft, v float64) { o.S1.NavigationTimeout = seconds(v) }).withBounds(1, 90),
+			func(o *draft, v float64) { o.NavigationTimeout = seconds(v) }).withBounds(1, 90),
 		withEnum(list("Waiting", "scripts_wait_until", ArrayRepeat, "When scripts navigate the page: what to wait for on the new page (networkidle0: no request in flight for 500 ms; networkidle2: at most two).",
-			func(o *draft, v []string) { o.S1.ScriptsWaitUntil = v }), ScriptsWaitConditions),
+			func(o *draft, v []string) { o.ScriptsWaitUntil = v }), ScriptsWaitConditions),
 		enum("Waiting", "wait_for_selector_algorithm", "at_least_one", "at_least_one: wait_for_selector waits for any element its selector list matches; at_least_by_count: for a match of every selector of the comma-separated list.", WaitForSelectorAlgorithms,
-			func(o *draft, v string) { o.S1.WaitForSelectorAlgorithm = v }),
+			func(o *draft, v string) { o.WaitForSelectorAlgorithm = v }),
 		enum("Area", "selector_algorithm", "default", "How selector is captured: default and clip both capture the element's box as a clip of the page (shotd has one way).", SelectorAlgorithms,
-			func(o *draft, v string) { o.S1.SelectorAlgorithm = v }),
+			func(o *draft, v string) { o.SelectorAlgorithm = v }),
 		boolean("Area", "selector_scroll_into_view", "true", "Scroll the selector's element into view before capturing it, so that lazy content in it loads; false captures it where it is.",
-			func(o *draft, v bool) { o.S1.SelectorNoScroll = !v }),
+			func(o *draft, v bool) { o.SelectorNoScroll = !v }),
 		list("Waiting", "fail_if_request_failed", ArrayRepeat, "Fail with navigation_failed when a request whose URL matches one of these patterns (`*` wildcard) fails at the network level (refused, reset, DNS). Requests the render blocks itself do not count.",
-			func(o *draft, v []string) { o.S1.FailIfRequestFailed = v }).checked(checkPattern),
+			func(o *draft, v []string) { o.FailIfRequestFailed = v }).checked(checkPattern),
 		boolean("Blocking", "block_socials", "false", "Block social-media widgets and embeds (share buttons, like boxes, embedded posts).",
-			func(o *draft, v bool) { o.S1.BlockSocials = v }),
+			func(o *draft, v bool) { o.BlockSocials = v }),
 		boolean("Blocking", "block_banners_by_heuristics", "false", "Hide banners found by their look: fixed or sticky boxes along the top or bottom edge that are not the page's header or navigation, and full-screen overlays.",
-			func(o *draft, v bool) { o.S1.BlockBannersByHeuristics = v }),
+			func(o *draft, v bool) { o.BlockBannersByHeuristics = v }),
 		str("Network", "proxy", "", "Your HTTP proxy, http://user:password@host:port, that the render's connections leave through. Only http:// proxies; https sites go through CONNECT tunnels. The egress guard still checks every host the page asks for, and the proxy's own address (resolved once); the proxy is asked for the address checked, not the name. The credentials are never logged; a background job keeps them sealed.",
-			func(o *draft, v string) { o.S1.Proxy, _ = parseProxy(v) }).checked(checkProxy),
+			func(o *draft, v string) { o.Proxy, _ = parseProxy(v) }).checked(checkProxy),
 		list("Network", "proxy_bypass_hosts", ArrayRepeat, "Hosts reached directly rather than through proxy (still through the egress guard): names, *.example.com for a domain and its subdomains, IP addresses; repeated or comma-separated.",
 			func(o *draft, v []string) {
 				for _, it := range v {
@@ -120,17 +120,17 @@ func s1OptionSpecs() []*OptionSpec {
 				}
 			}).checked(checkBypassHosts),
 		str("Background", "external_identifier", "", "Your own identifier for the job, kept in its record and in its webhook (up to 256 printable characters).",
-			func(o *draft, v string) { o.S1.ExternalIdentifier = v }).checked(checkExternalID).nonRender(),
+			func(o *draft, v string) { o.ExternalIdentifier = v }).checked(checkExternalID).nonRender(),
 		boolean("Background", "webhook_errors", "true", "Send the webhook for failed jobs too (job.failed); false sends it for succeeded jobs only.",
-			func(o *draft, v bool) { o.S1.NoWebhookErrors = !v }).nonRender(),
+			func(o *draft, v bool) { o.NoWebhookErrors = !v }).nonRender(),
 		str("Output", "attachment_name", "", "File name of the answer's Content-Disposition: attachment header.",
-			func(o *draft, v string) { o.S1.AttachmentName = v }).checked(checkAttachmentName).nonRender(),
+			func(o *draft, v string) { o.AttachmentName = v }).checked(checkAttachmentName).nonRender(),
 	}
 }
 
 // metadataOption is a metadata_* option: a boolean that asks for field in the JSON answer.
-func metadataOption(name, doc string, field func(*shotd.S1Options) *bool) *OptionSpec {
-	return boolean("Metadata", name, "false", "JSON answer: "+doc, func(o *draft, v bool) { *field(&o.S1) = v })
+func metadataOption(name, doc string, field func(*shotd.Options) *bool) *OptionSpec {
+	return boolean("Metadata", name, "false", "JSON answer: "+doc, func(o *draft, v bool) { *field(o.Options) = v })
 }
 
 // trueOnly is a boolean option whose only honest value is true, shotd's own behaviour: false is
@@ -180,15 +180,15 @@ var s1Requires = []struct {
 	needs string
 	has   func(o *shotd.Options) bool
 }{
-	{[]string{"geolocation_accuracy"}, "geolocation_latitude and geolocation_longitude", func(o *shotd.Options) bool { return o.S1.HasGeolocation }},
-	{[]string{"scroll_into_view_adjust_top"}, "scroll_into_view", func(o *shotd.Options) bool { return o.S1.ScrollIntoView != "" }},
-	{[]string{"metadata_content_format", "include_shadow_dom"}, "metadata_content=true", func(o *shotd.Options) bool { return o.S1.MetaContent }},
+	{[]string{"geolocation_accuracy"}, "geolocation_latitude and geolocation_longitude", func(o *shotd.Options) bool { return o.HasGeolocation }},
+	{[]string{"scroll_into_view_adjust_top"}, "scroll_into_view", func(o *shotd.Options) bool { return o.ScrollIntoView != "" }},
+	{[]string{"metadata_content_format", "include_shadow_dom"}, "metadata_content=true", func(o *shotd.Options) bool { return o.MetaContent }},
 	{[]string{"full_page_algorithm", "full_page_scroll_by", "full_page_scroll_delay", "full_page_slices"}, "full_page=true", func(o *shotd.Options) bool { return o.FullPage }},
-	{[]string{"full_page_slice_height", "full_page_slice_overlap_height"}, "full_page_slices=true", func(o *shotd.Options) bool { return o.S1.Slices }},
+	{[]string{"full_page_slice_height", "full_page_slice_overlap_height"}, "full_page_slices=true", func(o *shotd.Options) bool { return o.Slices }},
 	{[]string{"scripts_wait_until"}, "scripts", func(o *shotd.Options) bool { return o.Scripts != "" }},
 	{[]string{"wait_for_selector_algorithm"}, "wait_for_selector", func(o *shotd.Options) bool { return o.WaitForSelector != "" }},
 	{[]string{"selector_algorithm", "selector_scroll_into_view"}, "selector", func(o *shotd.Options) bool { return o.Selector != "" }},
-	{[]string{"proxy_bypass_hosts"}, "proxy", func(o *shotd.Options) bool { return o.S1.Proxy != nil }},
+	{[]string{"proxy_bypass_hosts"}, "proxy", func(o *shotd.Options) bool { return o.Proxy != nil }},
 }
 
 // checkS1Options validates the rules between the ScreenshotOne options (from crossCheck).
@@ -207,7 +207,7 @@ func checkS1Options(d *draft, given map[string]bool, fail func(string, string, .
 	if given["geolocation_latitude"] != given["geolocation_longitude"] {
 		fail("geolocation_latitude", "geolocation_latitude and geolocation_longitude go together")
 	}
-	s := &o.S1
+	s := o
 	if s.MetaContentFormat == "" {
 		s.MetaContentFormat = "html"
 	}
