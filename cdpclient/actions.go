@@ -13,11 +13,11 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// s1Prepare sets, before the navigation, the state ScreenshotOne's options ask for:
-// bypass_csp, and the geolocation of geolocation_*.
-func (r *render) s1Prepare(ctx context.Context) error {
+// beforeNavigation sets, before the navigation, the state some options ask for: the network
+// watch (netwatch.go), bypass_csp, and the geolocation of geolocation_*.
+func (r *render) beforeNavigation(ctx context.Context) error {
 	o := r.o
-	if err := r.s1StartNetwork(ctx); err != nil { // s1render.go
+	if err := r.startNetWatch(ctx); err != nil { // netwatch.go
 		return err
 	}
 	if o.BypassCSP && !r.t.over.bypassCSP {
@@ -62,9 +62,9 @@ const contentJS = `(() => {
 	return d ? ((document.body ? document.body.innerText : '') + '\n' + d.outerHTML).toLowerCase() : '';
 })()`
 
-// s1Actions runs ScreenshotOne's page actions after shotd's own (pageActions): hover, then
+// lastActions runs the page actions that follow pageActions' own: hover, then
 // scroll_into_view, then the fail_if_content_* checks on what the page ended up showing.
-func (r *render) s1Actions(ctx context.Context) error {
+func (r *render) lastActions(ctx context.Context) error {
 	o := r.o
 	if o.Hover != "" {
 		if err := r.hover(ctx, o.Hover); err != nil {
@@ -83,10 +83,10 @@ func (r *render) s1Actions(ctx context.Context) error {
 			return shotd.Errorf(shotd.CodeSelectorNotFound, "scroll_into_view %q matched nothing", clipText(o.ScrollIntoView))
 		}
 	}
-	if err := r.s1Hide(ctx); err != nil { // block_socials, block_banners_by_heuristics
+	if err := r.hideWidgets(ctx); err != nil { // block_socials, block_banners_by_heuristics
 		return err
 	}
-	if err := r.s1CheckRequests(ctx); err != nil { // fail_if_request_failed
+	if err := r.checkFailedRequests(ctx); err != nil { // fail_if_request_failed
 		return err
 	}
 	if o.FailIfContentContains == "" && o.FailIfContentMissing == "" {

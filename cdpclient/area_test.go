@@ -281,3 +281,20 @@ func TestClip(t *testing.T) {
 		})
 	}
 }
+
+// TestSelectorNoScroll: selector_scroll_into_view=false leaves the page where it is; the page
+// turns red once scrolled.
+func TestSelectorNoScroll(t *testing.T) {
+	t.Parallel()
+	page := `<!doctype html><body style="margin:0;height:3000px;background:#fff">
+<div id=el style="position:absolute;top:2000px;width:100px;height:100px"></div>
+<script>addEventListener('scroll', () => { document.body.style.background = 'rgb(255,0,0)'; });</script></body>`
+	for _, noScroll := range []bool{false, true} {
+		o := htmlOpts(page)
+		o.Selector, o.SelectorNoScroll = "#el", noScroll
+		img := decodePNG(t, mustRender(t, shared, o).Data)
+		if red := rgbAt(img, 50, 50) == [3]uint8{255, 0, 0}; red == noScroll {
+			t.Errorf("selector_scroll_into_view=%v: scrolled = %v", !noScroll, red)
+		}
+	}
+}

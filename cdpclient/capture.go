@@ -80,7 +80,7 @@ func (r *render) screenshot(ctx context.Context) error {
 		dh = r.devicePx(a.h)
 	}
 	if a.fullPage && r.o.FullPageAlgorithm == "by_sections" {
-		tiles, err := r.bySections(ctx, a) // s1render.go
+		tiles, err := r.bySections(ctx, a) // fullpage.go
 		if err != nil {
 			return err
 		}

@@ -41,7 +41,11 @@
 // (wait_for_selector, wait_for_expression and wait_for_selector_hidden (waits.go), then
 // hide_selectors/styles/the Blocker's CSS, then scripts, then click), settle (delay), capture (a
 // PDF with its templates, ranges and paper, or the viewport, a clip, an element or the full page,
-// resized and fitted as image_width, image_height and image_fit ask). disable_javascript turns
+// resized and fitted as image_width, image_height and image_fit ask; by sections or cut into
+// slices, fullpage.go), finish (the metadata of the JSON answer, metadata.go, and the slices,
+// finish.go). Beside them: the watch of Network events for fail_if_request_failed and the
+// document's answer (netwatch.go), navigation_timeout and scripts_wait_until (navwait.go), and
+// block_socials and block_banners_by_heuristics (hide.go). disable_javascript turns
 // the page's scripts off in emulate; the package's helpers then run in an isolated world of
 // their own, where animation frames still come and stand in for timers (waits.go). An
 // option that is not set costs no call to Chrome. A video (mp4, webm, gif) runs the same steps up

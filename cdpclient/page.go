@@ -77,7 +77,7 @@ func (r *render) pageActions(ctx context.Context) error {
 			return err
 		}
 	}
-	return r.s1Actions(ctx) // actions.go
+	return r.lastActions(ctx) // actions.go
 }
 
 // jsCall is the expression that calls the function fn with args, JSON-encoded (a valid JS

@@ -78,7 +78,7 @@ type render struct {
 	// replaced: the page replaced its first document before it loaded; loaderID is the new one's.
 	replaced bool
 
-	s1 s1State // ScreenshotOne's options (s1render.go)
+	side sideState // what it keeps beside the capture (finish.go)
 
 	world runtime.ExecutionContextID // the helpers' world under disable_javascript; 0: none yet (waits.go)
 }
@@ -94,7 +94,7 @@ func (r *render) steps() []step {
 	steps := []step{
 		{"emulate", r.emulate},
 		{"prepare", r.prepare},
-		{"navigate", r.navBounded(r.navigate)}, // navigation_timeout (s1render.go)
+		{"navigate", r.navBounded(r.navigate)}, // navigation_timeout (navwait.go)
 		{"wait", r.navBounded(r.wait)},
 		{"consent", r.consent}, // block_cookie_banners: autoconsent's reject click, before the hiding
 		{"page", r.pageActions},
@@ -113,7 +113,7 @@ func (r *render) steps() []step {
 	if r.video != nil {
 		steps[len(steps)-1] = step{"record", r.record}
 	}
-	steps = append(steps, step{"finish", r.s1Finish}) // metadata and slices (s1render.go)
+	steps = append(steps, step{"finish", r.afterCapture}) // metadata and slices (finish.go)
 	return steps
 }
 
@@ -197,8 +197,8 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 	switch {
 	case r.video != nil:
 		w, h = r.width, r.height // record set them to the video's size
-	case r.s1.zipped:
-		w, h = r.s1.width, r.s1.height
+	case r.side.zipped:
+		w, h = r.side.width, r.side.height
 	case r.format != shotd.FormatPDF:
 		w, h, err = imageSize(r.format, r.data)
 		if err != nil {
@@ -214,7 +214,7 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 		Height:      h,
 		RenderMs:    time.Since(start).Milliseconds(),
 	}
-	r.s1Output(out)
+	r.sideOutput(out)
 	return out, nil
 }
 
@@ -389,7 +389,7 @@ func (r *render) emulatedMedia() *emulation.SetEmulatedMediaArgs {
 // prepare puts in place what must be there before the navigation starts: interception (guard,
 // blocking, extra headers), cookies, the blocker's start script, request counting.
 func (r *render) prepare(ctx context.Context) error {
-	if err := r.s1Prepare(ctx); err != nil {
+	if err := r.beforeNavigation(ctx); err != nil {
 		return err
 	}
 	if importsCSS(r.o.Styles) {

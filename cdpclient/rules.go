@@ -48,7 +48,7 @@ func newRequestRules(o *shotd.Options, b Blocker) *requestRules {
 		}
 	}
 	if o.BlockSocials {
-		rr.patterns = append(rr.patterns, socialPatterns()...) // s1render.go
+		rr.patterns = append(rr.patterns, socialPatterns()...) // hide.go
 	}
 	add := func(name, value string) {
 		h := fetch.HeaderEntry{Name: name, Value: value}

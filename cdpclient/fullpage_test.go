@@ -1,0 +1,222 @@
+package cdpclient
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"image"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/shotd/shotd"
+)
+
+// Tests of full_page_algorithm=by_sections and full_page_slices (fullpage.go).
+
+// tallPage is 1000 CSS px high: 10 bands of 100 px, band i filled with grey level 20*i, and a
+// red fixed header of 20 px.
+const tallPage = `<!doctype html><style>body{margin:0} div.b{height:100px}
+#hdr{position:fixed;top:0;left:0;right:0;height:20px;background:rgb(255,0,0)}</style><body>
+<div id=hdr></div>
+<div class=b style="background:rgb(0,0,0)"></div><div class=b style="background:rgb(20,20,20)"></div>
+<div class=b style="background:rgb(40,40,40)"></div><div class=b style="background:rgb(60,60,60)"></div>
+<div class=b style="background:rgb(80,80,80)"></div><div class=b style="background:rgb(100,100,100)"></div>
+<div class=b style="background:rgb(120,120,120)"></div><div class=b style="background:rgb(140,140,140)"></div>
+<div class=b style="background:rgb(160,160,160)"></div><div class=b style="background:rgb(180,180,180)"></div></body>`
+
+func TestSlices(t *testing.T) {
+	t.Parallel()
+	o := htmlOpts(tallPage)
+	o.FullPage, o.ResponseType = true, "json"
+	o.Slices, o.SliceHeight, o.SliceOverlap = true, 400, 100
+	out := mustRender(t, shared, o)
+	if out.Width != 400 || out.Height != 1000 {
+		t.Fatalf("image %dx%d, want 400x1000", out.Width, out.Height)
+	}
+	want := []struct{ y, h int }{{0, 400}, {300, 400}, {600, 400}}
+	if len(out.Slices) != len(want) {
+		t.Fatalf("%d slices, want %d: %+v", len(out.Slices), len(want), out.Slices)
+	}
+	for i, s := range out.Slices {
+		if s.Index != i || s.OffsetY != want[i].y || s.Height != want[i].h || s.Width != 400 {
+			t.Errorf("slice %d = %+v, want offset %d height %d", i, s, want[i].y, want[i].h)
+		}
+		img := decodePNG(t, out.Extras[s.Extra].Data)
+		if b := img.Bounds(); b.Dx() != 400 || b.Dy() != want[i].h {
+			t.Errorf("slice %d image %v", i, b)
+		}
+		// Its first band below the header is band offset/100.
+		if got, band := rgbAt(img, 200, 50), uint8(20*(want[i].y/100)); got != [3]uint8{band, band, band} && i > 0 {
+			t.Errorf("slice %d at y=50: %v, want grey %d", i, got, band)
+		}
+	}
+
+	o.ResponseType = "by_format"
+	out = mustRender(t, shared, o)
+	if out.ContentType != "application/zip" || len(out.Slices) != 0 {
+		t.Fatalf("by_format: content type %q, %d slices", out.ContentType, len(out.Slices))
+	}
+	zr, err := zip.NewReader(bytes.NewReader(out.Data), int64(len(out.Data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range zr.File {
+		names = append(names, f.Name)
+		rc, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := image.DecodeConfig(rc); err != nil {
+			t.Errorf("%s: %v", f.Name, err)
+		}
+		rc.Close()
+	}
+	if strings.Join(names, " ") != "slice-000.png slice-001.png slice-002.png" {
+		t.Errorf("zip holds %v", names)
+	}
+}
+
+// TestBySections: by_sections captures the viewport at each position, so the fixed header
+// shows at the top of every section; the default capture has it once.
+func TestBySections(t *testing.T) {
+	t.Parallel()
+	for _, alg := range []string{"default", "by_sections"} {
+		o := htmlOpts(tallPage)
+		o.FullPage, o.FullPageAlgorithm = true, alg
+		img := decodePNG(t, mustRender(t, shared, o).Data)
+		if b := img.Bounds(); b.Dy() != 1000 {
+			t.Fatalf("%s: height %d", alg, b.Dy())
+		}
+		red := [3]uint8{255, 0, 0}
+		if got := rgbAt(img, 200, 5); got != red {
+			t.Errorf("%s: top %v, want the red header", alg, got)
+		}
+		if got := rgbAt(img, 200, 305); (got == red) != (alg == "by_sections") {
+			t.Errorf("%s: y=305 (second section's top) is %v", alg, got)
+		}
+		if got := rgbAt(img, 200, 350); got != [3]uint8{60, 60, 60} {
+			t.Errorf("%s: y=350 is %v, want band 3", alg, got)
+		}
+	}
+}
+
+// TestScrollBy: full_page_scroll_by sets the step of the scroll; the page reports every
+// position it is scrolled to.
+func TestScrollBy(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<!doctype html><body style="margin:0;height:1000px">
+<script>addEventListener('scroll', () => navigator.sendBeacon('/y?v=' + Math.round(scrollY)));</script></body>`))
+	mux.HandleFunc("/y", func(w http.ResponseWriter, r *http.Request) {
+		v, _ := strconv.Atoi(r.URL.Query().Get("v"))
+		mu.Lock()
+		seen[v] = true
+		mu.Unlock()
+	})
+	srv, _ := server(t, mux)
+	o := opts(srv.URL + "/")
+	o.FullPage, o.FullPageScroll, o.FullPageScrollBy = true, true, 150
+	mustRender(t, shared, o)
+	// The beacons of the scroll may still be on their way after the answer.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		ok := seen[150] && seen[300] && seen[450]
+		got := len(seen)
+		mu.Unlock()
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scroll positions seen: %d, missing 150, 300 or 450 (%v)", got, seen)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestScrollDelay: full_page_scroll_delay holds each scroll step for that long. The page
+// stamps each scroll event with its own clock (performance.now), so the gaps are measured in page
+// time, and only from below: a timer never fires early, and without the delay a step follows the
+// last one within a few frames.
+func TestScrollDelay(t *testing.T) {
+	t.Parallel()
+	const delay = 400 * time.Millisecond
+	var mu sync.Mutex
+	at := map[int]float64{} // scroll position -> page time of its first scroll event, in ms
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<!doctype html><body style="margin:0;height:1000px">
+<script>addEventListener('scroll', () => navigator.sendBeacon('/y?v=' + Math.round(scrollY) + '&t=' + performance.now()));</script></body>`))
+	mux.HandleFunc("/y", func(w http.ResponseWriter, r *http.Request) {
+		v, _ := strconv.Atoi(r.URL.Query().Get("v"))
+		ms, _ := strconv.ParseFloat(r.URL.Query().Get("t"), 64)
+		mu.Lock()
+		if old, ok := at[v]; !ok || ms < old {
+			at[v] = ms
+		}
+		mu.Unlock()
+	})
+	srv, _ := server(t, mux)
+	o := opts(srv.URL + "/")
+	o.FullPage, o.FullPageScroll, o.FullPageScrollBy, o.FullPageScrollDelay = true, true, 150, delay
+	mustRender(t, shared, o)
+	steps := []int{150, 300, 450, 600}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		mu.Lock()
+		n := 0
+		for _, y := range steps {
+			if _, ok := at[y]; ok {
+				n++
+			}
+		}
+		mu.Unlock()
+		if n == len(steps) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("scroll positions seen: %v, want %v", at, steps)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// A little under the delay: the page's clock is coarsened to a tenth of a millisecond.
+	const least = float64(delay/time.Millisecond) - 1
+	for i := 1; i < len(steps); i++ {
+		if gap := at[steps[i]] - at[steps[i-1]]; gap < least {
+			t.Errorf("scroll to %d came %.1f ms after the scroll to %d, want at least %v", steps[i], gap, steps[i-1], delay)
+		}
+	}
+}
+
+// TestSlicesBounded: a page whose height makes more than shotd.MaxSlices slices, or slices
+// holding more than the capture's pixel cap, fails the render with content_too_large, refused
+// from the image's size before any slice is encoded (2,001 slices at a 1 px step once took
+// seconds and held them all in memory).
+func TestSlicesBounded(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name            string
+		pageHeight      int
+		height, overlap int
+	}{
+		{"2001 slices at a 1 px step", 3000, 1000, 999},
+		{"overlaps past the pixel cap", 20000, 16000, 15800},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := htmlOpts(fmt.Sprintf(`<!doctype html><body style="margin:0"><div style="height:%dpx;background:#888"></div>`, c.pageHeight))
+			o.FullPage, o.ResponseType = true, "json"
+			o.Slices, o.SliceHeight, o.SliceOverlap = true, c.height, c.overlap
+			_, err := doRender(t, shared, o)
+			wantCode(t, err, shotd.CodeContentTooLarge)
+		})
+	}
+}
