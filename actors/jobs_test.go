@@ -70,13 +70,13 @@ type jobsEnv struct {
 }
 
 // startJobs starts the account, webhook and job actors on st; Cleanup stops them.
-func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration) *jobsEnv {
+func startJobs(t *testing.T, st *store.Store, render shotd.RenderFunc, busyRetry time.Duration) *jobsEnv {
 	t.Helper()
 	return startJobsSealed(t, st, render, busyRetry, nil)
 }
 
 // startJobsSealed is startJobs with the sealer of jobs' credentials.
-func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration, secrets actors.Secrets) *jobsEnv {
+func startJobsSealed(t *testing.T, st *store.Store, render shotd.RenderFunc, busyRetry time.Duration, secrets actors.Secrets) *jobsEnv {
 	t.Helper()
 	log := zerolog.Nop()
 	sys := actors.NewSystem(log)
