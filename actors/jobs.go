@@ -20,7 +20,7 @@ type JobsConfig struct {
 	Store          *store.Store
 	Accounts       *Accounts
 	Render         shotd.Renderer // the pipeline service/ composes around *Renderer
-	Webhooks       *Webhooks // nil: no deliveries
+	Webhooks       *Webhooks      // nil: no deliveries
 	Plans          map[string]shotd.Plan
 	FileTTL        time.Duration
 	MaxOutputBytes int

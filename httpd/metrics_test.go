@@ -23,6 +23,7 @@ import (
 	"github.com/shotd/shotd/internal/testkit"
 	shotdmetrics "github.com/shotd/shotd/metrics"
 	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/webhook"
 )
 
 // TestMetricsAfterRenders renders for real (the package's Chrome) through a service of its own
@@ -58,9 +59,9 @@ func newStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Body: httpd.WebhookBodies("http://shotd.test"), Log: log,
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log,
 		RetryDelays: []time.Duration{50 * time.Millisecond}, Attempted: metrics.WebhookAttempted,
-		Client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
+		Sender: &webhook.Sender{Client: webhook.NewClient(env.guard.DialContext, 5*time.Second), Keys: st, PublicURL: "http://shotd.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}

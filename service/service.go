@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -25,6 +24,7 @@ import (
 	"github.com/shotd/shotd/media"
 	"github.com/shotd/shotd/metrics"
 	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/webhook"
 )
 
 // Service is shotd running: everything Open started, until Close.
@@ -257,10 +257,9 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 	if retryDelays == nil {
 		retryDelays = cfg.Webhooks.RetryDelays()
 	}
-	if s.webhooks, err = actors.StartWebhooks(s.sys, actors.WebhooksConfig{Store: s.store, RetryDelays: retryDelays,
-		Body: httpd.WebhookBodies(cfg.PublicURL), Log: log.With().Str("component", "webhooks").Logger(), Attempted: s.metrics.WebhookAttempted,
-		Client: &http.Client{Timeout: cfg.Webhooks.Timeout(), CheckRedirect: actors.NoRedirects, Transport: &http.Transport{
-			DialContext: s.guard.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}}); err != nil {
+	sender := &webhook.Sender{Client: webhook.NewClient(s.guard.DialContext, cfg.Webhooks.Timeout()), Keys: s.store, PublicURL: cfg.PublicURL}
+	if s.webhooks, err = actors.StartWebhooks(s.sys, actors.WebhooksConfig{Store: s.store, RetryDelays: retryDelays, Sender: sender,
+		Log: log.With().Str("component", "webhooks").Logger(), Attempted: s.metrics.WebhookAttempted}); err != nil {
 		return err
 	}
 	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
