@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -55,6 +56,9 @@ type Service struct {
 
 	publicLn, adminLn net.Listener
 	errc              chan error
+
+	reloadMu sync.Mutex     // Reload
+	applied  *config.Config // the configuration in force after the last Reload; nil: cfg
 }
 
 // Open starts the service that cfg describes (cfg as config.Load returns it: valid) and serves
