@@ -18,7 +18,7 @@ type Browser interface {
 	PID() int
 	Exited() <-chan struct{}
 	Disconnected() <-chan struct{}
-	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
+	shotd.Renderer
 	// Probe asks the browser process for a trivial answer: it fails when the process does not
 	// answer in time although it lives (stopped, deadlocked).
 	Probe(ctx context.Context) error

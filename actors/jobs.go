@@ -15,15 +15,12 @@ import (
 	"github.com/shotd/shotd/store"
 )
 
-// RenderFunc renders validated options; *Renderer's Render.
-type RenderFunc func(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
-
 // JobsConfig wires the job actor.
 type JobsConfig struct {
 	Store          *store.Store
 	Accounts       *Accounts
-	Render         RenderFunc
-	Webhooks       *Webhooks // nil: no deliveries
+	Render         shotd.Renderer // the pipeline service/ composes around *Renderer
+	Webhooks       *Webhooks      // nil: no deliveries
 	Plans          map[string]shotd.Plan
 	FileTTL        time.Duration
 	MaxOutputBytes int
@@ -313,7 +310,7 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 	lost := 0
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(a.owner.life, o.RenderBudget()+a.cfg.RenderGrace)
-		out, err = a.cfg.Render(ctx, o)
+		out, err = a.cfg.Render.Render(ctx, o)
 		cancel()
 		if err == nil {
 			break // shotd.CodeOf(nil) would panic

@@ -22,6 +22,7 @@ import (
 	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/objstore"
 	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/webhook"
 )
 
 // The job actor's own logic, with a scripted render function: a busy or restarting browser pool
@@ -70,13 +71,13 @@ type jobsEnv struct {
 }
 
 // startJobs starts the account, webhook and job actors on st; Cleanup stops them.
-func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration) *jobsEnv {
+func startJobs(t *testing.T, st *store.Store, render shotd.RenderFunc, busyRetry time.Duration) *jobsEnv {
 	t.Helper()
 	return startJobsSealed(t, st, render, busyRetry, nil)
 }
 
 // startJobsSealed is startJobs with the sealer of jobs' credentials.
-func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration, secrets actors.Secrets) *jobsEnv {
+func startJobsSealed(t *testing.T, st *store.Store, render shotd.RenderFunc, busyRetry time.Duration, secrets actors.Secrets) *jobsEnv {
 	t.Helper()
 	log := zerolog.Nop()
 	sys := actors.NewSystem(log)
@@ -84,8 +85,8 @@ func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, bu
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log, Body: webhookBody,
-		RetryDelays: []time.Duration{50 * time.Millisecond}, Client: &http.Client{Timeout: 2 * time.Second}})
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log, RetryDelays: []time.Duration{50 * time.Millisecond},
+		Sender: &webhook.Sender{Client: &http.Client{Timeout: 2 * time.Second}, Keys: st, PublicURL: "http://shotd.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,12 +107,6 @@ func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, bu
 		sys.Shutdown()
 	})
 	return &jobsEnv{st: st, accounts: accounts, jobs: jobs, webhooks: webhooks}
-}
-
-// webhookBody is the smallest body testkit's receiver accepts: the tests look at deliveries, not
-// at their bodies (httpd's tests do).
-func webhookBody(j shotd.Job, event string) ([]byte, error) {
-	return json.Marshal(map[string]string{"job_id": j.JobID, "event": event, "status": string(j.Status)})
 }
 
 func openStore(t *testing.T, dir string) *store.Store {
