@@ -148,19 +148,7 @@ func (p *Process) Disconnected() <-chan struct{} { return p.disconnected }
 
 // spawn runs f on a goroutine that Close waits for; once Close has begun it runs nothing and
 // reports false.
-func (p *Process) spawn(f func()) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closing {
-		return false
-	}
-	p.wg.Add(1)
-	go func() {
-		defer p.wg.Done()
-		f()
-	}()
-	return true
-}
+func (p *Process) spawn(f func()) bool { return proc.Go(&p.mu, &p.closing, &p.wg, f) }
 
 func isDone(c <-chan struct{}) bool {
 	select {
