@@ -17,7 +17,6 @@ type Child struct {
 	g      *Group
 	stderr *tailBuffer
 	done   chan struct{} // closed once the child is reaped and the watcher has ended
-	err    error         // Wait's result; read after done
 
 	mu     sync.Mutex
 	ctxErr error // set when ctx ended the child
@@ -53,7 +52,6 @@ func (c *Child) watch(ctx context.Context) {
 	case <-c.g.Exited():
 	}
 	<-c.g.Exited()
-	c.err = c.g.Err()
 }
 
 // PID is the child's process id, which is also its group id.
@@ -62,15 +60,8 @@ func (c *Child) PID() int { return c.g.PID() }
 // Done is closed once the child is reaped.
 func (c *Child) Done() <-chan struct{} { return c.done }
 
-// Err is the child's exit as cmd.Wait reports it; nil before Done is closed.
-func (c *Child) Err() error {
-	select {
-	case <-c.done:
-		return c.err
-	default:
-		return nil
-	}
-}
+// Err is the child's exit as cmd.Wait reports it; nil before it is reaped (see Done).
+func (c *Child) Err() error { return c.g.Err() }
 
 // Kill sends SIGKILL to the group, and to nothing else (see Group.Kill).
 func (c *Child) Kill() { c.g.Kill() }
