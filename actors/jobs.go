@@ -12,6 +12,7 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/store"
 )
 
@@ -419,19 +420,7 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 }
 
 // goRun runs f in a tracked goroutine unless the jobs are stopping.
-func (j *Jobs) goRun(f func()) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.stopping {
-		return false
-	}
-	j.running.Add(1)
-	go func() {
-		defer j.running.Done()
-		f()
-	}()
-	return true
-}
+func (j *Jobs) goRun(f func()) bool { return proc.Go(&j.mu, &j.stopping, &j.running, f) }
 
 // Submit queues the jobs of req durably and returns their records, and their batch when
 // req.Batch. timeout bounds the time until their write starts (SubmitJobs.StoreBy); past it the

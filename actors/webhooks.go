@@ -160,18 +160,9 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 // Deliver starts the delivery of a finished job's webhook.
 func (w *Webhooks) Deliver(jobID string) { w.sys.Root.Send(w.pid, &DeliverWebhook{JobID: jobID}) }
 
-func (w *Webhooks) goRun(f func()) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopping {
-		return // the delivery stays pending in the store and resumes at the next start
-	}
-	w.running.Add(1)
-	go func() {
-		defer w.running.Done()
-		f()
-	}()
-}
+// goRun runs f in a tracked goroutine unless the webhooks are stopping; a delivery not started
+// stays pending in the store and resumes at the next start.
+func (w *Webhooks) goRun(f func()) { proc.Go(&w.mu, &w.stopping, &w.running, f) }
 
 func (w *Webhooks) after(d time.Duration, f func()) {
 	w.mu.Lock()

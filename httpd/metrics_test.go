@@ -20,6 +20,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/internal/testkit"
 	shotdmetrics "github.com/shotd/shotd/metrics"
 	"github.com/shotd/shotd/store"
@@ -40,11 +41,7 @@ type stack struct {
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	log := zerolog.Nop()
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(context.Background()) })
+	st := storetest.Open(t, "")
 	sys := actors.NewSystem(log)
 	t.Cleanup(sys.Shutdown)
 

@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/internal/storetest"
 )
 
 func TestRestartKeys(t *testing.T) {
@@ -48,11 +48,7 @@ func TestRestartKeys(t *testing.T) {
 // does not load.
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(t.Context())
+	st := storetest.Open(t, dir)
 	path := filepath.Join(dir, "shotd.toml")
 	write := func(text string) {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
