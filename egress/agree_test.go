@@ -21,7 +21,7 @@ var agreeURLs = []string{
 	"example.com", "ftp://x/", "http:x", "http:/x", " http://x/", "javascript:alert(1)", "//x/",
 }
 
-// checkAgreement holds what httpd relies on: shotd.ParseOptions, which runs first, refuses every
+// checkAgreement holds what httpd relies on: option.ParseOptions, which runs first, refuses every
 // url the guard calls malformed (invalid_url) or of a wrong scheme (invalid_options), with the same
 // code; so a url that parses never reaches the guard's own refusal of a malformed url.
 func checkAgreement(t *testing.T, g *Guard, raw string) {

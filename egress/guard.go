@@ -193,7 +193,7 @@ func containsAddr(as []netip.Addr, a netip.Addr) bool {
 }
 
 // CheckURL is the pre-check of a render's url: it must start with http:// or https:// (otherwise
-// invalid_options naming the field "url", as shotd.ParseOptions answers a missing or wrong
+// invalid_options naming the field "url", as option.ParseOptions answers a missing or wrong
 // scheme), be a valid full address (otherwise invalid_url: no host, a malformed host such as
 // 999.1.1.1, a bad port), its host must not be refused (host_not_allowed; a name is resolved
 // once for that), nor its port denied. A name that does not resolve gives

@@ -34,7 +34,7 @@ func TestCheckURL(t *testing.T) {
 	loop.DenyPort(netip.MustParseAddrPort("127.0.0.1:9222"))
 
 	// invalid: not http:// or https:// (invalid_options); malformed: an http(s) address that is
-	// not a valid full one (invalid_url), as shotd.ParseOptions tells them apart.
+	// not a valid full one (invalid_url), as option.ParseOptions tells them apart.
 	const ok, invalid, malformed, refused, unresolved = "", shotd.CodeInvalidOptions, shotd.CodeInvalidURL, shotd.CodeHostNotAllowed, shotd.CodeNavigationFailed
 	tests := []struct {
 		name  string

@@ -4,7 +4,7 @@
 //     connection they accept.
 //   - Receiver: a webhook receiver that records each delivery, checks its signature with code
 //     of its own (VerifySignature: HMAC-SHA256 of "<x-timestamp>.<body>", written from the
-//     documented scheme, not from shotd.SignWebhook) and answers 500 on demand, for retries.
+//     documented scheme, not from sign.SignWebhook) and answers 500 on demand, for retries.
 //   - Pages: a page server for renders, with a /slow page that holds its answer, counting loads.
 //   - UpstreamProxy: an HTTP forward proxy that requires credentials and records what it is
 //     asked for, standing in for a user's proxy (the proxy option).
