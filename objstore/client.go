@@ -44,8 +44,15 @@ type Config struct {
 	Backoff  time.Duration // pause before the second try, doubled after each
 }
 
-// ErrNoSuchKey is wrapped in the error of a Download whose object is not in the bucket.
-var ErrNoSuchKey = errors.New("objstore: no such key")
+// ErrNoSuchKey is wrapped in the error of a Download whose object is not in the bucket. It is
+// shotd.ErrNotFound too (errors.Is), so that the store, which reads the bucket through an
+// interface, tells a missing object from a bucket that did not answer without importing objstore.
+var ErrNoSuchKey error = noSuchKey{}
+
+type noSuchKey struct{}
+
+func (noSuchKey) Error() string        { return "objstore: no such key" }
+func (noSuchKey) Is(target error) bool { return target == shotd.ErrNotFound }
 
 // Dialer dials a TCP connection: the egress guard's DialContext, so that every connection to an
 // endpoint is checked against the address policy and dials only the checked address.

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/objstore"
 )
 
 // Remote is the service's own bucket ([storage.s3]): objstore.Client implements it. Keys are
@@ -16,7 +15,7 @@ import (
 type Remote interface {
 	PutContent(ctx context.Context, key string, data []byte, contentType string) error
 	// Download returns the object in an unlinked temporary file in dir, at offset 0; an error
-	// wrapping objstore.ErrNoSuchKey when it is not there.
+	// wrapping shotd.ErrNotFound when it is not there (objstore.ErrNoSuchKey is).
 	Download(ctx context.Context, key, dir string) (*os.File, error)
 	Remove(ctx context.Context, key string) error
 	Presign(ctx context.Context, key string, expiry time.Duration) (string, error)
@@ -71,7 +70,7 @@ func (s *Store) openRemote(rec shotd.FileRecord) (*os.File, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), remoteTimeout)
 	defer cancel()
 	f, err := r.Download(ctx, rec.FileID, s.filesDir)
-	if errors.Is(err, objstore.ErrNoSuchKey) {
+	if errors.Is(err, shotd.ErrNotFound) {
 		return nil, fmt.Errorf("store: file %s: %w: %w", rec.FileID, shotd.ErrNotFound, err)
 	}
 	if err != nil {
