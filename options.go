@@ -74,8 +74,8 @@ type Cookie struct {
 	HTTPOnly bool
 }
 
-// Options is one validated render request. It is built once, by ParseOptions, and never changed
-// afterwards: actors and cdpclient read it from several goroutines.
+// Options is one validated render request. It is built once, by option.ParseOptions, and never
+// changed afterwards: actors and cdpclient read it from several goroutines.
 type Options struct {
 	// Source: exactly one is set.
 	URL      string
@@ -87,8 +87,8 @@ type Options struct {
 	ImageQuality int
 	ImageWidth   int // 0: keep
 	ImageHeight  int // 0: keep
-	// How a resize with both sides fits the capture (renderopts.go): ImageFit, where the crop or
-	// the padding goes, and the padding's colour (RGBA).
+	// How a resize with both sides fits the capture (option/renderopts.go): ImageFit, where the
+	// crop or the padding goes, and the padding's colour (RGBA).
 	ImageFit        string
 	ImagePosition   string
 	ImageBackground [4]uint8
@@ -134,7 +134,7 @@ type Options struct {
 	Timeout         time.Duration
 	WaitForSelector string
 	// WaitForExpression is JavaScript the page must make true; WaitForSelectorHidden a selector
-	// whose element must be gone or hidden (renderopts.go).
+	// whose element must be gone or hidden (option/renderopts.go).
 	WaitForExpression        string
 	WaitForSelectorHidden    string
 	WaitForSelectorAlgorithm string        // "at_least_one" or "at_least_by_count"
@@ -207,7 +207,7 @@ type Options struct {
 	PDFFitOnePage      bool
 	// Header and footer templates (Chrome's printToPDF ones), page ranges, scale, a paper size
 	// of its own (validated lengths, both or none), the page's CSS @page size, tagging and
-	// outline (renderopts.go).
+	// outline (option/renderopts.go).
 	PDFHeader            string
 	PDFFooter            string
 	PDFPageRanges        string
