@@ -300,7 +300,8 @@ var OptionTable = slices.Concat([]*OptionSpec{
 	// Bounded below 1e11 so that a millisecond timestamp is refused rather than read as year 50000.
 	integer("Authentication", "expires", "", "Unix time in whole seconds after which the request is refused.",
 		func(o *draft, v int) { o.Expires, o.HasExpires = int64(v), true }).withBounds(0, 99999999999).nonRender(),
-}, storageOptionSpecs(), s1OptionSpecs())
+}, storageOptionSpecs(), pageOptionSpecs(), metadataOptionSpecs(), fullPageOptionSpecs(), waitOptionSpecs(),
+	proxyOptionSpecs(), jobOptionSpecs())
 
 func withEnum(s *OptionSpec, values []string) *OptionSpec { s.Enum = values; return s }
 

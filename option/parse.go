@@ -412,7 +412,7 @@ func crossCheck(d *draft, given map[string]bool, fail func(string, string, ...an
 		}
 	}
 	checkStorageOptions(o, given, fail)
-	checkS1Options(d, given, fail)
+	checkRefinements(d, given, fail)
 	checkRenderOptions(o, given, fail) // renderopts.go
 	if o.Format == shotd.FormatGIF && o.VideoFPS > 15 {
 		o.VideoFPS = 15 // a gif plays at most 15 frames per second

@@ -106,9 +106,25 @@ func splitBypass(v string) []string {
 	return out
 }
 
-// checkProxyOptions completes the proxy option with its bypass list (from checkS1Options).
+// checkProxyOptions completes the proxy option with its bypass list (from checkRefinements).
 func checkProxyOptions(o *draft) {
 	if p := o.Proxy; p != nil {
 		p.Bypass = o.proxyBypass
+	}
+}
+
+// proxyOptionSpecs are the rows of proxy and proxy_bypass_hosts.
+func proxyOptionSpecs() []*OptionSpec {
+	return []*OptionSpec{
+		str("Network", "proxy", "", "Your HTTP proxy, http://user:password@host:port, that the render's connections leave through. Only http:// proxies; https sites go through CONNECT tunnels. The egress guard still checks every host the page asks for, and the proxy's own address (resolved once); the proxy is asked for the address checked, not the name. The credentials are never logged; a background job keeps them sealed.",
+			func(o *draft, v string) { o.Proxy, _ = parseProxy(v) }).checked(checkProxy),
+		list("Network", "proxy_bypass_hosts", ArrayRepeat, "Hosts reached directly rather than through proxy (still through the egress guard): names, *.example.com for a domain and its subdomains, IP addresses; repeated or comma-separated.",
+			func(o *draft, v []string) {
+				for _, it := range v {
+					for _, h := range splitBypass(it) {
+						o.proxyBypass = append(o.proxyBypass, bypassHost(h))
+					}
+				}
+			}).checked(checkBypassHosts),
 	}
 }

@@ -1,35 +1,20 @@
 package option
 
 import (
-	"math"
-	"time"
-
 	"github.com/shotd/shotd"
 )
 
-// Values of the ScreenshotOne options.
+// Values of the waiting and selector options.
 var (
-	ContentFormats            = []string{"html", "markdown"}
-	FullPageAlgorithms        = []string{"default", "by_sections"}
 	ScriptsWaitConditions     = []string{"load", "domcontentloaded", "networkidle0", "networkidle2"}
 	WaitForSelectorAlgorithms = []string{"at_least_one", "at_least_by_count"}
 	SelectorAlgorithms        = []string{"default", "clip"}
 )
 
-// fix it (image_height, or a clip of the page not resized); 0 when the page decides.
-func knownSlicedHeight(o *shotd.Options) int {
-	switch {
-	case o.ImageHeight > 0:
-		return o.ImageHeight
-	case o.HasClip && o.Selector == "" && o.ImageWidth == 0 && o.ClipHeight > 0:
-		return int(math.Round(float64(o.ClipHeight) * max(o.DeviceScaleFactor, 1)))
-	}
-	return 0
-}
-
-// s1OptionSpecs are the ScreenshotOne take options shotd honours. The ones whose only honest
-// value is shotd's own behaviour accept that value alone (trueOnly).
-func s1OptionSpecs() []*OptionSpec {
+// pageOptionSpecs are the rows of the page actions (hover, scroll_into_view), the page's
+// emulation (CSP, touch, geolocation), the content checks and the true-only options: those
+// whose only honest value is shotd's own behaviour accept that value alone (trueOnly).
+func pageOptionSpecs() []*OptionSpec {
 	return []*OptionSpec{
 		boolean("Page", "bypass_csp", "false", "Set the page's Content-Security-Policy aside, so that styles and scripts are not refused.",
 			func(o *draft, v bool) { o.BypassCSP = v }),
@@ -61,38 +46,13 @@ func s1OptionSpecs() []*OptionSpec {
 			"shotd renders a page whatever its HTTP status; failing on an error status is not available"),
 		trueOnly("Area", "capture_beyond_viewport", "full_page, selector and clip capture beyond the viewport.",
 			"shotd always captures beyond the viewport for full_page, selector and clip"),
-		metadataOption("metadata_image_size", "metadata.image_size, the image's width and height in pixels.",
-			func(s *shotd.Options) *bool { return &s.MetaImageSize }),
-		metadataOption("metadata_page_title", "metadata.page_title, the document's title.",
-			func(s *shotd.Options) *bool { return &s.MetaPageTitle }),
-		metadataOption("metadata_open_graph", "metadata.open_graph, the page's og: meta tags (og:title as title, and so on).",
-			func(s *shotd.Options) *bool { return &s.MetaOpenGraph }),
-		metadataOption("metadata_icon", "metadata.icon, the url and type of the page's icon (its link rel=icon, else /favicon.ico).",
-			func(s *shotd.Options) *bool { return &s.MetaIcon }),
-		metadataOption("metadata_fonts", "metadata.fonts, the font families the page's text is set in and the web fonts it loaded.",
-			func(s *shotd.Options) *bool { return &s.MetaFonts }),
-		metadataOption("metadata_http_response_status_code", "metadata.http_response_status_code, the HTTP status of the page's document (url sources).",
-			func(s *shotd.Options) *bool { return &s.MetaStatusCode }),
-		metadataOption("metadata_http_response_headers", "metadata.http_response_headers, the response headers of the page's document (url sources).",
-			func(s *shotd.Options) *bool { return &s.MetaHeaders }),
-		metadataOption("metadata_content", "metadata.content, a link to the page's content as a file of its own (see metadata_content_format).",
-			func(s *shotd.Options) *bool { return &s.MetaContent }),
-		enum("Metadata", "metadata_content_format", "html", "Format of metadata_content: the page's HTML as it is rendered, or that HTML converted to Markdown.", ContentFormats,
-			func(o *draft, v string) { o.MetaContentFormat = v }),
-		boolean("Metadata", "include_shadow_dom", "false", "metadata_content includes the content of the page's open shadow roots.",
-			func(o *draft, v bool) { o.IncludeShadowDOM = v }),
-		enum("Area", "full_page_algorithm", "default", "default captures the whole page in one piece; by_sections scrolls the viewport down the page and stitches what each position shows, so that sticky and fixed elements and scroll-driven content look as a visitor sees them.", FullPageAlgorithms,
-			func(o *draft, v string) { o.FullPageAlgorithm = v }),
-		integer("Area", "full_page_scroll_by", "", "CSS pixels each full_page_scroll step moves (default: one viewport).",
-			func(o *draft, v int) { o.FullPageScrollBy = v }).withBounds(50, 10000),
-		integer("Area", "full_page_scroll_delay", "", "Milliseconds to wait after each full_page_scroll step (default: until the page stops adding content, at most 300).",
-			func(o *draft, v int) { o.FullPageScrollDelay = time.Duration(v) * time.Millisecond }).withBounds(0, 5000),
-		boolean("Area", "full_page_slices", "false", "Cut the full-page image into vertical slices: a JSON answer lists them (slices, each with its own file), any other answer is a zip of them.",
-			func(o *draft, v bool) { o.Slices = v }),
-		integer("Area", "full_page_slice_height", "4000", "Height of each slice in pixels; the last one may be shorter. A render makes at most 100 slices.",
-			func(o *draft, v int) { o.SliceHeight = v }).withBounds(1, shotd.MaxSliceHeight),
-		integer("Area", "full_page_slice_overlap_height", "0", "Pixels each slice repeats of the one before it.",
-			func(o *draft, v int) { o.SliceOverlap = v }).withBounds(0, shotd.MaxSliceHeight-1),
+	}
+}
+
+// waitOptionSpecs are the rows of navigation_timeout, scripts_wait_until, the selector
+// algorithms, fail_if_request_failed and the heuristic blocking.
+func waitOptionSpecs() []*OptionSpec {
+	return []*OptionSpec{
 		number("Waiting", "navigation_timeout", "", "Seconds the navigation may take until wait_until is met; past it the render fails with timeout. The timeout option still bounds the whole loading.",
 			func(o *draft, v float64) { o.NavigationTimeout = seconds(v) }).withBounds(1, 90),
 		withEnum(list("Waiting", "scripts_wait_until", ArrayRepeat, "When scripts navigate the page: what to wait for on the new page (networkidle0: no request in flight for 500 ms; networkidle2: at most two).",
@@ -109,16 +69,13 @@ func s1OptionSpecs() []*OptionSpec {
 			func(o *draft, v bool) { o.BlockSocials = v }),
 		boolean("Blocking", "block_banners_by_heuristics", "false", "Hide banners found by their look: fixed or sticky boxes along the top or bottom edge that are not the page's header or navigation, and full-screen overlays.",
 			func(o *draft, v bool) { o.BlockBannersByHeuristics = v }),
-		str("Network", "proxy", "", "Your HTTP proxy, http://user:password@host:port, that the render's connections leave through. Only http:// proxies; https sites go through CONNECT tunnels. The egress guard still checks every host the page asks for, and the proxy's own address (resolved once); the proxy is asked for the address checked, not the name. The credentials are never logged; a background job keeps them sealed.",
-			func(o *draft, v string) { o.Proxy, _ = parseProxy(v) }).checked(checkProxy),
-		list("Network", "proxy_bypass_hosts", ArrayRepeat, "Hosts reached directly rather than through proxy (still through the egress guard): names, *.example.com for a domain and its subdomains, IP addresses; repeated or comma-separated.",
-			func(o *draft, v []string) {
-				for _, it := range v {
-					for _, h := range splitBypass(it) {
-						o.proxyBypass = append(o.proxyBypass, bypassHost(h))
-					}
-				}
-			}).checked(checkBypassHosts),
+	}
+}
+
+// jobOptionSpecs are the rows of a job's identifier, its webhook on failure and the
+// answer's attachment name.
+func jobOptionSpecs() []*OptionSpec {
+	return []*OptionSpec{
 		str("Background", "external_identifier", "", "Your own identifier for the job, kept in its record and in its webhook (up to 256 printable characters).",
 			func(o *draft, v string) { o.ExternalIdentifier = v }).checked(checkExternalID).nonRender(),
 		boolean("Background", "webhook_errors", "true", "Send the webhook for failed jobs too (job.failed); false sends it for succeeded jobs only.",
@@ -128,13 +85,8 @@ func s1OptionSpecs() []*OptionSpec {
 	}
 }
 
-// metadataOption is a metadata_* option: a boolean that asks for field in the JSON answer.
-func metadataOption(name, doc string, field func(*shotd.Options) *bool) *OptionSpec {
-	return boolean("Metadata", name, "false", "JSON answer: "+doc, func(o *draft, v bool) { *field(o.Options) = v })
-}
-
 // trueOnly is a boolean option whose only honest value is true, shotd's own behaviour: false is
-// refused with why (checkS1Options), as the parser checks no boolean beyond its kind.
+// refused with why (checkRefinements), as the parser checks no boolean beyond its kind.
 func trueOnly(group, name, doc, why string) *OptionSpec {
 	onlyWhy[name] = "only true is accepted: " + why
 	return boolean(group, name, "true", "true only: "+doc, func(o *draft, v bool) {
@@ -173,9 +125,9 @@ func checkAttachmentName(v string) string {
 	return ""
 }
 
-// s1Requires lists the ScreenshotOne options that refine another one: each of names, given
-// without what has finds in the request, is refused as needing it.
-var s1Requires = []struct {
+// refinements lists the options that refine another one: each of names, given without what has
+// finds in the request, is refused as needing it.
+var refinements = []struct {
 	names []string
 	needs string
 	has   func(o *shotd.Options) bool
@@ -191,13 +143,14 @@ var s1Requires = []struct {
 	{[]string{"proxy_bypass_hosts"}, "proxy", func(o *shotd.Options) bool { return o.Proxy != nil }},
 }
 
-// checkS1Options validates the rules between the ScreenshotOne options (from crossCheck).
-func checkS1Options(d *draft, given map[string]bool, fail func(string, string, ...any)) {
+// checkRefinements validates the rules between the options of this file, metadata.go and
+// fullpage.go (from crossCheck).
+func checkRefinements(d *draft, given map[string]bool, fail func(string, string, ...any)) {
 	for _, n := range d.refused {
 		fail(n, "%s", onlyWhy[n])
 	}
 	o := d.Options
-	for _, r := range s1Requires {
+	for _, r := range refinements {
 		for _, n := range r.names {
 			if given[n] && !r.has(o) {
 				fail(n, "needs %s", r.needs)
