@@ -65,7 +65,7 @@ func TestRawLoop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, loads := countingPages(t)
-			durs, err := rawLoop(t.Context(), chrome, srv.URL+tt.page, tt.kind, 3, 0)
+			durs, err := rawLoop(t.Context(), chrome, srv.URL+tt.page, tt.kind, 3, 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +86,7 @@ func TestRawLoopFailedNavigation(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL + "/small"
 	srv.Close() // nothing listens there any more
-	if _, err := rawLoop(t.Context(), chrome, url, rawPNG, 1, 0); err == nil {
+	if _, err := rawLoop(t.Context(), chrome, url, rawPNG, 1, 0, false); err == nil {
 		t.Fatal("no error for a page that cannot load")
 	}
 }
@@ -95,7 +95,7 @@ func TestRawLoopFailedNavigation(t *testing.T) {
 func BenchmarkRawLoop(b *testing.B) {
 	srv, _ := countingPages(b)
 	b.ResetTimer()
-	durs, err := rawLoop(b.Context(), chrome, srv.URL+"/small", rawPNG, b.N, 0)
+	durs, err := rawLoop(b.Context(), chrome, srv.URL+"/small", rawPNG, b.N, 0, false)
 	if err != nil {
 		b.Fatal(err)
 	}
