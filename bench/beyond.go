@@ -16,10 +16,10 @@ import (
 // beyond holds the figures beyond the floor: a cache hit, the async accept rate, the warm start
 // and the service's own memory.
 type beyond struct {
-	renders int   // more renders before the second RSS
-	accepts int   // async accepts by acceptClients
-	hits    int   // cache hits
-	rssIdle int64 // bytes, taken after the warm start, before anything else
+	renders int    // more renders before the second RSS
+	accepts int    // async accepts by acceptClients
+	hits    int    // cache hits
+	rssIdle memory // taken after the warm start, before anything else
 }
 
 // acceptClients send the async requests at once.
@@ -43,8 +43,8 @@ func (b beyond) measure(svc *service, target string) error {
 			return err
 		}
 	}
-	fmt.Printf("beyond the floor: service RSS (Chrome excluded, the bench's own clients included) %.1f MB idle, %.1f MB after %d renders\n",
-		mb(b.rssIdle), mb(rss()), svc.renders.Load())
+	fmt.Printf("beyond the floor: service RSS (Chrome excluded, the bench's own clients included) %v idle, %v after %d renders\n",
+		b.rssIdle, rss(), svc.renders.Load())
 	if b.accepts > 0 {
 		d, wall, err := asyncAccepts(svc, target, b.accepts)
 		if err != nil {
@@ -103,26 +103,34 @@ func asyncAccepts(svc *service, target string, n int) ([]time.Duration, time.Dur
 	})
 }
 
-// rss is this process's resident set in bytes after a collection that returns what it can to
-// the system; Chrome runs in processes of its own and is not in it.
-func rss() int64 {
+// memory is a resident set: all of it, and the part that is not file-backed (the binary's own
+// pages are file-backed: the bench's binary holds more than the service).
+type memory struct{ rss, anon int64 }
+
+func (m memory) String() string {
+	return fmt.Sprintf("%.1f MB (%.1f MB anonymous)", mb(m.rss), mb(m.anon))
+}
+
+// rss is this process's resident set after a collection that returns what it can to the
+// system; Chrome runs in processes of its own and is not in it.
+func rss() memory {
 	debug.FreeOSMemory()
 	f, err := os.Open("/proc/self/status")
 	if err != nil {
-		return 0
+		return memory{}
 	}
 	defer f.Close()
+	var m memory
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "VmRSS:"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0
+		for field, to := range map[string]*int64{"VmRSS:": &m.rss, "RssAnon:": &m.anon} {
+			if v, ok := strings.CutPrefix(sc.Text(), field); ok {
+				kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+				*to = kb << 10
 			}
-			return kb << 10
 		}
 	}
-	return 0
+	return m
 }
 
 func mb(b int64) float64 { return float64(b) / (1 << 20) }

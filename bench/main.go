@@ -240,9 +240,11 @@ func startService(browserPath, isolation string, pool int, extraFlags []string, 
 		os.RemoveAll(dir)
 		return nil, err
 	}
+	key := first.key
 	first.close()
+	first = nil // its memory is not the second's
 	start := time.Now()
-	s, err := openService(dir, browserPath, isolation, pool, extraFlags, log, first.key)
+	s, err := openService(dir, browserPath, isolation, pool, extraFlags, log, key)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
