@@ -133,3 +133,22 @@ func TestCreateJobsGroupCommitFailure(t *testing.T) {
 	}
 	checkIndexes(t, s)
 }
+
+// BenchmarkCreateJobParallel: what accepting async jobs costs the store with 16 submitting at
+// once, their commits shared (compare BenchmarkCreateJob, one at a time).
+func BenchmarkCreateJobParallel(b *testing.B) {
+	s, err := Open(b.TempDir(), nopLogger)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	b.SetParallelism(8) // 16 submitters on 2 cores
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := s.CreateJobs([]shotd.Job{newJob("acc_a", true)}, nil); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+}
