@@ -117,6 +117,7 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	r.GET("/admin/v1/accounts/{id}/usage/daily", a.auth(a.dailyUsage))
 	r.GET("/admin/v1/renders", a.auth(a.recentRenders))
 	r.GET("/admin/v1/info", a.auth(a.info))
+	r.GET("/admin/v1/plans", a.auth(a.listPlans))
 	if gatherer != nil {
 		r.GET("/metrics", a.metricsGate(fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))))
 	}
@@ -236,18 +237,30 @@ func (a *Admin) createAccount(ctx *fasthttp.RequestCtx) {
 }
 
 // listAccounts serves GET /admin/v1/accounts?after=<id>&limit=<n> (beside the documented
-// admin API, for the dashboard): accounts in id order, 100 at most per page.
+// admin API, for the dashboard and the CLI): accounts in id order, 100 at most per page, and
+// next_after, the cursor of the next page, when there is one.
 func (a *Admin) listAccounts(ctx *fasthttp.RequestCtx) {
 	limit := ctx.QueryArgs().GetUintOrZero("limit")
 	if limit <= 0 || limit > 100 {
 		limit = 100
 	}
-	accs, err := a.store.Accounts(string(ctx.QueryArgs().Peek("after")), limit)
+	// One more than the page tells whether another page follows.
+	accs, err := a.store.Accounts(string(ctx.QueryArgs().Peek("after")), limit+1)
 	if err != nil {
 		a.fail(ctx, a.storeErr(err, "account"))
 		return
 	}
-	writeJSON(ctx, 200, map[string]any{"accounts": accs})
+	if accs == nil {
+		accs = []shotd.Account{}
+	}
+	out := map[string]any{"accounts": accs}
+	if len(accs) > limit {
+		accs = accs[:limit]
+		out["accounts"] = accs
+		// next_after is the after= of the next page; absent on the last page.
+		out["next_after"] = accs[limit-1].ID
+	}
+	writeJSON(ctx, 200, out)
 }
 
 func (a *Admin) getAccount(ctx *fasthttp.RequestCtx) {
@@ -380,4 +393,10 @@ func (a *Admin) revokeKey(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ctx.SetStatusCode(204)
+}
+
+// listPlans serves GET /admin/v1/plans: the configured plans, by name, as serve reads them now
+// (a SIGHUP reload shows at once).
+func (a *Admin) listPlans(ctx *fasthttp.RequestCtx) {
+	writeJSON(ctx, 200, map[string]any{"plans": a.plans.List()})
 }

@@ -26,7 +26,7 @@ const adminUsage = `usage: shotd admin [--config FILE] [--addr HOST:PORT] [--tok
 
 commands:
   account create --email E [--plan P] [--verified]
-  account list
+  account list                           (every account, page after page)
   account get ID                         (includes usage)
   usage get ACCOUNT_ID                   (the account's usage of its current period)
   account update ID [--plan P] [--verified=true|false] [--bonus N]
@@ -175,7 +175,7 @@ var adminCommands = map[string]adminCommand{
 		return c.do(ctx, http.MethodPost, "/admin/v1/accounts", body)
 	}},
 	"account list": {run: func(c *adminClient, ctx context.Context, _ adminArgs) error {
-		return c.do(ctx, http.MethodGet, "/admin/v1/accounts", nil)
+		return c.listAccounts(ctx)
 	}},
 	"account get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id, nil)
@@ -234,6 +234,41 @@ var adminCommands = map[string]adminCommand{
 	"key revoke": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodDelete, "/admin/v1/keys/"+a.id, nil)
 	}},
+}
+
+// listAccounts prints every account: it follows the admin API's next_after cursor page by page.
+func (c *adminClient) listAccounts(ctx context.Context) error {
+	all := []json.RawMessage{}
+	after := ""
+	for {
+		path := "/admin/v1/accounts?limit=100"
+		if after != "" {
+			path += "&after=" + url.QueryEscape(after)
+		}
+		out, err := c.fetch(ctx, http.MethodGet, path, nil)
+		if err != nil {
+			c.print(out)
+			return err
+		}
+		var page struct {
+			Accounts  []json.RawMessage `json:"accounts"`
+			NextAfter string            `json:"next_after"`
+		}
+		if err := json.Unmarshal(out, &page); err != nil {
+			return fmt.Errorf("admin API answer: %v", err)
+		}
+		all = append(all, page.Accounts...)
+		if page.NextAfter == "" || page.NextAfter == after {
+			break
+		}
+		after = page.NextAfter
+	}
+	b, err := json.Marshal(map[string]any{"accounts": all})
+	if err != nil {
+		return err
+	}
+	c.print(b)
+	return nil
 }
 
 // setOptionalBool sets body[key] from a flag's value, left out when the flag was not given.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -98,3 +99,44 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.stderr }
+
+// TestAdminAccountListPages lists 150 accounts, more than one page of the admin API: the CLI
+// follows next_after and prints each account once.
+func TestAdminAccountListPages(t *testing.T) {
+	st := storetest.Open(t, "")
+	plans := config.Default().Plans
+	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, plans, nil, nil, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go adm.Serve(ln)
+	defer adm.Shutdown(context.Background())
+	want := map[string]bool{}
+	for i := 0; i < 150; i++ {
+		acc, err := st.CreateAccount(fmt.Sprintf("page%d@example.test", i), "default", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[acc.ID] = true
+	}
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Env: []string{"SHOTD_DATA_DIR=" + t.TempDir()}}
+	if code := m.Run(context.Background(), []string{"admin", "--addr", ln.Addr().String(), "--token", "tok", "account", "list"}); code != 0 {
+		t.Fatalf("account list: %d %s", code, errOut.String())
+	}
+	var got struct{ Accounts []shotd.Account }
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, a := range got.Accounts {
+		if seen[a.ID] || !want[a.ID] {
+			t.Fatalf("account %s listed twice or unknown", a.ID)
+		}
+		seen[a.ID] = true
+	}
+	if len(seen) != 150 {
+		t.Fatalf("account list printed %d accounts, want 150", len(seen))
+	}
+}
