@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -232,4 +234,95 @@ func launchBrowser(ctx context.Context, t *testing.T) *cdp.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestDashboardPagesAccounts has the dashboard in real Chromium page through 150 accounts (more
+// than one page of the admin API) with its Next button, and offers the configured plans.
+func TestDashboardPagesAccounts(t *testing.T) {
+	sk := newStack(t)
+	want := map[string]bool{}
+	for i := 0; i < 150; i++ {
+		acc, err := sk.st.CreateAccount(fmt.Sprintf("dpage%d@example.test", i), "default", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[acc.ID] = true
+	}
+	tokenJSON, _ := json.Marshal(adminToken)
+	script := `(async () => {
+  const $ = (id) => document.getElementById(id);
+  const until = async (what, ok) => {
+    for (let i = 0; i < 600; i++) { if (ok()) return; await new Promise((r) => setTimeout(r, 50)); }
+    throw new Error("timed out waiting for " + what + "; the page says: " + $("msg").textContent);
+  };
+  $("token").value = ` + string(tokenJSON) + `; $("connect").click();
+  await until("login", () => !$("app").hidden && $("accounts").rows.length > 0);
+  const ids = [], pages = [];
+  for (;;) {
+    pages.push($("accounts").rows.length);
+    ids.push(...[...$("accounts").rows].map((r) => r.cells[0].textContent));
+    if ($("acc-next").disabled) break;
+    const first = $("accounts").rows[0].cells[0].textContent;
+    $("acc-next").click();
+    await until("the next page", () => $("accounts").rows.length > 0 && $("accounts").rows[0].cells[0].textContent !== first);
+  }
+  $("acc-prev").click();
+  await until("the previous page", () => $("accounts").rows.length === 100);
+  return JSON.stringify({ids, pages, back: $("accounts").rows[0].cells[0].textContent,
+    plans: [...$("plan").options].map((o) => o.value)});
+})()`
+	var got struct {
+		IDs   []string
+		Pages []int
+		Back  string
+		Plans []string
+	}
+	runDashboard(t, sk, script, &got)
+	seen := map[string]bool{}
+	for _, id := range got.IDs {
+		if seen[id] || !want[id] {
+			t.Fatalf("account %s shown twice or unknown", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 150 || len(got.Pages) != 2 || got.Back != got.IDs[0] {
+		t.Fatalf("the dashboard showed %d accounts on pages %v, back to %s; want 150 on [100 50]", len(seen), got.Pages, got.Back)
+	}
+	if len(got.Plans) != len(env.plans) || !slices.Contains(got.Plans, "default") {
+		t.Fatalf("plan choices %v", got.Plans)
+	}
+}
+
+// runDashboard opens the dashboard of sk in a Chromium of the test's own, runs script (an async
+// function's call that returns a JSON string) and decodes its answer into v.
+func runDashboard(t *testing.T, sk *stack, script string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := launchBrowser(ctx, t)
+	loaded, err := c.Page.LoadEventFired(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	if _, err := c.Page.Navigate(ctx, cdppage.NewNavigateArgs(sk.admBase+"/dashboard")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(script).SetAwaitPromise(true).SetReturnByValue(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExceptionDetails != nil {
+		t.Fatalf("dashboard script: %v", res.ExceptionDetails.Exception.Description)
+	}
+	var text string
+	if err := json.Unmarshal(res.Result.Value, &text); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(text), v); err != nil {
+		t.Fatalf("%v: %s", err, text)
+	}
 }
