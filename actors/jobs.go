@@ -33,7 +33,10 @@ type JobsConfig struct {
 	Secrets Secrets
 	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
 	Ended func(shotd.Job)
-	Log   zerolog.Logger
+	// QueueWaited, when set, hears how long each job waited in the queue of this run for a slot
+	// of its account, before its render started. For /metrics; it must not block.
+	QueueWaited func(time.Duration)
+	Log         zerolog.Logger
 }
 
 // SubmitJobs queues the background renders of a request, which the caller has admitted
@@ -78,6 +81,8 @@ type pendingJob struct {
 	job     shotd.Job
 	account shotd.Account
 	plan    shotd.Plan
+	since   time.Time // when it entered the queue of this run
+	seq     uint64    // its order of arrival: the account's slots go to its jobs in this order
 }
 
 // jobActor owns the job queue: it asks the account actors for a slot per job (jobs wait for a
@@ -88,6 +93,7 @@ type jobActor struct {
 	cfg     JobsConfig
 	owner   *Jobs
 	pending map[string]*pendingJob
+	seq     uint64
 	restore []shotd.Job
 }
 
@@ -101,7 +107,8 @@ func (a *jobActor) Receive(ctx actor.Context) {
 	case *jobsCreated:
 		a.owner.queued.Add(int64(len(m.jobs)))
 		for _, j := range m.jobs {
-			a.pending[j.JobID] = &pendingJob{job: j, account: m.account, plan: m.plan}
+			a.seq++
+			a.pending[j.JobID] = &pendingJob{job: j, account: m.account, plan: m.plan, since: time.Now(), seq: a.seq}
 			ctx.Request(a.cfg.Accounts.PID(), &AcquireJobSlot{Account: m.account, Plan: m.plan, JobID: j.JobID})
 		}
 	case *JobSlotGranted:
@@ -110,6 +117,9 @@ func (a *jobActor) Receive(ctx actor.Context) {
 			return
 		}
 		delete(a.pending, m.JobID)
+		if a.cfg.QueueWaited != nil {
+			a.cfg.QueueWaited(time.Since(p.since))
+		}
 		a.owner.queued.Add(-1)
 		a.owner.rendering.Add(1)
 		if !a.owner.goRun(func() { defer a.owner.rendering.Add(-1); a.run(ctx.ActorSystem().Root, ctx.Self(), p) }) {

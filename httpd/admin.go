@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/pressure"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
@@ -81,6 +82,7 @@ type Admin struct {
 	plans     *PlanBook
 	usage     UsageReporter
 	renders   *RenderLog
+	pressure  func() pressure.Pressure
 	log       zerolog.Logger
 	srv       *fasthttp.Server
 	adminGuard
@@ -118,6 +120,7 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	r.GET("/admin/v1/renders", a.auth(a.recentRenders))
 	r.GET("/admin/v1/info", a.auth(a.info))
 	r.GET("/admin/v1/plans", a.auth(a.listPlans))
+	r.GET("/admin/v1/pressure", a.auth(a.servePressure))
 	if gatherer != nil {
 		r.GET("/metrics", a.metricsGate(fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))))
 	}

@@ -162,7 +162,6 @@ func TestMetricsAfterRenders(t *testing.T) {
 		`shotd_jobs_ended_total{state="failed"}`:                               0,
 		`shotd_jobs{state="queued"}`:                                           0,
 		`shotd_jobs{state="rendering"}`:                                        0,
-		`shotd_job_queue_depth`:                                                0,
 		`shotd_browsers_up`:                                                    1,
 		`shotd_browser_renders_inflight{browser="0"}`:                          0,
 		`shotd_requests_total{route="/api/v1/screenshot",status="200"}`:        5,
