@@ -128,6 +128,8 @@ func (a *jobActor) Receive(ctx actor.Context) {
 			// slot back without billing.
 			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: shotd.OutcomeReleased, Started: true})
 		}
+	case *queuePosition:
+		ctx.Respond(a.position(m.jobID))
 	case *jobDone:
 		ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: m.accountID, JobID: m.jobID, Outcome: m.outcome, Started: true})
 		if m.webhook && a.cfg.Webhooks != nil {
@@ -218,7 +220,10 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) {
 	j := p.job
 	log := a.cfg.Log.With().Str("job", j.JobID).Str("account", j.AccountID).Logger()
-	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
+	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error {
+		j.Status, j.StartedAt = shotd.JobRendering, time.Now().UTC()
+		return nil
+	}); err != nil {
 		log.Error().Err(err).Msg("job to rendering")
 	}
 	var o shotd.Options
@@ -382,6 +387,37 @@ type Jobs struct {
 	// For Stats: kept by the actor and the job goroutines, read by /metrics.
 	queued, rendering atomic.Int64
 	succeeded, failed atomic.Uint64
+}
+
+// queuePosition asks the job actor for a queued job's place; the answer is an int, 0 when the
+// job is not queued in this run.
+type queuePosition struct{ jobID string }
+
+// position is the place of a queued job among its account's queued jobs, which get the
+// account's slots in the order they came (1: the next to start); 0 when it is not queued.
+func (a *jobActor) position(jobID string) int {
+	p, ok := a.pending[jobID]
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, q := range a.pending {
+		if q.account.ID == p.account.ID && q.seq <= p.seq {
+			n++
+		}
+	}
+	return n
+}
+
+// QueuePosition is a queued job's place among its account's queued jobs (1: the next to
+// start); false when it is not queued or the actor did not answer within timeout.
+func (j *Jobs) QueuePosition(jobID string, timeout time.Duration) (int, bool) {
+	res, err := j.sys.Root.RequestFuture(j.pid, &queuePosition{jobID: jobID}, timeout).Result()
+	if err != nil {
+		return 0, false
+	}
+	n, _ := res.(int)
+	return n, n > 0
 }
 
 // Stats returns the job counts; Queued is the queue depth (jobs waiting for an account slot).

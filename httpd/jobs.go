@@ -121,7 +121,16 @@ func (s *Server) job(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no job %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, view.NewJobView(j, s.set.PublicURL))
+	v := view.NewJobView(j, s.set.PublicURL)
+	if q, ok := s.jobs.(queuePlaces); ok && j.Status == shotd.JobQueued {
+		v.QueuePosition, _ = q.QueuePosition(j.JobID, time.Second)
+	}
+	writeJSON(ctx, fasthttp.StatusOK, v)
+}
+
+// queuePlaces tells a queued job's place in its account's queue: actors.Jobs implements it.
+type queuePlaces interface {
+	QueuePosition(jobID string, timeout time.Duration) (int, bool)
 }
 
 func (s *Server) batch(ctx *fasthttp.RequestCtx) {
@@ -135,7 +144,7 @@ func (s *Server) batch(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no batch %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, view.NewBatchView(b, jobs, s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, view.NewBatchRecord(b, jobs, s.set.PublicURL))
 }
 
 func notFound(err error, code shotd.Code, format string, args ...any) error {
