@@ -30,7 +30,7 @@ type Job struct {
 	Status       string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
-	StartedAt    time.Time // when its render last started; zero while it never did
+	StartedAt    time.Time       // when its render last started; zero while it never did
 	Options      json.RawMessage // the validated Options as JSON, re-read at restart
 	Result       *JobResult
 	ErrorCode    string

@@ -9,19 +9,19 @@ import (
 
 // JobView is the job record as GET /api/v1/jobs/{id} and the webhook body show it.
 type JobView struct {
-	JobID        string       `json:"job_id"`
-	Status       string       `json:"status"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
+	JobID     string    `json:"job_id"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
 	// StartedAt is when its render started (absent while queued); QueuePosition, while it is
 	// queued, is its place among its account's queued jobs of this run (1: the next to start).
-	StartedAt     *time.Time `json:"started_at,omitempty"`
-	QueuePosition int        `json:"queue_position,omitempty"`
-	BatchID      string       `json:"batch_id,omitempty"`
-	Result       *ResultView  `json:"result,omitempty"`
-	ErrorCode    string       `json:"error_code,omitempty"`
-	ErrorMessage string       `json:"error_message,omitempty"`
-	Webhook      *WebhookView `json:"webhook,omitempty"`
+	StartedAt     *time.Time   `json:"started_at,omitempty"`
+	QueuePosition int          `json:"queue_position,omitempty"`
+	BatchID       string       `json:"batch_id,omitempty"`
+	Result        *ResultView  `json:"result,omitempty"`
+	ErrorCode     string       `json:"error_code,omitempty"`
+	ErrorMessage  string       `json:"error_message,omitempty"`
+	Webhook       *WebhookView `json:"webhook,omitempty"`
 	// ExternalIdentifier is the client's own name for the job (external_identifier).
 	ExternalIdentifier string `json:"external_identifier,omitempty"`
 }
