@@ -72,6 +72,20 @@ type AdminStore interface {
 	AccountBook
 	UsageHistory
 	Backups
+	AdminRecords
+}
+
+// AdminRecords finds jobs and batches whatever their account, and deletes accounts:
+// store.Store implements it.
+type AdminRecords interface {
+	JobByID(jobID string) (shotd.Job, error)
+	BatchByID(batchID string) (shotd.Batch, []shotd.Job, error)
+	// JobsOf lists an account's jobs newest first, limit at most, after the job id before;
+	// next is the before= of the following page, "" on the last.
+	JobsOf(accountID, before string, limit int) (jobs []shotd.Job, next string, err error)
+	// DeleteAccount removes the account with its keys, jobs, batches, files and usage; an
+	// account with jobs queued or rendering is refused with shotd.ErrAccountBusy.
+	DeleteAccount(id string) (shotd.AccountDeletion, error)
 }
 
 // Admin is the admin API listener: accounts, keys and /metrics behind a Bearer token.
@@ -111,6 +125,10 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	r.GET("/", func(ctx *fasthttp.RequestCtx) { ctx.Redirect("/dashboard", fasthttp.StatusFound) })
 	r.GET("/admin/v1/accounts/{id}", a.auth(a.getAccount))
 	r.PATCH("/admin/v1/accounts/{id}", a.auth(a.patchAccount))
+	r.DELETE("/admin/v1/accounts/{id}", a.auth(a.deleteAccount))
+	r.GET("/admin/v1/accounts/{id}/jobs", a.auth(a.accountJobs))
+	r.GET("/admin/v1/jobs/{id}", a.auth(a.getJob))
+	r.GET("/admin/v1/batches/{id}", a.auth(a.getBatch))
 	r.POST("/admin/v1/accounts/{id}/keys", a.auth(a.createKey))
 	r.GET("/admin/v1/accounts/{id}/keys", a.auth(a.listKeys))
 	r.PATCH("/admin/v1/keys/{access_key}", a.auth(a.patchKey))

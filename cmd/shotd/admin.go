@@ -30,6 +30,11 @@ commands:
   account get ID                         (includes usage)
   usage get ACCOUNT_ID                   (the account's usage of its current period)
   account update ID [--plan P] [--verified=true|false] [--bonus N]
+  account delete ID                      (with its keys, jobs, batches, files and usage; refused
+                                         while it has jobs queued or rendering)
+  account jobs ID                        (its jobs, newest first, up to 100)
+  job get JOB_ID                         (any account's job, with its account_id)
+  batch get BATCH_ID                     (any account's batch, with its progress)
   key create ACCOUNT_ID [--name N] [--require-signature]   (shows the secret once)
   key list ACCOUNT_ID
   key update ACCESS_KEY [--name N] [--require-signature=true|false]
@@ -196,6 +201,18 @@ var adminCommands = map[string]adminCommand{
 			body["bonus_screenshots"] = n
 		}
 		return c.do(ctx, http.MethodPatch, "/admin/v1/accounts/"+a.id, body)
+	}},
+	"account delete": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodDelete, "/admin/v1/accounts/"+a.id, nil)
+	}},
+	"account jobs": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id+"/jobs", nil)
+	}},
+	"job get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/jobs/"+a.id, nil)
+	}},
+	"batch get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/batches/"+a.id, nil)
 	}},
 	"usage get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.doField(ctx, "/admin/v1/accounts/"+a.id, "usage")

@@ -15,6 +15,7 @@ import (
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/storetest"
+	"github.com/shotd/shotd/store"
 )
 
 // TestAdminCommands runs every `shotd admin` command against a real admin API on loopback.
@@ -138,5 +139,61 @@ func TestAdminAccountListPages(t *testing.T) {
 	}
 	if len(seen) != 150 {
 		t.Fatalf("account list printed %d accounts, want 150", len(seen))
+	}
+}
+
+// TestAdminJobsAndDelete: the CLI finds a job and a batch whatever their account, lists an
+// account's jobs, refuses to delete an account with a queued job, and deletes it once it ended.
+func TestAdminJobsAndDelete(t *testing.T) {
+	st := storetest.Open(t, "")
+	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, config.Default().Plans, nil, nil, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go adm.Serve(ln)
+	defer adm.Shutdown(context.Background())
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &errOut, Env: []string{"SHOTD_DATA_DIR=" + t.TempDir()}}
+		if code := m.Run(context.Background(), append([]string{"admin", "--addr", ln.Addr().String(), "--token", "tok"}, args...)); code != 0 {
+			return out.String(), &exitError{code, errOut.String()}
+		}
+		return out.String(), nil
+	}
+	acc, err := st.CreateAccount("jobs@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []shotd.Job{{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: "ak", Options: json.RawMessage(`{}`)}}
+	batch := shotd.Batch{BatchID: store.NewBatchID(), AccountID: acc.ID}
+	if err := st.CreateJobs(jobs, &batch); err != nil {
+		t.Fatal(err)
+	}
+	id := jobs[0].JobID
+	for _, s := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"job", "get", id}, `"account_id": "` + acc.ID + `"`},
+		{[]string{"batch", "get", batch.BatchID}, `"progress": {`},
+		{[]string{"account", "jobs", acc.ID}, `"job_id": "` + id + `"`},
+	} {
+		out, err := run(s.args...)
+		if err != nil || !strings.Contains(out, s.want) {
+			t.Fatalf("%v printed %q (%v), want %s", s.args, out, err, s.want)
+		}
+	}
+	if out, err := run("account", "delete", acc.ID); err == nil || !strings.Contains(out, "queued or rendering") {
+		t.Fatalf("delete with a queued job: %q %v", out, err)
+	}
+	if _, err := st.UpdateJob(id, func(j *shotd.Job) error { j.Status = shotd.JobFailed; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("account", "delete", acc.ID); err != nil || !strings.Contains(out, `"jobs": 1`) || !strings.Contains(out, `"batches": 1`) {
+		t.Fatalf("delete: %q %v", out, err)
+	}
+	if _, err := run("job", "get", id); err == nil {
+		t.Fatal("the deleted account's job is still found")
 	}
 }
