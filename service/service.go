@@ -272,6 +272,7 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 		return err
 	}
 	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
+	s.loadRenders()
 	if s.jobs, err = actors.StartJobs(s.sys, actors.JobsConfig{Store: s.store, Accounts: s.accounts,
 		Render: s.jobRender, Webhooks: s.webhooks, Secrets: s.storage.sealer,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
@@ -398,6 +399,7 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 		cancel()
 	}
+	s.saveRenders()
 	if s.sys != nil {
 		s.sys.Shutdown()
 	}
