@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,7 +23,9 @@ import (
 	cdppage "github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/store"
 )
 
 // dashboardScript is what an operator does in the dashboard, run in the page: log in, create an
@@ -324,5 +327,69 @@ func runDashboard(t *testing.T, sk *stack, script string, v any) {
 	}
 	if err := json.Unmarshal([]byte(text), v); err != nil {
 		t.Fatalf("%v: %s", err, text)
+	}
+}
+
+// TestDashboardOverviewAndJobs has the dashboard in real Chromium show the service overview (the
+// pressure and a recent error), an account's jobs, and delete the account.
+func TestDashboardOverviewAndJobs(t *testing.T) {
+	sk := newStack(t)
+	acc, err := sk.st.CreateAccount("jobs-dash@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := sk.st.CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []shotd.Job{{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: json.RawMessage(`{}`)}}
+	if err := sk.st.CreateJobs(jobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sk.st.UpdateJob(jobs[0].JobID, func(j *shotd.Job) error {
+		j.Status, j.ErrorCode = shotd.JobFailed, string(shotd.CodeTimeout)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A refused render, for the recent errors.
+	if r := do(t, "GET", sk.base+"/api/v1/screenshot?access_key="+key.AccessKey, nil, nil); r.status != 400 {
+		t.Fatalf("screenshot without a source: %d", r.status)
+	}
+	tokenJSON, _ := json.Marshal(adminToken)
+	idJSON, _ := json.Marshal(acc.ID)
+	script := `(async () => {
+  const $ = (id) => document.getElementById(id);
+  const until = async (what, ok) => {
+    for (let i = 0; i < 600; i++) { if (ok()) return; await new Promise((r) => setTimeout(r, 50)); }
+    throw new Error("timed out waiting for " + what + "; the page says: " + $("msg").textContent);
+  };
+  window.confirm = () => true;
+  $("token").value = ` + string(tokenJSON) + `; $("connect").click();
+  await until("the overview", () => !$("app").hidden && $("ov-capacity") && $("errors").rows.length > 0);
+  const overview = {state: $("ov-state").textContent, capacity: $("ov-capacity").textContent, browsers: $("ov-browsers").textContent,
+    error: $("errors").rows[0].cells[3].textContent};
+  const row = [...$("accounts").rows].find((r) => r.cells[0].textContent === ` + string(idJSON) + `);
+  row.click();
+  await until("the jobs", () => !$("account").hidden && $("jobs").rows.length > 0);
+  const job = [...$("jobs").rows[0].cells].map((c) => c.textContent);
+  $("delete-account").click();
+  await until("the delete", () => $("account").hidden && ![...$("accounts").rows].some((r) => r.cells[0].textContent === ` + string(idJSON) + `));
+  return JSON.stringify({overview, job});
+})()`
+	var got struct {
+		Overview struct{ State, Capacity, Browsers, Error string }
+		Job      []string
+	}
+	runDashboard(t, sk, script, &got)
+	if got.Overview.State != "Takes more work" || !strings.Contains(got.Overview.Capacity, "slots") || !strings.HasSuffix(got.Overview.Browsers, "of 1") ||
+		got.Overview.Error != "invalid_options" {
+		t.Errorf("overview %+v", got.Overview)
+	}
+	if len(got.Job) < 6 || got.Job[0] != jobs[0].JobID || got.Job[1] != "failed" || got.Job[5] != "timeout" {
+		t.Errorf("job row %q", got.Job)
+	}
+	if _, err := sk.st.Account(acc.ID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Errorf("the account is still there after the delete: %v", err)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/storetest"
+	"github.com/shotd/shotd/pressure"
 	"github.com/shotd/shotd/internal/testkit"
 	shotdmetrics "github.com/shotd/shotd/metrics"
 	"github.com/shotd/shotd/store"
@@ -82,6 +83,7 @@ func newStack(t *testing.T) *stack {
 	serveOn(t, ln, srv.Serve, srv.Shutdown)
 	adm := httpd.NewAdmin(adminToken, base, st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, metrics.Registry(), log)
 	adm.UseRenderLog(renders)
+	adm.UsePressure(pressure.Gauge{Pool: env.renderer, Jobs: jobs, SlotsPerBrowser: 2}.Read)
 	aln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
