@@ -202,6 +202,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	if s.pressure != nil {
 		r.GET("/pressure", s.servePressure)
 	}
+	r.GET("/docs", serveDocsIndex)
 	r.GET("/docs/errors", serveErrorDocs)
 	r.GET("/docs/options", serveOptionDocs)
 	r.GET("/openapi.json", s.serveOpenAPI)
@@ -391,7 +392,7 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs/errors", "/docs/options", "/openapi.json":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/openapi.json":
 		return p
 	}
 	return "other"
