@@ -21,9 +21,9 @@ import (
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/storetest"
-	"github.com/shotd/shotd/pressure"
 	"github.com/shotd/shotd/internal/testkit"
 	shotdmetrics "github.com/shotd/shotd/metrics"
+	"github.com/shotd/shotd/pressure"
 	"github.com/shotd/shotd/store"
 	"github.com/shotd/shotd/webhook"
 )

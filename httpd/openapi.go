@@ -144,8 +144,8 @@ func openAPIDoc(publicURL string) obj {
 				"parameters": append(slices.Clone(authQuery), idParam("file_id")),
 				"responses":  withErrors(obj{"200": obj{"description": "The file", "content": exampleBinary(binaryContent())}}),
 			}},
-			"/healthz": obj{"get": plain("healthz", "200 while the process runs", 200)},
-			"/readyz":  obj{"get": plain("readyz", "200 once a browser can render and nothing required is missing, 503 before; missing names what is not there (browser, database, disk, ffmpeg)", 200, 503)},
+			"/healthz":        obj{"get": plain("healthz", "200 while the process runs", 200)},
+			"/readyz":         obj{"get": plain("readyz", "200 once a browser can render and nothing required is missing, 503 before; missing names what is not there (browser, database, disk, ffmpeg)", 200, 503)},
 			"/pressure":       pressureOperation(),
 			"/api/v1/animate": animateOperations(authQuery, withErrors),
 			"/openapi.json": obj{"get": obj{"operationId": "openapi", "tags": []string{"health"}, "summary": "This document", "security": []any{},
@@ -426,7 +426,7 @@ func schemas() obj {
 			"batch_id": str, "result": ref("schemas", "RenderResult"), "external_identifier": str,
 			"started_at":     obj{"type": "string", "format": "date-time", "description": "When its render started; absent while queued."},
 			"queue_position": obj{"type": "integer", "minimum": 1, "description": "While queued: its place among its account's queued jobs (1: the next to start)."},
-			"error_code": ref("schemas", "ErrorCode"), "error_message": str,
+			"error_code":     ref("schemas", "ErrorCode"), "error_message": str,
 			"webhook": object([]string{"url", "status", "attempts"}, obj{
 				"url": str, "status": obj{"type": "string", "enum": []string{"pending", "delivered", "failed"}}, "attempts": integer,
 			}),
@@ -445,7 +445,7 @@ func schemas() obj {
 			"counts": object(jobStates, obj{"queued": integer, "rendering": integer, "succeeded": integer, "failed": integer}),
 			"progress": object([]string{"ended", "total", "percent"}, obj{"ended": integer, "total": integer,
 				"percent": obj{"type": "integer", "minimum": 0, "maximum": 100}}),
-			"jobs":   obj{"type": "array", "items": ref("schemas", "Job")},
+			"jobs": obj{"type": "array", "items": ref("schemas", "Job")},
 		}),
 		"Usage": object([]string{"quota", "requests_per_minute", "status_requests_per_minute", "concurrency", "queue_limit", "failures_per_minute", "renders"}, obj{
 			"quota": object([]string{"limit", "used", "remaining", "bonus", "reset"}, obj{
