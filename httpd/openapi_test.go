@@ -307,4 +307,8 @@ func TestOpenAPIMatchesNewAnswers(t *testing.T) {
 			}
 		})
 	}
+	// animate answers are counted under their own route, not "other".
+	if n := scrape(t, env.admin)[`shotd_requests_total{route="/api/v1/animate",status="200"}`]; n < 2 {
+		t.Errorf("animate answers counted: %v, want at least 2", n)
+	}
 }

@@ -113,7 +113,7 @@ func (s *Server) recordRender(ctx *fasthttp.RequestCtx, ref, route string) {
 		return
 	}
 	switch route {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/bulk":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/bulk":
 	default:
 		return
 	}

@@ -392,7 +392,7 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/openapi.json":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/openapi.json":
 		return p
 	}
 	return "other"
