@@ -93,6 +93,8 @@ type JobRequest struct {
 	AccessKey string // the key of the request, whose secret signs the webhooks
 	Options   []*Options
 	Batch     bool
+	// BatchWebhookURL receives one batch.done delivery when every job of the batch ended.
+	BatchWebhookURL string
 }
 
 // JobStats counts the jobs of a run of the service: Queued and Rendering now, Succeeded and

@@ -74,6 +74,7 @@ type jobDone struct {
 	accountID string
 	outcome   shotd.Outcome
 	webhook   bool
+	batchID   string // the job's batch, whose webhook may be due now
 }
 
 // pendingJob is what the job actor keeps of a job between its creation and its slot.
@@ -135,6 +136,9 @@ func (a *jobActor) Receive(ctx actor.Context) {
 		if m.webhook && a.cfg.Webhooks != nil {
 			a.cfg.Webhooks.Deliver(m.jobID)
 		}
+		if m.batchID != "" && a.cfg.Webhooks != nil {
+			a.cfg.Webhooks.BatchJobEnded(m.batchID)
+		}
 	}
 }
 
@@ -171,6 +175,9 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 	var batch *shotd.Batch
 	if m.Batch {
 		batch = &shotd.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
+		if m.BatchWebhookURL != "" {
+			batch.Webhook = &shotd.WebhookState{URL: m.BatchWebhookURL} // always signed
+		}
 	}
 	for i, o := range m.Options {
 		raw, err := a.marshalOptions(o)
@@ -271,7 +278,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	if a.cfg.Ended != nil {
 		a.cfg.Ended(final)
 	}
-	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil})
+	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil, batchID: j.BatchID})
 }
 
 // recordEnd writes a job's end in one transaction: succeeded with result, or failed with err's

@@ -434,6 +434,8 @@ func schemas() obj {
 		"BulkRequest": object([]string{"requests"}, obj{
 			"requests": obj{"type": "array", "items": ref("schemas", "Options")},
 			"defaults": ref("schemas", "Options"),
+			"webhook_url": obj{"type": "string", "format": "uri",
+				"description": "Receives one batch.done delivery (the batch record plus event, signed like a job's) once every job of the batch ended."},
 		}),
 		"BulkAccepted": object([]string{"batch_id", "status", "total", "jobs"}, obj{
 			"batch_id": str, "status": obj{"type": "string", "enum": []string{"queued"}}, "total": integer,
@@ -445,6 +447,9 @@ func schemas() obj {
 			"counts": object(jobStates, obj{"queued": integer, "rendering": integer, "succeeded": integer, "failed": integer}),
 			"progress": object([]string{"ended", "total", "percent"}, obj{"ended": integer, "total": integer,
 				"percent": obj{"type": "integer", "minimum": 0, "maximum": 100}}),
+			"webhook": object([]string{"url", "status", "attempts"}, obj{
+				"url": str, "status": obj{"type": "string", "enum": []string{"pending", "delivered", "failed"}}, "attempts": integer,
+			}),
 			"jobs": obj{"type": "array", "items": ref("schemas", "Job")},
 		}),
 		"Usage": object([]string{"quota", "requests_per_minute", "status_requests_per_minute", "concurrency", "queue_limit", "failures_per_minute", "renders"}, obj{

@@ -102,6 +102,22 @@ func webhooks() obj {
 			"example": withEvent(exampleJobSucceeded, "job.succeeded"),
 		}}},
 		"responses": obj{"200": obj{"description": "Any 2xx answer: delivered."}},
+	}}, "batchDone": obj{"post": obj{
+		"operationId": "batchDone", "summary": "Every job of a batch ended (batch.done)",
+		"description": "POSTed once to the webhook_url of a bulk request when every job of the batch ended: the batch record as GET /api/v1/batches/{id} shows it, plus event. Signed and retried as a job's delivery; x-batch-id instead of x-job-id.",
+		"parameters": []any{
+			h("x-timestamp", "Unix seconds at which this attempt was signed.", true),
+			h("x-signature", "Hex HMAC-SHA256 of \"<x-timestamp>.<raw body>\", keyed with the secret key of the access key that made the batch.", true),
+			obj{"name": "x-webhook-event", "in": "header", "required": true, "description": "The event.", "schema": obj{"type": "string", "enum": []string{"batch.done"}}},
+			h("x-batch-id", "The batch id.", true),
+			h("x-webhook-attempt", "1, 2, ...: the attempt of this delivery.", true),
+		},
+		"requestBody": obj{"required": true, "content": obj{"application/json": obj{
+			"schema": obj{"allOf": []any{ref("schemas", "Batch"), object1([]string{"event"}, obj{
+				"event": obj{"type": "string", "enum": []string{"batch.done"}}})}},
+			"example": withEvent(exampleBatchDone, "batch.done"),
+		}}},
+		"responses": obj{"200": obj{"description": "Any 2xx answer: delivered."}},
 	}}}
 }
 
@@ -136,6 +152,12 @@ var (
 			obj{"job_id": "job_3bXw9TcL2mQa7VnR1pZk4Q", "status": "rendering", "batch_id": "bat_Hn4cR1qZ8wVx2TgK5yLp0A", "created_at": "2026-11-27T05:30:00Z",
 				"updated_at": "2026-11-27T05:30:02Z", "started_at": "2026-11-27T05:30:02Z"},
 		}}
+	exampleBatchDone = obj{"batch_id": "bat_Hn4cR1qZ8wVx2TgK5yLp0A", "status": "done", "total": 1,
+		"counts":   obj{"queued": 0, "rendering": 0, "succeeded": 1, "failed": 0},
+		"progress": obj{"ended": 1, "total": 1, "percent": 100},
+		"webhook":  obj{"url": "https://hooks.example.com/batches", "status": "pending", "attempts": 1},
+		"jobs": []any{obj{"job_id": "job_Q7v1XcA9dPz4LmT2kR8sWg", "status": "succeeded", "batch_id": "bat_Hn4cR1qZ8wVx2TgK5yLp0A",
+			"created_at": "2026-11-27T05:30:00Z", "updated_at": "2026-11-27T05:30:02Z", "started_at": "2026-11-27T05:30:01Z", "result": exampleResult}}}
 	exampleBulkRequest = obj{"requests": []any{obj{"url": "https://example.com"}, obj{"url": "https://example.org", "format": "pdf"}},
 		"defaults": obj{"viewport_width": 1280, "webhook_url": "https://hooks.example.com/shotd"}}
 	exampleBulkAccepted = obj{"batch_id": "bat_Hn4cR1qZ8wVx2TgK5yLp0A", "status": "queued", "total": 2,

@@ -72,6 +72,9 @@ type BatchView struct {
 type BatchRecord struct {
 	BatchView
 	Progress BatchProgress `json:"progress"`
+	// Webhook is the batch.done delivery of a bulk request that gave a webhook_url: "pending"
+	// until every job ended and the receiver took it.
+	Webhook *WebhookView `json:"webhook,omitempty"`
 }
 
 // NewBatchRecord is the public record of b with its progress.
@@ -81,6 +84,12 @@ func NewBatchRecord(b shotd.Batch, jobs []shotd.Job, publicURL string) BatchReco
 	r := BatchRecord{BatchView: v, Progress: BatchProgress{Ended: ended, Total: v.Total}}
 	if v.Total > 0 {
 		r.Progress.Percent = ended * 100 / v.Total
+	}
+	if w := b.Webhook; w != nil {
+		r.Webhook = &WebhookView{URL: w.URL, Status: w.Status, Attempts: w.Attempts}
+		if r.Webhook.Status == "" {
+			r.Webhook.Status = shotd.WebhookPending
+		}
 	}
 	return r
 }
