@@ -85,3 +85,43 @@ func TestDeleteAccount(t *testing.T) {
 		t.Errorf("b's file: %v", err)
 	}
 }
+
+// TestBatchWebhooksDue: a batch's webhook is due at start once all its jobs ended (waiting) or
+// while pending; not before, not once delivered, never without a webhook.
+func TestBatchWebhooksDue(t *testing.T) {
+	s, _ := openStore(t)
+	jobs := []shotd.Job{newJob("acc_a", false), newJob("acc_a", false)}
+	b := shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a", Webhook: &shotd.WebhookState{URL: "http://127.0.0.1:9/b"}}
+	if err := s.CreateJobs(jobs, &b); err != nil {
+		t.Fatal(err)
+	}
+	createBatch(t, s, "acc_a", 1, false) // no webhook: never due
+	due := func() []string {
+		ids, err := s.BatchWebhooksDue()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	if ids := due(); len(ids) != 0 {
+		t.Fatalf("due with jobs queued: %v", ids)
+	}
+	for _, j := range jobs {
+		updateJob(t, s, j.JobID, func(j *shotd.Job) { j.Status = shotd.JobSucceeded })
+	}
+	if ids := due(); len(ids) != 1 || ids[0] != b.BatchID {
+		t.Fatalf("due once ended: %v", ids)
+	}
+	if _, err := s.UpdateBatch(b.BatchID, func(b *shotd.Batch, js []shotd.Job) error {
+		if len(js) != 2 {
+			t.Errorf("UpdateBatch gave %d jobs", len(js))
+		}
+		b.Webhook.Status = shotd.WebhookDelivered
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if ids := due(); len(ids) != 0 {
+		t.Fatalf("due once delivered: %v", ids)
+	}
+}
