@@ -75,7 +75,8 @@ func TestPressureAndSeries(t *testing.T) {
 // check takes it out of rotation; one with room answers 200.
 func TestPressureFull(t *testing.T) {
 	var reading atomic.Pointer[pressure.Pressure]
-	srv := httpd.New(httpd.Settings{PublicURL: "http://127.0.0.1"}, httpd.Deps{Log: zerolog.Nop(),
+	// Refused requests are limited per address: a health check's 503s must not count.
+	srv := httpd.New(httpd.Settings{PublicURL: "http://127.0.0.1", RefusedPerAddressPerMinute: 2}, httpd.Deps{Log: zerolog.Nop(),
 		Pressure: func() pressure.Pressure { return *reading.Load() }})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -86,6 +87,9 @@ func TestPressureFull(t *testing.T) {
 		p      pressure.Pressure
 		status int
 	}{
+		{pressure.Pressure{Capacity: 2, Running: 2, Reason: "every render slot is busy"}, 503},
+		{pressure.Pressure{Capacity: 2, Running: 2, Reason: "every render slot is busy"}, 503},
+		{pressure.Pressure{Capacity: 2, Running: 2, Reason: "every render slot is busy"}, 503},
 		{pressure.Pressure{Capacity: 2, Running: 2, Reason: "every render slot is busy"}, 503},
 		{pressure.Pressure{Capacity: 2, Running: 1, FreeSlots: 1, Available: true, Date: time.Now()}, 200},
 	} {
