@@ -14,8 +14,13 @@ type BatchSender interface {
 	SendBatch(b shotd.Batch, jobs []shotd.Job) error
 }
 
-// deliverBatch asks for the next attempt of a batch's delivery, once its jobs all ended.
-type deliverBatch struct{ batchID string }
+// deliverBatch asks for the next attempt of a batch's delivery, once its jobs all ended. Without
+// resume it is a job's end, which starts the delivery only from waiting: several jobs ending at
+// once start one. With resume it is the retry of a pending delivery (or the start's catch-up).
+type deliverBatch struct {
+	batchID string
+	resume  bool
+}
 
 // BatchJobEnded tells the webhook actor that a job of batchID ended: when it was the last, and
 // the batch has a webhook, its delivery starts.
@@ -23,12 +28,17 @@ func (w *Webhooks) BatchJobEnded(batchID string) {
 	w.sys.Root.Send(w.pid, &deliverBatch{batchID: batchID})
 }
 
+// resumeBatch makes the next attempt of a batch delivery that is pending, or due.
+func (w *Webhooks) resumeBatch(batchID string) {
+	w.sys.Root.Send(w.pid, &deliverBatch{batchID: batchID, resume: true})
+}
+
 var errBatchNotDue = errors.New("the batch webhook is not due")
 
 // attemptBatch makes one attempt of a batch's delivery; it returns the wait before the next one
 // when it failed. The batch's webhook goes from "" to pending in the transaction that sees every
 // job ended, so that two jobs ending at once start one delivery.
-func (a *webhookActor) attemptBatch(batchID string) (time.Duration, bool) {
+func (a *webhookActor) attemptBatch(batchID string, resume bool) (time.Duration, bool) {
 	sender, ok := a.cfg.Sender.(BatchSender)
 	if !ok {
 		return 0, false
@@ -37,7 +47,8 @@ func (a *webhookActor) attemptBatch(batchID string) (time.Duration, bool) {
 	var jobs []shotd.Job
 	b, err := a.cfg.Store.UpdateBatch(batchID, func(b *shotd.Batch, js []shotd.Job) error {
 		w := b.Webhook
-		if w == nil || w.Status == shotd.WebhookDelivered || w.Status == shotd.WebhookFailed {
+		if w == nil || w.Status == shotd.WebhookDelivered || w.Status == shotd.WebhookFailed ||
+			(w.Status == shotd.WebhookPending && !resume) {
 			return errBatchNotDue
 		}
 		for _, j := range js {

@@ -48,8 +48,8 @@ func (a *webhookActor) Receive(ctx actor.Context) {
 	if m, ok := ctx.Message().(*deliverBatch); ok {
 		root, self := ctx.ActorSystem().Root, ctx.Self()
 		a.owner.goRun(func() {
-			if next, retry := a.attemptBatch(m.batchID); retry {
-				a.owner.after(next, func() { root.Send(self, &deliverBatch{batchID: m.batchID}) })
+			if next, retry := a.attemptBatch(m.batchID, m.resume); retry {
+				a.owner.after(next, func() { root.Send(self, &deliverBatch{batchID: m.batchID, resume: true}) })
 			}
 		})
 		return
@@ -168,7 +168,7 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 		w.after(max(wait, 0), func() { sys.Root.Send(pid, &DeliverWebhook{JobID: id}) })
 	}
 	for _, id := range batches {
-		w.BatchJobEnded(id)
+		w.resumeBatch(id)
 	}
 	return w, nil
 }
