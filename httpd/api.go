@@ -229,7 +229,6 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	}
 	outcome = shotd.OutcomeSucceeded
 	settle()
-	s.metrics.SyncRendered(out.Format, out.RenderMs)
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {

@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/shotd/shotd"
@@ -25,6 +26,16 @@ func NewPlanBook(plans map[string]shotd.Plan) *PlanBook {
 func (b *PlanBook) Get(name string) (shotd.Plan, bool) {
 	p, ok := (*b.m.Load())[name]
 	return p, ok
+}
+
+// List returns the plans sorted by name.
+func (b *PlanBook) List() []shotd.Plan {
+	m := *b.m.Load()
+	out := make([]shotd.Plan, 0, len(m))
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[n])
+	}
+	return out
 }
 
 // Set replaces every plan with a copy of plans. A request already admitted keeps the plan it

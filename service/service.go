@@ -87,7 +87,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	if err != nil {
 		return nil, err
 	}
-	s.registerMetrics()
+	s.registerMetrics(o.version)
 	if err := s.openEgress(o.resolver); err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	if err := s.startActors(o.retryDelays); err != nil {
 		return nil, err
 	}
-	s.newServers(programs.BrowserVersion)
+	s.newServers(programs)
 	s.publicLn, s.adminLn = pub, adm
 	go func() { s.errc <- s.public.Serve(s.publicLn) }()
 	go func() { s.errc <- s.admin.Serve(s.adminLn) }()
@@ -135,9 +135,13 @@ func (s *Service) openStore() (string, error) {
 }
 
 // registerMetrics makes the registry that /metrics serves.
-func (s *Service) registerMetrics() {
+func (s *Service) registerMetrics(version string) {
 	// Read only by /metrics, which is served once the renderer is set.
 	s.metrics = metrics.New(func() float64 { return float64(s.renderer.Up()) })
+	if version == "" {
+		version = "dev"
+	}
+	s.metrics.BuildInfo(version)
 	s.store.ObserveCache(s.metrics.CacheLookup)
 }
 
@@ -232,6 +236,7 @@ func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, 
 	s.renderer, err = actors.StartRenderer(s.sys, actors.PoolConfig{
 		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
 		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), ChromeReplaced: s.metrics.ChromeReplaced,
+		SlotWaited: s.metrics.SlotWaited,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
 			p, err := cdpclient.Launch(ctx, ccfg)
 			if err != nil {
@@ -267,26 +272,30 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 		return err
 	}
 	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
+	s.loadRenders()
 	if s.jobs, err = actors.StartJobs(s.sys, actors.JobsConfig{Store: s.store, Accounts: s.accounts,
 		Render: s.jobRender, Webhooks: s.webhooks, Secrets: s.storage.sealer,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
-		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
+		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, QueueWaited: s.metrics.JobQueueWaited, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
 		return err
 	}
 	s.metrics.WatchJobs(s.jobs)
 	return nil
 }
 
-// newServers makes the public and the admin API; /readyz reports browserVersion.
-func (s *Service) newServers(browserVersion string) {
+// newServers makes the public and the admin API; /readyz reports the browser's version and
+// checks the programs found at start.
+func (s *Service) newServers(programs Programs) {
 	cfg, log := s.cfg, s.log
+	browserVersion := programs.BrowserVersion
+	gauge := s.Pressure()
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
 		httpd.Deps{Keys: s.store.KeyCache(), Plans: cfg.Plans, Renderer: s.syncRender, Ready: s.renderer.Ready,
 			Gate: s.accounts, Files: s.store, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
-			Metrics: s.metrics, Renders: s.renders, Log: log})
+			Metrics: s.metrics, Renders: s.renders, ReadyChecks: s.readyChecks(programs), Pressure: gauge.Read, Log: log})
 	s.plans = s.public.Plans()
 	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, s.store, cfg.Plans, httpd.BookUsage{Gate: s.accounts, Book: s.plans}, s.metrics.Registry(),
 		log.With().Str("component", "admin").Logger())
@@ -295,6 +304,7 @@ func (s *Service) newServers(browserVersion string) {
 	}
 	s.admin.UsePlans(s.plans)
 	s.admin.UseRenderLog(s.renders)
+	s.admin.UsePressure(gauge.Read)
 	s.admin.SetMetricsToken(cfg.MetricsNeedToken())
 }
 
@@ -389,6 +399,7 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 		cancel()
 	}
+	s.saveRenders()
 	if s.sys != nil {
 		s.sys.Shutdown()
 	}

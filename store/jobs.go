@@ -54,6 +54,7 @@ type jobRecord struct {
 	Status       string           `json:"status"`
 	CreatedAt    time.Time        `json:"created_at"`
 	UpdatedAt    time.Time        `json:"updated_at"`
+	StartedAt    time.Time        `json:"started_at,omitzero"`
 	Options      json.RawMessage  `json:"options"`
 	Result       *shotd.JobResult `json:"result,omitempty"`
 	ErrorCode    string           `json:"error_code,omitempty"`
@@ -82,6 +83,9 @@ func toRecord(j shotd.Job) jobRecord {
 		Interrupted: j.Interrupted,
 	}
 	r.CreatedAt, r.UpdatedAt = inUTC(r.CreatedAt), inUTC(r.UpdatedAt)
+	if !j.StartedAt.IsZero() {
+		r.StartedAt = inUTC(j.StartedAt)
+	}
 	if j.Result != nil {
 		res := *j.Result
 		res.ExpiresAt = inUTC(res.ExpiresAt)
@@ -101,7 +105,7 @@ func (r jobRecord) job() shotd.Job {
 		JobID: r.JobID, AccountID: r.AccountID, AccessKey: r.AccessKey, BatchID: r.BatchID,
 		Index: r.Index, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Options: r.Options, Result: r.Result, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
-		ExternalIdentifier: r.ExternalID, Interrupted: r.Interrupted,
+		ExternalIdentifier: r.ExternalID, Interrupted: r.Interrupted, StartedAt: r.StartedAt,
 	}
 	if w := r.Webhook; w != nil {
 		j.Webhook = &shotd.WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
