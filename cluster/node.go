@@ -136,6 +136,9 @@ func Start(ctx context.Context, cfg Config) (*Node, error) {
 	if err := n.createBuckets(ctx); err != nil {
 		return fail(err)
 	}
+	if err := n.serveStatus(); err != nil {
+		return fail(fmt.Errorf("cluster: status responder: %w", err))
+	}
 	n.wg.Add(1)
 	go n.heartbeat()
 	n.log.Info().Str("listen", cfg.Listen).Strs("peers", cfg.Peers).Int("replicas", n.replicas).Msg("cluster node started")

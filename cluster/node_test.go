@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,5 +37,73 @@ func TestNodesShareBuckets(t *testing.T) {
 		if r := st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.Replicas; r != 3 {
 			t.Fatalf("bucket replicas %d, want 3", r)
 		}
+	}
+}
+
+// TestStatus: every node answers a status request through the loopback address and token in
+// its data directory, and sees three healthy members, a meta leader and the buckets.
+func TestStatus(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		var st Status
+		// Heartbeats and the meta group's view settle within a few heartbeats.
+		for {
+			got, err := AskStatus(ctx, n.cfg.DataDir, n.NodeName())
+			if err != nil {
+				t.Fatalf("%v (last status %+v)", err, st)
+			}
+			st = got
+			healthy := 0
+			for _, m := range st.Members {
+				if m.Health == "ok" && m.LastSeen >= 0 {
+					healthy++
+				}
+			}
+			if healthy == 3 && st.MetaLeader != "" {
+				break
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("status never showed 3 healthy members: %+v", st)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if len(st.Buckets) != 4 {
+			t.Fatalf("buckets %+v", st.Buckets)
+		}
+		for _, b := range st.Buckets {
+			if b.Leader == "" || len(b.Replicas) != 2 {
+				t.Fatalf("bucket %+v: want a leader and 2 followers", b)
+			}
+		}
+		var out strings.Builder
+		st.Print(&out)
+		if !strings.Contains(out.String(), "jetstream meta leader: n") || !strings.Contains(out.String(), BucketLedger) {
+			t.Fatalf("printed:\n%s", out.String())
+		}
+	}
+	// A node that is stopped shows offline on the others.
+	cctx, ccancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer ccancel()
+	if err := nodes[2].Close(cctx); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		st, err := AskStatus(ctx, nodes[0].cfg.DataDir, nodes[0].NodeName())
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := slices.IndexFunc(st.Members, func(m MemberStatus) bool { return m.Name == "n3" })
+		if i >= 0 && st.Members[i].Health != "ok" {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("n3 still healthy after it stopped: %+v", st.Members)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if _, err := AskStatus(ctx, nodes[2].cfg.DataDir, "n3"); err == nil {
+		t.Fatal("a stopped node's status file is still there")
 	}
 }
