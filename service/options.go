@@ -19,6 +19,7 @@ type options struct {
 	resolver      egress.Resolver
 	retryDelays   []time.Duration
 	chromeFlags   []string
+	version       string
 }
 
 // WithLogger logs through log; without it the service logs nothing.
@@ -44,3 +45,6 @@ func WithWebhookRetryDelays(d ...time.Duration) Option {
 func WithChromeFlags(flags ...string) Option {
 	return func(o *options) { o.chromeFlags = append(o.chromeFlags, flags...) }
 }
+
+// WithVersion tells the service its version, which cluster status shows for each node.
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }

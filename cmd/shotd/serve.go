@@ -31,7 +31,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	}
 	log := newLogger(m.Stderr, cfg.Log)
 	log.Info().Str("version", version()).Msg("shotd starting")
-	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log))
+	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log), shotdsvc.WithVersion(version()))
 	if err != nil {
 		return err
 	}
