@@ -1,0 +1,349 @@
+package clustertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/shotd/shotd/internal/chaos"
+	"github.com/shotd/shotd/internal/s3test"
+)
+
+// load is one run's size.
+type load struct {
+	quota, concurrency int
+	maxAttempts        int
+	workers            int
+}
+
+func (l load) String() string {
+	return fmt.Sprintf("quota %d, concurrency %d, %d workers, at most %d attempts", l.quota, l.concurrency, l.workers, l.maxAttempts)
+}
+
+// TestClusterQuota starts three nodes, renders for account A round-robin over them and kills
+// one with SIGKILL halfway through.
+func TestClusterQuota(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three shotd processes with a Chrome each")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build shotd")
+	}
+	l := load{quota: 10, concurrency: 2, maxAttempts: 1000, workers: 5}
+	if os.Getenv("SHOTD_CLUSTER_LONG") != "" {
+		l = load{quota: 40, concurrency: 2, maxAttempts: 4000, workers: 8}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
+	defer cancel()
+
+	bin, err := chaos.Build(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3 := s3test.Start(t, "shots")
+	page := newPage(t)
+
+	// Three nodes, each with a free route port, all peers of each other.
+	const n = 3
+	routes := make([]string, n)
+	for i := range routes {
+		routes[i] = freePort(t)
+	}
+	peers := `["` + strings.Join(routes, `", "`) + `"]`
+	roots := make([]*chaos.Root, n)
+	for i := range roots {
+		extra := fmt.Sprintf(`
+[browser]
+pool_size = 1
+renders_per_process = 2
+
+[storage.s3]
+endpoint = %q
+bucket = "shots"
+access_key_id = %q
+secret_access_key = %q
+
+[cluster]
+node_name = "n%d"
+listen = %q
+peers = %s
+
+[plans.small]
+monthly_quota = %d
+requests_per_minute = 100000
+status_requests_per_minute = 100000
+concurrency = %d
+queue_limit = 10
+failures_per_minute = 10000
+`, s3.Endpoint(), s3test.AccessKey, s3test.SecretKey, i+1, routes[i], peers, l.quota, l.concurrency)
+		r, err := chaos.NewRoot(extra)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(r.Remove)
+		roots[i] = r
+	}
+	// They start together: each waits for a quorum before it serves.
+	svcs := make([]*chaos.Service, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range svcs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			svcs[i], errs[i] = chaos.Start(ctx, bin, roots[i])
+		}()
+	}
+	wg.Wait()
+	alive := make([]atomic.Bool, n)
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+		alive[i].Store(true)
+	}
+	t.Cleanup(func() {
+		for i, s := range svcs {
+			if alive[i].Load() {
+				if err := s.Stop(60 * time.Second); err != nil {
+					t.Errorf("node %d: %v", i+1, err)
+				}
+			}
+		}
+	})
+
+	// Account A, made through node 1's admin API; its key works on every node.
+	key := makeAccount(t, ctx, svcs[0].Admin, "small")
+	clients := make([]*chaos.Client, n)
+	for i, s := range svcs {
+		clients[i] = &chaos.Client{Base: s.Base, Key: key, HTTP: &http.Client{Timeout: 60 * time.Second}}
+	}
+	waitKey(t, ctx, clients)
+
+	var (
+		next, oks, inflight, attempts atomic.Int64
+		killed                        atomic.Bool
+		mu                            sync.Mutex
+		labels                        = map[string]int{}
+		early                         []string // quota_exceeded that came too soon
+	)
+	start := time.Now()
+	var work sync.WaitGroup
+	for range l.workers {
+		work.Add(1)
+		go func() {
+			defer work.Done()
+			for ctx.Err() == nil && oks.Load() < int64(l.quota) {
+				i := next.Add(1)
+				if attempts.Add(1) > int64(l.maxAttempts) {
+					return
+				}
+				if oks.Load() >= int64(l.quota/2) && !killed.Swap(true) {
+					svcs[n-1].Kill9() // the last node dies mid-render
+					alive[n-1].Store(false)
+				}
+				node := int(i) % n
+				for !alive[node].Load() {
+					node = (node + 1) % n
+				}
+				inflight.Add(1)
+				out := clients[node].Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240,
+					URL: page.URL + "/a?n=" + strconv.FormatInt(i, 10)})
+				if out.OK {
+					oks.Add(1)
+				}
+				mu.Lock()
+				labels[out.Label]++
+				if out.Label == "402 quota_exceeded" {
+					// Refused for quota only when the successes so far, the renders in flight and
+					// what the killed node may still hold (its concurrency) reach the quota.
+					held := int64(0)
+					if killed.Load() {
+						held = int64(l.concurrency)
+					}
+					if oks.Load()+inflight.Load()-1+held < int64(l.quota) {
+						early = append(early, fmt.Sprintf("attempt %d: %d ok, %d in flight", i, oks.Load(), inflight.Load()-1))
+					}
+				}
+				mu.Unlock()
+				inflight.Add(-1)
+				switch out.Label {
+				case "429 concurrency_limit", "503 service_unavailable", "503 renderer_busy", "transport error":
+					time.Sleep(200 * time.Millisecond)
+				case "402 quota_exceeded":
+					time.Sleep(500 * time.Millisecond) // a dead node's reservations expire in a lease
+				}
+			}
+		}()
+	}
+	work.Wait()
+	elapsed := time.Since(start)
+
+	// After the leases of the killed node's reservations, every live node reports A's usage as
+	// the 200s the clients counted, and no reservation is left.
+	time.Sleep(11 * time.Second)
+	for i, c := range clients {
+		if !alive[i].Load() {
+			continue
+		}
+		u, err := usage(ctx, c)
+		if err != nil {
+			t.Fatalf("node %d usage: %v", i+1, err)
+		}
+		if u.Quota.Used != int(oks.Load()) {
+			t.Errorf("node %d reports %d used; the clients got %d 200s", i+1, u.Quota.Used, oks.Load())
+		}
+		if u.Quota.Remaining != max(l.quota-u.Quota.Used, 0) {
+			t.Errorf("node %d: remaining %d with %d used of %d: a reservation is left", i+1, u.Quota.Remaining, u.Quota.Used, l.quota)
+		}
+		if oks.Load() == int64(l.quota) {
+			if out := c.Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/a?n=last" + strconv.Itoa(i)}); out.Label != "402 quota_exceeded" {
+				t.Errorf("node %d after the quota: %s, want 429 quota_exceeded", i+1, out.Label)
+			}
+		}
+	}
+	if oks.Load() > int64(l.quota) {
+		t.Errorf("%d 200s for a quota of %d", oks.Load(), l.quota)
+	}
+	if oks.Load() < int64(l.quota) {
+		t.Errorf("only %d 200s of a quota of %d in %d attempts: the cluster refused too much", oks.Load(), l.quota, attempts.Load())
+	}
+	if p := page.peak.Load(); p > int64(l.concurrency) {
+		t.Errorf("%d of A's renders ran at once; its concurrency is %d", p, l.concurrency)
+	}
+	if len(early) > 0 {
+		t.Errorf("quota_exceeded before the quota was used: %v", early)
+	}
+	if !killed.Load() {
+		t.Error("the load ended before a node was killed")
+	}
+	figures := fmt.Sprintf("cluster run: %s; %d attempts in %v; %d 200s; peak %d renders at once; answers %v",
+		l, attempts.Load(), elapsed.Round(time.Millisecond), oks.Load(), page.peak.Load(), labels)
+	t.Log(figures)
+	if os.Getenv("SHOTD_CLUSTER_LONG") != "" {
+		fmt.Println(figures)
+	}
+}
+
+// page is the fixture: a document that takes 300 to 800 ms and counts how many of its loads run
+// at once.
+type page struct {
+	URL     string
+	running atomic.Int64
+	peak    atomic.Int64
+}
+
+func newPage(t *testing.T) *page {
+	p := &page{}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/a" {
+			http.NotFound(w, r)
+			return
+		}
+		n := p.running.Add(1)
+		for old := p.peak.Load(); n > old && !p.peak.CompareAndSwap(old, n); old = p.peak.Load() {
+		}
+		time.Sleep(time.Duration(300+rand.IntN(500)) * time.Millisecond)
+		p.running.Add(-1)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprintf(w, "<!doctype html><title>a</title><h1>%s</h1>", r.URL.Query().Get("n"))
+	}))
+	t.Cleanup(srv.Close)
+	p.URL = srv.URL
+	return p
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// makeAccount creates an account on plan and an unsigned key for it; it returns the access key.
+func makeAccount(t *testing.T, ctx context.Context, admin, plan string) string {
+	t.Helper()
+	var acc struct {
+		ID string `json:"id"`
+	}
+	adminDo(t, ctx, admin, "/admin/v1/accounts", map[string]any{"email": "a@example.test", "plan": plan, "email_verified": true}, &acc)
+	var key struct {
+		AccessKey string `json:"access_key"`
+	}
+	adminDo(t, ctx, admin, "/admin/v1/accounts/"+acc.ID+"/keys", map[string]any{"name": "load"}, &key)
+	return key.AccessKey
+}
+
+func adminDo(t *testing.T, ctx context.Context, admin, path string, in, out any) {
+	t.Helper()
+	b, _ := json.Marshal(in)
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, admin+path, bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+chaos.AdminToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 201 && resp.StatusCode != 200 {
+		t.Fatalf("POST %s: status %d", path, resp.StatusCode)
+	}
+	if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitKey waits until every node knows the key (it travels by the accounts and keys watch).
+func waitKey(t *testing.T, ctx context.Context, clients []*chaos.Client) {
+	t.Helper()
+	deadline := time.Now().Add(time.Second)
+	for i, c := range clients {
+		for {
+			if _, err := usage(ctx, c); err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("node %d does not know the key made on node 1 after a second", i+1)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+}
+
+type usageReport struct {
+	Quota struct {
+		Used      int `json:"used"`
+		Remaining int `json:"remaining"`
+	} `json:"quota"`
+}
+
+func usage(ctx context.Context, c *chaos.Client) (usageReport, error) {
+	var u usageReport
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/api/v1/usage", nil)
+	req.Header.Set("X-Access-Key", c.Key)
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return u, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return u, fmt.Errorf("usage: status %d", resp.StatusCode)
+	}
+	return u, json.NewDecoder(resp.Body).Decode(&u)
+}
