@@ -17,11 +17,14 @@ import (
 // gateNode is one node's admission: real account actors on a real bbolt store, wrapped by a
 // Gate on that node's ledger.
 type gateNode struct {
-	st   *store.Store
-	gate *Gate
+	st    *store.Store
+	inner *actors.Accounts
+	gate  *Gate
 }
 
-func startGateNode(t *testing.T, n *Node, name string) *gateNode {
+// startGateNode starts a node's admission on n's ledger; with n nil, the single node's alone
+// (gate nil).
+func startGateNode(t testing.TB, n *Node, name string) *gateNode {
 	t.Helper()
 	st, err := store.Open(t.TempDir(), zerolog.Nop())
 	if err != nil {
@@ -33,16 +36,23 @@ func startGateNode(t *testing.T, n *Node, name string) *gateNode {
 		t.Fatal(err)
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	l := NewLedger(n.Ledger, name, LedgerConfig{Log: log})
+	g := &gateNode{st: st, inner: acc}
+	var l *Ledger
+	if n != nil {
+		l = NewLedger(n.Ledger, name, LedgerConfig{Log: log})
+		g.gate = NewGate(acc, l, GateConfig{Log: log})
+	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = acc.Close(ctx)
 		sys.Shutdown()
-		_ = l.Close(ctx)
+		if l != nil {
+			_ = l.Close(ctx)
+		}
 		_ = st.Close(ctx)
 	})
-	return &gateNode{st: st, gate: NewGate(acc, l, GateConfig{Log: log})}
+	return g
 }
 
 // TestGateAcrossNodes: one account rendering through two nodes at once gets exactly its quota,

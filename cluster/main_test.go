@@ -14,7 +14,7 @@ import (
 // freePorts reserves n loopback ports for route listeners. Another process may take one between
 // this and the listen; the tests run on loopback with few other listeners, and a taken port
 // fails the start loudly.
-func freePorts(t *testing.T, n int) []string {
+func freePorts(t testing.TB, n int) []string {
 	t.Helper()
 	var ls []net.Listener
 	var addrs []string
@@ -33,7 +33,7 @@ func freePorts(t *testing.T, n int) []string {
 }
 
 // startCluster starts n nodes on loopback, each in its own temp dir, and closes them at the end.
-func startCluster(t *testing.T, n int) []*Node {
+func startCluster(t testing.TB, n int) []*Node {
 	t.Helper()
 	addrs := freePorts(t, n)
 	nodes := make([]*Node, n)

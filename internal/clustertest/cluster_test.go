@@ -125,6 +125,18 @@ failures_per_minute = 10000
 		}
 	})
 
+	// shotd cluster status, run beside node 2, sees the three members and a meta leader.
+	statusOut, err := exec.CommandContext(ctx, bin, "cluster", "status", "--config", roots[1].Config).CombinedOutput()
+	if err != nil {
+		t.Fatalf("shotd cluster status: %v\n%s", err, statusOut)
+	}
+	for _, want := range []string{"seen from n2", "jetstream meta leader: n", "  n1 ", "  n2 ", "  n3 ", "shotd_ledger"} {
+		if !strings.Contains(string(statusOut), want) {
+			t.Fatalf("shotd cluster status lacks %q:\n%s", want, statusOut)
+		}
+	}
+	t.Logf("shotd cluster status:\n%s", statusOut)
+
 	// Account A, made through node 1's admin API; its key works on every node.
 	key := makeAccount(t, ctx, svcs[0].Admin, "small")
 	clients := make([]*chaos.Client, n)
