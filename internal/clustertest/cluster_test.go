@@ -126,13 +126,21 @@ failures_per_minute = 10000
 	})
 
 	// shotd cluster status, run beside node 2, sees the three members and a meta leader.
-	statusOut, err := exec.CommandContext(ctx, bin, "cluster", "status", "--config", roots[1].Config).CombinedOutput()
-	if err != nil {
-		t.Fatalf("shotd cluster status: %v\n%s", err, statusOut)
-	}
-	for _, want := range []string{"seen from n2", "jetstream meta leader: n", "  n1 ", "  n2 ", "  n3 ", "shotd_ledger"} {
-		if !strings.Contains(string(statusOut), want) {
-			t.Fatalf("shotd cluster status lacks %q:\n%s", want, statusOut)
+	// Right after the start a member's first heartbeat may not be in yet: ask again for a while.
+	var statusOut []byte
+	for end := time.Now().Add(15 * time.Second); ; time.Sleep(500 * time.Millisecond) {
+		statusOut, err = exec.CommandContext(ctx, bin, "cluster", "status", "--config", roots[1].Config).CombinedOutput()
+		missing := ""
+		for _, want := range []string{"seen from n2", "jetstream meta leader: n", "  n1 ", "  n2 ", "  n3 ", "shotd_ledger"} {
+			if !strings.Contains(string(statusOut), want) {
+				missing = want
+			}
+		}
+		if err == nil && missing == "" {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("shotd cluster status: %v, lacks %q:\n%s", err, missing, statusOut)
 		}
 	}
 	t.Logf("shotd cluster status:\n%s", statusOut)
