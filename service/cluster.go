@@ -16,8 +16,9 @@ import (
 )
 
 // clusterStartTimeout bounds the wait for a quorum of nodes at start (the first node of a new
-// cluster waits for a second one).
-const clusterStartTimeout = 5 * time.Minute
+// cluster waits for a second one). Below the unit's TimeoutStartSec (120 s): serve exits with a
+// clear error and systemd restarts it, rather than killing a start that says nothing.
+const clusterStartTimeout = 100 * time.Second
 
 // clustered is what cluster mode adds to a node: the embedded NATS node, the accounts and keys
 // it shares, and the quota ledger. nil in single-node mode.
