@@ -52,7 +52,7 @@ bench: deps
 cluster-test: deps build
 	@log=$$(mktemp); trap 'rm -f $$log' EXIT; for i in 1 2 3 4 5; do \
 	  echo "cluster-test run $$i of 5"; \
-	  SHOTD_CLUSTER_LONG=1 SHOTD_CLUSTER_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -run TestClusterQuota ./internal/clustertest/ -v >$$log 2>&1; rc=$$?; \
+	  SHOTD_TEST_CLUSTER_LONG=1 SHOTD_TEST_CLUSTER_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -run TestClusterQuota ./internal/clustertest/ -v >$$log 2>&1; rc=$$?; \
 	  grep -E '^(cluster run:|--- |ok|FAIL|\s+cluster_test.go)' $$log; \
 	  [ $$rc -eq 0 ] || exit 1; \
 	done

@@ -43,14 +43,14 @@ func TestClusterQuota(t *testing.T) {
 		t.Skip("no go command to build shotd")
 	}
 	l := load{quota: 10, concurrency: 2, maxAttempts: 1000, workers: 5}
-	if os.Getenv("SHOTD_CLUSTER_LONG") != "" {
+	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
 		l = load{quota: 40, concurrency: 2, maxAttempts: 4000, workers: 8}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 
-	// SHOTD_CLUSTER_BIN: a binary built already (make cluster-test builds one for its 5 runs).
-	bin := os.Getenv("SHOTD_CLUSTER_BIN")
+	// SHOTD_TEST_CLUSTER_BIN: a binary built already (make cluster-test builds one for its 5 runs).
+	bin := os.Getenv("SHOTD_TEST_CLUSTER_BIN")
 	if bin == "" {
 		var err error
 		if bin, err = chaos.Build(ctx, t.TempDir()); err != nil {
@@ -134,7 +134,9 @@ failures_per_minute = 10000
 	// Right after the start a member's first heartbeat may not be in yet: ask again for a while.
 	var statusOut []byte
 	for end := time.Now().Add(15 * time.Second); ; time.Sleep(500 * time.Millisecond) {
-		statusOut, err = exec.CommandContext(ctx, bin, "cluster", "status", "--config", roots[1].Config).CombinedOutput()
+		cmd := exec.CommandContext(ctx, bin, "cluster", "status", "--config", roots[1].Config)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")} // no SHOTD_ variable of the test's
+		statusOut, err = cmd.CombinedOutput()
 		missing := ""
 		for _, want := range []string{"seen from n2", "jetstream meta leader: n", "  n1 ", "  n2 ", "  n3 ", "shotd_ledger"} {
 			if !strings.Contains(string(statusOut), want) {
@@ -258,7 +260,7 @@ failures_per_minute = 10000
 	figures := fmt.Sprintf("cluster run: %s; %d attempts in %v; %d 200s; peak %d renders at once; answers %v",
 		l, attempts.Load(), elapsed.Round(time.Millisecond), oks.Load(), page.peak.Load(), labels)
 	t.Log(figures)
-	if os.Getenv("SHOTD_CLUSTER_LONG") != "" {
+	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
 		fmt.Println(figures)
 	}
 }
