@@ -48,6 +48,7 @@ const (
 	BucketKeys     = "shotd_keys"     // access key -> keyRecord (with the secret)
 	BucketLedger   = "shotd_ledger"   // account id "." period start (unix) -> ledgerRecord
 	BucketNodes    = "shotd_nodes"    // node name -> nodeRecord, expires unless refreshed
+	BucketFiles    = "shotd_files"    // file id -> fileRecord, expires with the file (per-key TTL)
 )
 
 // nodeTTL: a node record not refreshed for this long disappears (the node is gone).
@@ -80,6 +81,7 @@ type Node struct {
 	Keys     jetstream.KeyValue
 	Ledger   jetstream.KeyValue
 	Nodes    jetstream.KeyValue
+	Files    jetstream.KeyValue
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -257,6 +259,7 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Keys, jetstream.KeyValueConfig{Bucket: BucketKeys, Description: "shotd access keys"}},
 		{&n.Ledger, jetstream.KeyValueConfig{Bucket: BucketLedger, Description: "shotd quota ledger"}},
 		{&n.Nodes, jetstream.KeyValueConfig{Bucket: BucketNodes, Description: "shotd members", TTL: nodeTTL}},
+		{&n.Files, jetstream.KeyValueConfig{Bucket: BucketFiles, Description: "shotd stored files", LimitMarkerTTL: time.Minute}},
 	}
 	logged := time.Time{}
 	for _, s := range specs {

@@ -130,7 +130,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		st.Members = append(st.Members, m)
 	}
 	slices.SortFunc(st.Members, func(a, b MemberStatus) int { return strings.Compare(a.Name, b.Name) })
-	for _, kv := range []jetstream.KeyValue{n.Accounts, n.Keys, n.Ledger, n.Nodes} {
+	for _, kv := range []jetstream.KeyValue{n.Accounts, n.Keys, n.Ledger, n.Nodes, n.Files} {
 		s, err := kv.Status(ctx)
 		if err != nil {
 			st.Buckets = append(st.Buckets, BucketStatus{Name: kv.Bucket(), Leader: "unavailable: " + err.Error()})

@@ -240,16 +240,18 @@ func (s *Service) newServers(browserVersion string) {
 		keys  httpd.KeyLookup  = s.store.KeyCache()
 		gate  httpd.Gate       = s.accounts
 		admin httpd.AdminStore = s.store
+		files httpd.Files      = s.store
 	)
 	if s.cluster != nil {
 		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store}
+		files = cluster.NewFiles(s.store, s.cluster.node, log.With().Str("component", "cluster").Logger())
 	}
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
 		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: storingRenderer{s.renderer, s.storage.sync.Wrap(s.metered.Render)},
-			Gate: gate, Files: s.store, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
+			Gate: gate, Files: files, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
 			Metrics: s.metrics, Renders: s.renders, Log: log})
 	s.plans = s.public.Plans()
 	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, admin, cfg.Plans, httpd.BookUsage{Gate: gate, Book: s.plans}, s.reg,

@@ -5,10 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"os/exec"
 	"strconv"
@@ -160,6 +162,10 @@ failures_per_minute = 10000
 	}
 	waitKey(t, ctx, clients)
 
+	// Account B renders a JSON result through node 1; nodes 2 and 3 serve its file.
+	keyB := makeAccount(t, ctx, svcs[1].Admin, "default")
+	checkFilesEverywhere(t, ctx, svcs, keyB, page.URL+"/b")
+
 	var (
 		next, oks, inflight, attempts atomic.Int64
 		killed                        atomic.Bool
@@ -276,6 +282,11 @@ type page struct {
 func newPage(t *testing.T) *page {
 	p := &page{}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/b" { // another account's page: not counted
+			w.Header().Set("Content-Type", "text/html")
+			fmt.Fprint(w, "<!doctype html><title>b</title><h1>b</h1>")
+			return
+		}
 		if r.URL.Path != "/a" {
 			http.NotFound(w, r)
 			return
@@ -373,4 +384,37 @@ func usage(ctx context.Context, c *chaos.Client) (usageReport, error) {
 		return u, fmt.Errorf("usage: status %d", resp.StatusCode)
 	}
 	return u, json.NewDecoder(resp.Body).Decode(&u)
+}
+
+// checkFilesEverywhere renders a JSON result through the first node and reads its file through
+// every node's /api/v1/files/{id}.
+func checkFilesEverywhere(t *testing.T, ctx context.Context, svcs []*chaos.Service, key, pageURL string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, svcs[0].Base+"/api/v1/screenshot?response_type=json&url="+url.QueryEscape(pageURL), nil)
+	req.Header.Set("X-Access-Key", key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		FileID string `json:"file_id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&res)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != 200 || res.FileID == "" {
+		t.Fatalf("json render: status %d, %v, %+v", resp.StatusCode, err, res)
+	}
+	for i, s := range svcs {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, s.Base+"/api/v1/files/"+res.FileID, nil)
+		req.Header.Set("X-Access-Key", key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !bytes.HasPrefix(b, []byte("\x89PNG")) {
+			t.Fatalf("node %d serves file %s with %d (%d bytes), want 200 and the PNG", i+1, res.FileID, resp.StatusCode, len(b))
+		}
+	}
 }
