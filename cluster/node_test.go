@@ -107,3 +107,49 @@ func TestStatus(t *testing.T) {
 		t.Fatal("a stopped node's status file is still there")
 	}
 }
+
+// TestNodeRestartAndJoin: a node stopped and started again on its data directory rejoins with
+// what it had, and a fourth node that lists the others joins and reads and writes the buckets.
+func TestNodeRestartAndJoin(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := nodes[0].Accounts.Put(ctx, "acc_before", []byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	// Restart node 3 on the same data directory and address.
+	cfg := nodes[2].cfg
+	if err := nodes[2].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[0].Accounts.Put(ctx, "acc_while_down", []byte(`{"v":1}`)); err != nil {
+		t.Fatalf("two of three must keep writing: %v", err)
+	}
+	again, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[2] = again // closed by startCluster's cleanup
+	for _, k := range []string{"acc_before", "acc_while_down"} {
+		if _, err := again.Accounts.Get(ctx, k); err != nil {
+			t.Fatalf("restarted node reads %s: %v", k, err)
+		}
+	}
+	// A fourth node.
+	addr := freePorts(t, 1)[0]
+	peers := append([]string{addr}, nodes[0].cfg.Peers...)
+	fourth, err := Start(ctx, Config{NodeName: "n4", Listen: addr, Peers: peers, Replicas: 3, DataDir: t.TempDir(), Log: cfg.Log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fourth.Close(context.Background()) })
+	if _, err := fourth.Accounts.Get(ctx, "acc_before"); err != nil {
+		t.Fatalf("fourth node reads: %v", err)
+	}
+	if _, err := fourth.Accounts.Put(ctx, "acc_from_4", []byte(`{"v":1}`)); err != nil {
+		t.Fatalf("fourth node writes: %v", err)
+	}
+	if _, err := nodes[1].Accounts.Get(ctx, "acc_from_4"); err != nil {
+		t.Fatalf("node 2 reads the fourth's write: %v", err)
+	}
+}
