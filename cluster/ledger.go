@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,13 @@ type ledgerRecord struct {
 	// Res are the live reservations: each holds one unit of quota until it is billed or dropped,
 	// and a concurrency slot when Slot is set.
 	Res map[string]reservation `json:"res,omitempty"`
+	// Done are the last reservations billed, newest last: a Settle retried after a write whose
+	// answer was lost (it may have landed) finds its bill there and does not bill again.
+	Done []string `json:"done,omitempty"`
 }
+
+// doneKept is how many billed reservation ids a record remembers.
+const doneKept = 64
 
 type reservation struct {
 	Node    string    `json:"node"`
@@ -139,6 +146,9 @@ func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int
 	// it alive too.
 	l.hold(h)
 	st, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
+		if _, ok := r.Res[id]; ok {
+			return errSettled // a try whose answer was lost had made it
+		}
 		res, slots := r.live(now)
 		if r.Billed+res >= quota {
 			return shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up", quota)
@@ -169,9 +179,14 @@ var errLost = errors.New("cluster: the reservation expired before the render end
 // compare-and-swap; without, the reservation is dropped. A success whose reservation expired
 // meanwhile is billed only if it still fits the quota; otherwise Settle returns an error
 // (service_unavailable) and bills nothing, so that the quota holds whatever happened.
+//
+// Settle is idempotent: a retry after a write whose answer was lost finds the bill it made.
 func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, error) {
 	defer l.release(h)
 	return l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
+		if bill && slices.Contains(r.Done, h.ID) {
+			return errSettled
+		}
 		_, ok := r.Res[h.ID]
 		delete(r.Res, h.ID)
 		if !bill {
@@ -183,9 +198,16 @@ func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, er
 			}
 		}
 		r.Billed++
+		r.Done = append(r.Done, h.ID)
+		if len(r.Done) > doneKept {
+			r.Done = r.Done[len(r.Done)-doneKept:]
+		}
 		return nil
 	})
 }
+
+// errSettled: fn finds its change made already; update answers success without a write.
+var errSettled = errors.New("cluster: settled already")
 
 // State reads the account's record (live reservations only).
 func (l *Ledger) State(ctx context.Context, key string) (LedgerState, error) {
@@ -220,7 +242,10 @@ func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord
 	for attempt := 0; ; attempt++ {
 		r, rev, err := l.get(ctx, key)
 		if err != nil {
-			return LedgerState{}, err
+			if errors.Is(err, ErrUnknownVersion) || !l.pause(ctx, attempt) {
+				return LedgerState{}, err
+			}
+			continue // no leader for a moment (a node died): try again within ctx
 		}
 		now := l.now()
 		if dropped := r.prune(now); len(dropped) > 0 {
@@ -228,6 +253,9 @@ func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord
 		}
 		if err := fn(&r, now); err != nil {
 			res, slots := r.live(now)
+			if errors.Is(err, errSettled) {
+				err = nil
+			}
 			return LedgerState{Billed: r.Billed, Reservations: res, Slots: slots}, err
 		}
 		r.V = recordVersion
@@ -244,18 +272,27 @@ func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord
 			res, slots := r.live(now)
 			return LedgerState{Billed: r.Billed, Reservations: res, Slots: slots}, nil
 		}
-		if !conflict(err) {
+		if conflict(err) {
+			l.conflicts.Add(1)
+		}
+		// Someone wrote first, or the write's answer did not come (no leader for a moment; the
+		// write may have landed, which the next read shows): read again. A short random pause
+		// spreads the next tries of several writers of one hot record.
+		if !l.pause(ctx, attempt) {
 			return LedgerState{}, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's quota ledger could not be written")
 		}
-		l.conflicts.Add(1)
-		// Someone wrote first: read again. A short random pause spreads the next tries of
-		// several writers of one hot record.
-		d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 5)))
-		select {
-		case <-ctx.Done():
-			return LedgerState{}, shotd.Wrap(shotd.CodeServiceUnavailable, ctx.Err(), "the cluster's quota ledger is too busy")
-		case <-time.After(d):
-		}
+	}
+}
+
+// pause waits before the next try: up to 1 ms doubled per attempt, at most 32 ms for conflicts
+// and up to 250 ms after several; false when ctx ends first.
+func (l *Ledger) pause(ctx context.Context, attempt int) bool {
+	d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 8)))
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
 	}
 }
 

@@ -236,3 +236,25 @@ func TestLedgerUnknownVersion(t *testing.T) {
 		t.Fatal("a refused reservation is still held")
 	}
 }
+
+// TestLedgerSettleIdempotent: a Settle tried again (its first answer lost) bills once.
+func TestLedgerSettleIdempotent(t *testing.T) {
+	nodes := startCluster(t, 1)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_i", time.Unix(1_700_000_000, 0))
+	h, _, err := l.Reserve(ctx, key, 5, 5, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		st, err := l.Settle(ctx, h, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Billed != 1 || st.Reservations != 0 {
+			t.Fatalf("ledger %+v, want 1 billed once", st)
+		}
+	}
+}
