@@ -103,8 +103,9 @@ func (g *Gate) limits(l shotd.LimitsSnapshot, plan shotd.Plan, st LedgerState) s
 }
 
 // Settle ends an admitted render in the ledger (billed on success), then in the node. A success
-// that the ledger could not bill (its reservation lost past the quota, or no quorum) returns
-// the ledger's error after the node's settle.
+// that the ledger could not bill (its reservation lost past the quota, or no quorum until the
+// deadline) returns the ledger's error as a NotBilled error, after the node's settle: the
+// caller must not answer it as a success, or the account would get more than its quota.
 func (g *Gate) Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.LimitsSnapshot, error) {
 	g.mu.Lock()
 	h, ok := g.holds[ticket]
@@ -126,10 +127,23 @@ func (g *Gate) Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.L
 		lim.ConcurrencyRemaining = max(lim.ConcurrencyLimit-st.Slots, 0)
 	}
 	if lerr != nil {
+		if o == shotd.OutcomeSucceeded {
+			return lim, NotBilledError{lerr}
+		}
 		return lim, lerr
 	}
 	return lim, err
 }
+
+// NotBilledError is what Settle returns for a success it could not bill. httpd asks for its
+// NotBilled method (without importing this package) and answers the error instead of the file.
+type NotBilledError struct{ Err error }
+
+func (e NotBilledError) Error() string { return "not billed: " + e.Err.Error() }
+func (e NotBilledError) Unwrap() error { return e.Err }
+
+// NotBilled reports that the success was not billed.
+func (e NotBilledError) NotBilled() bool { return true }
 
 // Usage is the node's report with the cluster's billed count and reservations.
 func (g *Gate) Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error) {

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -164,5 +165,36 @@ func TestGateRefusalReleasesTheNode(t *testing.T) {
 		if lim.QuotaRemaining != 0 {
 			t.Fatalf("limits say %d remaining", lim.QuotaRemaining)
 		}
+	}
+}
+
+// TestGateNotBilled: a success the ledger cannot bill (its reservation lost and the quota used)
+// comes back as a NotBilled error carrying service_unavailable.
+func TestGateNotBilled(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := startGateNode(t, nodes[0], "n1")
+	a, err := n.st.CreateAccount("nb@example.test", "p", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 1, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 5, QueueLimit: 1, FailuresPerMinute: 1000}
+	res, _, err := n.gate.Admit(shotd.Admission{Account: a, Plan: plan, Kind: shotd.AdmitRender})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Another node drops the reservation as if its lease had ended, and bills the last unit.
+	key, _ := n.gate.key(a)
+	ctx := context.Background()
+	e, err := nodes[0].Ledger.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := nodes[0].Ledger.Update(ctx, key, []byte(`{"v":1,"billed":1}`), e.Revision()); err != nil {
+		t.Fatal(err)
+	}
+	_, err = n.gate.Settle(a.ID, res.Ticket, shotd.OutcomeSucceeded)
+	var nb interface{ NotBilled() bool }
+	if !errors.As(err, &nb) || !nb.NotBilled() || code(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("got %v, want a NotBilled service_unavailable", err)
 	}
 }
