@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
@@ -87,6 +88,7 @@ type Node struct {
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	started   time.Time
+	lastBeat  atomic.Int64 // unix nanoseconds of the last heartbeat written
 }
 
 // Start starts the embedded server, joins the peers and creates the buckets. In a new cluster
@@ -342,6 +344,14 @@ func (n *Node) writeClientFile(token string) error {
 	return os.Rename(tmp, filepath.Join(dir, ClientFile))
 }
 
+// Healthy reports whether this node's last heartbeats were written to the replicated nodes
+// bucket: a node cut off from the quorum cannot write, so it cannot admit (its ledger writes
+// fail either) and should get no traffic. It turns false within about three heartbeats.
+func (n *Node) Healthy() bool {
+	last := n.lastBeat.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < 3*nodeHeartbeat
+}
+
 // NodeName is this node's name.
 func (n *Node) NodeName() string { return n.cfg.NodeName }
 
@@ -367,6 +377,8 @@ func (n *Node) heartbeat() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if _, err := n.Nodes.Put(ctx, n.cfg.NodeName, data); err != nil {
 			n.log.Debug().Err(err).Msg("node heartbeat")
+		} else {
+			n.lastBeat.Store(time.Now().UnixNano())
 		}
 		cancel()
 		select {

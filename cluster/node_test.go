@@ -153,3 +153,34 @@ func TestNodeRestartAndJoin(t *testing.T) {
 		t.Fatalf("node 2 reads the fourth's write: %v", err)
 	}
 }
+
+// TestHealthyNeedsQuorum: a node alone of three is not healthy (it cannot admit), and is again
+// once a peer is back.
+func TestHealthyNeedsQuorum(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	waitFor := func(what string, ok func() bool) {
+		t.Helper()
+		for !ok() {
+			if ctx.Err() != nil {
+				t.Fatalf("%s: not in time", what)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	waitFor("all healthy", func() bool { return nodes[0].Healthy() && nodes[1].Healthy() && nodes[2].Healthy() })
+	cfg := nodes[1].cfg
+	for _, n := range nodes[1:] {
+		if err := n.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitFor("node 1 alone unhealthy", func() bool { return !nodes[0].Healthy() })
+	again, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[1] = again
+	waitFor("node 1 healthy with a peer back", func() bool { return nodes[0].Healthy() })
+}

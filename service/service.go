@@ -241,16 +241,18 @@ func (s *Service) newServers(browserVersion string) {
 		gate  httpd.Gate       = s.accounts
 		admin httpd.AdminStore = s.store
 		files httpd.Files      = s.store
+		rend  httpd.Renderer   = storingRenderer{s.renderer, s.storage.sync.Wrap(s.metered.Render)}
 	)
 	if s.cluster != nil {
 		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store}
 		files = cluster.NewFiles(s.store, s.cluster.node, log.With().Str("component", "cluster").Logger())
+		rend = clusterReady{rend, s.cluster.node}
 	}
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
-		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: storingRenderer{s.renderer, s.storage.sync.Wrap(s.metered.Render)},
+		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: rend,
 			Gate: gate, Files: files, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
 			Metrics: s.metrics, Renders: s.renders, Log: log})
 	s.plans = s.public.Plans()
