@@ -49,6 +49,8 @@ type Book struct {
 	accs    map[string]shotd.Account
 	ks      map[string]shotd.Key
 	seen    map[string]uint64 // bucket -> last revision applied
+	missing map[string]time.Time // access key -> until: looked up in the bucket and absent
+	rev     map[string]uint64    // bucket + "/" + key -> revision of the copy's value
 	changed *sync.Cond        // on mu: broadcast after each applied change
 
 	cancel context.CancelFunc
@@ -58,7 +60,8 @@ type Book struct {
 // OpenBook loads both buckets and keeps watching them until Close.
 func OpenBook(ctx context.Context, n *Node, log zerolog.Logger) (*Book, error) {
 	b := &Book{accounts: n.Accounts, keys: n.Keys, log: log, timeout: 5 * time.Second,
-		accs: map[string]shotd.Account{}, ks: map[string]shotd.Key{}, seen: map[string]uint64{}}
+		accs: map[string]shotd.Account{}, ks: map[string]shotd.Key{}, seen: map[string]uint64{}, missing: map[string]time.Time{},
+		rev: map[string]uint64{}}
 	b.changed = sync.NewCond(&b.mu)
 	wctx, cancel := context.WithCancel(context.Background())
 	b.cancel = cancel
@@ -104,14 +107,25 @@ func (b *Book) watch(ctx context.Context, bucket string, w jetstream.KeyWatcher,
 				}
 				continue
 			}
-			b.apply(bucket, e)
+			b.apply(bucket, e, true)
 		}
 	}
 }
 
-func (b *Book) apply(bucket string, e jetstream.KeyValueEntry) {
+// apply takes an entry into the copy unless the copy has a newer one of its key (a read outside
+// the watch may run ahead of it). Only the watch moves seen, which waitSeen trusts.
+func (b *Book) apply(bucket string, e jetstream.KeyValueEntry, fromWatch bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	if fromWatch {
+		b.seen[bucket] = max(b.seen[bucket], e.Revision())
+		b.changed.Broadcast()
+	}
+	rk := bucket + "/" + e.Key()
+	if e.Revision() <= b.rev[rk] {
+		return
+	}
+	b.rev[rk] = e.Revision()
 	deleted := e.Operation() != jetstream.KeyValuePut
 	switch bucket {
 	case BucketAccounts:
@@ -127,10 +141,9 @@ func (b *Book) apply(bucket string, e jetstream.KeyValueEntry) {
 			delete(b.ks, e.Key())
 		} else {
 			b.ks[e.Key()] = r.Key
+			delete(b.missing, e.Key())
 		}
 	}
-	b.seen[bucket] = max(b.seen[bucket], e.Revision())
-	b.changed.Broadcast()
 }
 
 // waitSeen returns once this node's copy of bucket has revision rev (or after the timeout: the
@@ -377,11 +390,19 @@ func (b *Book) RevokeKey(accessKey string) error {
 
 // Lookup returns the key (with SecretKey) and its account from this node's copy: an error
 // wrapping shotd.ErrNotFound for an unknown key, store.ErrRevoked for a revoked one.
+//
+// A key this node's copy does not have yet (made on another node a moment ago) is read from
+// the bucket once; an absent one is remembered for a few seconds, in a bounded map, so that a
+// flood of unknown keys does not become a flood of reads.
 func (b *Book) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
 	b.mu.RLock()
 	k, kok := b.ks[accessKey]
 	a, aok := b.accs[k.AccountID]
+	until, neg := b.missing[accessKey]
 	b.mu.RUnlock()
+	if !kok && (!neg || time.Now().After(until)) && plausibleAccessKey(accessKey) {
+		k, a, kok, aok = b.readKey(accessKey)
+	}
 	switch {
 	case !kok:
 		return shotd.Key{}, shotd.Account{}, fmt.Errorf("cluster: key %s: %w", redact(accessKey), shotd.ErrNotFound)
@@ -391,6 +412,61 @@ func (b *Book) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
 		return shotd.Key{}, shotd.Account{}, fmt.Errorf("cluster: account of key %s: %w", redact(accessKey), shotd.ErrNotFound)
 	}
 	return k, a, nil
+}
+
+// Negative lookups are kept this long, at most this many.
+const (
+	missingTTL = 5 * time.Second
+	missingMax = 10_000
+)
+
+// readKey reads a key and its account from the buckets (through their leaders) into the copy,
+// or remembers the key absent.
+func (b *Book) readKey(accessKey string) (k shotd.Key, a shotd.Account, kok, aok bool) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	e, err := b.keys.Get(ctx, accessKey)
+	if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
+		b.mu.Lock()
+		if len(b.missing) >= missingMax {
+			clear(b.missing)
+		}
+		b.missing[accessKey] = time.Now().Add(missingTTL)
+		b.mu.Unlock()
+		return
+	}
+	if err != nil {
+		return
+	}
+	b.apply(BucketKeys, e, false)
+	b.mu.RLock()
+	k, kok = b.ks[accessKey]
+	a, aok = b.accs[k.AccountID]
+	b.mu.RUnlock()
+	if kok && !aok {
+		if ae, err := b.accounts.Get(ctx, k.AccountID); err == nil {
+			b.apply(BucketAccounts, ae, false)
+			b.mu.RLock()
+			a, aok = b.accs[k.AccountID]
+			b.mu.RUnlock()
+		}
+	}
+	return
+}
+
+// plausibleAccessKey rejects what CreateKey never makes before any read: too long, or
+// characters outside the url-safe alphabet.
+func plausibleAccessKey(s string) bool {
+	if s == "" || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }
 
 func randomToken(nBytes int) string {

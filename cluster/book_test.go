@@ -222,7 +222,24 @@ func TestBookAcrossNodes(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}
-	within("new key on node 2", func() bool { _, _, err := books[1].Lookup(k.AccessKey); return err == nil })
+	// At once: a key this node's copy lacks is read from the bucket.
+	if _, a, err := books[1].Lookup(k.AccessKey); err != nil || a.ID != acc.ID {
+		t.Fatalf("new key on node 2 right after its creation on node 1: %v", err)
+	}
+	// Many new accounts and keys on node 1: each works on node 3 at once.
+	for range 20 {
+		a, err := books[0].CreateAccount("y@example.test", "default", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		k, err := books[0].CreateKey(a.ID, "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, got, err := books[2].Lookup(k.AccessKey); err != nil || got.ID != a.ID {
+			t.Fatalf("node 3, at once: %v %+v", err, got)
+		}
+	}
 	if err := books[2].RevokeKey(k.AccessKey); err != nil {
 		t.Fatal(err)
 	}
