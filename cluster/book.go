@@ -48,10 +48,10 @@ type Book struct {
 	mu      sync.RWMutex
 	accs    map[string]shotd.Account
 	ks      map[string]shotd.Key
-	seen    map[string]uint64 // bucket -> last revision applied
+	seen    map[string]uint64    // bucket -> last revision applied
 	missing map[string]time.Time // access key -> until: looked up in the bucket and absent
 	rev     map[string]uint64    // bucket + "/" + key -> revision of the copy's value
-	changed *sync.Cond        // on mu: broadcast after each applied change
+	changed *sync.Cond           // on mu: broadcast after each applied change
 
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
