@@ -40,8 +40,8 @@ type Gate struct {
 // GateConfig tunes a Gate.
 type GateConfig struct {
 	// Timeout bounds an admission's ledger call (default 2 s: then service_unavailable). A
-	// settle gets five times as long: after a node dies its streams elect new leaders, and a
-	// bill must not be lost to that.
+	// settle gets fifteen times as long: after a node dies its streams elect new leaders, which
+	// takes seconds, and a bill must not be lost to that.
 	Timeout time.Duration
 	Now     func() time.Time
 	Log     zerolog.Logger
@@ -114,7 +114,7 @@ func (g *Gate) Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.L
 	var lerr error
 	var st LedgerState
 	if ok {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*g.timeout)
+		ctx, cancel := context.WithTimeout(context.Background(), 15*g.timeout)
 		st, lerr = g.ledger.Settle(ctx, h, o == shotd.OutcomeSucceeded)
 		cancel()
 		if lerr != nil {

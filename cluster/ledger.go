@@ -21,7 +21,7 @@ import (
 // DefaultLease is how long a reservation lives unless its node renews it. A node renews its
 // reservations every lease/3 while it renders, so only a dead (or cut off) node's reservations
 // expire. Node clocks must agree to well within it (NTP).
-const DefaultLease = 10 * time.Second
+const DefaultLease = 15 * time.Second
 
 // ledgerRecord is an account's usage in one billing period, as the whole cluster sees it. It is
 // only ever changed by compare-and-swap on its revision, so two nodes admitting for the same
@@ -240,7 +240,11 @@ func (l *Ledger) get(ctx context.Context, key string) (ledgerRecord, uint64, err
 // nothing written.
 func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord, now time.Time) error) (LedgerState, error) {
 	for attempt := 0; ; attempt++ {
-		r, rev, err := l.get(ctx, key)
+		// Each read and write has a second of its own: a request to a stream whose leader just
+		// died gets no answer at all, and must not use up the whole call's deadline.
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		r, rev, err := l.get(actx, key)
+		cancel()
 		if err != nil {
 			if errors.Is(err, ErrUnknownVersion) || !l.pause(ctx, attempt) {
 				return LedgerState{}, err
@@ -263,11 +267,13 @@ func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord
 		if err != nil {
 			return LedgerState{}, fmt.Errorf("cluster: ledger %s: %w", key, err)
 		}
+		actx, cancel = context.WithTimeout(ctx, attemptTimeout)
 		if rev == 0 {
-			_, err = l.kv.Create(ctx, key, data)
+			_, err = l.kv.Create(actx, key, data)
 		} else {
-			_, err = l.kv.Update(ctx, key, data, rev)
+			_, err = l.kv.Update(actx, key, data, rev)
 		}
+		cancel()
 		if err == nil {
 			res, slots := r.live(now)
 			return LedgerState{Billed: r.Billed, Reservations: res, Slots: slots}, nil
@@ -283,6 +289,9 @@ func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord
 		}
 	}
 }
+
+// attemptTimeout bounds one read or write of the ledger.
+const attemptTimeout = time.Second
 
 // pause waits before the next try: up to 1 ms doubled per attempt, at most 32 ms for conflicts
 // and up to 250 ms after several; false when ctx ends first.

@@ -29,14 +29,17 @@ type load struct {
 	quota, concurrency int
 	maxAttempts        int
 	workers            int
+	killAt             int // A's 200s when the ledger's leader gets SIGKILL
 }
 
 func (l load) String() string {
-	return fmt.Sprintf("quota %d, concurrency %d, %d workers, at most %d attempts", l.quota, l.concurrency, l.workers, l.maxAttempts)
+	return fmt.Sprintf("quota %d, concurrency %d, %d workers, at most %d attempts, kill at %d", l.quota, l.concurrency,
+		l.workers, l.maxAttempts, l.killAt)
 }
 
-// TestClusterQuota starts three nodes, renders for account A round-robin over them and kills
-// one with SIGKILL halfway through.
+// TestClusterQuota starts three nodes, renders for account A round-robin over them (and for an
+// account B with room to spare, beside) and kills with SIGKILL the node that leads the quota
+// ledger: halfway through A's quota, or in the long runs at random halfway or five before it.
 func TestClusterQuota(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three shotd processes with a Chrome each")
@@ -44,9 +47,12 @@ func TestClusterQuota(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to build shotd")
 	}
-	l := load{quota: 10, concurrency: 2, maxAttempts: 1000, workers: 5}
+	l := load{quota: 10, concurrency: 2, maxAttempts: 1000, workers: 5, killAt: 5}
 	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
-		l = load{quota: 40, concurrency: 2, maxAttempts: 4000, workers: 8}
+		l = load{quota: 100, concurrency: 4, maxAttempts: 20000, workers: 10, killAt: 50}
+		if rand.IntN(2) == 0 {
+			l.killAt = l.quota - 5
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
@@ -86,6 +92,11 @@ secret_access_key = %q
 node_name = "n%d"
 listen = %q
 peers = %s
+
+[plans.big]
+monthly_quota = 100000
+requests_per_minute = 100000
+concurrency = 8
 
 [plans.small]
 monthly_quota = %d
@@ -163,12 +174,45 @@ failures_per_minute = 10000
 	waitKey(t, ctx, clients)
 
 	// Account B renders a JSON result through node 1; nodes 2 and 3 serve its file.
-	keyB := makeAccount(t, ctx, svcs[1].Admin, "default")
+	keyB := makeAccount(t, ctx, svcs[1].Admin, "big")
 	checkFilesEverywhere(t, ctx, svcs, keyB, page.URL+"/b")
+	clientsB := make([]*chaos.Client, n)
+	for i, s := range svcs {
+		clientsB[i] = &chaos.Client{Base: s.Base, Key: keyB, HTTP: &http.Client{Timeout: 60 * time.Second}}
+	}
+	okB0 := 1 // the JSON render
+
+	// B renders beside A until A is done, round-robin too.
+	var okB atomic.Int64
+	doneA := make(chan struct{})
+	var workB sync.WaitGroup
+	for w := range 2 {
+		workB.Add(1)
+		go func() {
+			defer workB.Done()
+			for i := w; ; i += 2 {
+				select {
+				case <-doneA:
+					return
+				default:
+				}
+				node := i % n
+				for !alive[node].Load() {
+					node = (node + 1) % n
+				}
+				if out := clientsB[node].Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/b"}); out.OK {
+					okB.Add(1)
+				} else {
+					time.Sleep(200 * time.Millisecond)
+				}
+			}
+		}()
+	}
 
 	var (
 		next, oks, inflight, attempts atomic.Int64
 		killed                        atomic.Bool
+		victim                        atomic.Int64
 		mu                            sync.Mutex
 		labels                        = map[string]int{}
 		early                         []string // quota_exceeded that came too soon
@@ -184,9 +228,11 @@ failures_per_minute = 10000
 				if attempts.Add(1) > int64(l.maxAttempts) {
 					return
 				}
-				if oks.Load() >= int64(l.quota/2) && !killed.Swap(true) {
-					svcs[n-1].Kill9() // the last node dies mid-render
-					alive[n-1].Store(false)
+				if oks.Load() >= int64(l.killAt) && !killed.Swap(true) {
+					v := ledgerLeader(t, ctx, bin, roots)
+					victim.Store(int64(v))
+					svcs[v].Kill9() // the ledger's leader dies mid-render
+					alive[v].Store(false)
 				}
 				node := int(i) % n
 				for !alive[node].Load() {
@@ -223,11 +269,13 @@ failures_per_minute = 10000
 		}()
 	}
 	work.Wait()
+	close(doneA)
+	workB.Wait()
 	elapsed := time.Since(start)
 
 	// After the leases of the killed node's reservations, every live node reports A's usage as
 	// the 200s the clients counted, and no reservation is left.
-	time.Sleep(11 * time.Second)
+	time.Sleep(16 * time.Second)
 	for i, c := range clients {
 		if !alive[i].Load() {
 			continue
@@ -238,6 +286,13 @@ failures_per_minute = 10000
 		}
 		if u.Quota.Used != int(oks.Load()) {
 			t.Errorf("node %d reports %d used; the clients got %d 200s", i+1, u.Quota.Used, oks.Load())
+		}
+		ub, err := usage(ctx, clientsB[i])
+		if err != nil {
+			t.Fatalf("node %d usage of B: %v", i+1, err)
+		}
+		if want := int(okB.Load()) + okB0; ub.Quota.Used != want {
+			t.Errorf("node %d reports %d used by B; B's clients got %d 200s", i+1, ub.Quota.Used, want)
 		}
 		if u.Quota.Remaining != max(l.quota-u.Quota.Used, 0) {
 			t.Errorf("node %d: remaining %d with %d used of %d: a reservation is left", i+1, u.Quota.Remaining, u.Quota.Used, l.quota)
@@ -263,8 +318,13 @@ failures_per_minute = 10000
 	if !killed.Load() {
 		t.Error("the load ended before a node was killed")
 	}
-	figures := fmt.Sprintf("cluster run: %s; %d attempts in %v; %d 200s; peak %d renders at once; answers %v",
-		l, attempts.Load(), elapsed.Round(time.Millisecond), oks.Load(), page.peak.Load(), labels)
+	if t.Failed() {
+		for i, s := range svcs {
+			t.Logf("node %d log tail:\n%s", i+1, s.Tail())
+		}
+	}
+	figures := fmt.Sprintf("cluster run: %s; killed n%d; A: %d attempts in %v, %d 200s, peak %d renders at once, answers %v; B: %d 200s",
+		l, victim.Load()+1, attempts.Load(), elapsed.Round(time.Millisecond), oks.Load(), page.peak.Load(), labels, okB.Load()+int64(okB0))
 	t.Log(figures)
 	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
 		fmt.Println(figures)
@@ -417,4 +477,34 @@ func checkFilesEverywhere(t *testing.T, ctx context.Context, svcs []*chaos.Servi
 			t.Fatalf("node %d serves file %s with %d (%d bytes), want 200 and the PNG", i+1, res.FileID, resp.StatusCode, len(b))
 		}
 	}
+}
+
+// ledgerLeader asks node 1 (or the next one alive) which node leads the quota ledger's stream,
+// by shotd cluster status --json.
+func ledgerLeader(t *testing.T, ctx context.Context, bin string, roots []*chaos.Root) int {
+	for _, r := range roots {
+		cmd := exec.CommandContext(ctx, bin, "cluster", "status", "--json", "--config", r.Config)
+		cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+		out, err := cmd.Output()
+		if err != nil {
+			continue
+		}
+		var st struct {
+			Buckets []struct {
+				Name, Leader string
+			} `json:"buckets"`
+		}
+		if json.Unmarshal(out, &st) != nil {
+			continue
+		}
+		for _, b := range st.Buckets {
+			if b.Name == "shotd_ledger" && len(b.Leader) == 2 && b.Leader[0] == 'n' {
+				if i := int(b.Leader[1] - '1'); i >= 0 && i < len(roots) {
+					return i
+				}
+			}
+		}
+	}
+	t.Log("no node named the ledger's leader; killing the last node")
+	return len(roots) - 1
 }
