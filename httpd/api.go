@@ -151,9 +151,9 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	}
 	outcome := shotd.OutcomeReleased
 	settled := false
-	settle := func() {
+	settle := func() error {
 		if settled {
-			return
+			return nil
 		}
 		settled = true
 		l, err := s.gate.Settle(who.account.ID, adm.Ticket, outcome)
@@ -162,8 +162,9 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 			l = limits
 		}
 		setLimitHeaders(ctx, l, true)
+		return err
 	}
-	defer settle()
+	defer func() { _ = settle() }()
 
 	out, err := s.renderBounded(o)
 	if err != nil {
@@ -179,7 +180,13 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 		return
 	}
 	outcome = shotd.OutcomeSucceeded
-	settle()
+	// A success that could not be billed (cluster mode: the quota ledger lost its reservation)
+	// is not answered as one, or the account would get more than its quota.
+	var nb interface{ NotBilled() bool }
+	if err := settle(); errors.As(err, &nb) && nb.NotBilled() {
+		s.fail(ctx, err)
+		return
+	}
 	s.metrics.render(out.Format, out.RenderMs)
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
