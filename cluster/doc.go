@@ -8,7 +8,10 @@
 //   - the quota ledger (Ledger): one record per account and billing period, changed only by
 //     compare-and-swap, holding the billed count and the live reservations, each with a lease
 //     that its node renews while it renders and that anyone drops once it has expired;
-//   - the members (node records with a TTL), for `shotd cluster status`.
+//   - the records of stored files (Files), so that any node serves a file that another stored
+//     in the shared S3 bucket;
+//   - the members (node records with a TTL), for `shotd cluster status` and for Healthy, which
+//     /readyz asks: a node whose heartbeats no longer reach the quorum takes no traffic.
 //
 // Every record carries a version; a record of an unknown version is refused with a log line,
 // never a crash, so nodes of two versions can run side by side during a rolling restart.
