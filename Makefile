@@ -73,7 +73,7 @@ fuzz:
 	./scripts/fuzz.sh $(FUZZTIME)
 
 clean:
-	rm -rf bin
+	rm -rf bin dist
 
 # Installs the binary, the systemd unit, /etc/shotd/shotd.toml (only when absent: an operator's
 # edits survive a reinstall) and the docs. DESTDIR stages the tree for a package. Chromium, ffmpeg
@@ -85,7 +85,16 @@ UNITDIR    ?= $(PREFIX)/lib/systemd/system
 DOCDIR     ?= $(PREFIX)/share/doc/shotd
 STATEDIR   ?= /var/lib/shotd
 
-.PHONY: install uninstall openapi-client
+.PHONY: install uninstall openapi-client deb
+
+# The Debian package, from the built binary with dpkg-deb: dist/shotd_<version>_<arch>.deb. It
+# carries autoconsent (from `make deps`) and depends on Chromium's headless shell, ffmpeg, the fonts
+# and the filter lists, so an air-gapped host installs it from its Debian mirror (docs/operations.md).
+# Its binary is static (no libc to depend on), position-independent and stripped.
+DEBDIR ?= dist
+deb:
+	CGO_ENABLED=0 $(GO) build -trimpath -buildmode=pie -ldflags "-s -w $(LDFLAGS)" -o bin/shotd-deb ./cmd/shotd
+	./scripts/build-deb.sh bin/shotd-deb $(VERSION) $(DEBDIR)
 
 # Generates a Go client from the OpenAPI document with ogen and builds it (Go module proxy).
 openapi-client:
@@ -100,10 +109,23 @@ install: build
 	@if [ -e $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml ]; then \
 	  echo "install: keeping $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml"; \
 	else \
-	  sed -e 's|^data_dir *= *"[^"]*"|data_dir     = "$(STATEDIR)"|' config/example.toml > $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml && \
-	  chmod 0644 $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml; \
+	  (umask 077; sed -e 's|^data_dir *= *"[^"]*"|data_dir     = "$(STATEDIR)"|' config/example.toml > $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml) && \
+	  chmod 0640 $(DESTDIR)$(SYSCONFDIR)/shotd/shotd.toml; \
+	fi
+	@# The config may hold the admin token and the S3 secret: readable by root and by the group
+	@# shotd, which the unit gives the service (SupplementaryGroups=). A package creates the group
+	@# in its postinst; installing on this machine as root creates it here, with the static user
+	@# of the same name: DynamicUser= uses a static user and group it finds, but refuses a static
+	@# group whose user is missing.
+	@if [ -z "$(DESTDIR)" ] && [ "$$(id -u)" = 0 ]; then \
+	  getent group shotd >/dev/null || groupadd --system shotd; \
+	  getent passwd shotd >/dev/null || useradd --system --gid shotd --home-dir $(STATEDIR) \
+	    --no-create-home --shell /usr/sbin/nologin --comment "shotd screenshot service" shotd; \
+	  chgrp shotd $(SYSCONFDIR)/shotd/shotd.toml; \
 	fi
 	install -m 0644 README.md LICENSE THIRD_PARTY_NOTICES.md $(DESTDIR)$(DOCDIR)/
+	install -d -m 0755 $(DESTDIR)$(DOCDIR)/docs
+	install -m 0644 docs/*.md docs/*.png $(DESTDIR)$(DOCDIR)/docs/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/shotd $(DESTDIR)$(UNITDIR)/shotd.service

@@ -83,7 +83,7 @@ var Catalogue = []CodeInfo{
 	{CodeStorageFailed, 502, true, "The result could not be uploaded to the S3-compatible storage (store=true, or the service's own bucket): wrong credentials, a missing bucket, or the storage did not answer. Not billed; retry after a short pause."},
 	{CodeRendererBusy, 503, true, "All render slots are busy. Retry after a short pause."},
 	{CodeRendererUnavailable, 503, true, "No browser is available to render right now. Retry after a short pause."},
-	{CodeServiceUnavailable, 503, true, "The service could not take the request now: the component that checks limits did not answer (the request was refused rather than let through uncounted), the job queue was too busy to store a job (nothing was queued), or the service is stopping. Retry after a short pause."},
+	{CodeServiceUnavailable, 503, true, "The service could not take the request now: the component that checks limits did not answer (the request was refused rather than let through uncounted), the job queue was too busy to store a job (nothing was queued), too many request bodies were being read at once, or the service is stopping. Retry after a short pause."},
 	{CodeTimeout, 504, true, "The page was not ready before the timeout option ran out, or the render went past its whole budget (timeout, delay, the capture, a video's recording)."},
 }
 

@@ -37,7 +37,15 @@ type Job struct {
 	Webhook      *WebhookState // nil when no webhook_url
 	// ExternalIdentifier is the client's own name for the job (external_identifier).
 	ExternalIdentifier string
+	// Interrupted counts the starts of the service that found the job rendering: its render
+	// died with the process (or was cut by a shutdown). At MaxJobInterruptions the job fails.
+	Interrupted int
 }
+
+// MaxJobInterruptions is how many times a job's render may die with the service before the
+// job fails (internal_error) rather than be queued again: a page that kills the process would
+// otherwise crash it at every start.
+const MaxJobInterruptions = 3
 
 // Final reports whether the job has ended (succeeded or failed).
 func (j Job) Final() bool { return j.Status == JobSucceeded || j.Status == JobFailed }

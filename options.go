@@ -71,13 +71,18 @@ type Options struct {
 	Markdown string
 
 	// Output.
-	Format         string
-	ImageQuality   int
-	ImageWidth     int // 0: keep
-	ImageHeight    int // 0: keep
-	OmitBackground bool
-	PNGCompression string // PNGFast or PNGBest
-	ResponseType   string
+	Format       string
+	ImageQuality int
+	ImageWidth   int // 0: keep
+	ImageHeight  int // 0: keep
+	// How a resize with both sides fits the capture (renderopts.go): ImageFit, where the crop or
+	// the padding goes, and the padding's colour (RGBA).
+	ImageFit        string
+	ImagePosition   string
+	ImageBackground [4]uint8
+	OmitBackground  bool
+	PNGCompression  string // PNGFast or PNGBest
+	ResponseType    string
 
 	// Viewport. ViewportWidth, ViewportHeight, DeviceScaleFactor and ViewportMobile already
 	// include the device preset and landscape rotation; UserAgent includes the preset's.
@@ -104,6 +109,10 @@ type Options struct {
 	Delay           time.Duration
 	Timeout         time.Duration
 	WaitForSelector string
+	// WaitForExpression is JavaScript the page must make true; WaitForSelectorHidden a selector
+	// whose element must be gone or hidden (renderopts.go).
+	WaitForExpression     string
+	WaitForSelectorHidden string
 
 	// Page behaviour.
 	DarkMode      bool
@@ -117,7 +126,12 @@ type Options struct {
 	Headers       []Header
 	Cookies       []Cookie
 	Authorization string
+	// SealedRequest holds Headers, Cookies and Authorization encrypted in a job record, which
+	// never keeps them in clear (objstore.Sealer).
+	SealedRequest []byte `json:",omitempty"`
 	TimeZone      string
+	// DisableJavaScript renders with the page's scripts off (Emulation.setScriptExecutionDisabled).
+	DisableJavaScript bool
 
 	// Blocking.
 	BlockAds           bool
@@ -137,6 +151,18 @@ type Options struct {
 	PDFMarginBottom    string
 	PDFMarginLeft      string
 	PDFFitOnePage      bool
+	// Header and footer templates (Chrome's printToPDF ones), page ranges, scale, a paper size
+	// of its own (validated lengths, both or none), the page's CSS @page size, tagging and
+	// outline (renderopts.go).
+	PDFHeader            string
+	PDFFooter            string
+	PDFPageRanges        string
+	PDFScale             float64
+	PDFPaperWidth        string
+	PDFPaperHeight       string
+	PDFPreferCSSPageSize bool
+	PDFUntagged          bool // pdf_tagged=false; the zero value is Chrome's default, tagged
+	PDFOutline           bool
 
 	// Video.
 	VideoDuration     time.Duration // 0: follows the page height

@@ -80,6 +80,12 @@ func validValue(s *OptionSpec) string {
 		return "a=b; Domain=example.com"
 	case "time_zone":
 		return "Europe/Paris"
+	case "image_background":
+		return "ff000080"
+	case "pdf_page_ranges":
+		return "1-2,4,6-"
+	case "pdf_paper_width", "pdf_paper_height":
+		return "10cm"
 	case "pdf_margin", "pdf_margin_top", "pdf_margin_right", "pdf_margin_bottom", "pdf_margin_left":
 		return "10mm"
 	}
@@ -113,6 +119,16 @@ func base(name string) Params {
 		return q("url", "https://example.com/", "selector", "h1")
 	case "proxy_bypass_hosts":
 		return q("url", "https://example.com/", "proxy", "http://proxy.example:3128")
+	case "image_fit":
+		return q("url", "https://example.com/", "image_width", "10", "image_height", "10")
+	case "image_position":
+		return q("url", "https://example.com/", "image_width", "10", "image_height", "10", "image_fit", "cover")
+	case "image_background":
+		return q("url", "https://example.com/", "image_width", "10", "image_height", "10", "image_fit", "contain")
+	case "pdf_paper_width":
+		return q("url", "https://example.com/", "pdf_paper_height", "10cm")
+	case "pdf_paper_height":
+		return q("url", "https://example.com/", "pdf_paper_width", "10cm")
 	}
 	if slices.Contains(StorageOptions, name) || name == "store" {
 		return q("url", "https://example.com/", "store", "true", "storage_bucket", "shots",

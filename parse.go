@@ -401,6 +401,7 @@ func crossCheck(o *Options, given map[string]bool, fail func(string, string, ...
 	}
 	checkStorageOptions(o, given, fail)
 	checkS1Options(o, given, fail)
+	checkRenderOptions(o, given, fail) // renderopts.go
 	if o.Format == FormatGIF && o.VideoFPS > 15 {
 		o.VideoFPS = 15 // a gif plays at most 15 frames per second
 	}

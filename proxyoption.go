@@ -23,9 +23,17 @@ type UpstreamProxy struct {
 }
 
 // HasSecrets reports whether o carries credentials that a job record must keep sealed: the
-// storage credentials of store=true, a proxy's.
+// storage credentials of store=true, a proxy's, and the request's headers, cookies and
+// authorization.
 func (o *Options) HasSecrets() bool {
-	return o.Store || (o.S1.Proxy != nil && (o.S1.Proxy.HasCredentials() || o.S1.Proxy.Sealed != nil))
+	return o.Store || (o.S1.Proxy != nil && (o.S1.Proxy.HasCredentials() || o.S1.Proxy.Sealed != nil)) ||
+		o.HasRequestSecrets() || o.SealedRequest != nil
+}
+
+// HasRequestSecrets reports whether o sends headers, cookies or authorization with the page's
+// requests: any of them may be a credential.
+func (o *Options) HasRequestSecrets() bool {
+	return len(o.Headers) > 0 || len(o.Cookies) > 0 || o.Authorization != ""
 }
 
 // HasCredentials reports whether the option carried user:password.

@@ -1,6 +1,9 @@
 package shotd
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // S1Options are the options of ScreenshotOne's take endpoint beyond the api-v1 set, kept apart
 // so that Options' own fields stay those of the api-v1 option list.
@@ -66,7 +69,46 @@ var (
 const (
 	DefaultSliceHeight = 4000
 	MaxSliceHeight     = 16000
+	// MaxSlices bounds the slices of one render: each is encoded, and as JSON or a job stored,
+	// on its own, so a small step over a tall page would otherwise make thousands.
+	MaxSlices = 100
 )
+
+// SliceCount is the number of slices full_page_slices cuts an image height px high into, with
+// slices sliceHeight px high (the default when 0) that repeat overlap px of the one before.
+func SliceCount(height, sliceHeight, overlap int) int {
+	if sliceHeight <= 0 {
+		sliceHeight = DefaultSliceHeight
+	}
+	overlap = min(max(overlap, 0), sliceHeight-1)
+	if height <= sliceHeight {
+		return 1
+	}
+	step := sliceHeight - overlap
+	return 1 + (height-sliceHeight+step-1)/step
+}
+
+// SliceRows is the pixel rows of all the slices of an image height px high: each overlap is
+// encoded twice.
+func SliceRows(height, sliceHeight, overlap int) int {
+	if sliceHeight <= 0 {
+		sliceHeight = DefaultSliceHeight
+	}
+	overlap = min(max(overlap, 0), sliceHeight-1)
+	return height + (SliceCount(height, sliceHeight, overlap)-1)*overlap
+}
+
+// knownSlicedHeight is the height of the image full_page_slices cuts when the options alone
+// fix it (image_height, or a clip of the page not resized); 0 when the page decides.
+func knownSlicedHeight(o *Options) int {
+	switch {
+	case o.ImageHeight > 0:
+		return o.ImageHeight
+	case o.HasClip && o.Selector == "" && o.ImageWidth == 0 && o.ClipHeight > 0:
+		return int(math.Round(float64(o.ClipHeight) * max(o.DeviceScaleFactor, 1)))
+	}
+	return 0
+}
 
 // WantsMetadata reports whether any metadata_* option asks for something.
 func (s *S1Options) WantsMetadata() bool {
@@ -136,7 +178,7 @@ func s1OptionSpecs() []*OptionSpec {
 			func(o *Options, v int) { o.S1.FullPageScrollDelay = time.Duration(v) * time.Millisecond }).withBounds(0, 5000),
 		boolean("Area", "full_page_slices", "false", "Cut the full-page image into vertical slices: a JSON answer lists them (slices, each with its own file), any other answer is a zip of them.",
 			func(o *Options, v bool) { o.S1.Slices = v }),
-		integer("Area", "full_page_slice_height", "4000", "Height of each slice in pixels; the last one may be shorter.",
+		integer("Area", "full_page_slice_height", "4000", "Height of each slice in pixels; the last one may be shorter. A render makes at most 100 slices.",
 			func(o *Options, v int) { o.S1.SliceHeight = v }).withBounds(1, MaxSliceHeight),
 		integer("Area", "full_page_slice_overlap_height", "0", "Pixels each slice repeats of the one before it.",
 			func(o *Options, v int) { o.S1.SliceOverlap = v }).withBounds(0, MaxSliceHeight-1),
@@ -266,6 +308,12 @@ func checkS1Options(o *Options, given map[string]bool, fail func(string, string,
 	}
 	if s.Slices && s.SliceOverlap >= s.SliceHeight {
 		fail("full_page_slice_overlap_height", "must be less than full_page_slice_height (%d)", s.SliceHeight)
+	} else if h := knownSlicedHeight(o); s.Slices && h > 0 {
+		// The count is known now: refused before any render. Otherwise the render refuses a
+		// page that makes too many, before it encodes any.
+		if n := SliceCount(h, s.SliceHeight, s.SliceOverlap); n > MaxSlices {
+			fail("full_page_slice_height", "cuts the %d px high image into %d slices; at most %d are allowed (raise full_page_slice_height or lower full_page_slice_overlap_height)", h, n, MaxSlices)
+		}
 	}
 	if given["full_page_algorithm"] && s.FullPageAlgorithm == "by_sections" && IsVideo(o.Format) {
 		fail("full_page_algorithm", "applies to images only")

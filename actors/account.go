@@ -272,15 +272,15 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		deny(e)
 		return
 	}
-	if a.plan.FailuresPerDay > 0 && a.failuresDay.count(now) >= a.plan.FailuresPerDay {
-		e := shotd.Errorf(shotd.CodeFailureLimit, "%d renders failed in the last 24 hours; the plan allows %d a day", a.failuresDay.count(now), a.plan.FailuresPerDay)
-		e.RetryAfter = a.failuresDay.retryAfter(now)
-		deny(e)
-		return
-	}
 	n := 1
 	if m.Kind == shotd.AdmitJobs {
 		n = max(m.Jobs, 1)
+	}
+	if e := a.failureBudget(now, n); e != nil {
+		deny(e)
+		return
+	}
+	if m.Kind == shotd.AdmitJobs {
 		if a.jobsWaiting+a.jobsRunning+n > a.plan.QueueLimit {
 			e := shotd.Errorf(shotd.CodeQueueLimit, "%d jobs are waiting or rendering; the queue limit is %d", a.jobsWaiting+a.jobsRunning, a.plan.QueueLimit)
 			e.RetryAfter = 5
@@ -314,6 +314,35 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	a.inflight++
 	a.tickets[ticket] = true
 	ctx.Respond(&shotd.AdmitResult{Ticket: ticket, Limits: a.snapshot(false)})
+}
+
+// failureBudget refuses n more renders that would pass the plan's failures_per_day should they
+// all fail. Like the quota, the budget is reserved at admission: every render admitted and not
+// yet ended (sync, queued or running jobs; a.reserved) may still fail, so a bulk admitted just
+// under the budget cannot pass it by its queue.
+func (a *accountActor) failureBudget(now time.Time, n int) *shotd.Error {
+	budget := a.plan.FailuresPerDay
+	if budget <= 0 {
+		return nil
+	}
+	failed := a.failuresDay.count(now)
+	if failed+a.reserved+n <= budget {
+		return nil
+	}
+	var e *shotd.Error
+	switch {
+	case failed >= budget:
+		e = shotd.Errorf(shotd.CodeFailureLimit, "%d renders failed in the last 24 hours; the plan allows %d a day", failed, budget)
+	case n > budget:
+		e = shotd.Errorf(shotd.CodeFailureLimit, "%d renders at once could fail more than the %d failures a day the plan allows", n, budget)
+	default:
+		e = shotd.Errorf(shotd.CodeFailureLimit, "%d renders failed in the last 24 hours and %d are under way; the plan allows %d failures a day", failed, a.reserved, budget)
+	}
+	e.RetryAfter = a.failuresDay.retryAfter(now)
+	if failed+n <= budget {
+		e.RetryAfter = 5 // room comes back as the renders under way end
+	}
+	return e
 }
 
 func rateLimited(retryAfter int) *shotd.Error {

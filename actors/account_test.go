@@ -262,7 +262,6 @@ func TestAdmitLimits(t *testing.T) {
 				st("render"), st("settle").out(shotd.OutcomeFailed),
 				after(time.Hour),
 				st("render"), st("settle").out(shotd.OutcomeFailed),
-				st("jobs").jobsOf(1), // a job holds its own reservation; it is not settled here
 				st("render"), st("settle").out(shotd.OutcomeFailed),
 				after(2 * time.Minute), // out of the per-minute window, not out of the day
 				st("render").wants(shotd.CodeFailureLimit).retry(23*3600 - 120),
@@ -271,6 +270,31 @@ func TestAdmitLimits(t *testing.T) {
 				after(23*time.Hour - 2*time.Minute), // the first failure left the day
 				st("render"), st("settle").out(shotd.OutcomeFailed),
 				st("render").wants(shotd.CodeFailureLimit).retry(3600),
+			},
+		},
+		{
+			// Reserved like the quota: every render admitted and not ended may still fail, so a
+			// bulk admitted just under the budget cannot pass it by its queue.
+			name: "failures per day are reserved at admission",
+			plan: func(p *shotd.Plan) { p.FailuresPerDay = 3 },
+			steps: []step{
+				st("render").n(2), st("settle").out(shotd.OutcomeFailed).n(2),
+				st("jobs").jobsOf(2).wants(shotd.CodeFailureLimit).retry(24 * 3600),
+				st("jobs").jobsOf(1), // held: not settled here
+				st("render").wants(shotd.CodeFailureLimit).retry(5),
+				st("hit"),
+				st("jobs").jobsOf(4).wants(shotd.CodeFailureLimit),
+			},
+		},
+		{
+			name: "a sync render under way reserves a failure",
+			plan: func(p *shotd.Plan) { p.FailuresPerDay = 2 },
+			steps: []step{
+				st("render"), st("settle").out(shotd.OutcomeFailed),
+				st("render"), // held
+				st("render").wants(shotd.CodeFailureLimit).retry(5),
+				st("settle").out(shotd.OutcomeSucceeded),
+				st("render"),
 			},
 		},
 		{

@@ -239,3 +239,11 @@ func (a *Accounts) Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport
 	}
 	return nil, shotd.Errorf(shotd.CodeServiceUnavailable, "the limits service answered unexpectedly")
 }
+
+// ReleaseJobs gives back n jobs admitted by AdmitJobs that were never queued: their queue places
+// and quota reservations.
+func (a *Accounts) ReleaseJobs(accountID string, n int) {
+	for range n {
+		a.sys.Root.Send(a.router, &SettleJob{AccountID: accountID, Outcome: shotd.OutcomeReleased})
+	}
+}

@@ -3,6 +3,7 @@ package actors
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"time"
@@ -23,6 +24,11 @@ type Browser interface {
 	Probe(ctx context.Context) error
 	Close(ctx context.Context) error
 }
+
+// ErrBrowserLost marks a render whose browser stopped (died, or was replaced by the liveness
+// watch) while it rendered: renderer_unavailable, released, and retried a bounded number of
+// times by a job (maxBrowserLosses).
+var ErrBrowserLost = errors.New("the browser was lost during the render")
 
 // Launcher starts one Chrome process.
 type Launcher func(ctx context.Context) (Browser, error)
@@ -286,11 +292,12 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 		// A timeout counts towards the stuck-render watch (supervisor.watchOutcome) whatever
 		// the requester is told: a Chrome that does not answer after it is as stuck.
 		outcome := outcomeOf(err)
-		if shotd.CodeOf(err) == shotd.CodeTimeout && !b.health.answers(br) {
-			// A render on a Chrome that stopped answering times out before the probes take
-			// the Chrome out: the service's fault, not the page's, so released and retried
-			// like the renders that the replacement ends.
-			err = shotd.Wrap(shotd.CodeRendererUnavailable, err, "the browser stopped answering during the render")
+		// A timeout stays the page's, counted against the account, even when the browser then
+		// misses a probe: a page that stalls Chrome must not buy unbilled, uncounted retries.
+		// Only a browser the liveness watch (or its exit) took away during the render makes
+		// it renderer_unavailable, marked ErrBrowserLost so that a job's retries are bounded.
+		if err != nil && shotd.CodeOf(err) == shotd.CodeRendererUnavailable {
+			err = shotd.Wrap(shotd.CodeRendererUnavailable, fmt.Errorf("%w: %w", ErrBrowserLost, err), shotd.AsError(err).Message)
 		}
 		// The slot is given back before the answer goes out: the supervisor then sees it free
 		// before the requester's next render arrives.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -53,6 +54,10 @@ type SubmitJobsResult struct {
 	Batch *shotd.Batch
 	Err   error
 }
+
+// maxBrowserLosses is how many renders of one job may lose their browser (ErrBrowserLost)
+// before the job fails rather than retry.
+const maxBrowserLosses = 3
 
 // storeWait bounds the wait for a job write that started before SubmitJobs.StoreBy.
 const storeWait = 30 * time.Second
@@ -226,6 +231,11 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		// shutdown): the job stays "rendering" in the store and is queued again at the next
 		// start, as a killed run's would be. Not failed, not billed, no webhook.
 		log.Info().Err(err).Msg("job interrupted by the shutdown; queued again at the next start")
+		// Queued now, so that the next start does not count it with the renders that died with
+		// the service; if this write fails, it does.
+		if _, uerr := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error { j.Status = shotd.JobQueued; return nil }); uerr != nil {
+			log.Warn().Err(uerr).Msg("interrupted job back to queued")
+		}
 		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: shotd.OutcomeReleased})
 		return
 	}
@@ -300,12 +310,21 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 	deadline := time.Now().Add(a.cfg.BusyRetry)
 	var out *shotd.Output
 	var err error
+	lost := 0
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(a.owner.life, o.RenderBudget()+a.cfg.RenderGrace)
 		out, err = a.cfg.Render(ctx, o)
 		cancel()
 		if err == nil {
 			break // shotd.CodeOf(nil) would panic
+		}
+		if errors.Is(err, ErrBrowserLost) {
+			if lost++; lost >= maxBrowserLosses {
+				// A page that takes its browser down each time is taken to be the cause: the
+				// job ends, and the failure is the account's (it counts in failures_per_day).
+				return nil, shotd.OutcomeFailed, shotd.Wrap(shotd.CodeRendererUnavailable, err,
+					fmt.Sprintf("the browser was lost %d times while rendering this page; the job is not tried again", lost))
+			}
 		}
 		code := shotd.CodeOf(err)
 		if (code != shotd.CodeRendererBusy && code != shotd.CodeRendererUnavailable) || time.Now().After(deadline) {
@@ -376,9 +395,19 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	if cfg.BusyRetry <= 0 {
 		cfg.BusyRetry = 10 * time.Minute
 	}
-	restore, err := cfg.Store.RequeueUnfinished()
+	restore, failed, err := cfg.Store.RequeueUnfinished()
 	if err != nil {
 		return nil, err
+	}
+	for _, f := range failed {
+		cfg.Log.Error().Str("job", f.JobID).Str("account", f.AccountID).Int("interrupted", f.Interrupted).
+			Msg("job's render died with the service too often: failed")
+		if f.Webhook != nil && cfg.Webhooks != nil {
+			cfg.Webhooks.Deliver(f.JobID)
+		}
+		if cfg.Ended != nil {
+			cfg.Ended(f)
+		}
 	}
 	j := &Jobs{sys: sys}
 	j.life, j.cut = context.WithCancel(context.Background())

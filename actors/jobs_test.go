@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"image"
 	"image/png"
 	"net/http"
@@ -391,8 +392,8 @@ func TestJobCutByShutdown(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.Status != shotd.JobRendering || j.ErrorCode != "" {
-		t.Fatalf("job after the cut: %s %s, want rendering (queued again at the next start)", j.Status, j.ErrorCode)
+	if j.Status != shotd.JobQueued || j.ErrorCode != "" {
+		t.Fatalf("job after the cut: %s %s, want queued (not counted as a render that died with the service)", j.Status, j.ErrorCode)
 	}
 
 	// The next start renders it, and only then is the webhook sent.
@@ -565,5 +566,105 @@ func TestJobCredentialsUnreadable(t *testing.T) {
 	}
 	if n := renders.Load(); n != 0 {
 		t.Fatalf("%d renders of a job whose credentials could not be read", n)
+	}
+}
+
+// TestJobInterruptedTooOften: a job whose render died with the service at
+// shotd.MaxJobInterruptions starts fails with internal_error at the next start, unrendered, and
+// its webhook is delivered; before, it was queued again at every start, and a page that killed
+// the process crash-looped the service.
+func TestJobInterruptedTooOften(t *testing.T) {
+	hooks := testkit.StartReceiver(t)
+	st := openStore(t, t.TempDir())
+	acc, key := newJobAccount(t, st)
+	raw, err := json.Marshal(jobOptions(t, `{"html":"<p>crash</p>"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := shotd.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: raw,
+		Webhook: &shotd.WebhookState{URL: hooks.URL(), Sign: true}}
+	if err := st.CreateJobs([]shotd.Job{job}, nil); err != nil {
+		t.Fatal(err)
+	}
+	// Two starts found it rendering already; the process died under it once more.
+	if _, err := st.UpdateJob(job.JobID, func(j *shotd.Job) error {
+		j.Status, j.Interrupted = shotd.JobRendering, shotd.MaxJobInterruptions-1
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	sc := &script{}
+	startJobs(t, st, sc.render, time.Second)
+	j := waitJobFinal(t, st, job.JobID, 10*time.Second)
+	if j.Status != shotd.JobFailed || j.ErrorCode != string(shotd.CodeInternalError) || j.Webhook.Status != shotd.WebhookDelivered {
+		t.Fatalf("job: %s %s, webhook %+v; want failed internal_error, delivered", j.Status, j.ErrorCode, j.Webhook)
+	}
+	if n := sc.count(); n != 0 {
+		t.Fatalf("%d renders of a job that died with the service %d times", n, shotd.MaxJobInterruptions)
+	}
+}
+
+// TestJobRequestSecretsSealed: a job's headers, cookies and authorization are kept in its
+// record only sealed (they were in clear, unlike the storage and proxy credentials), and the
+// render gets them back whole.
+func TestJobRequestSecretsSealed(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	seal, err := objstore.OpenSealer(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan *shotd.Options, 1)
+	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		got <- o
+		return (&script{}).render(ctx, o)
+	}
+	e := startJobsSealed(t, st, render, time.Second, seal)
+	acc, key := newJobAccount(t, st)
+	o := jobOptions(t, `{"url":"http://127.0.0.1/","async":true,"headers":["X-Api-Key: hdr-s3cret"],
+		"cookies":["session=cookie-s3cret; Domain=127.0.0.1"],"authorization":"Bearer auth-s3cret"}`)
+	j := waitJobFinal(t, st, e.submitJob(t, acc, key, o), 10*time.Second)
+	if j.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s %s", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	for _, secret := range []string{"hdr-s3cret", "cookie-s3cret", "auth-s3cret"} {
+		if strings.Contains(string(j.Options), secret) {
+			t.Errorf("the job record holds %s in clear: %s", secret, j.Options)
+		}
+	}
+	r := <-got
+	if len(r.Headers) != 1 || r.Headers[0].Value != "hdr-s3cret" || len(r.Cookies) != 1 || r.Cookies[0].Value != "cookie-s3cret" ||
+		r.Authorization != "Bearer auth-s3cret" || r.SealedRequest != nil {
+		t.Fatalf("the render got headers %+v, cookies %+v, authorization %q", r.Headers, r.Cookies, r.Authorization)
+	}
+}
+
+// TestJobBrowserLostBounded: a job whose every render loses its browser (a page that takes
+// Chrome down, each replaced by the liveness watch) fails after three such renders, and the
+// failure is the account's; it used to retry, released and uncounted, for the whole busy-retry
+// window, killing a browser each time.
+func TestJobBrowserLostBounded(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	acc, key := newJobAccount(t, st)
+	sc := &script{always: shotd.Wrap(shotd.CodeRendererUnavailable, fmt.Errorf("%w: chrome stopped", actors.ErrBrowserLost), "the browser stopped during the render")}
+	e := startJobs(t, st, sc.render, time.Minute)
+	j := waitJobFinal(t, st, e.submitJob(t, acc, key, jobOptions(t, `{"html":"<p>stall</p>"}`)), 30*time.Second)
+	if j.Status != shotd.JobFailed || j.ErrorCode != string(shotd.CodeRendererUnavailable) {
+		t.Fatalf("job %s %s %q", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	if n := sc.count(); n != 3 {
+		t.Fatalf("%d renders, want 3", n)
+	}
+	for end := time.Now().Add(2 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		u, err := e.accounts.Usage(acc, jobsPlan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if u.Renders.Failed == 1 && u.Jobs.Running == 0 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatalf("usage %+v: want one failure", u.Renders)
+		}
 	}
 }

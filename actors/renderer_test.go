@@ -1055,3 +1055,41 @@ func TestRecycleFaults(t *testing.T) {
 		})
 	}
 }
+
+// stallBrowser is a browser without Chrome whose renders time out and which then misses its
+// probes, as a page that stalls Chrome would leave it.
+type stallBrowser struct {
+	quickBrowser
+	stalled atomic.Bool
+}
+
+func (s *stallBrowser) Probe(ctx context.Context) error {
+	if s.stalled.Load() {
+		return context.DeadlineExceeded
+	}
+	return nil
+}
+
+func (s *stallBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	s.stalled.Store(true)
+	return nil, shotd.Errorf(shotd.CodeTimeout, "the render did not finish")
+}
+
+// TestStalledChromeTimeoutIsThePages: a render that times out is the page's failure (timeout,
+// counted), even when its browser then misses a probe; it used to become renderer_unavailable,
+// released unbilled and retried, so that a page that stalls Chrome cost its account nothing.
+// Only a browser the liveness watch replaced makes a render the service's fault
+// (TestWedgedChromeReplaced).
+func TestStalledChromeTimeoutIsThePages(t *testing.T) {
+	launch := func(ctx context.Context) (actors.Browser, error) {
+		return &stallBrowser{quickBrowser: quickBrowser{pid: 1, exit: make(chan struct{})}}, nil
+	}
+	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 1, SlotWait: time.Second,
+		ProbeEvery: time.Hour, Launch: launch, Log: zerolog.Nop()})
+	defer closePool()
+	waitUp(t, r, 1)
+	_, err := r.Render(context.Background(), opts(t, "url", "http://127.0.0.1:1/"))
+	if code := shotd.CodeOf(err); code != shotd.CodeTimeout || shotd.OutcomeOf(err) != shotd.OutcomeFailed {
+		t.Fatalf("render on a stalled Chrome: %v (%s), want timeout, counted as failed", err, code)
+	}
+}

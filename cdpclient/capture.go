@@ -101,14 +101,15 @@ func (r *render) screenshot(ctx context.Context) error {
 // finish stitches the PNG tiles of a dw x dh capture, resizes the result as image_width and
 // image_height ask, and encodes it in the output format.
 func (r *render) finish(ctx context.Context, tiles []tile, dw, dh int) error {
-	ow, oh := outputSize(dw, dh, r.o.ImageWidth, r.o.ImageHeight)
+	f := fitLayout(dw, dh, r.o.ImageWidth, r.o.ImageHeight, r.o.ImageFit, r.o.ImagePosition, r.o.ImageBackground)
+	ow, oh := f.w, f.h
 	if lim := maxDimension[r.format]; ow > lim || oh > lim {
 		return shotd.Errorf(shotd.CodeContentTooLarge, "the image would be %dx%d px; %s allows at most %d", ow, oh, r.format, lim)
 	}
 	if int64(ow)*int64(oh) > maxCapturePixels {
 		return shotd.Errorf(shotd.CodeContentTooLarge, "the image would be %dx%d px, more than %d pixels", ow, oh, maxCapturePixels)
 	}
-	img, err := compose(tiles, dw, dh, ow, oh)
+	img, err := composeFit(tiles, dw, dh, f)
 	if err != nil {
 		return err
 	}

@@ -8,7 +8,10 @@
 // then reap, then remove the cgroup and the dir) and waits for every goroutine it started.
 // Exited and Disconnected report the two crash signals; the actor that owns the Process turns them
 // into one message. KillOrphans, at start, kills the groups a killed run of the service left
-// under its directory, and no other process. Every Chrome presents the desktop Chrome user agent
+// under its directory, and no other process. Chrome gets an allow list of the environment
+// (internal/proc.Env); with a User (LookupUser, user.go) it runs as that system user, in a
+// directory of its own, so that a service run as root still gives Chrome its sandbox. Every
+// Chrome presents the desktop Chrome user agent
 // of its own version, not HeadlessChrome's (useragent.go).
 //
 // Every tab is alone in a browser context of its own, so concurrent renders share no cookies,
@@ -35,8 +38,12 @@
 // frame's documents that fails the render on the egress route's refusals, intercept.go;
 // cookies, scripts for every new document, request counting), navigate, wait (wait_until), consent
 // (block_cookie_banners: the bounded wait for autoconsent's reject click, consent.go), page
-// (wait_for_selector, then hide_selectors/styles/the Blocker's CSS, then scripts, then click),
-// settle (delay), capture (a PDF, or the viewport, a clip, an element or the full page). An
+// (wait_for_selector, wait_for_expression and wait_for_selector_hidden (waits.go), then
+// hide_selectors/styles/the Blocker's CSS, then scripts, then click), settle (delay), capture (a
+// PDF with its templates, ranges and paper, or the viewport, a clip, an element or the full page,
+// resized and fitted as image_width, image_height and image_fit ask). disable_javascript turns
+// the page's scripts off in emulate; the package's helpers then run in an isolated world of
+// their own, where animation frames still come and stand in for timers (waits.go). An
 // option that is not set costs no call to Chrome. A video (mp4, webm, gif) runs the same steps up
 // to the capture and then record (video.go) in its place: the timeout option bounds the loading
 // only, and the recording gets its own deadline of twice its length plus 30 s. A markdown source

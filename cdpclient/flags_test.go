@@ -72,11 +72,12 @@ func TestDesktopUAFor(t *testing.T) {
 	}
 }
 
-// TestChromeEnv: Chrome's environment has no SHOTD_* variable nor the listed credentials; the
-// rest passes through. The running Chrome's own environ is checked too.
+// TestChromeEnv: Chrome's environment holds the allow-listed variables alone: no SHOTD_*
+// variable, no credential of systemd or a cloud. The running Chrome's own environ is checked too.
 func TestChromeEnv(t *testing.T) {
-	got := chromeEnv([]string{"PATH=/usr/bin", "SHOTD_ADMIN_TOKEN=secret", "SHOTD_X=1", "AWS_SECRET_ACCESS_KEY=k", "HOME=/root", "SHOTDX=kept"})
-	want := []string{"PATH=/usr/bin", "HOME=/root", "SHOTDX=kept"}
+	got := chromeEnv([]string{"PATH=/usr/bin", "SHOTD_ADMIN_TOKEN=secret", "SHOTD_X=1", "AWS_SECRET_ACCESS_KEY=k", "HOME=/root",
+		"SHOTDX=1", "CREDENTIALS_DIRECTORY=/run/credentials/shotd.service", "GOOGLE_APPLICATION_CREDENTIALS=/k.json", "LANG=C.UTF-8"})
+	want := []string{"PATH=/usr/bin", "HOME=/root", "LANG=C.UTF-8"}
 	if !slices.Equal(got, want) {
 		t.Errorf("chromeEnv = %q, want %q", got, want)
 	}
@@ -111,10 +112,10 @@ func TestSandboxable(t *testing.T) {
 			}
 		})
 	}
-	if on, _ := sandboxed(SandboxOff); on {
+	if on, _ := sandboxed(SandboxOff, os.Geteuid()); on {
 		t.Error("sandbox off gave a sandbox")
 	}
-	if on, _ := sandboxed(SandboxOn); !on {
+	if on, _ := sandboxed(SandboxOn, os.Geteuid()); !on {
 		t.Error("sandbox on gave none")
 	}
 }

@@ -8,9 +8,12 @@ import (
 	"errors"
 	"fmt"
 	"image"
+	"image/color"
 	stddraw "image/draw"
 	"image/jpeg"
 	"image/png"
+	"math"
+	"strings"
 
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
@@ -26,8 +29,62 @@ import (
 // 32,767 px a side, a tall stitched page does not), a proper filter when shrinking a lot, and
 // the same result for every format.
 
-// compose stitches the PNG tiles of a dw x dh capture and scales the result to ow x oh.
-func compose(tiles []tile, dw, dh, ow, oh int) (image.Image, error) {
+// fitted is where a resized capture goes: a w x h image, the capture scaled into the rectangle
+// at (which overhangs the image for cover, the rest cropped, and leaves room for contain,
+// filled with bg).
+type fitted struct {
+	w, h int
+	at   image.Rectangle
+	bg   color.NRGBA
+}
+
+// fitLayout places a w x h capture for image_width ow, image_height oh and image_fit: fill (or
+// only one side given) is outputSize's exact size, the others keep the aspect ratio as sharp's
+// fits of the same names do.
+func fitLayout(w, h, ow, oh int, fit, pos string, bg [4]uint8) fitted {
+	f := fitted{bg: color.NRGBA{R: bg[0], G: bg[1], B: bg[2], A: bg[3]}}
+	if ow <= 0 || oh <= 0 || fit == "" || fit == shotd.FitFill {
+		f.w, f.h = outputSize(w, h, ow, oh)
+		f.at = image.Rect(0, 0, f.w, f.h)
+		return f
+	}
+	sx, sy := float64(ow)/float64(w), float64(oh)/float64(h)
+	s := min(sx, sy) // contain, inside
+	if fit == shotd.FitCover || fit == shotd.FitOutside {
+		s = max(sx, sy)
+	}
+	sw, sh := max(1, int(math.Round(float64(w)*s))), max(1, int(math.Round(float64(h)*s)))
+	switch fit {
+	case shotd.FitInside, shotd.FitOutside:
+		f.w, f.h = sw, sh
+		f.at = image.Rect(0, 0, sw, sh)
+		return f
+	case shotd.FitCover:
+		sw, sh = max(sw, ow), max(sh, oh) // rounding must not leave an edge uncovered
+	default: // contain
+		sw, sh = min(sw, ow), min(sh, oh)
+	}
+	f.w, f.h = ow, oh
+	x, y := align(ow-sw, pos, "left", "right"), align(oh-sh, pos, "top", "bottom")
+	f.at = image.Rect(x, y, x+sw, y+sh)
+	return f
+}
+
+// align is the offset of one axis for image_position: room (negative when the image overhangs)
+// at the start, the end, or shared.
+func align(room int, pos, start, end string) int {
+	switch {
+	case strings.Contains(pos, start):
+		return 0
+	case strings.Contains(pos, end):
+		return room
+	}
+	return room / 2
+}
+
+// composeFit stitches the PNG tiles of a dw x dh capture and draws it as f places it.
+func composeFit(tiles []tile, dw, dh int, f fitted) (image.Image, error) {
+	ow, oh := f.w, f.h
 	var src image.Image
 	if len(tiles) == 1 {
 		img, err := png.Decode(bytes.NewReader(tiles[0].data))
@@ -49,11 +106,17 @@ func compose(tiles []tile, dw, dh, ow, oh int) (image.Image, error) {
 		src = canvas
 	}
 	b := src.Bounds()
-	if b.Dx() == ow && b.Dy() == oh {
+	full := image.Rect(0, 0, ow, oh)
+	if b.Dx() == ow && b.Dy() == oh && f.at == full {
 		return src, nil
 	}
-	dst := image.NewRGBA(image.Rect(0, 0, ow, oh))
-	draw.CatmullRom.Scale(dst, dst.Bounds(), src, b, draw.Src, nil)
+	dst := image.NewRGBA(full)
+	if !f.at.Eq(full) && !full.In(f.at) {
+		// contain's padding.
+		stddraw.Draw(dst, full, image.NewUniform(f.bg), image.Point{}, stddraw.Src)
+	}
+	// Scale clips to dst: cover's overhang is cropped.
+	draw.CatmullRom.Scale(dst, f.at, src, b, draw.Src, nil)
 	return dst, nil
 }
 

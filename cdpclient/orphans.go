@@ -82,6 +82,13 @@ func (rec groupRecord) ours(boot string, procs []proc.Stat) bool {
 // script with it. The service calls KillOrphans at start, before its first Launch, so a
 // restart never runs beside what the killed run left.
 func KillOrphans(dir string) int {
+	defer func() {
+		// The directories of a User's Chromes are outside dir, which the caller removes.
+		users, _ := filepath.Glob(filepath.Join(dir, "*", userDirFile))
+		for _, path := range users {
+			removeUserDir(filepath.Dir(path))
+		}
+	}()
 	paths, _ := filepath.Glob(filepath.Join(dir, "*", groupFile))
 	if len(paths) == 0 {
 		return 0

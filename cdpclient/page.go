@@ -50,6 +50,9 @@ func (r *render) pageActions(ctx context.Context) error {
 			}
 		}
 	}
+	if err := r.waitConditions(ctx); err != nil { // wait_for_expression, wait_for_selector_hidden (waits.go)
+		return err
+	}
 	if err := r.addStyles(ctx); err != nil {
 		return err
 	}
@@ -106,8 +109,20 @@ func (e *errScript) Error() string { return "page script: " + e.msg }
 // eval evaluates expr in the page's main world, awaits a promise, and decodes the value into
 // out (nil: ignore it).
 func (r *render) eval(ctx context.Context, expr string, out any) error {
-	rep, err := r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetAwaitPromise(true).SetReturnByValue(out != nil))
+	args := runtime.NewEvaluateArgs(expr).SetAwaitPromise(true).SetReturnByValue(out != nil)
+	if r.o != nil && r.o.DisableJavaScript {
+		// The page's timers are off: the helpers run in a world of their own (waits.go).
+		id, err := r.helperWorld(ctx)
+		if err != nil {
+			return err
+		}
+		args.SetContextID(id)
+	}
+	rep, err := r.t.c.Runtime.Evaluate(ctx, args)
 	if err != nil {
+		if contextGone(err) {
+			r.world = 0 // the document went; the next helper makes a world in the new one
+		}
 		return err
 	}
 	if rep.ExceptionDetails != nil {

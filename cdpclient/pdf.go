@@ -1,8 +1,10 @@
 package cdpclient
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -12,6 +14,7 @@ import (
 	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/protocol/io"
 	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/rpcc"
 
 	"github.com/shotd/shotd"
 )
@@ -101,9 +104,29 @@ func (r *render) pdfArgs() (*page.PrintToPDFArgs, [2]float64, [4]float64, error)
 	if !ok {
 		return nil, size, [4]float64{}, invalidOption("pdf_paper_format", fmt.Sprintf("unknown paper format %q", name))
 	}
+	if o.PDFPaperWidth != "" && o.PDFPaperHeight != "" {
+		// pdf_paper_width and _height, validated by the parser, instead of a format.
+		w, okW := shotd.LengthInches(o.PDFPaperWidth)
+		h, okH := shotd.LengthInches(o.PDFPaperHeight)
+		if !okW || !okH {
+			return nil, size, [4]float64{}, invalidOption("pdf_paper_width", "not a length with a unit")
+		}
+		size = [2]float64{w, h}
+	}
 	m, err := margins(o)
 	if err != nil {
 		return nil, size, m, err
+	}
+	headerFooter := o.PDFHeader != "" || o.PDFFooter != ""
+	if headerFooter {
+		// Chrome draws the header and footer inside the margins: without one there is no
+		// room for them. A side whose margin was not given gets headerMargin.
+		if o.PDFHeader != "" && o.PDFMarginTop == "" && o.PDFMargin == "" {
+			m[0] = headerMargin
+		}
+		if o.PDFFooter != "" && o.PDFMarginBottom == "" && o.PDFMargin == "" {
+			m[2] = headerMargin
+		}
 	}
 	if o.PDFLandscape {
 		// Wider than tall. Chrome's own landscape flag swaps the sides, which would turn a
@@ -119,6 +142,29 @@ func (r *render) pdfArgs() (*page.PrintToPDFArgs, [2]float64, [4]float64, error)
 		SetMarginTop(m[0]).SetMarginRight(m[1]).SetMarginBottom(m[2]).SetMarginLeft(m[3]).
 		SetPrintBackground(o.PDFPrintBackground).
 		SetTransferMode("ReturnAsStream") // no base64 blob of the whole file in one message
+	if headerFooter {
+		// An empty template, not Chrome's default (date and title, url and page numbers), for
+		// the side that was not asked for.
+		args.SetDisplayHeaderFooter(true).
+			SetHeaderTemplate(cmp.Or(o.PDFHeader, emptyTemplate)).
+			SetFooterTemplate(cmp.Or(o.PDFFooter, emptyTemplate))
+	}
+	if o.PDFPageRanges != "" {
+		args.SetPageRanges(o.PDFPageRanges)
+	}
+	if o.PDFScale > 0 && o.PDFScale != 1 {
+		args.SetScale(o.PDFScale)
+	}
+	if o.PDFPreferCSSPageSize {
+		args.SetPreferCSSPageSize(true)
+	}
+	if o.PDFUntagged && !o.PDFOutline {
+		// Chrome tags by default; it builds the outline from the tagged structure.
+		args.SetGenerateTaggedPDF(false)
+	}
+	if o.PDFOutline {
+		args.SetGenerateDocumentOutline(true)
+	}
 	return args, size, m, nil
 }
 
@@ -151,6 +197,20 @@ func (r *render) printPDF(ctx context.Context) error {
 	}
 	rep, err := r.t.c.Page.PrintToPDF(ctx, args)
 	if err != nil {
+		if isResponseError(err) && ctx.Err() == nil && r.o.PDFPageRanges != "" && isPageRangeError(err) {
+			return invalidOption("pdf_page_ranges", fmt.Sprintf("%q selects no page of the document, or a range past its end", r.o.PDFPageRanges))
+		}
+		if isResponseError(err) && ctx.Err() == nil && (r.o.PDFHeader != "" || r.o.PDFFooter != "") {
+			// A template that loads something (a stylesheet link) fails the whole print
+			// (Chromium 156): the request's to fix, not the service's.
+			field := "pdf_header"
+			if r.o.PDFHeader == "" {
+				field = "pdf_footer"
+			}
+			e := invalidOption(field, "the browser could not print the page with this header or footer; a template may load nothing (no links to style sheets: use inline styles, and data: URLs for images)")
+			e.Cause = err
+			return e
+		}
 		if isResponseError(err) && ctx.Err() == nil {
 			return shotd.Wrap(shotd.CodeInternalError, err, "the browser could not print the page")
 		}
@@ -162,6 +222,20 @@ func (r *render) printPDF(ctx context.Context) error {
 	}
 	r.data, err = ReadStream(ctx, r.t.c, *rep.Stream, r.p.cfg.MaxOutputBytes)
 	return err
+}
+
+// headerMargin is the top or bottom margin, in inches, that pdf_header or pdf_footer gets when
+// the request gave none: room for a line of Chrome's small header text.
+const headerMargin = 0.5
+
+// emptyTemplate is the header or footer template of the side not asked for.
+const emptyTemplate = "<span></span>"
+
+// isPageRangeError reports Chrome's refusal of pageRanges ("Page range exceeds page count",
+// "Page range is invalid (start > end)", Chromium 156).
+func isPageRangeError(err error) bool {
+	var re *rpcc.ResponseError
+	return errors.As(err, &re) && strings.Contains(strings.ToLower(re.Message), "page range")
 }
 
 // ReadStream reads a Chrome IO stream to its end and releases it, whatever happens. Past max

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mafredri/cdp"
@@ -58,6 +59,9 @@ type Config struct {
 	// renderer, whose render fails with page_crashed. 0 or a nil Cgroups: no such bound.
 	MemoryLimitMB int
 	Cgroups       *cgroup.Parent
+	// User, when set, is the system user Chrome runs as (see User); the service must be root.
+	// nil: the service's own user.
+	User *User
 	// Dir is the parent of the user-data dirs, and of Chrome's TMPDIR when the path is short
 	// enough for Chrome's unix sockets (else that goes to os.TempDir()); "" = os.TempDir(). A
 	// service killed without Close leaves its dirs (Chrome itself dies with it): a dedicated Dir
@@ -248,27 +252,9 @@ func mergeFeatures(flags []string) []string {
 	return out
 }
 
-// chromeEnv is the environment Chrome gets: the service's, less every SHOTD_* variable (the
-// admin token, storage credentials) and the variables named below, which a renderer exploit
-// could otherwise read from /proc/self/environ.
-func chromeEnv(env []string) []string {
-	out := make([]string, 0, len(env))
-	for _, kv := range env {
-		name, _, _ := strings.Cut(kv, "=")
-		if strings.HasPrefix(name, "SHOTD_") || secretEnv[name] {
-			continue
-		}
-		out = append(out, kv)
-	}
-	return out
-}
-
-// secretEnv are credentials that tools on the host commonly read from the environment and that
-// Chrome never needs.
-var secretEnv = map[string]bool{
-	"AWS_ACCESS_KEY_ID": true, "AWS_SECRET_ACCESS_KEY": true, "AWS_SESSION_TOKEN": true,
-	"MINIO_ROOT_USER": true, "MINIO_ROOT_PASSWORD": true, "NOTIFY_SOCKET": true,
-}
+// chromeEnv is the environment Chrome gets: the service's allow-listed variables (proc.Env), so
+// that a renderer exploit finds no credential in /proc/self/environ.
+func chromeEnv(env []string) []string { return proc.Env(env) }
 
 // maxTmpDir bounds the length of Chrome's TMPDIR. Chrome puts unix sockets there
 // (<TMPDIR>/org.chromium.Chromium.XXXXXX/SingletonSocket, 45 bytes more), a socket path may
@@ -366,9 +352,20 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	// Chrome writes outside --user-data-dir to $XDG_CONFIG_HOME (the crash database) and
 	// $XDG_CACHE_HOME; keep all of it in the dir that Close removes. TMPDIR too: Chrome killed
 	// with SIGKILL cannot remove the org.chromium.* dirs it makes there.
-	tmp, err := os.MkdirTemp(tmpParent(cfg.Dir))
-	if err != nil {
-		return fail(err, "cannot create the browser temp directory")
+	// With a User, Chrome gets a directory of its own (its profile, home and TMPDIR) and dir,
+	// the service's, keeps only the records.
+	profile, tmp, env := dir, "", []string(nil)
+	if cfg.User != nil {
+		if tmp, err = cfg.User.makeDir(dir); err != nil {
+			return fail(err, "cannot create the browser's directory for user "+cfg.User.Name)
+		}
+		profile = filepath.Join(tmp, "profile")
+		env = []string{"HOME=" + tmp, "TMPDIR=" + filepath.Join(tmp, "tmp")}
+	} else {
+		if tmp, err = os.MkdirTemp(tmpParent(cfg.Dir)); err != nil {
+			return fail(err, "cannot create the browser temp directory")
+		}
+		env = []string{"TMPDIR=" + tmp}
 	}
 	undo = append(undo, func() { os.RemoveAll(tmp) })
 	// Three pipes: stderr, and DevTools' two (pipe.go). Chrome's ends are closed here once it
@@ -382,22 +379,31 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	}
 	stderrR, stderrW, cmdR, cmdW, ansR, ansW := files[0], files[1], files[2], files[3], files[4], files[5]
 
-	flags := chromeFlags(path, dir, cfg)
+	flags := chromeFlags(path, profile, cfg)
 	cmd := exec.Command(path, append(flags, "about:blank")...)
+	if cfg.User != nil {
+		// The pipes are inherited descriptors: they work across the switch of user.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cfg.User.credential()}
+	}
 	// Our own stderr pipe instead of cmd.StderrPipe: Wait must not close it under the reader,
 	// which keeps draining so Chrome never blocks on a full pipe.
 	cmd.Stderr = stderrW
 	cmd.ExtraFiles = []*os.File{cmdR, ansW} // Chrome's fd 3 and 4 (--remote-debugging-pipe)
-	cmd.Env = append(chromeEnv(os.Environ()),
-		"XDG_CONFIG_HOME="+filepath.Join(dir, "xdg-config"),
-		"XDG_CACHE_HOME="+filepath.Join(dir, "xdg-cache"),
-		"TMPDIR="+tmp)
+	// Ours last: exec keeps the last value of a repeated name.
+	cmd.Env = append(append(chromeEnv(os.Environ()), env...),
+		"XDG_CONFIG_HOME="+filepath.Join(profile, "xdg-config"),
+		"XDG_CACHE_HOME="+filepath.Join(profile, "xdg-cache"))
 	var memory *cgroup.Child
 	if cfg.Cgroups != nil && cfg.MemoryLimitMB > 0 {
 		if memory, err = cfg.Cgroups.New(int64(cfg.MemoryLimitMB) << 20); err != nil {
 			return fail(err, "cannot bound the browser's memory")
 		}
 		undo = append(undo, func() { removeCgroup(memory) })
+		if cfg.User != nil {
+			if err := memory.AllowUser(int(cfg.User.UID), int(cfg.User.GID)); err != nil {
+				return fail(err, "cannot bound the browser's memory")
+			}
+		}
 		memory.Enter(cmd) // Chrome, and so every process it starts, is in it from the start
 	}
 	// Own group: Close kills Chrome and all its helpers at once.
@@ -520,10 +526,14 @@ func chromeFlags(path, dir string, cfg Config) []string {
 		// Shared memory then goes to Chrome's TMPDIR, on the data dir's disk filesystem.
 		flags = append(flags, "--disable-dev-shm-usage")
 	}
-	if sandbox, why := sandboxed(cfg.Sandbox); !sandbox {
+	euid := os.Geteuid()
+	if cfg.User != nil {
+		euid = int(cfg.User.UID)
+	}
+	if sandbox, why := sandboxed(cfg.Sandbox, euid); !sandbox {
 		flags = append(flags, "--no-sandbox")
 		if _, seen := warnedSandbox.LoadOrStore(why, true); !seen && cfg.Sandbox != SandboxOff {
-			cfg.Log.Warn().Str("reason", why).Msg("Chrome runs without its sandbox: a renderer exploit would run as the service's user (see README, Browsers)")
+			cfg.Log.Warn().Str("reason", why).Msg("Chrome runs without its sandbox: a renderer exploit would run as the service's user (see docs/security.md)")
 		}
 	}
 	if cfg.JSHeapMB > 0 {
@@ -850,14 +860,14 @@ const (
 var warnedSandbox sync.Map
 
 // sandboxed decides whether Chrome runs in its sandbox, and if not, why.
-func sandboxed(setting string) (bool, string) {
+func sandboxed(setting string, euid int) (bool, string) {
 	switch setting {
 	case SandboxOn:
 		return true, ""
 	case SandboxOff:
 		return false, "browser.sandbox is off"
 	}
-	return Sandboxable(os.Geteuid(), readInt("/proc/sys/user/max_user_namespaces"), readInt("/proc/sys/kernel/unprivileged_userns_clone"))
+	return Sandboxable(euid, readInt("/proc/sys/user/max_user_namespaces"), readInt("/proc/sys/kernel/unprivileged_userns_clone"))
 }
 
 // Sandboxable tells whether Chrome's sandbox can work for a service of effective user euid:

@@ -79,6 +79,8 @@ type render struct {
 	replaced bool
 
 	s1 s1State // ScreenshotOne's options (s1render.go)
+
+	world runtime.ExecutionContextID // the helpers' world under disable_javascript; 0: none yet (waits.go)
 }
 
 // step is one stage of a render. Later options slot in as one more step or as code in one of
@@ -328,6 +330,14 @@ func (r *render) emulate(ctx context.Context) error {
 	if args := r.emulatedMedia(); args != nil {
 		r.t.over.media = true
 		if err := c.Emulation.SetEmulatedMedia(ctx, args); err != nil {
+			return err
+		}
+	}
+	if r.o.DisableJavaScript {
+		// The page's own scripts, event handlers and javascript: URLs stop; the helpers of
+		// this package still run, through Runtime.evaluate. The wipe turns them back on.
+		r.t.over.noScript = true
+		if err := c.Emulation.SetScriptExecutionDisabled(ctx, emulation.NewSetScriptExecutionDisabledArgs(true)); err != nil {
 			return err
 		}
 	}

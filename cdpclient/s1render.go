@@ -585,16 +585,28 @@ func (r *render) documentAnswer(m *shotd.Metadata) error {
 // full_page_slice_overlap_height, encoded like the image. A JSON answer or a job gets them as
 // files of their own; any other answer is a zip of them.
 func (r *render) slice(ctx context.Context) error {
-	img, _, err := image.Decode(bytes.NewReader(r.data))
-	if err != nil {
-		return fmt.Errorf("decode the capture to slice it: %w", err)
-	}
-	b := img.Bounds()
 	h := r.o.S1.SliceHeight
 	if h <= 0 {
 		h = shotd.DefaultSliceHeight
 	}
 	overlap := min(max(r.o.S1.SliceOverlap, 0), h-1)
+	// The page's height decides the count: refused from the image's header, before a single
+	// slice is decoded or encoded.
+	iw, ih, err := imageSize(r.format, r.data)
+	if err != nil {
+		return fmt.Errorf("read the capture's size to slice it: %w", err)
+	}
+	if n := shotd.SliceCount(ih, h, overlap); n > shotd.MaxSlices {
+		return shotd.Errorf(shotd.CodeContentTooLarge, "the %d px high image would make %d slices of %d px; at most %d are allowed (raise full_page_slice_height, lower full_page_slice_overlap_height or full_page_max_height)", ih, n, h, shotd.MaxSlices)
+	}
+	if px := int64(shotd.SliceRows(ih, h, overlap)) * int64(iw); px > maxCapturePixels {
+		return shotd.Errorf(shotd.CodeContentTooLarge, "the slices of the %dx%d px image would hold %d pixels, more than %d (lower full_page_slice_overlap_height)", iw, ih, px, maxCapturePixels)
+	}
+	img, _, err := image.Decode(bytes.NewReader(r.data))
+	if err != nil {
+		return fmt.Errorf("decode the capture to slice it: %w", err)
+	}
+	b := img.Bounds()
 	sub, ok := img.(interface {
 		SubImage(image.Rectangle) image.Image
 	})
@@ -604,6 +616,9 @@ func (r *render) slice(ctx context.Context) error {
 	var slices []shotd.Slice
 	var files []shotd.Extra
 	for y, i := 0, 0; ; i++ {
+		if err := ctx.Err(); err != nil { // the render's deadline: encoding is the long part
+			return err
+		}
 		bottom := min(y+h, b.Dy())
 		part := sub.SubImage(image.Rect(b.Min.X, b.Min.Y+y, b.Max.X, b.Min.Y+bottom))
 		data, err := r.encode(ctx, part)

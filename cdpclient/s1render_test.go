@@ -3,6 +3,7 @@ package cdpclient
 import (
 	"archive/zip"
 	"bytes"
+	"fmt"
 	"image"
 	"net/http"
 	"strconv"
@@ -417,5 +418,30 @@ func TestS1BannersByHeuristics(t *testing.T) {
 		if got := rgbAt(img, 200, 10); got != [3]uint8{0, 0, 255} {
 			t.Errorf("block_banners_by_heuristics=%v: the header is %v, want kept", block, got)
 		}
+	}
+}
+
+// TestS1SlicesBounded: a page whose height makes more than shotd.MaxSlices slices, or slices
+// holding more than the capture's pixel cap, fails the render with content_too_large, refused
+// from the image's size before any slice is encoded (2,001 slices at a 1 px step once took
+// seconds and held them all in memory).
+func TestS1SlicesBounded(t *testing.T) {
+	t.Parallel()
+	cases := []struct {
+		name            string
+		pageHeight      int
+		height, overlap int
+	}{
+		{"2001 slices at a 1 px step", 3000, 1000, 999},
+		{"overlaps past the pixel cap", 20000, 16000, 15800},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := htmlOpts(fmt.Sprintf(`<!doctype html><body style="margin:0"><div style="height:%dpx;background:#888"></div>`, c.pageHeight))
+			o.FullPage, o.ResponseType = true, "json"
+			o.S1.Slices, o.S1.SliceHeight, o.S1.SliceOverlap = true, c.height, c.overlap
+			_, err := doRender(t, shared, o)
+			wantCode(t, err, shotd.CodeContentTooLarge)
+		})
 	}
 }

@@ -3,6 +3,7 @@ package cdpclient
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
 	"sync"
@@ -31,6 +32,7 @@ func desktopUserAgent(path string, wait time.Duration) string {
 	}
 	var out bytes.Buffer
 	cmd := exec.Command(path, "--version")
+	cmd.Env = chromeEnv(os.Environ())
 	cmd.Stdout = &out
 	cmd.WaitDelay = time.Second // a child that kept stdout open must not hold the reaping
 	g, err := proc.Start(cmd)

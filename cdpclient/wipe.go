@@ -48,6 +48,7 @@ const (
 type overrides struct {
 	// Emulation and page settings.
 	touch, userAgent, media, timeZone, background, bypassCSP bool
+	noScript                                                 bool // Emulation.setScriptExecutionDisabled (disable_javascript)
 
 	network     bool                    // Network.enable (networkidle, click)
 	pointer     bool                    // the mouse was moved over the page (click, hover)
@@ -334,6 +335,9 @@ func (t *tab) undoOverrides(ctx context.Context) error {
 		return c.Emulation.SetDefaultBackgroundColorOverride(ctx, emulation.NewSetDefaultBackgroundColorOverrideArgs())
 	})
 	do(o.bypassCSP, func() error { return c.Page.SetBypassCSP(ctx, page.NewSetBypassCSPArgs(false)) })
+	do(o.noScript, func() error {
+		return c.Emulation.SetScriptExecutionDisabled(ctx, emulation.NewSetScriptExecutionDisabledArgs(false))
+	})
 	do(o.geolocation, func() error { return c.Emulation.ClearGeolocationOverride(ctx) })
 	do(o.network, func() error { return c.Network.Disable(ctx) })
 	// The pointer stays where a click or hover left it, over the next render's page too, whose

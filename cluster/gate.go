@@ -15,6 +15,7 @@ import (
 type Admitter interface {
 	Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error)
 	Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.LimitsSnapshot, error)
+	ReleaseJobs(accountID string, n int)
 	Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error)
 }
 
@@ -144,6 +145,10 @@ func (e NotBilledError) Unwrap() error { return e.Err }
 
 // NotBilled reports that the success was not billed.
 func (e NotBilledError) NotBilled() bool { return true }
+
+// ReleaseJobs gives back jobs the node admitted and did not queue (none in cluster mode, which
+// refuses jobs; passed on for the interface).
+func (g *Gate) ReleaseJobs(accountID string, n int) { g.inner.ReleaseJobs(accountID, n) }
 
 // Usage is the node's report with the cluster's billed count and reservations.
 func (g *Gate) Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error) {

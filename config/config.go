@@ -31,7 +31,10 @@ type Config struct {
 	// AdminToken is the Bearer token of the admin API; empty: generated at first start and stored
 	// in the data directory (not by this package).
 	AdminToken string `toml:"admin_token"`
-	DataDir    string `toml:"data_dir"`
+	// AdminTokenFile holds the admin token instead of admin_token: read at load (Validate puts it
+	// in AdminToken), or from $CREDENTIALS_DIRECTORY under systemd's LoadCredential= (secrets.go).
+	AdminTokenFile string `toml:"admin_token_file"`
+	DataDir        string `toml:"data_dir"`
 	// PublicURL is the base of links in answers, without a trailing slash.
 	PublicURL              string `toml:"public_url"`
 	ShutdownTimeoutSeconds int    `toml:"shutdown_timeout_seconds"`
@@ -51,6 +54,10 @@ type Config struct {
 
 	// Plans by name; each Plan's Name equals its key. Decoded through filePlan, hence "-".
 	Plans map[string]shotd.Plan `toml:"-"`
+
+	// credentials is $CREDENTIALS_DIRECTORY from the environment given to Load or Parse, where
+	// the *_file secrets are looked up first.
+	credentials string
 }
 
 // Browser is the [browser] table: the Chrome pool.
@@ -64,6 +71,7 @@ type Browser struct {
 	Isolation                  string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
 	TabReuse                   int    `toml:"tab_reuse"`
 	Sandbox                    string `toml:"sandbox"`                // auto, on or off
+	User                       string `toml:"user"`                   // auto, self or a system user's name
 	JSHeapMB                   int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
 	RendererProcessLimit       int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
 	MemoryLimitMB              AutoMB `toml:"memory_limit_mb"`        // each Chrome's cgroup bound: MemoryLimit
@@ -257,6 +265,7 @@ func Default() *Config {
 			Isolation:                  IsolationWipe,
 			TabReuse:                   50,
 			Sandbox:                    "auto",
+			User:                       "auto",
 			MemoryLimitMB:              AutoMBAuto,
 			SlotWaitMs:                 2000,
 			RenderDeadlineGraceSeconds: 10,

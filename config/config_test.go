@@ -61,7 +61,7 @@ func TestDefaults(t *testing.T) {
 		Listen: "127.0.0.1:8080", AdminListen: "127.0.0.1:8081", AdminToken: "", DataDir: "./data",
 		PublicURL: "http://127.0.0.1:8080", ShutdownTimeoutSeconds: 30, MetricsAuth: "auto",
 		Browser: Browser{Path: "", PoolSize: 2, RendersPerProcess: 4, RecycleAfter: 200,
-			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, Sandbox: "auto", MemoryLimitMB: "auto", SlotWaitMs: 2000, RenderDeadlineGraceSeconds: 10},
+			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, Sandbox: "auto", User: "auto", MemoryLimitMB: "auto", SlotWaitMs: 2000, RenderDeadlineGraceSeconds: 10},
 		Network: Network{AllowPrivate: []string{}},
 		Storage: Storage{FileTTLSeconds: 86400},
 		Limits: Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50,
@@ -127,6 +127,7 @@ prewarm = 1
 isolation = "context"
 tab_reuse = 9
 sandbox = "off"
+user = "self"
 memory_limit_mb = 2048
 slot_wait_ms = 0
 render_deadline_grace_seconds = 3
@@ -179,7 +180,7 @@ func fullConfig() *Config {
 		Listen: "0.0.0.0:9000", AdminListen: "127.0.0.1:9001", AdminToken: "s3cret-token-s3cret-token-s3cret-token",
 		DataDir: "/var/lib/shotd", PublicURL: "https://shots.example.com/base", ShutdownTimeoutSeconds: 5, MetricsAuth: "token",
 		Browser: Browser{Path: "/bin/sh", PoolSize: 8, RendersPerProcess: 2, RecycleAfter: 50,
-			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, Sandbox: "off", MemoryLimitMB: "2048", SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
+			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, Sandbox: "off", User: "self", MemoryLimitMB: "2048", SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
 		Network: Network{AllowPrivate: []string{"127.0.0.1", "10.0.0.0/8", "::1", "fd00::/8"}},
 		Storage: Storage{FileTTLSeconds: 3600},
 		Limits: Limits{MaxSourceBytes: 1000, MaxOutputBytes: 2000, BulkMaxItems: 5,
@@ -390,6 +391,7 @@ func TestValidate(t *testing.T) {
 		{"browser.isolation unknown", func(c *Config) { c.Browser.Isolation = "none" }, `browser.isolation: must be "wipe" or "context", got "none"`},
 		{"browser.isolation context", func(c *Config) { c.Browser.Isolation = "context" }, ""},
 		{"browser.sandbox unknown", func(c *Config) { c.Browser.Sandbox = "yes" }, `browser.sandbox: must be "auto", "on" or "off", got "yes"`},
+		{"browser.user empty", func(c *Config) { c.Browser.User = "" }, `browser.user: must be "auto", "self" or a user name, got ""`},
 		{"browser.tab_reuse zero", func(c *Config) { c.Browser.TabReuse = 0 }, "browser.tab_reuse: must be between 1 and 100000, got 0"},
 		{"browser.js_heap_mb too small", func(c *Config) { c.Browser.JSHeapMB = 10 }, "browser.js_heap_mb: must be between 64 and 65536, got 10"},
 		{"browser.memory_limit_mb too small", func(c *Config) { c.Browser.MemoryLimitMB = "100" }, "browser.memory_limit_mb: must be between 1024 and 4194304, got 100"},

@@ -62,6 +62,7 @@ func Parse(data []byte, env []string) (*Config, error) {
 	if err := c.applyEnv(env); err != nil {
 		return nil, err
 	}
+	c.credentials = credentialsDir(env)
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
@@ -162,6 +163,14 @@ func goTypeName(t string) string {
 // TOML encodes c as a configuration file that Load reads back to an equal Config.
 func (c *Config) TOML() ([]byte, error) {
 	fc := fileConfig{Config: *c, Plans: make(map[string]filePlan, len(c.Plans))}
+	// A secret read from its file stays in the file: written out beside the file key, it would
+	// read back as both given.
+	if fc.AdminTokenFile != "" {
+		fc.AdminToken = ""
+	}
+	if fc.Storage.S3.SecretAccessKeyFile != "" {
+		fc.Storage.S3.SecretAccessKey = ""
+	}
 	for name, p := range c.Plans {
 		features := p.Features
 		if features == nil {

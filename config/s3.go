@@ -10,7 +10,8 @@ import (
 // S3 is the [storage.s3] table: when endpoint or bucket is set, every stored result (response_type
 // json, jobs, bulk) goes to this bucket instead of data_dir/files, with the same expiry, and its
 // url is a presigned GET. The credentials come from the file, from SHOTD_STORAGE_S3_ACCESS_KEY_ID
-// and SHOTD_STORAGE_S3_SECRET_ACCESS_KEY, or (the secret) from secret_access_key_file.
+// and SHOTD_STORAGE_S3_SECRET_ACCESS_KEY, or (the secret) from secret_access_key_file, which
+// under systemd's LoadCredential= is read from $CREDENTIALS_DIRECTORY (secrets.go).
 type S3 struct {
 	Endpoint            string `toml:"endpoint"`   // http(s)://host[:port]
 	Region              string `toml:"region"`     // "" = us-east-1, so that links are signed without asking
@@ -28,7 +29,7 @@ func (s S3) Enabled() bool { return s.Endpoint != "" || s.Bucket != "" }
 
 // validate checks the table and resolves secret_access_key_file into SecretAccessKey, once.
 // Messages never show a credential.
-func (s *S3) validate(v *validator) {
+func (s *S3) validate(v *validator, credentials string) {
 	if !s.Enabled() {
 		return
 	}
@@ -56,15 +57,7 @@ func (s *S3) validate(v *validator) {
 	case s.SecretAccessKey != "" && s.SecretAccessKeyFile != "":
 		v.addf("storage.s3.secret_access_key_file", "give secret_access_key or secret_access_key_file, not both")
 	case s.SecretAccessKeyFile != "":
-		b, err := os.ReadFile(s.SecretAccessKeyFile)
-		if err != nil {
-			v.addf("storage.s3.secret_access_key_file", "cannot be read: %v", err)
-			break
-		}
-		s.SecretAccessKey = strings.TrimRight(string(b), "\r\n")
-		if s.SecretAccessKey == "" {
-			v.addf("storage.s3.secret_access_key_file", "%s is empty", s.SecretAccessKeyFile)
-		}
+		s.SecretAccessKey = readSecretFile(v, "storage.s3.secret_access_key_file", s.SecretAccessKeyFile, credentials)
 	case s.SecretAccessKey == "":
 		v.addf("storage.s3.secret_access_key", "must be set (or SHOTD_STORAGE_S3_SECRET_ACCESS_KEY, or secret_access_key_file)")
 	}

@@ -49,6 +49,13 @@ func (c *Config) Validate() error {
 	if c.Listen != "" && c.Listen == c.AdminListen && !strings.HasSuffix(c.Listen, ":0") {
 		v.addf("admin_listen", "must differ from listen, both are %q", c.Listen)
 	}
+	switch {
+	case c.AdminTokenFile != "" && c.AdminToken != "":
+		v.addf("admin_token_file", "give admin_token or admin_token_file, not both")
+	case c.AdminTokenFile != "":
+		// Read once, here: Validate runs once per Load.
+		c.AdminToken = readSecretFile(v, "admin_token_file", c.AdminTokenFile, c.credentials)
+	}
 	if strings.ContainsFunc(c.AdminToken, func(r rune) bool { return r <= ' ' || r == 0x7f }) {
 		v.addf("admin_token", "must not contain spaces or control characters")
 	} else if c.AdminToken != "" && len(c.AdminToken) < MinAdminToken {
@@ -96,6 +103,9 @@ func (c *Config) Validate() error {
 	if b.Sandbox != "auto" && b.Sandbox != "on" && b.Sandbox != "off" {
 		v.addf("browser.sandbox", "must be \"auto\", \"on\" or \"off\", got %q", b.Sandbox)
 	}
+	if b.User == "" || strings.ContainsAny(b.User, ":/ \t\n") {
+		v.addf("browser.user", "must be \"auto\", \"self\" or a user name, got %q", b.User)
+	}
 	if b.JSHeapMB != 0 {
 		v.between("browser.js_heap_mb", b.JSHeapMB, 64, 65_536)
 	}
@@ -117,7 +127,7 @@ func (c *Config) Validate() error {
 	}
 
 	v.positive("storage.file_ttl_seconds", c.Storage.FileTTLSeconds)
-	c.Storage.S3.validate(v)
+	c.Storage.S3.validate(v, c.credentials)
 	c.Cluster.validate(v, c.Storage.S3)
 	v.positive("limits.max_source_bytes", c.Limits.MaxSourceBytes)
 	v.positive("limits.max_output_bytes", c.Limits.MaxOutputBytes)

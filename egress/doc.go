@@ -16,7 +16,8 @@
 //   - Guard resolves a name once, refuses the name if any of its addresses is refused, and dials
 //     only the addresses it checked, so DNS rebinding has no window between check and connect.
 //     Guard.DialContext fits http.Transport.DialContext for webhooks; Guard.CheckURL is the
-//     pre-check of a render's url.
+//     pre-check of a render's url. Guard.DenyPort refuses one listener (the service's own, its
+//     proxies', its bucket's) whatever the allow list says.
 //   - Proxy is the HTTP forward proxy (absolute-form requests and CONNECT tunnels) that Chrome is
 //     launched behind, so that every connection a page makes is dialled by the Guard. Host names
 //     Chrome contacts on its own (DefaultDenyHosts) are refused before any DNS. Refusals answer

@@ -61,9 +61,11 @@ func NewGuard(p *Policy, r Resolver) *Guard {
 func (g *Guard) Policy() *Policy { return g.policy }
 
 // DenyPort refuses every dial to ap, even when its address is allow-listed: it keeps pages away
-// from Chrome's devtools port. For a loopback or unspecified address the port is refused on every
-// loopback and unspecified address, because on Linux a connect to 0.0.0.0 or :: lands on a
-// loopback listener and a listener may be bound on both address families.
+// from the service's own listeners, its proxy ports and Chrome's devtools port. For a loopback or
+// unspecified address the port is refused on every loopback and unspecified address, because on
+// Linux a connect to 0.0.0.0 or :: lands on a loopback listener and a listener may be bound on
+// both address families; for an unspecified address also on the host's own addresses
+// (WithHostAddrs), where a listener on 0.0.0.0 answers too.
 func (g *Guard) DenyPort(ap netip.AddrPort) {
 	ap = netip.AddrPortFrom(ap.Addr().WithZone("").Unmap(), ap.Port())
 	g.mu.Lock()
@@ -94,7 +96,7 @@ func (g *Guard) portDenied(a netip.Addr, port uint16, extra netip.AddrPort) bool
 	g.mu.RLock()
 	defer g.mu.RUnlock()
 	for _, d := range g.deniedPorts {
-		if sameListener(dst, d) {
+		if sameListener(dst, d) || d.Addr().IsUnspecified() && d.Port() == port && g.policy.isHostAddr(dst.Addr()) {
 			return true
 		}
 	}

@@ -426,3 +426,30 @@ func codeOrEmpty(err error) shotd.Code {
 	}
 	return shotd.CodeOf(err)
 }
+
+// TestDenyPortUnspecified: a port denied on the unspecified address (a listener on 0.0.0.0) is
+// refused on the host's own addresses too, even when allow_private lets them through: the
+// listener answers there as well. Checked without dialling.
+func TestDenyPortUnspecified(t *testing.T) {
+	host := netip.MustParseAddr("192.0.2.10") // stands for the host's own address
+	p := NewPolicy(prefixes("192.0.2.0/24")).WithHostAddrs(func() []netip.Addr { return []netip.Addr{host} })
+	g := NewGuard(p, newFakeDNS(nil))
+	g.DenyPort(netip.MustParseAddrPort("0.0.0.0:8081"))
+	tests := []struct {
+		name    string
+		url     string
+		refused bool
+	}{
+		{name: "host address, denied port", url: "http://192.0.2.10:8081/metrics", refused: true},
+		{name: "host address, other port", url: "http://192.0.2.10:8082/"},
+		{name: "other allowed address, denied port", url: "http://192.0.2.11:8081/"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := g.CheckURLLiteral(tt.url)
+			if tt.refused != (shotd.CodeOf(err) == shotd.CodeHostNotAllowed) || !tt.refused && err != nil {
+				t.Fatalf("CheckURLLiteral(%s) = %v, refused %v wanted", tt.url, err, tt.refused)
+			}
+		})
+	}
+}

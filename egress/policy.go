@@ -124,15 +124,24 @@ func (p *Policy) refusal(addr netip.Addr) string {
 		if containsAny(p.allow, a) {
 			return ""
 		}
-		if p.hostAddrs != nil {
-			for _, h := range p.hostAddrs() {
-				if h.WithZone("").Unmap() == a {
-					return "this host's own address"
-				}
-			}
+		if p.isHostAddr(a) {
+			return "this host's own address"
 		}
 	}
 	return classify(a)
+}
+
+// isHostAddr reports whether a (zone-less, unmapped) is one of the host's own addresses.
+func (p *Policy) isHostAddr(a netip.Addr) bool {
+	if p == nil || p.hostAddrs == nil {
+		return false
+	}
+	for _, h := range p.hostAddrs() {
+		if h.WithZone("").Unmap() == a {
+			return true
+		}
+	}
+	return false
 }
 
 func containsAny(ps []netip.Prefix, a netip.Addr) bool {

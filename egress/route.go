@@ -228,7 +228,8 @@ func (v *upstream) connect(ctx context.Context, t netip.AddrPort) (net.Conn, err
 	if v.auth != "" {
 		req += "Proxy-Authorization: " + v.auth + "\r\n"
 	}
-	br := bufio.NewReader(c)
+	lim := &answerLimit{r: c, left: maxConnectAnswer}
+	br := bufio.NewReader(lim)
 	var resp *http.Response
 	if _, err = io.WriteString(c, req+"\r\n"); err == nil {
 		resp, err = http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
@@ -249,10 +250,39 @@ func (v *upstream) connect(ctx context.Context, t netip.AddrPort) (net.Conn, err
 		return nil, err
 	}
 	_ = c.SetDeadline(time.Time{})
+	lim.left = -1 // the tunnel's bytes are the page's, unbounded
 	if br.Buffered() > 0 {
 		return &bufferedConn{Conn: c, r: br}, nil
 	}
 	return c, nil
+}
+
+// maxConnectAnswer bounds the upstream's answer to CONNECT, status line and headers: a proxy
+// that sends an endless line would otherwise grow the heap at line speed.
+const maxConnectAnswer = 64 << 10
+
+// errConnectAnswerTooLarge is the answer of an upstream that sent more than maxConnectAnswer.
+var errConnectAnswerTooLarge = errors.New("egress: the upstream proxy's answer to CONNECT is too large")
+
+// answerLimit reads from r and fails once left bytes are read; left < 0: no limit.
+type answerLimit struct {
+	r    io.Reader
+	left int64
+}
+
+func (l *answerLimit) Read(p []byte) (int, error) {
+	if l.left < 0 {
+		return l.r.Read(p)
+	}
+	if l.left == 0 {
+		return 0, errConnectAnswerTooLarge
+	}
+	if int64(len(p)) > l.left {
+		p = p[:l.left]
+	}
+	n, err := l.r.Read(p)
+	l.left -= int64(n)
+	return n, err
 }
 
 // bufferedConn is a connection whose first bytes were read into r already.

@@ -431,3 +431,45 @@ func connectThrough(t *testing.T, r *Route, target string, want int) (net.Conn, 
 	}
 	return c, br
 }
+
+// TestRouteConnectAnswerBounded: an upstream that answers CONNECT with an endless status line is
+// cut off after maxConnectAnswer bytes, not read into memory for as long as it sends.
+func TestRouteConnectAnswerBounded(t *testing.T) {
+	testkit.CheckGoroutines(t, 5*time.Second)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		line := []byte("HTTP/1.1 200 " + strings.Repeat("x", 4096))
+		// 4 MiB, more than the bound, then the end of the connection: without the bound the
+		// whole line is read and the answer fails only at EOF.
+		for i := 0; i < 1024; i++ {
+			if _, err := c.Write(line); err != nil {
+				return
+			}
+		}
+	}()
+	g := NewGuard(NewPolicy([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}), nil)
+	v := &upstream{guard: g, addrs: []netip.AddrPort{netip.MustParseAddrPort(ln.Addr().String())}}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := v.connect(ctx, netip.MustParseAddrPort("127.0.0.1:443"))
+	if err == nil {
+		c.Close()
+		t.Fatal("CONNECT succeeded")
+	}
+	if !errors.Is(err, errConnectAnswerTooLarge) {
+		t.Fatalf("error %v, want %v", err, errConnectAnswerTooLarge)
+	}
+	ln.Close()
+	<-done
+}

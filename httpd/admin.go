@@ -7,6 +7,8 @@ import (
 	"errors"
 	"io"
 	"net"
+	"net/netip"
+	"net/url"
 	"strings"
 	"time"
 
@@ -56,10 +58,12 @@ type UsageHistory interface {
 	DailyUsage(accountID string, days int, now time.Time) ([]shotd.DayUsage, error)
 }
 
-// Backups writes a consistent copy of the database to w, calling size first with its length:
-// store.Store implements it.
+// Backups writes a consistent copy of the database to w, calling size first with its length,
+// or (BackupArchive) a tar of that copy and the stored files it has records of: store.Store
+// implements it.
 type Backups interface {
 	Backup(w io.Writer, size func(n int64) error) error
+	BackupArchive(w io.Writer) error
 }
 
 // AdminStore is what the admin API reads and changes.
@@ -85,6 +89,10 @@ type Admin struct {
 // NewAdmin builds the admin API. gatherer is the Prometheus registry served at /metrics.
 func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Plan, usage UsageReporter, gatherer prometheus.Gatherer, log zerolog.Logger) *Admin {
 	a := &Admin{token: token, publicURL: publicURL, store: st, plans: NewPlanBook(plans), usage: usage, log: log, adminGuard: newAdminGuard()}
+	a.AllowHost("localhost")
+	if u, err := url.Parse(publicURL); err == nil && u.Hostname() != "" {
+		a.AllowHost(u.Hostname())
+	}
 	r := router.New()
 	r.RedirectTrailingSlash, r.RedirectFixedPath, r.HandleOPTIONS = false, false, false
 	r.MethodNotAllowed = func(ctx *fasthttp.RequestCtx) {
@@ -116,7 +124,7 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	s := &Server{log: log, set: Settings{PublicURL: publicURL, MaxBodyBytes: adminMaxBody}}
 	// Requests it cannot read are answered in the error shape with a reference id, as on the
 	// public listener.
-	a.srv = &fasthttp.Server{Handler: s.wrap(r.Handler), Name: "shotd-admin", MaxRequestBodySize: adminMaxBody,
+	a.srv = &fasthttp.Server{Handler: s.wrap(a.hostGuard(r.Handler)), Name: "shotd-admin", MaxRequestBodySize: adminMaxBody,
 		ReadBufferSize: maxHeadBytes, ErrorHandler: s.parseError,
 		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, Logger: fasthttpLogger{log}}
 	return a
@@ -131,6 +139,9 @@ func (a *Admin) Handler() fasthttp.RequestHandler { return a.srv.Handler }
 // Serve answers admin requests on ln until Shutdown.
 func (a *Admin) Serve(ln net.Listener) error {
 	a.resolveMetrics(ln)
+	if ap, err := netip.ParseAddrPort(ln.Addr().String()); err == nil {
+		a.AllowHost(ap.Addr().String())
+	}
 	return a.srv.Serve(ln)
 }
 
@@ -144,18 +155,22 @@ func (a *Admin) fail(ctx *fasthttp.RequestCtx, err error) { writeError(ctx, a.pu
 // access_key_invalid when a wrong one is.
 func (a *Admin) auth(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 	return func(ctx *fasthttp.RequestCtx) {
-		if a.tokenThrottled(ctx, a.publicURL) {
-			return
-		}
 		h := string(ctx.Request.Header.Peek(fasthttp.HeaderAuthorization))
 		tok, ok := strings.CutPrefix(h, "Bearer ")
 		tok = strings.TrimSpace(tok)
+		right := ok && tok != "" && a.token != "" && subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) == 1
+		// The right token always passes: behind a reverse proxy every client has the proxy's
+		// address, and counting failures must not let a stranger lock the admins out.
+		if !right && a.tokenThrottled(ctx, a.publicURL) {
+			return
+		}
 		switch {
+		case right:
 		case !ok || tok == "":
 			a.tokenFailed(ctx)
 			a.fail(ctx, shotd.Errorf(shotd.CodeAccessKeyRequired, "send the admin token as Authorization: Bearer <admin_token>"))
 			return
-		case a.token == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(a.token)) != 1:
+		default:
 			a.tokenFailed(ctx)
 			a.fail(ctx, shotd.Errorf(shotd.CodeAccessKeyInvalid, "the admin token is wrong"))
 			return

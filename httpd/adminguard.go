@@ -3,6 +3,8 @@ package httpd
 import (
 	"net"
 	"net/netip"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -11,8 +13,8 @@ import (
 )
 
 // AdminFailuresPerMinute is how many wrong or missing admin tokens one client address may send
-// in a minute; past it every admin request of that address, a right token included, is 429
-// rate_limited until the minute ends, so that guessing the token gains nothing.
+// in a minute; past it every wrong or missing token of that address is 429 rate_limited until
+// the minute ends, without being counted or logged further. The right token still passes.
 const AdminFailuresPerMinute = 10
 
 // Metrics access on the admin listener (SetMetricsToken).
@@ -56,10 +58,64 @@ func (a *Admin) metricsGate(next fasthttp.RequestHandler) fasthttp.RequestHandle
 	}
 }
 
-// adminGuard counts failed admin tokens per client address.
+// adminGuard counts failed admin tokens per client address and checks the Host header.
 type adminGuard struct {
 	failures *allowance
 	metrics  atomic.Int32
+
+	hostMu sync.RWMutex
+	hosts  map[string]bool
+}
+
+// AllowHost lets the admin listener answer requests whose Host names host (any port): the
+// names of admin_listen and public_url are allowed by themselves, as are IP literals and
+// localhost. Call it before Serve.
+func (g *adminGuard) AllowHost(host string) {
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host == "" {
+		return
+	}
+	g.hostMu.Lock()
+	defer g.hostMu.Unlock()
+	if g.hosts == nil {
+		g.hosts = map[string]bool{}
+	}
+	g.hosts[host] = true
+}
+
+// hostAllowed reports whether the Host header may name the admin listener. A page of another
+// site that rebinds its own name to the listener's address (DNS rebinding) sends its own name:
+// refused, so that an operator's browser cannot be made to read /metrics or the API for it.
+func (g *adminGuard) hostAllowed(hostHeader string) bool {
+	host := hostHeader
+	if h, _, err := net.SplitHostPort(hostHeader); err == nil {
+		host = h
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if _, err := netip.ParseAddr(host); err == nil || host == "" {
+		return true // an IP literal is no name to rebind; browsers always send a Host
+	}
+	g.hostMu.RLock()
+	defer g.hostMu.RUnlock()
+	return g.hosts[strings.TrimSuffix(host, ".")]
+}
+
+// hostGuard refuses requests whose Host names no address of the admin listener.
+func (a *Admin) hostGuard(next fasthttp.RequestHandler) fasthttp.RequestHandler {
+	return func(ctx *fasthttp.RequestCtx) {
+		if !a.hostAllowed(string(ctx.Host())) {
+			a.fail(ctx, shotd.Errorf(shotd.CodeNotFound, "the Host header %q names neither admin_listen nor public_url", clipHost(ctx.Host())))
+			return
+		}
+		next(ctx)
+	}
+}
+
+func clipHost(h []byte) string {
+	if len(h) > 100 {
+		h = h[:100]
+	}
+	return string(h)
 }
 
 func newAdminGuard() adminGuard {

@@ -5,43 +5,52 @@ import (
 	"context"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shotd/shotd"
 	"github.com/valyala/fasthttp"
 )
 
-// requestParams collects a render request's options: the query string, and for POST the JSON
-// object body as well (sent as application/json; anything else is invalid_request), read as a
-// stream bounded by max_source_bytes.
-func (s *Server) requestParams(ctx *fasthttp.RequestCtx, query shotd.Params) (shotd.Params, error) {
-	if !ctx.IsPost() {
-		return query, nil
-	}
+// checkJSON refuses a POST body that is not sent as application/json (multipart included)
+// before a byte of it is read.
+func checkJSON(ctx *fasthttp.RequestCtx, what string) error {
 	ct := ctx.Request.Header.ContentType()
 	if mt, _, _ := bytes.Cut(ct, []byte(";")); !bytes.EqualFold(bytes.TrimSpace(mt), []byte("application/json")) {
-		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "send the options as a JSON object with Content-Type: application/json")
+		return shotd.Errorf(shotd.CodeInvalidRequest, "send %s as a JSON object with Content-Type: application/json", what)
 	}
-	body, err := shotd.ReadJSONParams(ctx.PostBody(), shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	return nil
+}
+
+// requestParams collects a render request's options: the query string, and for POST the JSON
+// object body as well, read as a stream bounded by max_source_bytes.
+func (s *Server) requestParams(query shotd.Params, body []byte) (shotd.Params, error) {
+	if body == nil {
+		return query, nil
+	}
+	ps, err := shotd.ReadJSONParams(body, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
 	if err != nil {
 		return nil, err
 	}
-	return append(query, body...), nil
+	return append(query, ps...), nil
 }
 
-// renderKey is the access key of a render request, found without parsing its body: the query's,
-// then a JSON body's access_key member, then the headers', in the order of accessKey.
-func renderKey(ctx *fasthttp.RequestCtx, query shotd.Params) string {
-	if v, ok := query.Get("access_key"); ok && v != "" {
-		return v
+// renderBody reads the JSON body of a POST render request; nil for GET. keyed says whether the
+// key was found and checked without it.
+func (s *Server) renderBody(ctx *fasthttp.RequestCtx, keyed bool) ([]byte, error) {
+	if !ctx.IsPost() {
+		return nil, nil
 	}
-	if ctx.IsPost() {
-		if v, ok := shotd.JSONString(ctx.PostBody(), "access_key"); ok && v != "" {
-			return v
-		}
+	if err := checkJSON(ctx, "the options"); err != nil {
+		return nil, err
 	}
-	return headerKey(ctx)
+	body, err := s.readBody(ctx, keyed)
+	if body == nil && err == nil {
+		body = []byte{}
+	}
+	return body, err
 }
 
 // setLimitHeaders writes the X-Quota-*, X-RateLimit-* and X-Concurrency-* headers that tell a
@@ -77,9 +86,10 @@ func ceilSecond(t time.Time) time.Time {
 // authentication, validation, plan features, rate, failures, queue, quota, concurrency. A cache
 // hit stops after rate: it renders nothing, so it needs no quota and no slot.
 //
-// The key is checked before the body is parsed, so that a request without a valid key costs no
-// more than reading its bytes (a 21 MiB body parsed whole cost 2.1 GB of allocations); the
-// signature, which covers the body's options, after.
+// The key of the query or headers is checked before a byte of the body is read (body.go), so
+// that a request without a valid key costs no body (a 21 MiB body parsed whole cost 2.1 GB of
+// allocations); the signature, which covers the body's options, after. The markdown conversion
+// and the egress guard's DNS come after admission (checkTargets).
 func (s *Server) screenshot(ctx *fasthttp.RequestCtx) { s.render(ctx, nil) }
 
 // render serves a render endpoint; translate, when set, turns its option names into the
@@ -108,15 +118,40 @@ func (s *Server) render(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (
 // once; from then on the request's log line names the account.
 func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(shotd.Params) (shotd.Params, error)) (*principal, *shotd.Options, error) {
 	query := queryParams(ctx.QueryArgs())
-	ak := renderKey(ctx, query)
-	who, err := s.identify(ak)
-	if err != nil {
-		return nil, nil, err
+	// The key of the query or the headers is checked before a byte of the body is read; a key
+	// sent only in the JSON body is looked for in a body read from the keyless budget.
+	ak := requestKey(ctx)
+	var who *principal
+	var err error
+	if ak != "" {
+		if who, err = s.identify(ak); err != nil {
+			return nil, nil, err
+		}
 	}
-	ps, err := s.requestParams(ctx, query)
-	if err == nil && accessKey(ctx, ps) != ak {
-		// The body's access_key read differently in full (an escape, a second member) than
-		// when it was looked for: refuse rather than act for a key that was not checked.
+	body, err := s.renderBody(ctx, who != nil)
+	if err != nil {
+		if who == nil && shotd.CodeOf(err) == shotd.CodeInvalidRequest {
+			err = nil // no key: that comes first
+		} else {
+			return nil, nil, err
+		}
+	}
+	if who == nil {
+		if v, ok := shotd.JSONString(body, "access_key"); ok && v != "" {
+			ak = v
+			if wait := s.refusedKey.wait(ak); wait > 0 {
+				return nil, nil, tooManyRefusals("this access key", s.refusedKey.limit, wait)
+			}
+		}
+		if who, err = s.identify(ak); err != nil {
+			return nil, nil, err
+		}
+	}
+	ps, err := s.requestParams(query, body)
+	if err == nil && !onlyKey(ps, ak) {
+		// The body names another key than the one checked, or read differently in full (an
+		// escape, a second member) than when it was looked for: refuse rather than act for a
+		// key that was not checked.
 		err = shotd.Errorf(shotd.CodeAccessKeyInvalid, "the access key is ambiguous; send it once")
 	}
 	if err == nil {
@@ -133,17 +168,24 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(shotd.Pa
 		}
 	}
 	o, err := shotd.ParseOptions(ps, shotd.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
-	if err == nil {
-		err = s.checkTargets(o, -1)
-	}
 	return who, o, err
+}
+
+// onlyKey reports whether every access_key parameter of ps is ak.
+func onlyKey(ps shotd.Params, ak string) bool {
+	for _, p := range ps {
+		if p.Name == "access_key" && slices.ContainsFunc(p.Values, func(v string) bool { return v != "" && v != ak }) {
+			return false
+		}
+	}
+	return true
 }
 
 // renderNow renders o while the client waits: admitted by the account first, settled whatever
 // happens (a panic or an early return still frees the slot and the reservation), the file kept
 // when the answer links to it or the cache keeps it.
 func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, cacheKey string) {
-	adm, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitRender, Features: o.Features()})
+	adm, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitRender, Features: o.Features()})
 	if err != nil {
 		setLimitHeaders(ctx, limits, true)
 		s.fail(ctx, err)
@@ -166,6 +208,12 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	}
 	defer func() { _ = settle() }()
 
+	// Converted and resolved once admitted: a key past its rate or quota takes no converter slot.
+	if err := s.checkTargets(o, -1); err != nil {
+		settle()
+		s.fail(ctx, err)
+		return
+	}
 	out, err := s.renderBounded(o)
 	if err != nil {
 		outcome = shotd.OutcomeOf(err)
@@ -247,7 +295,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		log.Info().Err(err).Str("file", rec.FileID).Msg("cached file gone; rendering again")
 		return false
 	}
-	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()})
+	_, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
 		f.Close()
@@ -281,10 +329,34 @@ func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord) {
 }
 
 // sendFile answers 200 with the opened file f of rec; fasthttp closes f once sent.
+//
+// Stored files include what tenants' pages put there (metadata_content is a page's DOM as
+// text/html), served from the API's origin: no file may be sniffed into another type or run
+// scripts there, and anything a browser would display as a document is downloaded instead.
 func sendFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord, f *os.File) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(rec.ContentType)
+	h := &ctx.Response.Header
+	h.Set("X-Content-Type-Options", "nosniff")
+	h.Set("Content-Security-Policy", "sandbox")
+	if !inlineType(rec.ContentType) && len(h.Peek("Content-Disposition")) == 0 {
+		h.Set("Content-Disposition", "attachment")
+	}
 	ctx.SetBodyStream(f, int(rec.SizeBytes))
+}
+
+// inlineType reports whether a stored file of content type ct may be shown inline: images, PDF
+// and video, which browsers do not run as documents of the origin. SVG is a document.
+func inlineType(ct string) bool {
+	mt, _, _ := strings.Cut(ct, ";")
+	mt = strings.ToLower(strings.TrimSpace(mt))
+	switch {
+	case mt == "image/svg+xml":
+		return false
+	case strings.HasPrefix(mt, "image/"), strings.HasPrefix(mt, "video/"), mt == "application/pdf":
+		return true
+	}
+	return false
 }
 
 // statusAuth authenticates and admits a status endpoint request (usage, jobs, batches, files),
@@ -297,7 +369,7 @@ func (s *Server) statusAuth(ctx *fasthttp.RequestCtx) (*principal, bool) {
 	}
 	if err == nil {
 		var limits shotd.LimitsSnapshot
-		_, limits, err = s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitStatus})
+		_, limits, err = s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitStatus})
 		setLimitHeaders(ctx, limits, false)
 	}
 	if err != nil {

@@ -11,8 +11,14 @@ import (
 )
 
 // backup serves GET /admin/v1/backup: the database as of one read transaction, streamed (never
-// held in memory), with its length, so that a cut transfer is seen as one.
+// held in memory), with its length, so that a cut transfer is seen as one. With ?files=1 it is
+// a tar archive of that copy and the stored files (store.BackupArchive), chunked: its length is
+// not known before the end, and the archive's last entry tells a whole one.
 func (a *Admin) backup(ctx *fasthttp.RequestCtx) {
+	if string(ctx.QueryArgs().Peek("files")) == "1" {
+		a.backupArchive(ctx)
+		return
+	}
 	pr, pw := io.Pipe()
 	sized := make(chan int64, 1)
 	errc := make(chan error, 1)
@@ -38,4 +44,23 @@ func (a *Admin) backup(ctx *fasthttp.RequestCtx) {
 		}
 		a.fail(ctx, shotd.Wrap(shotd.CodeInternalError, err, "the backup could not be made"))
 	}
+}
+
+// backupArchive streams store.BackupArchive. An error once the answer has begun cuts the chunked
+// body short (no final chunk), which the client sees as a failed transfer.
+func (a *Admin) backupArchive(ctx *fasthttp.RequestCtx) {
+	pr, pw := io.Pipe()
+	go func() {
+		err := a.store.BackupArchive(pw)
+		if err != nil && !errors.Is(err, io.ErrClosedPipe) { // closed pipe: the client went away
+			a.log.Warn().Err(err).Msg("backup with files cut short")
+		}
+		pw.CloseWithError(err)
+	}()
+	ctx.Response.Header.Set("Content-Type", "application/x-tar")
+	ctx.Response.Header.Set("Content-Disposition",
+		fmt.Sprintf(`attachment; filename="shotd-%s.tar"`, time.Now().UTC().Format("20060102T150405Z")))
+	ctx.Response.Header.Set("Cache-Control", "no-store")
+	ctx.SetBodyStream(pr, -1)
+	a.log.Info().Msg("backup with files started")
 }

@@ -136,7 +136,7 @@ func TestDashboardInChromium(t *testing.T) {
 }
 
 // writeDashboardScreenshot has shotd itself render the dashboard, after the test's traffic, for
-// the README: its scripts option logs in, opens the account and renders in the playground.
+// docs/operations.md (Dashboard): its scripts option logs in, opens the account and renders in the playground.
 func writeDashboardScreenshot(t *testing.T, sk *stack, path string) {
 	acc, err := sk.st.CreateAccount("readme@example.test", "default", true)
 	if err != nil {

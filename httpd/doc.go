@@ -3,11 +3,12 @@
 // files, usage), health, the error and option documentation pages and the OpenAPI document; and,
 // on the admin listener, the admin API (accounts, keys, usage, backup), the dashboard and
 // /metrics. It parses and validates options once into shotd.Options, authenticates, verifies
-// signatures, checks targets with the egress guard, asks for admission, renders and records, and
+// signatures, asks for admission, checks targets with the egress guard, renders and records, and
 // writes answers and headers. It is the only package that maps an error code to an HTTP status.
 //
 // It also bounds what a client can cost before any account limit applies: connections per
-// address, and allowances for refused requests and wrong admin tokens.
+// address, request bodies read only after the key and within a shared budget, allowances for
+// refused requests and wrong admin tokens, and the Host the admin listener answers.
 //
 // It owns the JSON shapes of its answers (JobView, BatchView, ResultView), which webhook bodies
 // share. What it asks of the rest of the service it asks through small interfaces declared here

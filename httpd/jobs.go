@@ -1,7 +1,6 @@
 package httpd
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -39,9 +38,15 @@ const submitTimeout = 5 * time.Second
 
 // acceptJob queues one async render and answers 202 with job_id, status queued and status_url.
 func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options) {
-	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitJobs, Jobs: 1, Features: o.Features()})
+	_, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitJobs, Jobs: 1, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	// Checked once admitted: a key past its rate or quota takes no converter slot.
+	if err := s.checkTargets(o, -1); err != nil {
+		s.gate.ReleaseJobs(who.account.ID, 1)
 		s.fail(ctx, err)
 		return
 	}
@@ -67,7 +72,9 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 // name that does not resolve: navigation_failed), and the webhook dialer checks every address
 // it connects to.
 //
-// A markdown source is converted here, before it can take a browser slot or a queue place: past
+// It runs once the account admitted the request (a key past its rate or quota takes no converter
+// slot and no DNS lookup), and before the request takes a browser slot or is queued; a refusal
+// here releases the admission. A markdown source is converted here: past
 // the converter's limits, or not converted in time, it is refused (content_too_large) at once; the
 // renderer's own conversion then finds the page in the converter's cache.
 func (s *Server) checkTargets(o *shotd.Options, index int) error {
@@ -141,13 +148,25 @@ func notFound(err error, code shotd.Code, format string, args ...any) error {
 // queued, then all items become jobs of one batch in one transaction.
 func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 	ps := queryParams(ctx.QueryArgs())
-	// A signed bulk request covers its body through body_sha256 (README, "Signed requests").
+	// The key (query or headers) is checked before a byte of the body is read.
+	who, err := s.identify(accessKey(ctx, ps))
+	if err == nil {
+		err = checkJSON(ctx, "the bulk body")
+	}
+	var body []byte
+	if err == nil {
+		body, err = s.readBody(ctx, true)
+	}
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	// A signed bulk request covers its body through body_sha256 (docs/api.md, "Signed requests").
 	if ps.Has("signature") {
-		sum := sha256.Sum256(ctx.PostBody())
+		sum := sha256.Sum256(body)
 		ps = append(ps, shotd.Param{Name: "body_sha256", Values: []string{hex.EncodeToString(sum[:])}})
 	}
-	who, err := s.authenticate(ctx, ps)
-	if err != nil {
+	if err := s.verify(ctx, who, ps); err != nil {
 		s.fail(ctx, err)
 		return
 	}
@@ -155,7 +174,7 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	opts, err := s.bulkItems(ctx)
+	opts, err := s.bulkItems(body)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -168,9 +187,15 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 			}
 		}
 	}
-	_, limits, err := s.gate.Admit(shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitJobs, Jobs: len(opts), Features: features})
+	_, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitJobs, Jobs: len(opts), Features: features})
 	setLimitHeaders(ctx, limits, true)
 	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	// Checked once admitted: a key past its rate or quota takes no converter slot.
+	if err := s.checkItems(opts); err != nil {
+		s.gate.ReleaseJobs(who.account.ID, len(opts))
 		s.fail(ctx, err)
 		return
 	}
@@ -195,15 +220,11 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 
 // bulkItems reads and validates the bulk body: a JSON object with a requests list and optional
 // defaults merged under each item.
-func (s *Server) bulkItems(ctx *fasthttp.RequestCtx) ([]*shotd.Options, error) {
-	ct := ctx.Request.Header.ContentType()
-	if mt, _, _ := bytes.Cut(ct, []byte(";")); !bytes.EqualFold(bytes.TrimSpace(mt), []byte("application/json")) {
-		return nil, shotd.Errorf(shotd.CodeInvalidRequest, "send the bulk body as a JSON object with Content-Type: application/json")
-	}
+func (s *Server) bulkItems(body []byte) ([]*shotd.Options, error) {
 	// Split as slices of the body, stopping past the item limit: decoding the list first cost a
 	// copy of every item, however many there were.
 	const shape = "the body must be a JSON object {\"requests\": [...], \"defaults\": {...}}"
-	members, kind, more, err := shotd.SplitJSON(ctx.PostBody(), 2)
+	members, kind, more, err := shotd.SplitJSON(body, 2)
 	if err != nil || kind != '{' || more {
 		return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
 	}
@@ -257,9 +278,6 @@ func (s *Server) bulkItems(ctx *fasthttp.RequestCtx) ([]*shotd.Options, error) {
 		if err == nil {
 			o, err = shotd.ParseOptions(mergeDefaults(item, defaults), lim)
 		}
-		if err == nil {
-			err = s.checkTargets(o, index)
-		}
 		if err != nil {
 			e := shotd.AsError(err)
 			if e.Code == shotd.CodeContentTooLarge || e.Code == shotd.CodeHostNotAllowed {
@@ -283,10 +301,38 @@ func (s *Server) bulkItems(ctx *fasthttp.RequestCtx) ([]*shotd.Options, error) {
 	return opts, nil
 }
 
+// checkItems runs checkTargets on every bulk item, with the errors of bulkItems.
+func (s *Server) checkItems(opts []*shotd.Options) error {
+	var errs []shotd.FieldError
+	for i, o := range opts {
+		index := i
+		err := s.checkTargets(o, index)
+		if err == nil {
+			continue
+		}
+		e := shotd.AsError(err)
+		if e.Code == shotd.CodeContentTooLarge || e.Code == shotd.CodeHostNotAllowed {
+			return e // not an option error: the whole request is refused with its own code
+		}
+		fields := e.Fields
+		if len(fields) == 0 {
+			fields = []shotd.FieldError{{Field: "url", Message: e.Message}}
+		}
+		for _, f := range fields {
+			f.Index = &index
+			errs = append(errs, f)
+		}
+	}
+	if len(errs) > 0 {
+		return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: fmt.Sprintf("%d invalid options in requests; see errors", len(errs)), Fields: errs}
+	}
+	return nil
+}
+
 // exclusiveGroups are options that stand in for one another: an item that gives one of a group
 // takes none of the group from defaults, so that its own choice wins instead of conflicting
 // (defaults with a url, an item with html; defaults with a selector, an item with a clip area).
-var exclusiveGroups = [][]string{shotd.SourceOptions, shotd.AreaOptions}
+var exclusiveGroups = [][]string{shotd.SourceOptions, shotd.AreaOptions, shotd.PaperOptions}
 
 // overridden reports whether the item's own options replace the default named name: the item
 // gives it, or another option of its exclusive group.

@@ -38,6 +38,12 @@ func TestScreenshotOneSignedRequests(t *testing.T) {
 	}
 	shot := []string{"url", page("/"), "viewport_width", "300", "viewport_height", "200", "styles", "body { color: red }"}
 	good := s1Query(a.key.SecretKey, a.key.AccessKey, shot...)
+	// shotd's form binds the path: a take (screenshot) link does not work on animate.
+	v := url.Values{"access_key": {a.key.AccessKey}}
+	for i := 0; i < len(shot); i += 2 {
+		v.Set(shot[i], shot[i+1])
+	}
+	takeLink := signed(a.key.SecretKey, "/api/v1/take", v).Encode()
 	cases := []struct {
 		name   string
 		method string
@@ -47,7 +53,10 @@ func TestScreenshotOneSignedRequests(t *testing.T) {
 		code   shotd.Code
 	}{
 		{"take", "GET", "/api/v1/take", good, 200, ""},
-		{"screenshot", "GET", "/api/v1/screenshot", good, 200, ""},
+		// shotd's own path takes shotd's form alone, which binds the path.
+		{"screenshot", "GET", "/api/v1/screenshot", good, 403, shotd.CodeSignatureInvalid},
+		{"shotd form on take", "GET", "/api/v1/take", takeLink, 200, ""},
+		{"shotd form of take on animate", "GET", "/api/v1/animate", takeLink, 403, shotd.CodeSignatureInvalid},
 		{"key requiring signatures", "GET", "/api/v1/take", s1Query(strict.SecretKey, strict.AccessKey, shot...), 200, ""},
 		{"edited", "GET", "/api/v1/take", strings.Replace(good, "300", "301", 1), 403, shotd.CodeSignatureInvalid},
 		{"added parameter", "GET", "/api/v1/take", good + "&delay=1", 403, shotd.CodeSignatureInvalid},

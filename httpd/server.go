@@ -38,6 +38,8 @@ type KeyLookup interface {
 type Gate interface {
 	Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error)
 	Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.LimitsSnapshot, error)
+	// ReleaseJobs gives back n admitted jobs (AdmitJobs) that were not queued.
+	ReleaseJobs(accountID string, n int)
 	Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error)
 }
 
@@ -58,7 +60,7 @@ type Settings struct {
 	PublicURL      string // base of links; no trailing slash
 	MaxSourceBytes int
 	MaxOutputBytes int // a rendered file larger than this is 413 content_too_large; 0 = unlimited
-	MaxBodyBytes   int // request body limit; larger bodies get 413 content_too_large
+	MaxBodyBytes   int // request body limit; larger bodies get 413 content_too_large; 0: bodyLimit
 	BulkMaxItems   int
 	FileTTL        time.Duration
 	// RenderGrace is added to an option's timeout to bound the whole request.
@@ -106,6 +108,7 @@ type Server struct {
 	srv      *fasthttp.Server
 
 	refusedAddr, refusedKey *allowance // nil: not counted
+	bodies, keyless         *budget    // body bytes in flight (body.go)
 	openapiOnce             sync.Once  // serveOpenAPI
 	openapi                 []byte
 }
@@ -113,8 +116,7 @@ type Server struct {
 // New builds the public API server.
 func New(set Settings, d Deps) *Server {
 	if set.MaxBodyBytes <= 0 {
-		// Room for the four source fields at their limit plus the other options.
-		set.MaxBodyBytes = 4*set.MaxSourceBytes + 1<<20
+		set.MaxBodyBytes = bodyLimit(set.MaxSourceBytes)
 	}
 	if set.RenderGrace <= 0 {
 		set.RenderGrace = 10 * time.Second
@@ -126,16 +128,21 @@ func New(set Settings, d Deps) *Server {
 		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, renders: d.Renders, log: d.Log, now: time.Now}
 	s.refusedAddr = newAllowance(set.RefusedPerAddressPerMinute, time.Now)
 	s.refusedKey = newAllowance(set.RefusedPerKeyPerMinute, time.Now)
+	s.bodies = &budget{max: int64(bodyBudgetBodies) * int64(set.MaxBodyBytes+bodyChunk)}
+	s.keyless = &budget{max: int64(set.MaxBodyBytes + bodyChunk)}
 	s.srv = &fasthttp.Server{
 		Handler:            s.Handler(),
 		Name:               "shotd",
 		MaxRequestBodySize: set.MaxBodyBytes,
-		ReadBufferSize:     maxHeadBytes,
-		ReadTimeout:        60 * time.Second,
-		WriteTimeout:       120 * time.Second,
-		IdleTimeout:        120 * time.Second,
-		ErrorHandler:       s.parseError,
-		Logger:             fasthttpLogger{d.Log},
+		// Bodies are read by the handlers, after the key (body.go); multipart is refused unread.
+		StreamRequestBody:            true,
+		DisablePreParseMultipartForm: true,
+		ReadBufferSize:               maxHeadBytes,
+		ReadTimeout:                  60 * time.Second,
+		WriteTimeout:                 120 * time.Second,
+		IdleTimeout:                  120 * time.Second,
+		ErrorHandler:                 s.parseError,
+		Logger:                       fasthttpLogger{d.Log},
 	}
 	return s
 }
@@ -210,10 +217,16 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			s.metrics.request(routeOf(ctx), ctx.Response.StatusCode())
 			s.recordRender(ctx, ref, routeOf(ctx))
 		}()
+		// Runs before the log line: a body refused unread is drained and its budget given back.
+		defer s.endBody(ctx)
 		if s.throttled(ctx) {
 			return
 		}
 		defer s.countRefusal(ctx)
+		if err := s.checkBodySize(ctx); err != nil {
+			s.fail(ctx, err)
+			return
+		}
 		next(ctx)
 	}
 }
@@ -231,6 +244,9 @@ func logOf(ctx *fasthttp.RequestCtx) *zerolog.Logger {
 
 // fail answers err with the error shape.
 func (s *Server) fail(ctx *fasthttp.RequestCtx, err error) {
+	if e := s.addressRefusal(ctx); e != nil {
+		err = e
+	}
 	writeError(ctx, s.set.PublicURL, err)
 }
 

@@ -75,8 +75,10 @@ func TestRefusalAllowance(t *testing.T) {
 			{"198.51.100.1:1001", "/api/v1/usage?access_key=nope", 401, "access_key_invalid", false},
 			{"198.51.100.1:1002", "/api/v1/nothing", 404, "not_found", false},
 			{"198.51.100.1:1003", badKey, 429, "rate_limited", true},
-			{"198.51.100.1:1004", badOption, 429, "rate_limited", true}, // the address is throttled, whatever the key
-			{"198.51.100.1:1005", "/healthz", 200, "", false},
+			// A key that verifies is judged by its own allowance, not its address's.
+			{"198.51.100.1:1004", badOption, 400, "invalid_options", false},
+			{"198.51.100.1:1005", "/api/v1/screenshot?url=http://pages.shotd.test/", 429, "rate_limited", true},
+			{"198.51.100.1:1006", "/healthz", 200, "", false},
 			{"198.51.100.2:1000", badKey, 401, "access_key_invalid", false},
 		}},
 		{"invalid options of one key from many addresses", []req{
@@ -121,8 +123,9 @@ func TestRefusalAllowance(t *testing.T) {
 	}
 }
 
-// TestAdminTokenThrottle: failed admin tokens are counted per address; past the allowance even
-// the right token is refused from that address, so that guessing gains nothing.
+// TestAdminTokenThrottle: failed admin tokens are counted per address; past the allowance a
+// wrong or missing token is 429 rate_limited, but the right token still passes from that
+// address: behind a reverse proxy every client shares it, and anyone could lock the admins out.
 func TestAdminTokenThrottle(t *testing.T) {
 	adm := httpd.NewAdmin(adminToken, "http://shotd.test", env.st, env.plans, nil, nil, zerolog.Nop())
 	h := adm.Handler()
@@ -136,12 +139,42 @@ func TestAdminTokenThrottle(t *testing.T) {
 			t.Fatalf("attempt %d: %d, want 401", i, r.StatusCode())
 		}
 	}
-	r := serveFake(h, "198.51.100.7:1001", "GET", "/admin/v1/accounts", right)
+	r := serveFake(h, "198.51.100.7:1001", "GET", "/admin/v1/accounts", map[string]string{"Authorization": "Bearer wrong"})
 	if r.StatusCode() != 429 || errorCodeOf(r) != "rate_limited" || len(r.Header.Peek("Retry-After")) == 0 {
 		t.Fatalf("after %d failures: %d %s, want 429 rate_limited with Retry-After", httpd.AdminFailuresPerMinute, r.StatusCode(), r.Body())
 	}
+	if r := serveFake(h, "198.51.100.7:1002", "GET", "/admin/v1/accounts", right); r.StatusCode() != 200 {
+		t.Fatalf("the right token from the throttled address: %d %s, want 200", r.StatusCode(), r.Body())
+	}
 	if r := serveFake(h, "198.51.100.8:1000", "GET", "/admin/v1/accounts", right); r.StatusCode() != 200 {
 		t.Fatalf("another address with the right token: %d %s", r.StatusCode(), r.Body())
+	}
+}
+
+// TestAdminHost: the admin listener answers only a Host of its own address, localhost, an IP
+// literal or public_url's name: a page whose name was rebound to the listener (DNS rebinding)
+// sends its own name and cannot read /metrics or the admin API through an operator's browser.
+func TestAdminHost(t *testing.T) {
+	adm := httpd.NewAdmin(adminToken, "https://shots.example.test", env.st, env.plans, nil, prometheus.NewRegistry(), zerolog.Nop())
+	adm.SetMetricsToken(false)
+	adm.AllowHost("admin.internal.test")
+	h := adm.Handler()
+	for _, c := range []struct {
+		host   string
+		status int
+	}{
+		{"127.0.0.1:9090", 200},
+		{"[::1]:9090", 200},
+		{"localhost:9090", 200},
+		{"shots.example.test", 200},
+		{"ADMIN.internal.test:9090", 200},
+		{"rebind.attacker.test:9090", 404},
+		{"shots.example.test.attacker.test", 404},
+	} {
+		r := serveFake(h, "127.0.0.1:1000", "GET", "/metrics", map[string]string{"Host": c.host})
+		if r.StatusCode() != c.status {
+			t.Fatalf("Host %s: %d %s, want %d", c.host, r.StatusCode(), r.Body(), c.status)
+		}
 	}
 }
 

@@ -3,9 +3,12 @@ package media
 import (
 	"context"
 	"fmt"
+	"os"
 	"os/exec"
 	"strings"
 	"time"
+
+	iproc "github.com/shotd/shotd/internal/proc"
 )
 
 // FindFFmpeg resolves path ("" = ffmpeg on PATH) and runs it with -version, so that a wrong
@@ -21,7 +24,9 @@ func FindFFmpeg(ctx context.Context, path string) (bin, version string, err erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, bin, "-hide_banner", "-version").Output()
+	cmd := exec.CommandContext(ctx, bin, "-hide_banner", "-version")
+	cmd.Env = iproc.Env(os.Environ())
+	out, err := cmd.Output()
 	if err != nil {
 		return "", "", fmt.Errorf("%s -version: %w", bin, err)
 	}

@@ -37,6 +37,7 @@ type proc struct {
 func startProc(ctx context.Context, bin string, args []string, stdin *os.File, stdout io.Writer) (*proc, error) {
 	p := &proc{stderr: &tailBuffer{max: stderrTail}, done: make(chan struct{})}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = iproc.Env(os.Environ()) // no admin token nor credential for ffmpeg to leak
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}

@@ -4,9 +4,10 @@
 // It owns:
 //
 //   - Client: one bucket on one endpoint, with path-style or virtual-host addressing, a region,
-//     TLS with optional extra roots, and every connection dialled through the egress guard (the
-//     Dialer is required), so an endpoint on a private address is refused unless
-//     network.allow_private lists it. Put retries what another try may fix; Presign makes GET
+//     TLS with optional extra roots, and every connection dialled by the Dialer it is given
+//     (required): the egress guard for a request's storage_endpoint, which refuses a private
+//     address unless network.allow_private lists it; a dialer of the endpoint alone for the
+//     service-wide bucket. Put retries what another try may fix; Presign makes GET
 //     links; Download and Remove serve the service-wide bucket (store.Remote).
 //   - Uploader: store=true of one render, to the bucket, path and credentials its options name.
 //   - ObjectKey: the storage_path placeholders.

@@ -142,6 +142,9 @@ func (s *Sealer) SealOptions(o *shotd.Options) (*shotd.Options, error) {
 		sp.Sealed, sp.Username, sp.Password = b, "", ""
 		c.S1.Proxy = &sp
 	}
+	if err := s.sealRequest(&c); err != nil {
+		return nil, err
+	}
 	return &c, nil
 }
 
@@ -165,5 +168,5 @@ func (s *Sealer) OpenOptions(o *shotd.Options) error {
 		op.Username, op.Password, op.Sealed = shotd.Secret(v.ID), shotd.Secret(v.Secret), nil
 		o.S1.Proxy = &op
 	}
-	return nil
+	return s.openRequest(o)
 }

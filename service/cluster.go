@@ -93,3 +93,5 @@ func (s clusterAdminStore) DailyUsage(accountID string, days int, now time.Time)
 func (s clusterAdminStore) Backup(w io.Writer, size func(n int64) error) error {
 	return s.local.Backup(w, size)
 }
+
+func (s clusterAdminStore) BackupArchive(w io.Writer) error { return s.local.BackupArchive(w) }

@@ -22,7 +22,7 @@ func memoryBound(ctx context.Context, cfg *config.Config, log zerolog.Logger) (i
 	}
 	parent, err := cgroup.Open()
 	if err != nil {
-		log.Warn().Err(err).Int("memory_limit_mb", mb).Msg("the memory bound per Chrome is not enforced: the service may not make a memory cgroup (README: Hostile pages); pages are held by browser.js_heap_mb and browser.renderer_process_limit only")
+		log.Warn().Err(err).Int("memory_limit_mb", mb).Msg("the memory bound per Chrome is not enforced: the service may not make a memory cgroup (docs/security.md: Hostile pages); pages are held by browser.js_heap_mb and browser.renderer_process_limit only")
 		return 0, nil
 	}
 	if n := parent.Sweep(ctx); n > 0 {

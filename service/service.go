@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"time"
@@ -88,7 +89,19 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	if err := s.openEgress(o.resolver); err != nil {
 		return nil, err
 	}
-	if s.storage, err = openStorage(cfg, s.store, s.guard, s.log); err != nil {
+	// Listening now, before anything renders (a queued job may start with the actors), lets
+	// the guard refuse the service's own ports from the first page on.
+	pub, adm, err := s.listen(o.public, o.admin)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			closeListeners(pub, adm)
+		}
+	}()
+	s.denyOwnPorts(pub, adm)
+	if s.storage, err = openStorage(ctx, cfg, s.store, s.guard, s.log); err != nil {
 		return nil, err
 	}
 	if err := s.startBrowsers(ctx, programs.Browser, chromeDir, o.chromeFlags); err != nil {
@@ -98,10 +111,6 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 		return nil, err
 	}
 	s.newServers(programs.BrowserVersion)
-	pub, adm, err := s.listen(o.public, o.admin)
-	if err != nil {
-		return nil, err
-	}
 	s.publicLn, s.adminLn = pub, adm
 	go func() { s.errc <- s.public.Serve(s.publicLn) }()
 	go func() { s.errc <- s.admin.Serve(s.adminLn) }()
@@ -155,6 +164,48 @@ func (s *Service) openEgress(r egress.Resolver) error {
 	return nil
 }
 
+// chromeUser is the user browser.user names for Chrome, nil for the service's own. "auto" as root
+// is cdpclient.DefaultUser, made when absent, so that Chrome's sandbox works and an exploit gains
+// that user alone; when it cannot be made, Chrome runs as root without its sandbox, with a
+// warning.
+func chromeUser(setting string, log zerolog.Logger) (*cdpclient.User, error) {
+	root := os.Geteuid() == 0
+	switch {
+	case setting == "self", setting == "auto" && !root:
+		return nil, nil
+	case setting == "auto":
+		u, err := cdpclient.LookupUser(cdpclient.DefaultUser, true)
+		if err != nil {
+			log.Warn().Err(err).Msg("cannot run Chrome as a user of its own: it runs as root, without its sandbox (see README, Browsers)")
+			return nil, nil
+		}
+		log.Info().Str("user", u.Name).Uint32("uid", u.UID).Msg("Chrome runs as a user of its own")
+		return u, nil
+	case !root:
+		return nil, fmt.Errorf("browser.user = %q: only a service run as root can run Chrome as another user", setting)
+	}
+	u, err := cdpclient.LookupUser(setting, false)
+	if err != nil {
+		return nil, fmt.Errorf("browser.user: %w", err)
+	}
+	return u, nil
+}
+
+// denyOwnPorts has the guard refuse the service's own listeners and its proxy to every page,
+// webhook and storage_endpoint, whatever network.allow_private says: with 127.0.0.1 allowed, a
+// page could otherwise read /metrics and the dashboard, lock the admin out with bad tokens, or
+// hop through the proxy.
+func (s *Service) denyOwnPorts(lns ...net.Listener) {
+	for _, ln := range lns {
+		if a, ok := ln.Addr().(*net.TCPAddr); ok {
+			s.guard.DenyPort(a.AddrPort())
+		}
+	}
+	if ap, err := netip.ParseAddrPort(s.proxy.Addr()); err == nil {
+		s.guard.DenyPort(ap)
+	}
+}
+
 // startBrowsers loads the block lists and the consent script, sets the memory bound and starts
 // the browser pool.
 func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, extraFlags []string) error {
@@ -166,10 +217,14 @@ func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, 
 	log.Info().Int("easylist_rules", lists.Ads.Stats().Loaded()).Int("easyprivacy_rules", lists.Trackers.Stats().Loaded()).Msg("filter lists loaded")
 	loadConsent(lists, cfg.Blocking.Autoconsent, log)
 	memoryMB, cgroups := memoryBound(ctx, cfg, log)
+	user, err := chromeUser(cfg.Browser.User, log)
+	if err != nil {
+		return err
+	}
 	s.chrome = cdpclient.Config{Path: browser, StartTimeout: cfg.Browser.StartTimeout(), Prewarm: cfg.Browser.Prewarm,
 		Isolation: cfg.Browser.Isolation, Sandbox: cfg.Browser.Sandbox, Renders: cfg.Browser.RendersPerProcess, TabReuse: cfg.Browser.TabReuse,
 		JSHeapMB: cfg.Browser.HeapMB(proc.MemTotal()), RendererLimit: cfg.Browser.RendererLimit(),
-		MemoryLimitMB: memoryMB, Cgroups: cgroups,
+		MemoryLimitMB: memoryMB, Cgroups: cgroups, User: user,
 		Log:        log.With().Str("component", "chrome").Logger(),
 		ExtraFlags: append(cdpclient.ProxyFlags(s.proxy.Addr()), extraFlags...), Guard: s.guard,
 		Dir: chromeDir, MaxOutputBytes: int64(cfg.Limits.MaxOutputBytes),
@@ -258,6 +313,9 @@ func (s *Service) newServers(browserVersion string) {
 	s.plans = s.public.Plans()
 	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, admin, cfg.Plans, httpd.BookUsage{Gate: gate, Book: s.plans}, s.reg,
 		log.With().Str("component", "admin").Logger())
+	if h, _, err := net.SplitHostPort(cfg.AdminListen); err == nil {
+		s.admin.AllowHost(h) // the name admin_listen gives, if any; its address is allowed in Serve
+	}
 	s.admin.UsePlans(s.plans)
 	s.admin.UseRenderLog(s.renders)
 	s.admin.SetMetricsToken(cfg.MetricsNeedToken())

@@ -4,7 +4,11 @@
 // one source file per bucket family. Files live beside the database in data_dir/files, or in the
 // service's own S3 bucket once UseRemote is set. The sweeper deletes what expired (files, cache
 // entries, finished jobs and batches past their retention) and what a crash left behind; Backup
-// streams a consistent copy of the database.
+// streams a consistent copy of the database, BackupArchive one with the stored files, and
+// Restore installs either into a stopped data directory (restore.go).
+//
+// The database records its SchemaVersion in the meta bucket (schema.go); Open refuses one written
+// by a newer shotd (ErrNewerSchema) before writing anything to it.
 //
 // The records it reads and writes are the root package's types (shotd.Job, shotd.FileRecord,
 // ...); where the stored form differs, as a job record keeps the webhook fields that shotd.Job
@@ -15,8 +19,8 @@
 // Store mutations invalidate it synchronously after they commit, so a revoked key or a changed
 // account is seen by the very next lookup; there is no TTL to wait for.
 //
-// Errors: ErrNotFound (which is shotd.ErrNotFound), ErrConflict, ErrRevoked and ErrLocked are
-// plain sentinels, returned wrapped (test with errors.Is), not catalogue errors, because the code
-// they map to depends on the caller: an unknown access key is access_key_invalid on the public
-// API but not_found on the admin API.
+// Errors: ErrNotFound (which is shotd.ErrNotFound), ErrConflict, ErrRevoked, ErrLocked,
+// ErrNewerSchema and ErrBadBackup are plain sentinels, returned wrapped (test with errors.Is), not
+// catalogue errors, because the code they map to depends on the caller: an unknown access key is
+// access_key_invalid on the public API but not_found on the admin API.
 package store

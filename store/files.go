@@ -62,14 +62,86 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 	case ttl <= 0:
 		return shotd.FileRecord{}, fmt.Errorf("store: put file: ttl %v must be positive", ttl)
 	}
-	// The extras (content, slices) go first, as files of their own that expire with this one; a
-	// failure further on leaves them to the sweeper.
-	meta, slices, err := s.putExtras(accountID, out, max(ttl, cacheTTL))
+	created := now()
+	expires := created.Add(max(ttl, cacheTTL))
+	// The extras (content, slices) are files of their own that expire with this one. All the
+	// files are written first, the directory synced once, and every record committed in one
+	// transaction: a render of many slices holds the one writer once, and a failure leaves
+	// nothing behind.
+	extras := make([]shotd.FileRecord, len(out.Extras))
+	for i, x := range out.Extras {
+		if x.ContentType == "" {
+			return shotd.FileRecord{}, errors.New("store: put file: content type must not be empty")
+		}
+		extras[i] = s.newRecord(accountID, &shotd.Output{Data: x.Data, Format: x.Format, ContentType: x.ContentType}, created, expires)
+	}
+	meta, slices, err := linkExtras(out, extras)
 	if err != nil {
 		return shotd.FileRecord{}, err
 	}
-	created := now()
-	rec := shotd.FileRecord{
+	rec := s.newRecord(accountID, out, created, expires)
+	// The location is kept only when it was asked for: the answer shows what the record has.
+	rec.StorageLocation, rec.Metadata, rec.Slices = out.StorageLocation, meta, slices
+	all := append(extras, rec)
+	written := 0
+	undo := func() {
+		for _, r := range all[:written] {
+			if r.Remote {
+				s.removeRemote(r)
+			} else {
+				_ = os.Remove(s.filePath(r.FileID))
+			}
+		}
+	}
+	for i, r := range all {
+		data := out.Data
+		if i < len(extras) {
+			data = out.Extras[i].Data
+		}
+		if r.Remote {
+			err = s.putRemote(r, data)
+		} else {
+			err = s.writeFile(s.filePath(r.FileID), data)
+		}
+		if err != nil {
+			undo()
+			return shotd.FileRecord{}, err
+		}
+		written++
+	}
+	if !rec.Remote {
+		// The renames are durable before the records that point to them are committed.
+		if err := syncDir(s.filesDir); err != nil {
+			undo()
+			return shotd.FileRecord{}, fmt.Errorf("store: put file: %w", err)
+		}
+	}
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		b := tx.Bucket(bucketFiles)
+		for _, r := range all {
+			if b.Get([]byte(r.FileID)) != nil { // 128 random bits: never, but never overwrite
+				return fmt.Errorf("store: file %s exists: %w", r.FileID, ErrConflict)
+			}
+			if err := putJSON(b, r.FileID, r); err != nil {
+				return err
+			}
+		}
+		if cacheKey == "" {
+			return nil
+		}
+		e := cacheEntry{FileID: rec.FileID, AccountID: accountID, ExpiresAt: created.Add(cacheTTL)}
+		return putJSON(tx.Bucket(bucketCache), cacheKey, e)
+	})
+	if err != nil {
+		undo()
+		return shotd.FileRecord{}, fmt.Errorf("store: put file: %w", err)
+	}
+	return rec, nil
+}
+
+// newRecord is the record of a new file of out, its id fresh.
+func (s *Store) newRecord(accountID string, out *shotd.Output, created, expires time.Time) shotd.FileRecord {
+	return shotd.FileRecord{
 		FileID:      FileIDPrefix + randomToken(fileIDBytes),
 		AccountID:   accountID,
 		Format:      out.Format,
@@ -79,53 +151,14 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 		Height:      out.Height,
 		RenderMs:    out.RenderMs,
 		CreatedAt:   created,
-		ExpiresAt:   created.Add(max(ttl, cacheTTL)),
-		// The location is kept only when it was asked for: the answer shows what the record has.
-		StorageLocation: out.StorageLocation,
-		Remote:          s.bucket() != nil,
-		Metadata:        meta,
-		Slices:          slices,
+		ExpiresAt:   expires,
+		Remote:      s.bucket() != nil,
 	}
-	path := s.filePath(rec.FileID)
-	if rec.Remote {
-		if err := s.putRemote(rec, out.Data); err != nil {
-			return shotd.FileRecord{}, err
-		}
-	} else if err := s.writeFile(path, out.Data); err != nil {
-		return shotd.FileRecord{}, err
-	}
-	err = s.db.Update(func(tx *bbolt.Tx) error {
-		b := tx.Bucket(bucketFiles)
-		if b.Get([]byte(rec.FileID)) != nil { // 128 random bits: never, but never overwrite
-			return fmt.Errorf("store: file %s exists: %w", rec.FileID, ErrConflict)
-		}
-		if err := putJSON(b, rec.FileID, rec); err != nil {
-			return err
-		}
-		if cacheKey == "" {
-			return nil
-		}
-		e := cacheEntry{FileID: rec.FileID, AccountID: accountID, ExpiresAt: created.Add(cacheTTL)}
-		return putJSON(tx.Bucket(bucketCache), cacheKey, e)
-	})
-	if err != nil {
-		_ = os.Remove(path)
-		s.removeRemote(rec)
-		return shotd.FileRecord{}, fmt.Errorf("store: put file: %w", err)
-	}
-	return rec, nil
 }
 
-// putExtras stores the extras of out and returns its metadata and slices naming them.
-func (s *Store) putExtras(accountID string, out *shotd.Output, ttl time.Duration) (*shotd.Metadata, []shotd.Slice, error) {
-	ids := make([]shotd.FileRecord, len(out.Extras))
-	for i, x := range out.Extras {
-		rec, err := s.putFile(accountID, &shotd.Output{Data: x.Data, Format: x.Format, ContentType: x.ContentType}, ttl, "", 0)
-		if err != nil {
-			return nil, nil, err
-		}
-		ids[i] = rec
-	}
+// linkExtras returns the metadata and slices of out, their references naming the files of
+// extras.
+func linkExtras(out *shotd.Output, ids []shotd.FileRecord) (*shotd.Metadata, []shotd.Slice, error) {
 	ref := func(r shotd.FileRef) (shotd.FileRef, error) {
 		if r.Extra < 0 || r.Extra >= len(ids) {
 			return r, fmt.Errorf("store: put file: extra %d of %d", r.Extra, len(ids))
@@ -158,8 +191,8 @@ func (s *Store) putExtras(accountID string, out *shotd.Output, ttl time.Duration
 	return meta, slices, nil
 }
 
-// writeFile writes data to path through a synced temporary file and a rename, then syncs the
-// directory so that the rename is durable before the record that points to it is committed.
+// writeFile writes data to path through a synced temporary file and a rename; the caller syncs
+// the directory before it commits a record that points to it.
 func (s *Store) writeFile(path string, data []byte) (err error) {
 	f, err := os.CreateTemp(s.filesDir, tempPrefix+"*")
 	if err != nil {
@@ -182,14 +215,7 @@ func (s *Store) writeFile(path string, data []byte) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	if err = syncDir(s.filesDir); err != nil {
-		_ = os.Remove(path)
-		return err
-	}
-	return nil
+	return os.Rename(tmp, path)
 }
 
 func syncDir(dir string) error {

@@ -276,3 +276,62 @@ func reopen(t *testing.T, s *Store, dir string) *Store {
 	}
 	return s
 }
+
+// TestPutFileSlicesOneWrite: a render's file and all its slices are committed in one
+// transaction (100 slices once took 101 fsync'd writes, holding the one writer for every
+// tenant), and a render whose records cannot be committed leaves no file behind.
+func TestPutFileSlicesOneWrite(t *testing.T) {
+	s, _ := openStore(t)
+	lastTx := func() int {
+		var id int
+		if err := s.db.View(func(tx *bbolt.Tx) error { id = tx.ID(); return nil }); err != nil {
+			t.Fatal(err)
+		}
+		return id
+	}
+	out := pngOutput("whole")
+	for i := range shotd.MaxSlices {
+		out.Extras = append(out.Extras, shotd.Extra{Data: []byte{byte(i)}, Format: "png", ContentType: "image/png"})
+		out.Slices = append(out.Slices, shotd.Slice{Index: i, OffsetY: i * 10, Width: 10, Height: 10, FileRef: shotd.FileRef{Extra: i, Format: "png"}})
+	}
+	before := lastTx()
+	rec, err := s.PutFile("acc", out, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := lastTx() - before; n != 1 {
+		t.Errorf("%d write transactions for a file and %d slices, want 1", n, shotd.MaxSlices)
+	}
+	if len(rec.Slices) != shotd.MaxSlices {
+		t.Fatalf("%d slices recorded", len(rec.Slices))
+	}
+	for i, sl := range rec.Slices {
+		x, err := s.File("acc", sl.FileID)
+		if err != nil {
+			t.Fatalf("slice %d: %v", i, err)
+		}
+		f, err := s.OpenFile(x)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(f)
+		f.Close()
+		if !bytes.Equal(b, []byte{byte(i)}) || !x.ExpiresAt.Equal(rec.ExpiresAt) {
+			t.Errorf("slice %d: data %v, expires %v (file %v)", i, b, x.ExpiresAt, rec.ExpiresAt)
+		}
+	}
+
+	// A slice naming an extra the output lacks: nothing stored, no file left.
+	files, _ := os.ReadDir(s.filesDir)
+	bad := pngOutput("bad")
+	bad.Extras = []shotd.Extra{{Data: []byte("x"), Format: "png", ContentType: "image/png"}}
+	bad.Slices = []shotd.Slice{{FileRef: shotd.FileRef{Extra: 0}}, {FileRef: shotd.FileRef{Extra: 1}}}
+	before = lastTx()
+	if _, err := s.PutFile("acc", bad, time.Hour); err == nil {
+		t.Fatal("a slice without its file was stored")
+	}
+	after, _ := os.ReadDir(s.filesDir)
+	if len(after) != len(files) || lastTx() != before {
+		t.Errorf("a failed put left %d files and %d transactions behind", len(after)-len(files), lastTx()-before)
+	}
+}

@@ -60,6 +60,7 @@ type jobRecord struct {
 	ErrorMessage string           `json:"error_message,omitempty"`
 	Webhook      *webhookRecord   `json:"webhook,omitempty"`
 	ExternalID   string           `json:"external_identifier,omitempty"`
+	Interrupted  int              `json:"interrupted,omitempty"`
 }
 
 type webhookRecord struct {
@@ -78,6 +79,7 @@ func toRecord(j shotd.Job) jobRecord {
 		JobID: j.JobID, AccountID: j.AccountID, AccessKey: j.AccessKey, BatchID: j.BatchID,
 		Index: j.Index, Status: j.Status, CreatedAt: j.CreatedAt, UpdatedAt: j.UpdatedAt,
 		Options: j.Options, ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage, ExternalID: j.ExternalIdentifier,
+		Interrupted: j.Interrupted,
 	}
 	r.CreatedAt, r.UpdatedAt = inUTC(r.CreatedAt), inUTC(r.UpdatedAt)
 	if j.Result != nil {
@@ -99,7 +101,7 @@ func (r jobRecord) job() shotd.Job {
 		JobID: r.JobID, AccountID: r.AccountID, AccessKey: r.AccessKey, BatchID: r.BatchID,
 		Index: r.Index, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Options: r.Options, Result: r.Result, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
-		ExternalIdentifier: r.ExternalID,
+		ExternalIdentifier: r.ExternalID, Interrupted: r.Interrupted,
 	}
 	if w := r.Webhook; w != nil {
 		j.Webhook = &shotd.WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
@@ -412,11 +414,13 @@ func doneKey(updated time.Time, jobID string) []byte {
 
 // RequeueUnfinished sets every rendering job back to queued in one transaction and returns every
 // queued job, oldest first (a batch in its order). The job actor calls it at start, before it
-// dispatches anything: a job found rendering was cut short by a stop or a crash.
-func (s *Store) RequeueUnfinished() ([]shotd.Job, error) {
-	var jobs []shotd.Job
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		jobs = jobs[:0]
+// dispatches anything: a job found rendering was cut short by a stop or a crash, and counts one
+// more interruption. A job interrupted shotd.MaxJobInterruptions times fails instead
+// (internal_error), its webhook pending, and is returned in failed: a page that kills the
+// process must not crash it at every start.
+func (s *Store) RequeueUnfinished() (queued, failed []shotd.Job, err error) {
+	err = s.db.Update(func(tx *bbolt.Tx) error {
+		queued, failed = queued[:0], failed[:0]
 		ids, err := indexKeys(tx.Bucket(bucketJobsActive))
 		if err != nil {
 			return err
@@ -434,25 +438,40 @@ func (s *Store) RequeueUnfinished() ([]shotd.Job, error) {
 			if err != nil {
 				return err
 			}
-			if r.Status == shotd.JobRendering {
-				old := r
-				r.Status, r.UpdatedAt = shotd.JobQueued, t
-				if err := putJob(tx, &old, r); err != nil {
-					return err
+			if r.Status != shotd.JobRendering {
+				queued = append(queued, r.job())
+				continue
+			}
+			old := r
+			r.Status, r.UpdatedAt, r.Interrupted = shotd.JobQueued, t, r.Interrupted+1
+			if r.Interrupted >= shotd.MaxJobInterruptions {
+				r.Status, r.ErrorCode = shotd.JobFailed, string(shotd.CodeInternalError)
+				r.ErrorMessage = fmt.Sprintf("the service stopped %d times while rendering this job; it is not tried again", r.Interrupted)
+				if w := r.Webhook; w != nil && w.SkipFailed {
+					r.Webhook = nil
+				} else if w != nil {
+					w.Status, w.NextAttemptAt = shotd.WebhookPending, t
 				}
 			}
-			jobs = append(jobs, r.job())
+			if err := putJob(tx, &old, r); err != nil {
+				return err
+			}
+			if r.Status == shotd.JobFailed {
+				failed = append(failed, r.job())
+			} else {
+				queued = append(queued, r.job())
+			}
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("store: requeue unfinished jobs: %w", err)
+		return nil, nil, fmt.Errorf("store: requeue unfinished jobs: %w", err)
 	}
-	slices.SortFunc(jobs, func(a, b shotd.Job) int {
+	slices.SortFunc(queued, func(a, b shotd.Job) int {
 		return cmp.Or(a.CreatedAt.Compare(b.CreatedAt), strings.Compare(a.BatchID, b.BatchID),
 			cmp.Compare(a.Index, b.Index), strings.Compare(a.JobID, b.JobID))
 	})
-	return jobs, nil
+	return queued, failed, nil
 }
 
 // PendingWebhooks returns the jobs whose delivery is pending, the earliest NextAttemptAt first:

@@ -531,7 +531,7 @@ func TestRequeueUnfinished(t *testing.T) {
 	want := []string{first.JobID, batch[0].JobID, batch[1].JobID, batch[2].JobID, last.JobID}
 	for _, round := range []string{"first start", "second start"} {
 		t.Run(round, func(t *testing.T) {
-			got, err := s.RequeueUnfinished()
+			got, _, err := s.RequeueUnfinished()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -615,7 +615,7 @@ func TestRequeueAfterKill(t *testing.T) {
 	if err != nil || len(jobs) != 3 {
 		t.Fatalf("Batch = %+v %d jobs, %v", b, len(jobs), err)
 	}
-	requeued, err := s.RequeueUnfinished()
+	requeued, _, err := s.RequeueUnfinished()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -853,7 +853,7 @@ func TestJobsConcurrent(t *testing.T) {
 	if j, err := s.JobByID(shared.JobID); err != nil || j.Webhook.Attempts != workers*attempts {
 		t.Fatalf("attempts %d, %v; want %d: an update was lost", j.Webhook.Attempts, err, workers*attempts)
 	}
-	if left, err := s.RequeueUnfinished(); err != nil || len(left) != 0 {
+	if left, _, err := s.RequeueUnfinished(); err != nil || len(left) != 0 {
 		t.Fatalf("RequeueUnfinished = %d jobs, %v; every job ended", len(left), err)
 	}
 	checkIndexes(t, s)
@@ -872,4 +872,41 @@ func BenchmarkCreateJob(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// TestRequeueInterruptedFails: a job found rendering at start counts an interruption, and at
+// shotd.MaxJobInterruptions it fails with internal_error, its webhook pending, instead of being
+// queued again (a page that killed the process crashed it at every start).
+func TestRequeueInterruptedFails(t *testing.T) {
+	s, _ := openStore(t)
+	crashing := createJob(t, s, "acc_a", true)
+	quiet := createJob(t, s, "acc_a", false)
+	for start := 1; start <= shotd.MaxJobInterruptions; start++ {
+		updateJob(t, s, crashing.JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
+		queued, failed, err := s.RequeueUnfinished()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if start < shotd.MaxJobInterruptions {
+			if len(queued) != 2 || len(failed) != 0 {
+				t.Fatalf("start %d: %d queued, %d failed; want both queued", start, len(queued), len(failed))
+			}
+			continue
+		}
+		if len(queued) != 1 || queued[0].JobID != quiet.JobID || len(failed) != 1 || failed[0].JobID != crashing.JobID {
+			t.Fatalf("start %d: queued %v, failed %v; want the crashing job failed", start, queued, failed)
+		}
+	}
+	j, err := s.JobByID(crashing.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != shotd.JobFailed || j.ErrorCode != string(shotd.CodeInternalError) || j.Interrupted != shotd.MaxJobInterruptions ||
+		j.Webhook == nil || j.Webhook.Status != shotd.WebhookPending {
+		t.Fatalf("stored %+v", j)
+	}
+	if q, f, err := s.RequeueUnfinished(); err != nil || len(q) != 1 || len(f) != 0 {
+		t.Fatalf("next start: %d queued, %d failed, %v", len(q), len(f), err)
+	}
+	checkIndexes(t, s)
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -89,15 +90,24 @@ func Open(dataDir string, log zerolog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	err = db.Update(func(tx *bbolt.Tx) error {
+		// Before anything is written: a newer binary's database is left exactly as it is.
+		if v, err := schemaVersion(tx); err != nil {
+			return err
+		} else if v > SchemaVersion {
+			return &NewerSchemaError{Path: path, Version: v}
+		}
 		for _, b := range buckets {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return fmt.Errorf("bucket %s: %w", b, err)
 			}
 		}
-		return nil
+		return tx.Bucket(bucketMeta).Put([]byte(metaSchemaVersion), []byte(strconv.Itoa(SchemaVersion)))
 	})
 	if err != nil {
 		_ = db.Close()
+		if errors.Is(err, ErrNewerSchema) {
+			return nil, err
+		}
 		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
 	s := &Store{db: db, log: log, closed: make(chan struct{}), filesDir: filesDir}

@@ -35,7 +35,10 @@ commands:
   key update ACCESS_KEY [--name N] [--require-signature=true|false]
   key revoke ACCESS_KEY
   plan list                              (the plans of the configuration file, as serve reads it)
-  backup FILE                            (a consistent copy of the database while serve runs; - is stdout)
+  backup [--files] FILE                  (a consistent copy of the database while serve runs; - is stdout;
+                                         --files: a tar archive with the stored files too)
+  restore FILE                           (with serve stopped: checks a backup, installs it in data_dir
+                                         with the data dir's owner, keeps the replaced database)
 The address and token come from the config file (admin_listen, admin_token, or the token that
 serve generated in data_dir/admin_token), or from the flags. Without --config, the installed
 /etc/shotd/shotd.toml is read when it exists.
@@ -73,6 +76,14 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 	if *addr == "" {
 		*addr = cfg.AdminListen
 	}
+	// restore works on data_dir with the service stopped: no address, no token.
+	if rest := fs.Args(); len(rest) > 0 && rest[0] == "restore" {
+		if len(rest) != 2 {
+			fmt.Fprint(m.Stderr, adminUsage)
+			return errors.New("admin restore: needs one FILE")
+		}
+		return restore(m.Stdout, cfg.DataDir, rest[1])
+	}
 	if *token == "" {
 		*token = cfg.AdminToken
 	}
@@ -86,7 +97,10 @@ func (m *Main) admin(ctx context.Context, args []string) error {
 	c := &adminClient{base: "http://" + *addr, token: *token, out: m.Stdout, plans: cfg.Plans}
 	rest := fs.Args()
 	if len(rest) == 2 && rest[0] == "backup" {
-		return c.backup(ctx, rest[1])
+		return c.backup(ctx, rest[1], false)
+	}
+	if len(rest) == 3 && rest[0] == "backup" && (rest[1] == "--files" || rest[1] == "-files") {
+		return c.backup(ctx, rest[2], true)
 	}
 	if len(rest) < 2 {
 		fmt.Fprint(m.Stderr, adminUsage)
@@ -187,7 +201,7 @@ var adminCommands = map[string]adminCommand{
 		return c.doField(ctx, "/admin/v1/accounts/"+a.id, "usage")
 	}},
 	"plan list": {run: func(c *adminClient, _ context.Context, _ adminArgs) error {
-		// Plans live in the configuration, which serve reads at start: the admin API has none.
+		// Plans live in the configuration, which serve reads at start and on SIGHUP: the admin API has none.
 		names := slices.Sorted(maps.Keys(c.plans))
 		list := make([]shotd.Plan, 0, len(names))
 		for _, n := range names {

@@ -9,18 +9,23 @@ import (
 	"path/filepath"
 	"time"
 
-	"go.etcd.io/bbolt"
+	"github.com/shotd/shotd/store"
 )
 
 // backupTimeout bounds one backup download; a database is copied at disk speed.
 const backupTimeout = 30 * time.Minute
 
 // backup saves GET /admin/v1/backup to path: into a temp file beside it, synced, checked as a
-// bbolt database, then renamed, so that path is either a whole, valid backup or untouched.
-func (c *adminClient) backup(ctx context.Context, path string) error {
+// backup that restore would install, then renamed, so that path is either a whole, valid backup
+// or untouched. files asks for the archive with the stored files.
+func (c *adminClient) backup(ctx context.Context, path string, files bool) error {
 	ctx, cancel := context.WithTimeout(ctx, backupTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.base+"/admin/v1/backup", nil)
+	u := c.base + "/admin/v1/backup"
+	if files {
+		u += "?files=1"
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 	if err != nil {
 		return err
 	}
@@ -57,30 +62,39 @@ func (c *adminClient) backup(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("backup: %w", err)
 	}
-	if err := checkDatabase(tmp.Name()); err != nil {
-		return fmt.Errorf("backup: the copy is not a sound database: %w", err)
+	info, err := store.CheckBackup(tmp.Name(), filepath.Dir(path))
+	if err != nil {
+		return fmt.Errorf("backup: the copy is not sound: %w", err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
 		return err
 	}
-	fmt.Fprintf(c.out, "backup: %d bytes in %s\n", n, path)
+	if info.Archive {
+		fmt.Fprintf(c.out, "backup: %d bytes in %s (the database and %d stored files)\n", n, path, info.Files)
+	} else {
+		fmt.Fprintf(c.out, "backup: %d bytes in %s\n", n, path)
+	}
 	return nil
 }
 
-// checkDatabase opens path read-only and runs bbolt's consistency check over every page.
-func checkDatabase(path string) error {
-	db, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true, Timeout: 5 * time.Second})
+// restore installs the backup at path in dataDir (store.Restore) and says what it did.
+func restore(out io.Writer, dataDir, path string) error {
+	res, err := store.Restore(dataDir, path)
 	if err != nil {
-		return err
+		return fmt.Errorf("restore: %w", err)
 	}
-	defer db.Close()
-	return db.View(func(tx *bbolt.Tx) error {
-		var first error
-		for err := range tx.Check() { // drained: the checker stops only at its end
-			if first == nil {
-				first = err
-			}
-		}
-		return first
-	})
+	what := "the database"
+	if res.Archive {
+		what = fmt.Sprintf("the database and %d stored files", res.Files)
+	}
+	fmt.Fprintf(out, "restore: %s from %s (schema version %d) installed in %s, owned by %d:%d\n",
+		what, path, res.SchemaVersion, dataDir, res.UID, res.GID)
+	if res.PreviousDB != "" {
+		fmt.Fprintf(out, "restore: the replaced database is kept as %s\n", res.PreviousDB)
+	}
+	if res.PreviousDir != "" {
+		fmt.Fprintf(out, "restore: the replaced files are kept in %s\n", res.PreviousDir)
+	}
+	fmt.Fprintln(out, "restore: start the service (systemctl start shotd)")
+	return nil
 }

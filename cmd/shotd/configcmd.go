@@ -16,7 +16,8 @@ const configUsage = `usage: shotd config <command>
 commands:
   print [--config FILE] [--show-secrets]
         print the configuration serve would run with: the embedded defaults, then FILE, then the
-        SHOTD_* environment, as TOML that serve reads back; admin_token is hidden unless asked
+        SHOTD_* environment, as TOML that serve reads back; admin_token and the S3 secret are
+        hidden unless asked
   check FILE
         check FILE as serve would (unknown keys, bad values) and what it points at: the browser,
         ffmpeg and the filter lists; exit 0 when serve would start with it
@@ -36,7 +37,7 @@ func (m *Main) config(ctx context.Context, args []string) error {
 	switch args[0] {
 	case "print":
 		path := fs.String("config", "", "TOML configuration file (default: embedded defaults)")
-		secrets := fs.Bool("show-secrets", false, "print admin_token as it is")
+		secrets := fs.Bool("show-secrets", false, "print admin_token and storage.s3.secret_access_key as they are")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
 		}
@@ -44,9 +45,7 @@ func (m *Main) config(ctx context.Context, args []string) error {
 		if err != nil {
 			return err
 		}
-		if cfg.AdminToken != "" && !*secrets {
-			cfg.AdminToken = "(hidden: --show-secrets prints it)"
-		}
+		hideSecrets(cfg, *secrets)
 		out, err := cfg.TOML()
 		if err != nil {
 			return err
@@ -74,6 +73,28 @@ func (m *Main) config(ctx context.Context, args []string) error {
 	}
 	fmt.Fprint(m.Stderr, configUsage)
 	return fmt.Errorf("config: unknown command %q", args[0])
+}
+
+// hidden stands in for a secret that config print does not print.
+const hidden = "(hidden: --show-secrets prints it)"
+
+// hideSecrets replaces the secrets of cfg, unless show: the output of config print ends up in
+// terminals, tickets and logs. A secret read from secret_access_key_file is never printed: the
+// file stays the reference, which serve reads again.
+func hideSecrets(cfg *config.Config, show bool) {
+	s3 := &cfg.Storage.S3
+	if s3.SecretAccessKeyFile != "" {
+		s3.SecretAccessKey = ""
+	}
+	if show {
+		return
+	}
+	if cfg.AdminToken != "" {
+		cfg.AdminToken = hidden
+	}
+	if s3.SecretAccessKey != "" {
+		s3.SecretAccessKey = hidden
+	}
 }
 
 // isHelp reports whether arg asks for help.

@@ -21,7 +21,7 @@ First start: created account "default" (plan default) with one key. Keep the sec
 `, fs.AccessKey, fs.SecretKey, fs.CredentialsPath, fs.AdminTokenPath)
 		if fs.RequireSignature {
 			fmt.Fprintf(out, `The key requires signed requests, as public_url (%s) is not a loopback address: see
-"Signed requests" in the README, and give signed links an expires.
+"Signed requests" in docs/api.md, and give signed links an expires.
 
 `, cfg.PublicURL)
 		} else {

@@ -75,12 +75,19 @@ func TestInstall(t *testing.T) {
 	}
 	// Every installed path exists in DESTDIR.
 	for _, p := range []string{"usr/local/bin/shotd", "etc/shotd/shotd.toml", "usr/local/share/doc/shotd/LICENSE",
-		"usr/local/share/doc/shotd/README.md", "usr/local/share/doc/shotd/THIRD_PARTY_NOTICES.md"} {
+		"usr/local/share/doc/shotd/README.md", "usr/local/share/doc/shotd/THIRD_PARTY_NOTICES.md",
+		"usr/local/share/doc/shotd/docs/operations.md", "usr/local/share/doc/shotd/docs/dashboard.png"} {
 		if _, err := os.Stat(filepath.Join(dest, p)); err != nil {
 			t.Error(err)
 		}
 	}
 	inDest := func(p string) string { return filepath.Join(dest, p) }
+	// The config may hold the admin token and the S3 secret: no world-readable copy.
+	if fi, err := os.Stat(inDest("/etc/shotd/shotd.toml")); err != nil {
+		t.Error(err)
+	} else if fi.Mode().Perm() != 0o640 {
+		t.Errorf("installed config has mode %v, want 0640", fi.Mode().Perm())
+	}
 
 	t.Run("systemd-analyze verify", func(t *testing.T) {
 		sa, err := exec.LookPath("systemd-analyze")

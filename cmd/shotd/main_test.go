@@ -66,6 +66,19 @@ func TestConfigCommands(t *testing.T) {
 	if err := os.WriteFile(secret, []byte("admin_token = \"tok-0123456789abcdef0123456789abcdef\"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	s3 := "[storage.s3]\nendpoint = \"http://127.0.0.1:9000\"\nbucket = \"b\"\naccess_key_id = \"AKIDEXAMPLE\"\n"
+	s3Secret := filepath.Join(dir, "s3.toml")
+	if err := os.WriteFile(s3Secret, []byte(s3+"secret_access_key = \"s3-secret-0123456789\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(dir, "s3-secret")
+	if err := os.WriteFile(secretFile, []byte("s3-file-secret-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s3File := filepath.Join(dir, "s3file.toml")
+	if err := os.WriteFile(s3File, []byte(s3+"secret_access_key_file = \""+secretFile+"\"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name     string
 		args     []string
@@ -74,6 +87,10 @@ func TestConfigCommands(t *testing.T) {
 		want     string
 		unwanted string
 	}{
+		{"print hides the s3 secret", []string{"config", "print", "--config", s3Secret}, nil, 0, "secret_access_key = '(hidden", "s3-secret-0123456789"},
+		{"print hides the s3 secret of the environment", []string{"config", "print", "--config", s3File}, []string{"SHOTD_STORAGE_S3_SECRET_ACCESS_KEY=env-secret-0123456789"}, 1, "", "env-secret-0123456789"},
+		{"print never prints the secret file's content", []string{"config", "print", "--config", s3File, "--show-secrets"}, nil, 0, "secret_access_key_file = ", "s3-file-secret-0123456789"},
+		{"print shows the s3 secret when asked", []string{"config", "print", "--config", s3Secret, "--show-secrets"}, nil, 0, "s3-secret-0123456789", ""},
 		{"print defaults", []string{"config", "print"}, nil, 0, "data_dir = './data'", ""},
 		{"print with env", []string{"config", "print", "--config", good}, []string{"SHOTD_BROWSER_POOL_SIZE=7"}, 0, "pool_size = 7", ""},
 		{"print hides the token", []string{"config", "print", "--config", secret}, nil, 0, "admin_token = '(hidden", "tok-0123456789abcdef0123456789abcdef"},

@@ -250,6 +250,7 @@ type service struct {
 	cmd       *exec.Cmd
 	exited    chan struct{}
 	base      string
+	admin     string // admin listener, host:port
 	accessKey string
 	secretKey string
 
@@ -269,7 +270,9 @@ func startService(ctx context.Context, t *testing.T, bin, cfgPath, tmpDir, name 
 func startServiceCmd(ctx context.Context, t *testing.T, cmd *exec.Cmd, tmpDir, name string) *service {
 	t.Helper()
 	s := &service{name: name, exited: make(chan struct{}), listen: make(chan [2]string, 1)}
-	env := []string{"TMPDIR=" + tmpDir}
+	// Chrome as the service's user: the run's processes are found by this TMPDIR, private to
+	// the test (0700), which a user of Chrome's own could not reach (browser.user "auto", root).
+	env := []string{"TMPDIR=" + tmpDir, "SHOTD_BROWSER_USER=self"}
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "SHOTD_") && !strings.HasPrefix(e, "TMPDIR=") {
 			env = append(env, e)
@@ -313,7 +316,7 @@ func startServiceCmd(ctx context.Context, t *testing.T, cmd *exec.Cmd, tmpDir, n
 	case <-ctx.Done():
 		t.Fatal(ctx.Err())
 	}
-	s.base = "http://" + addrs[0]
+	s.base, s.admin = "http://"+addrs[0], addrs[1]
 	for end := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
 		if resp, err := httpClient.Get(s.base + "/readyz"); err == nil {
 			resp.Body.Close()

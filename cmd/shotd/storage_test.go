@@ -37,7 +37,10 @@ func TestS3Storage(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	s3 := s3test.Start(t, "results", "user")
+	s3 := s3test.Start(t, "results")
+	// The client's own bucket is on another server: the service's own bucket is refused to
+	// every storage_endpoint, as to every page.
+	s3user := s3test.Start(t, "user")
 	run := newRunRoot(ctx, t, "shotd-s3-")
 	fx := testkit.StartPages(t, time.Second)
 
@@ -73,11 +76,11 @@ format = "json"
 		b, _ := json.Marshal(opts)
 		return cl.do(http.MethodPost, svc.base+"/api/v1/screenshot", b, v)
 	}
-	// The client's own bucket: the same server, another bucket and its own secret in the request.
+	// The client's own bucket: another server, another bucket and its own secret in the request.
 	const userSecret = s3test.SecretKey
 	store := func(kv ...any) map[string]any {
 		m := map[string]any{"url": fx.URL("/fast?n=s3"), "response_type": "json", "store": true,
-			"storage_bucket": "user", "storage_endpoint": s3.Endpoint(), "storage_access_key_id": s3test.AccessKey,
+			"storage_bucket": "user", "storage_endpoint": s3user.Endpoint(), "storage_access_key_id": s3test.AccessKey,
 			"storage_secret_access_key": userSecret, "storage_path": "shots/{{uuid}}", "storage_return_location": true}
 		for i := 0; i+1 < len(kv); i += 2 {
 			m[kv[i].(string)] = kv[i+1]
@@ -124,11 +127,11 @@ format = "json"
 		if st := post(store(), &r); st != 200 || r.Store == nil {
 			t.Fatalf("status %d %+v", st, r)
 		}
-		key, ok := strings.CutPrefix(r.Store.Location, s3.Endpoint()+"/user/")
+		key, ok := strings.CutPrefix(r.Store.Location, s3user.Endpoint()+"/user/")
 		if !ok || !strings.HasPrefix(key, "shots/") || !strings.HasSuffix(key, ".png") {
 			t.Fatalf("location %q", r.Store.Location)
 		}
-		if obj, err := s3.Object("user", key); err != nil || !bytes.HasPrefix(obj, []byte("\x89PNG")) {
+		if obj, err := s3user.Object("user", key); err != nil || !bytes.HasPrefix(obj, []byte("\x89PNG")) {
 			t.Fatalf("object %s: %v", key, err)
 		}
 	})
@@ -141,7 +144,7 @@ format = "json"
 	}{
 		{"wrong credentials", store("storage_secret_access_key", "wrong-secret-value"), 502, "storage_failed"},
 		{"missing bucket", store("storage_bucket", "no-such-bucket"), 502, "storage_failed"},
-		{"endpoint the guard refuses", store("storage_endpoint", strings.Replace(s3.Endpoint(), "127.0.0.1", "127.0.0.3", 1)), 403, "host_not_allowed"},
+		{"endpoint the guard refuses", store("storage_endpoint", strings.Replace(s3user.Endpoint(), "127.0.0.1", "127.0.0.3", 1)), 403, "host_not_allowed"},
 	}
 	for _, c := range refusals {
 		t.Run(c.name, func(t *testing.T) {
@@ -170,8 +173,8 @@ format = "json"
 		if j.Status != "succeeded" || j.Result == nil || j.Result.Store == nil {
 			t.Fatalf("job: %+v", j)
 		}
-		key, _ := strings.CutPrefix(j.Result.Store.Location, s3.Endpoint()+"/user/")
-		if _, err := s3.Object("user", key); err != nil || !strings.HasPrefix(key, "jobs/") {
+		key, _ := strings.CutPrefix(j.Result.Store.Location, s3user.Endpoint()+"/user/")
+		if _, err := s3user.Object("user", key); err != nil || !strings.HasPrefix(key, "jobs/") {
 			t.Fatalf("object %q: %v", key, err)
 		}
 	})

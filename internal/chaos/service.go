@@ -105,7 +105,9 @@ type Service struct {
 func Start(ctx context.Context, bin string, root *Root) (*Service, error) {
 	s := &Service{root: root, exited: make(chan struct{}), Base: "http://" + root.Listen, Admin: "http://" + root.AdminListen}
 	cmd := exec.Command(bin, "serve", "--config", root.Config)
-	env := []string{"TMPDIR=" + root.TmpDir}
+	// Chrome as the service's user: the run's processes are found by this TMPDIR, private to
+	// the run (0700), which a user of Chrome's own could not reach (browser.user "auto", root).
+	env := []string{"TMPDIR=" + root.TmpDir, "SHOTD_BROWSER_USER=self"}
 	for _, e := range os.Environ() {
 		if !strings.HasPrefix(e, "SHOTD_") && !strings.HasPrefix(e, "TMPDIR=") {
 			env = append(env, e)

@@ -4,6 +4,7 @@
 // and ffmpeg (media) alike: the group dies with the service, one kill reaches every process in
 // it, and once the leader exits the rest of its group is killed before the leader is reaped, so
 // the group id cannot have been reused by then. WaitGroup waits for goroutines until a deadline.
+// Env is the allow list of the service's environment that those children get.
 //
 // Read, All and Members read what /proc says of a process: its state, parent, process group,
 // start time and CPU time, and the boot it belongs to. cdpclient uses them to recognise, at
