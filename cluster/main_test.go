@@ -35,6 +35,12 @@ func freePorts(t testing.TB, n int) []string {
 // startCluster starts n nodes on loopback, each in its own temp dir, and closes them at the end.
 func startCluster(t testing.TB, n int) []*Node {
 	t.Helper()
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with each node's config changed by change (nil: none).
+func startClusterWith(t testing.TB, n int, change func(i int, c *Config)) []*Node {
+	t.Helper()
 	addrs := freePorts(t, n)
 	nodes := make([]*Node, n)
 	errs := make([]error, n)
@@ -49,6 +55,9 @@ func startCluster(t testing.TB, n int) []*Node {
 			Replicas: 3,
 			DataDir:  t.TempDir(),
 			Log:      zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+		}
+		if change != nil {
+			change(i, &cfg)
 		}
 		wg.Add(1)
 		go func() {

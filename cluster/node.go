@@ -41,6 +41,9 @@ type Config struct {
 	Log     zerolog.Logger
 	// Version is the shotd version this node runs, shown by cluster status.
 	Version string
+	// Plans, when set, is a digest of the plans this node runs with (read at every heartbeat, so
+	// that a reload shows): cluster status warns when the nodes' plans differ.
+	Plans func() string
 }
 
 // Bucket names. Every bucket is created at start with the node's replica count.
@@ -373,6 +376,9 @@ func (n *Node) heartbeat() {
 	for {
 		rec := nodeRecord{V: recordVersion, Name: n.cfg.NodeName, Version: n.cfg.Version, Listen: n.cfg.Listen,
 			Started: n.started, Seen: time.Now().UTC()}
+		if n.cfg.Plans != nil {
+			rec.Plans = n.cfg.Plans()
+		}
 		data, _ := json.Marshal(rec)
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if _, err := n.Nodes.Put(ctx, n.cfg.NodeName, data); err != nil {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shotd/shotd"
 )
 
 // TestNodesShareBuckets: a value written through one node is read through the others, and the
@@ -183,4 +186,48 @@ func TestHealthyNeedsQuorum(t *testing.T) {
 	}
 	nodes[1] = again
 	waitFor("node 1 healthy with a peer back", func() bool { return nodes[0].Healthy() })
+}
+
+// TestStatusPlansDiffer: cluster status warns when the nodes run with different plans.
+func TestStatusPlansDiffer(t *testing.T) {
+	same := PlansDigest(map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 10}})
+	other := PlansDigest(map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 11}})
+	if same == other || same != PlansDigest(map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 10}}) {
+		t.Fatalf("digests %s %s", same, other)
+	}
+	var digest atomic.Value
+	digest.Store(same)
+	nodes := startClusterWith(t, 3, func(i int, c *Config) {
+		if i == 2 {
+			c.Plans = func() string { return digest.Load().(string) }
+		} else {
+			c.Plans = func() string { return same }
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	want := func(differ bool) {
+		t.Helper()
+		for {
+			st, err := nodes[0].Status(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if st.PlansDiffer == differ && len(st.Members) == 3 {
+				var out strings.Builder
+				st.Print(&out)
+				if strings.Contains(out.String(), "plans differ") != differ {
+					t.Fatalf("printed:\n%s", out.String())
+				}
+				return
+			}
+			if ctx.Err() != nil {
+				t.Fatalf("plans differ %v, want %v: %+v", st.PlansDiffer, differ, st.Members)
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	want(false)
+	digest.Store(other) // node 3 reloads other plans
+	want(true)
 }

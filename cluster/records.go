@@ -1,12 +1,16 @@
 package cluster
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
 )
 
 // recordVersion is the version of every record this build writes. A node reads only the
@@ -50,4 +54,12 @@ type nodeRecord struct {
 	Listen  string    `json:"listen"`
 	Started time.Time `json:"started"`
 	Seen    time.Time `json:"seen"`
+	Plans   string    `json:"plans,omitempty"` // digest of the node's plans
+}
+
+// PlansDigest is a short digest of a node's plans, which cluster status compares across nodes.
+func PlansDigest(plans map[string]shotd.Plan) string {
+	data, _ := json.Marshal(plans) // map keys in order: equal plans, equal digests
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:6])
 }

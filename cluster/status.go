@@ -27,6 +27,8 @@ type Status struct {
 	Members    []MemberStatus `json:"members"`
 	Buckets    []BucketStatus `json:"buckets"`
 	Now        time.Time      `json:"now"`
+	// PlansDiffer: the members run with different plans (each node reads its own config file).
+	PlansDiffer bool `json:"plans_differ,omitempty"`
 }
 
 // MemberStatus is a node as the JetStream meta group and the nodes bucket see it.
@@ -37,7 +39,8 @@ type MemberStatus struct {
 	// Health: "ok" (current in the meta group and heartbeating), "lagging", "offline".
 	Health   string        `json:"health"`
 	Leader   bool          `json:"leader,omitempty"`
-	LastSeen time.Duration `json:"last_seen"` // since its last heartbeat; -1: none
+	LastSeen time.Duration `json:"last_seen"`       // since its last heartbeat; -1: none
+	Plans    string        `json:"plans,omitempty"` // digest of its plans
 }
 
 // BucketStatus is a bucket's stream: its leader and replicas.
@@ -119,7 +122,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 	for name := range names {
 		m := MemberStatus{Name: name, Health: health[name], Leader: name == st.MetaLeader, LastSeen: -1}
 		if r, ok := heard[name]; ok {
-			m.Version, m.Listen, m.LastSeen = r.Version, r.Listen, st.Now.Sub(r.Seen).Round(time.Millisecond)
+			m.Version, m.Listen, m.LastSeen, m.Plans = r.Version, r.Listen, st.Now.Sub(r.Seen).Round(time.Millisecond), r.Plans
 		}
 		if m.Health == "" {
 			m.Health = "offline" // heartbeating, yet not in the meta group
@@ -130,6 +133,15 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		st.Members = append(st.Members, m)
 	}
 	slices.SortFunc(st.Members, func(a, b MemberStatus) int { return strings.Compare(a.Name, b.Name) })
+	plans := ""
+	for _, m := range st.Members {
+		if m.Plans != "" {
+			if plans != "" && m.Plans != plans {
+				st.PlansDiffer = true
+			}
+			plans = m.Plans
+		}
+	}
 	for _, kv := range []jetstream.KeyValue{n.Accounts, n.Keys, n.Ledger, n.Nodes, n.Files} {
 		s, err := kv.Status(ctx)
 		if err != nil {
@@ -225,7 +237,7 @@ func (st Status) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "jetstream meta leader: %s\n\nmembers:\n", leader)
 	tw := tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "  NAME\tHEALTH\tLEADER\tVERSION\tLISTEN\tLAST HEARTBEAT")
+	fmt.Fprintln(tw, "  NAME\tHEALTH\tLEADER\tVERSION\tLISTEN\tLAST HEARTBEAT\tPLANS")
 	for _, m := range st.Members {
 		seen := "never"
 		if m.LastSeen >= 0 {
@@ -235,9 +247,12 @@ func (st Status) Print(w io.Writer) {
 		if m.Leader {
 			lead = "*"
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.Health, lead, m.Version, m.Listen, seen)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\n", m.Name, m.Health, lead, m.Version, m.Listen, seen, m.Plans)
 	}
 	_ = tw.Flush()
+	if st.PlansDiffer {
+		fmt.Fprintln(w, "\nwarning: the members' plans differ: keep the [plans.*] tables of every node's config equal")
+	}
 	fmt.Fprintln(w, "\nbuckets:")
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tLEADER\tKEYS\tBYTES\tREPLICAS")

@@ -30,13 +30,14 @@ type clustered struct {
 }
 
 // startCluster joins the cluster that cfg.Cluster describes.
-func startCluster(ctx context.Context, cfg *config.Config, version string, log zerolog.Logger) (*clustered, error) {
+func startCluster(ctx context.Context, cfg *config.Config, version string, plans func() map[string]shotd.Plan, log zerolog.Logger) (*clustered, error) {
 	c := cfg.Cluster
 	log = log.With().Str("component", "cluster").Logger()
 	sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
 	defer cancel()
 	node, err := cluster.Start(sctx, cluster.Config{NodeName: c.NodeName, Name: c.Name, Listen: c.Listen, Peers: c.Peers,
-		Replicas: c.Replicas, CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, DataDir: cfg.DataDir, Log: log, Version: version})
+		Replicas: c.Replicas, CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, DataDir: cfg.DataDir, Log: log, Version: version,
+		Plans: func() string { return cluster.PlansDigest(plans()) }})
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -54,6 +55,8 @@ type Service struct {
 	admin    *httpd.Admin
 	plans    *httpd.PlanBook
 	cluster  *clustered // nil: a single node
+	// plansBook is plans for the cluster's heartbeat goroutine, which starts before it is set.
+	plansBook atomic.Pointer[httpd.PlanBook]
 
 	publicLn, adminLn net.Listener
 	errc              chan error
@@ -128,7 +131,14 @@ func (s *Service) openStore(ctx context.Context, version string) (string, error)
 	}
 	var book accountBook = s.store
 	if s.cfg.Cluster.Enabled() {
-		if s.cluster, err = startCluster(ctx, s.cfg, version, s.log); err != nil {
+		// The plans as the APIs hold them (a reload replaces them), or as configured before.
+		plans := func() map[string]shotd.Plan {
+			if b := s.plansBook.Load(); b != nil {
+				return b.All()
+			}
+			return s.cfg.Plans
+		}
+		if s.cluster, err = startCluster(ctx, s.cfg, version, plans, s.log); err != nil {
 			return "", err
 		}
 		book = s.cluster.book
@@ -311,6 +321,7 @@ func (s *Service) newServers(browserVersion string) {
 			Gate: gate, Files: files, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
 			Metrics: s.metrics, Renders: s.renders, Log: log})
 	s.plans = s.public.Plans()
+	s.plansBook.Store(s.plans)
 	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, admin, cfg.Plans, httpd.BookUsage{Gate: gate, Book: s.plans}, s.reg,
 		log.With().Str("component", "admin").Logger())
 	if h, _, err := net.SplitHostPort(cfg.AdminListen); err == nil {
