@@ -82,6 +82,11 @@ func TestClusterQuota(t *testing.T) {
 pool_size = 1
 renders_per_process = 2
 
+# The load's clients retry every concurrency_limit: refusals are not to throttle the key.
+[limits]
+refused_per_address_per_minute = 0
+refused_per_key_per_minute = 0
+
 [storage.s3]
 endpoint = %q
 bucket = "shots"
