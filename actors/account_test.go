@@ -16,6 +16,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/store"
 )
@@ -58,10 +59,7 @@ func startAccounts(tb testing.TB, dir string, now func() time.Time, idle time.Du
 // startAccountsOn is startAccounts with a usage store wrapped by wrap (nil: the store itself).
 func startAccountsOn(tb testing.TB, dir string, wrap func(*store.Store) actors.UsageStore, cfg actors.AccountsConfig) *accountsHarness {
 	tb.Helper()
-	st, err := store.Open(dir, zerolog.Nop())
-	if err != nil {
-		tb.Fatal(err)
-	}
+	st := storetest.Open(tb, dir)
 	cfg.Store = st
 	if wrap != nil {
 		cfg.Store = wrap(st)
@@ -732,10 +730,7 @@ func TestQuotaSurvivesRestart(t *testing.T) {
 	}
 	h.stop(t)
 
-	st, err := store.Open(dir, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, dir)
 	stored, err := st.Usage(acc, time.Now())
 	st.Close(context.Background())
 	if err != nil || stored.Used != 5 || stored.Succeeded != 5 {

@@ -18,7 +18,7 @@ type Browser interface {
 	PID() int
 	Exited() <-chan struct{}
 	Disconnected() <-chan struct{}
-	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
+	shotd.Renderer
 	// Probe asks the browser process for a trivial answer: it fails when the process does not
 	// answer in time although it lives (stopped, deadlocked).
 	Probe(ctx context.Context) error
@@ -292,11 +292,14 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 		// A timeout counts towards the stuck-render watch (supervisor.watchOutcome) whatever
 		// the requester is told: a Chrome that does not answer after it is as stuck.
 		outcome := outcomeOf(err)
-		// A timeout stays the page's, counted against the account, even when the browser then
-		// misses a probe: a page that stalls Chrome must not buy unbilled, uncounted retries.
-		// Only a browser the liveness watch (or its exit) took away during the render makes
-		// it renderer_unavailable, marked ErrBrowserLost so that a job's retries are bounded.
-		if err != nil && shotd.CodeOf(err) == shotd.CodeRendererUnavailable {
+		switch {
+		case shotd.CodeOf(err) == shotd.CodeTimeout && !b.health.answers(br):
+			// The browser process itself stopped answering: the service's fault (503,
+			// unbilled, not counted), like the renders the replacement ends. Marked lost, so
+			// that a job retries a page that stalls Chrome each time only maxBrowserLosses
+			// times before that failure becomes the account's.
+			err = shotd.Wrap(shotd.CodeRendererUnavailable, fmt.Errorf("%w: %w", ErrBrowserLost, err), "the browser stopped answering during the render")
+		case err != nil && shotd.CodeOf(err) == shotd.CodeRendererUnavailable:
 			err = shotd.Wrap(shotd.CodeRendererUnavailable, fmt.Errorf("%w: %w", ErrBrowserLost, err), shotd.AsError(err).Message)
 		}
 		// The slot is given back before the answer goes out: the supervisor then sees it free

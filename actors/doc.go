@@ -11,8 +11,8 @@
 //   - the job actor: queued jobs and batches in bbolt, their storage and proxy credentials
 //     sealed (jobsecrets.go), dispatched as the account's concurrency allows, each state change
 //     one transaction (jobs.go);
-//   - the webhook actor: signed deliveries with retries, every attempt recorded before it is
-//     sent (webhooks.go).
+//   - the webhook actor: it schedules deliveries and their retries, every attempt recorded
+//     before package webhook sends it (webhooks.go).
 //
 // An actor's state is touched only in its Receive. Nothing blocks a mailbox on a render, a disk
 // write or a network call: slow work runs in a goroutine that reports back with a message, and

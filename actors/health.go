@@ -64,3 +64,11 @@ func (h health) watch(br Browser, unresponsive func(missed int)) {
 		}
 	}
 }
+
+// answers probes br once: whether it answers within h.timeout. A render that timed out asks it,
+// to tell a slow page (its renderer busy, the browser answering) from a stuck browser.
+func (h health) answers(br Browser) bool {
+	ctx, cancel := context.WithTimeout(context.Background(), h.timeout)
+	defer cancel()
+	return br.Probe(ctx) == nil
+}

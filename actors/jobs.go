@@ -12,18 +12,16 @@ import (
 	"github.com/asynkron/protoactor-go/actor"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/store"
 )
-
-// RenderFunc renders validated options; *Renderer's Render.
-type RenderFunc func(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
 
 // JobsConfig wires the job actor.
 type JobsConfig struct {
 	Store          *store.Store
 	Accounts       *Accounts
-	Render         RenderFunc
-	Webhooks       *Webhooks // nil: no deliveries
+	Render         shotd.Renderer // the pipeline service/ composes around *Renderer
+	Webhooks       *Webhooks      // nil: no deliveries
 	Plans          map[string]shotd.Plan
 	FileTTL        time.Duration
 	MaxOutputBytes int
@@ -313,7 +311,7 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 	lost := 0
 	for attempt := 0; ; attempt++ {
 		ctx, cancel := context.WithTimeout(a.owner.life, o.RenderBudget()+a.cfg.RenderGrace)
-		out, err = a.cfg.Render(ctx, o)
+		out, err = a.cfg.Render.Render(ctx, o)
 		cancel()
 		if err == nil {
 			break // shotd.CodeOf(nil) would panic
@@ -422,19 +420,7 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 }
 
 // goRun runs f in a tracked goroutine unless the jobs are stopping.
-func (j *Jobs) goRun(f func()) bool {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	if j.stopping {
-		return false
-	}
-	j.running.Add(1)
-	go func() {
-		defer j.running.Done()
-		f()
-	}()
-	return true
-}
+func (j *Jobs) goRun(f func()) bool { return proc.Go(&j.mu, &j.stopping, &j.running, f) }
 
 // Submit queues the jobs of req durably and returns their records, and their batch when
 // req.Batch. timeout bounds the time until their write starts (SubmitJobs.StoreBy); past it the

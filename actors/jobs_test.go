@@ -19,9 +19,11 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/objstore"
 	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/webhook"
 )
 
 // The job actor's own logic, with a scripted render function: a busy or restarting browser pool
@@ -70,13 +72,13 @@ type jobsEnv struct {
 }
 
 // startJobs starts the account, webhook and job actors on st; Cleanup stops them.
-func startJobs(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration) *jobsEnv {
+func startJobs(t *testing.T, st *store.Store, render shotd.RenderFunc, busyRetry time.Duration) *jobsEnv {
 	t.Helper()
 	return startJobsSealed(t, st, render, busyRetry, nil)
 }
 
 // startJobsSealed is startJobs with the sealer of jobs' credentials.
-func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, busyRetry time.Duration, secrets actors.Secrets) *jobsEnv {
+func startJobsSealed(t *testing.T, st *store.Store, render shotd.RenderFunc, busyRetry time.Duration, secrets actors.Secrets) *jobsEnv {
 	t.Helper()
 	log := zerolog.Nop()
 	sys := actors.NewSystem(log)
@@ -84,8 +86,8 @@ func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, bu
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log, Body: webhookBody,
-		RetryDelays: []time.Duration{50 * time.Millisecond}, Client: &http.Client{Timeout: 2 * time.Second}})
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log, RetryDelays: []time.Duration{50 * time.Millisecond},
+		Sender: &webhook.Sender{Client: &http.Client{Timeout: 2 * time.Second}, Keys: st, PublicURL: "http://shotd.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,22 +108,6 @@ func startJobsSealed(t *testing.T, st *store.Store, render actors.RenderFunc, bu
 		sys.Shutdown()
 	})
 	return &jobsEnv{st: st, accounts: accounts, jobs: jobs, webhooks: webhooks}
-}
-
-// webhookBody is the smallest body testkit's receiver accepts: the tests look at deliveries, not
-// at their bodies (httpd's tests do).
-func webhookBody(j shotd.Job, event string) ([]byte, error) {
-	return json.Marshal(map[string]string{"job_id": j.JobID, "event": event, "status": string(j.Status)})
-}
-
-func openStore(t *testing.T, dir string) *store.Store {
-	t.Helper()
-	st, err := store.Open(dir, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(context.Background()) })
-	return st
 }
 
 func jobOptions(t *testing.T, js string) *shotd.Options {
@@ -209,7 +195,7 @@ func TestJobRenderRetries(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			st := openStore(t, t.TempDir())
+			st := storetest.Open(t, "")
 			e := startJobs(t, st, c.script.render, c.busyRetry)
 			acc, key := newJobAccount(t, st)
 			id := e.submitJob(t, acc, key, jobOptions(t, `{"url":"http://127.0.0.1:1/","async":true}`))
@@ -247,7 +233,7 @@ func TestJobsResume(t *testing.T) {
 	recv := testkit.StartReceiver(t)
 
 	dir := t.TempDir()
-	st := openStore(t, dir)
+	st := storetest.Open(t, dir)
 	acc, key := newJobAccount(t, st)
 	raw, err := json.Marshal(jobOptions(t, `{"url":"http://127.0.0.1:1/","async":true}`))
 	if err != nil {
@@ -315,7 +301,7 @@ func TestJobsResume(t *testing.T) {
 // TestSubmitTooLate: jobs whose write could not start within the submit's timeout are not created
 // (nothing renders) and give their queue places back, so a client told 503 has left nothing behind.
 func TestSubmitTooLate(t *testing.T) {
-	st := openStore(t, t.TempDir())
+	st := storetest.Open(t, "")
 	sc := &script{}
 	e := startJobs(t, st, sc.render, time.Second)
 	acc, key := newJobAccount(t, st)
@@ -361,7 +347,7 @@ func TestSubmitTooLate(t *testing.T) {
 // webhook, and the next start renders it.
 func TestJobCutByShutdown(t *testing.T) {
 	hooks := testkit.StartReceiver(t)
-	st := openStore(t, t.TempDir())
+	st := storetest.Open(t, "")
 	acc, key := newJobAccount(t, st)
 
 	// The render ends only when Close cancels it, with an error a page could cause too: that
@@ -413,7 +399,7 @@ func TestJobCutByShutdown(t *testing.T) {
 // message; the billing, and the account's usage write, were lost that way).
 func TestJobEndingAtShutdownIsBilled(t *testing.T) {
 	for i := range 8 {
-		st := openStore(t, t.TempDir())
+		st := storetest.Open(t, "")
 		acc, key := newJobAccount(t, st)
 		started, release := make(chan struct{}), make(chan struct{})
 		render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
@@ -458,7 +444,7 @@ func TestJobEndingAtShutdownIsBilled(t *testing.T) {
 // webhooks, instead of staying queued for good. Nothing renders.
 func TestRestoredJobsOfARemovedPlan(t *testing.T) {
 	hooks := testkit.StartReceiver(t)
-	st := openStore(t, t.TempDir())
+	st := storetest.Open(t, "")
 	acc, key := newJobAccountOn(t, st, "discontinued")
 	raw, err := json.Marshal(jobOptions(t, `{"html":"<p>x</p>","async":true}`))
 	if err != nil {
@@ -496,7 +482,7 @@ func TestRestoredJobsOfARemovedPlan(t *testing.T) {
 // real store when the render ends), the success is not billed: the job is left for the next
 // start to render, which bills it then.
 func TestJobEndNotRecorded(t *testing.T) {
-	st := openStore(t, t.TempDir())
+	st := storetest.Open(t, "")
 	acc, key := newJobAccount(t, st)
 	var id atomic.Value
 	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
@@ -543,7 +529,7 @@ func (k keyChanged) OpenOptions(o *shotd.Options) error { return k.open.OpenOpti
 // TestJobCredentialsUnreadable: a job whose credentials were sealed with another key fails with
 // the sealer's code and reason, storage_failed for storage credentials, and renders nothing.
 func TestJobCredentialsUnreadable(t *testing.T) {
-	st := openStore(t, t.TempDir())
+	st := storetest.Open(t, "")
 	seal, err := objstore.OpenSealer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -575,7 +561,7 @@ func TestJobCredentialsUnreadable(t *testing.T) {
 // the process crash-looped the service.
 func TestJobInterruptedTooOften(t *testing.T) {
 	hooks := testkit.StartReceiver(t)
-	st := openStore(t, t.TempDir())
+	st := storetest.Open(t, "")
 	acc, key := newJobAccount(t, st)
 	raw, err := json.Marshal(jobOptions(t, `{"html":"<p>crash</p>"}`))
 	if err != nil {
@@ -609,7 +595,7 @@ func TestJobInterruptedTooOften(t *testing.T) {
 // render gets them back whole.
 func TestJobRequestSecretsSealed(t *testing.T) {
 	dir := t.TempDir()
-	st := openStore(t, dir)
+	st := storetest.Open(t, dir)
 	seal, err := objstore.OpenSealer(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -644,7 +630,7 @@ func TestJobRequestSecretsSealed(t *testing.T) {
 // failure is the account's; it used to retry, released and uncounted, for the whole busy-retry
 // window, killing a browser each time.
 func TestJobBrowserLostBounded(t *testing.T) {
-	st := openStore(t, t.TempDir())
+	st := storetest.Open(t, "")
 	acc, key := newJobAccount(t, st)
 	sc := &script{always: shotd.Wrap(shotd.CodeRendererUnavailable, fmt.Errorf("%w: chrome stopped", actors.ErrBrowserLost), "the browser stopped during the render")}
 	e := startJobs(t, st, sc.render, time.Minute)

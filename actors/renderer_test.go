@@ -1056,10 +1056,11 @@ func TestRecycleFaults(t *testing.T) {
 	}
 }
 
-// stallBrowser is a browser without Chrome whose renders time out and which then misses its
-// probes, as a page that stalls Chrome would leave it.
+// stallBrowser is a browser without Chrome whose renders time out and which then, if it stalls,
+// misses its probes, as a page that stalls Chrome would leave it.
 type stallBrowser struct {
 	quickBrowser
+	stalls  bool // whether a render leaves the browser unanswering
 	stalled atomic.Bool
 }
 
@@ -1071,25 +1072,39 @@ func (s *stallBrowser) Probe(ctx context.Context) error {
 }
 
 func (s *stallBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
-	s.stalled.Store(true)
+	s.stalled.Store(s.stalls)
 	return nil, shotd.Errorf(shotd.CodeTimeout, "the render did not finish")
 }
 
-// TestStalledChromeTimeoutIsThePages: a render that times out is the page's failure (timeout,
-// counted), even when its browser then misses a probe; it used to become renderer_unavailable,
-// released unbilled and retried, so that a page that stalls Chrome cost its account nothing.
-// Only a browser the liveness watch replaced makes a render the service's fault
-// (TestWedgedChromeReplaced).
-func TestStalledChromeTimeoutIsThePages(t *testing.T) {
-	launch := func(ctx context.Context) (actors.Browser, error) {
-		return &stallBrowser{quickBrowser: quickBrowser{pid: 1, exit: make(chan struct{})}}, nil
-	}
-	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 1, SlotWait: time.Second,
-		ProbeEvery: time.Hour, Launch: launch, Log: zerolog.Nop()})
-	defer closePool()
-	waitUp(t, r, 1)
-	_, err := r.Render(context.Background(), opts(t, "url", "http://127.0.0.1:1/"))
-	if code := shotd.CodeOf(err); code != shotd.CodeTimeout || shotd.OutcomeOf(err) != shotd.OutcomeFailed {
-		t.Fatalf("render on a stalled Chrome: %v (%s), want timeout, counted as failed", err, code)
+// TestStalledChromeRenderLost: a render that times out on a browser that then misses a probe is
+// the service's (renderer_unavailable, released), as ARCHITECTURE's liveness rule has it, and is
+// marked ErrBrowserLost, which bounds a job's retries of it (TestJobBrowserLostBounded); a render
+// that times out on a browser that answers is the page's (timeout, counted).
+func TestStalledChromeRenderLost(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		stall   bool
+		code    shotd.Code
+		outcome shotd.Outcome
+		lost    bool
+	}{
+		{name: "browser stops answering", stall: true, code: shotd.CodeRendererUnavailable, outcome: shotd.OutcomeReleased, lost: true},
+		{name: "browser answers", stall: false, code: shotd.CodeTimeout, outcome: shotd.OutcomeFailed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			launch := func(ctx context.Context) (actors.Browser, error) {
+				b := &stallBrowser{quickBrowser: quickBrowser{pid: 1, exit: make(chan struct{})}}
+				b.stalls = tc.stall
+				return b, nil
+			}
+			r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 1, SlotWait: time.Second,
+				ProbeEvery: time.Hour, Launch: launch, Log: zerolog.Nop()})
+			defer closePool()
+			waitUp(t, r, 1)
+			_, err := r.Render(context.Background(), opts(t, "url", "http://127.0.0.1:1/"))
+			if code := shotd.CodeOf(err); code != tc.code || shotd.OutcomeOf(err) != tc.outcome || errors.Is(err, actors.ErrBrowserLost) != tc.lost {
+				t.Fatalf("render: %v (%s, %v, lost %v), want %s, %v, lost %v", err, code, shotd.OutcomeOf(err), errors.Is(err, actors.ErrBrowserLost), tc.code, tc.outcome, tc.lost)
+			}
+		})
 	}
 }

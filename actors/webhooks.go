@@ -1,13 +1,8 @@
 package actors
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
-	"io"
-	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -19,25 +14,18 @@ import (
 	"github.com/shotd/shotd/store"
 )
 
-// Webhook events: the body's event field and the x-webhook-event header.
-const (
-	EventSucceeded = "job.succeeded"
-	EventFailed    = "job.failed"
-)
-
-// NoRedirects makes a webhook client treat a redirect as the receiver's answer (a failed
-// attempt): following it would re-post the signed body to another host.
-func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+// WebhookSender makes one delivery attempt of an ended job's webhook (body, headers, signature,
+// POST through the egress guard): webhook.Sender implements it. An error is a failed attempt.
+type WebhookSender interface {
+	Send(job shotd.Job) error
+}
 
 // WebhooksConfig wires the webhook actor.
 type WebhooksConfig struct {
 	Store       *store.Store
-	Client      *http.Client    // its transport dials through the egress guard
+	Sender      WebhookSender
 	RetryDelays []time.Duration // delay before attempt 2, 3, ...; then the delivery fails
-	// Body is the JSON a receiver gets for job, which ended with event: the job record as the
-	// public API shows it, with the event (httpd.WebhookBodies makes it).
-	Body func(job shotd.Job, event string) ([]byte, error)
-	Log  zerolog.Logger
+	Log         zerolog.Logger
 	// Attempted, when set, hears the outcome of every attempt: "delivered", "retry" (failed,
 	// another attempt follows) or "failed" (the last one failed). For /metrics.
 	Attempted func(outcome string)
@@ -49,7 +37,8 @@ type DeliverWebhook struct {
 }
 
 // webhookActor schedules deliveries. Each attempt runs in a goroutine that records the attempt
-// in the store before it sends, so a crash repeats at most the attempt that was under way.
+// in the store before it sends (cfg.Sender), so a crash repeats at most the attempt that was
+// under way.
 type webhookActor struct {
 	cfg   WebhooksConfig
 	owner *Webhooks
@@ -86,7 +75,7 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 		log.Error().Err(err).Msg("webhook attempt not recorded; retrying later")
 		return 30 * time.Second, true
 	}
-	sendErr := a.send(job)
+	sendErr := a.cfg.Sender.Send(job)
 	if sendErr == nil {
 		if _, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
 			j.Webhook.Status, j.Webhook.LastError = shotd.WebhookDelivered, ""
@@ -132,48 +121,6 @@ func (a *webhookActor) attempted(outcome string) {
 
 var errNothingToDeliver = errors.New("nothing to deliver")
 
-// send POSTs the job record, signed with the secret of the key that created the job.
-func (a *webhookActor) send(job shotd.Job) error {
-	event := EventSucceeded
-	if job.Status == shotd.JobFailed {
-		event = EventFailed
-	}
-	raw, err := a.cfg.Body(job, event)
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.cfg.Client.Timeout+time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.Webhook.URL, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	ts := time.Now().Unix()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "shotd-webhook/1")
-	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("x-webhook-event", event)
-	req.Header.Set("x-job-id", job.JobID)
-	req.Header.Set("x-webhook-attempt", strconv.Itoa(job.Webhook.Attempts))
-	if job.Webhook.Sign {
-		key, err := a.cfg.Store.Key(job.AccessKey)
-		if err != nil {
-			return fmt.Errorf("signing key: %w", err)
-		}
-		req.Header.Set("x-signature", shotd.SignWebhook(key.SecretKey, ts, raw))
-	}
-	resp, err := a.cfg.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("receiver answered %d", resp.StatusCode)
-	}
-	return nil
-}
-
 // Webhooks is the front of the webhook actor.
 type Webhooks struct {
 	sys *actor.ActorSystem
@@ -187,8 +134,8 @@ type Webhooks struct {
 
 // StartWebhooks spawns the webhook actor and resumes the deliveries a previous run left pending.
 func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error) {
-	if cfg.Store == nil || cfg.Client == nil || cfg.Body == nil {
-		return nil, errors.New("actors: webhooks need a store, a client and a body")
+	if cfg.Store == nil || cfg.Sender == nil {
+		return nil, errors.New("actors: webhooks need a store and a sender")
 	}
 	pending, err := cfg.Store.PendingWebhooks()
 	if err != nil {
@@ -213,18 +160,9 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 // Deliver starts the delivery of a finished job's webhook.
 func (w *Webhooks) Deliver(jobID string) { w.sys.Root.Send(w.pid, &DeliverWebhook{JobID: jobID}) }
 
-func (w *Webhooks) goRun(f func()) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.stopping {
-		return // the delivery stays pending in the store and resumes at the next start
-	}
-	w.running.Add(1)
-	go func() {
-		defer w.running.Done()
-		f()
-	}()
-}
+// goRun runs f in a tracked goroutine unless the webhooks are stopping; a delivery not started
+// stays pending in the store and resumes at the next start.
+func (w *Webhooks) goRun(f func()) { proc.Go(&w.mu, &w.stopping, &w.running, f) }
 
 func (w *Webhooks) after(d time.Duration, f func()) {
 	w.mu.Lock()

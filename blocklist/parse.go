@@ -485,19 +485,10 @@ func regexTokens(expr string) []string {
 			continue
 		}
 		lit := asciiLower(string(s.Rune))
-		for i := 0; i < len(lit); {
-			if !isTokenChar(lit[i]) {
-				i++
-				continue
-			}
-			j := i
-			for j < len(lit) && isTokenChar(lit[j]) {
-				j++
-			}
+		for i, j := range tokenRuns(lit) {
 			if i > 0 && j < len(lit) {
 				toks = append(toks, lit[i:j])
 			}
-			i = j
 		}
 	}
 	return toks

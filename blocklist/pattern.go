@@ -1,6 +1,9 @@
 package blocklist
 
-import "strings"
+import (
+	"iter"
+	"strings"
+)
 
 // pattern is a compiled Adblock Plus URL pattern (not a regex rule): `*` splits it into
 // segments, `^` inside a segment is the separator class, and the anchors say where the first
@@ -186,23 +189,35 @@ func isTokenChar(c byte) bool {
 // a token character nor `*` (or by an anchor).
 func patternTokens(p string, leftAnchored, endAnchor bool) []string {
 	var toks []string
-	for i := 0; i < len(p); {
-		if !isTokenChar(p[i]) {
-			i++
-			continue
-		}
-		j := i
-		for j < len(p) && isTokenChar(p[j]) {
-			j++
-		}
+	for i, j := range tokenRuns(p) {
 		leftOK := i == 0 && leftAnchored || i > 0 && p[i-1] != '*'
 		rightOK := j == len(p) && endAnchor || j < len(p) && p[j] != '*'
 		if leftOK && rightOK {
 			toks = append(toks, p[i:j])
 		}
-		i = j
 	}
 	return toks
+}
+
+// tokenRuns yields the start and end of every run of token characters in s, in order. The
+// matcher's own scan of a URL (blocklist.go) hashes as it goes instead.
+func tokenRuns(s string) iter.Seq2[int, int] {
+	return func(yield func(int, int) bool) {
+		for i := 0; i < len(s); {
+			if !isTokenChar(s[i]) {
+				i++
+				continue
+			}
+			j := i
+			for j < len(s) && isTokenChar(s[j]) {
+				j++
+			}
+			if !yield(i, j) {
+				return
+			}
+			i = j
+		}
+	}
 }
 
 // asciiLower lower-cases ASCII letters only, so that byte offsets stay those of s; it returns s

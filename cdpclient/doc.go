@@ -6,6 +6,11 @@
 // Chrome with every process it starts (internal/cgroup, Config.MemoryLimitMB). Launch starts it
 // and connects over the DevTools pipe; Close stops it (Browser.close, then SIGKILL to the group,
 // then reap, then remove the cgroup and the dir) and waits for every goroutine it started.
+// Its files follow that life: config.go (Config and its defaults), browser.go (which binary),
+// flags.go (the command line), env.go (the environment and TMPDIR), sandbox.go and shm.go (the
+// probes behind --no-sandbox and --disable-dev-shm-usage), launch.go, connect.go, targetwatch.go
+// (popups closed, the origins of frames and workers noted), process.go (the Process and its
+// goroutines) and shutdown.go.
 // Exited and Disconnected report the two crash signals; the actor that owns the Process turns them
 // into one message. KillOrphans, at start, kills the groups a killed run of the service left
 // under its directory, and no other process. Chrome gets an allow list of the environment

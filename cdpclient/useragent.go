@@ -2,6 +2,7 @@ package cdpclient
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -35,16 +36,13 @@ func desktopUserAgent(path string, wait time.Duration) string {
 	cmd.Env = chromeEnv(os.Environ())
 	cmd.Stdout = &out
 	cmd.WaitDelay = time.Second // a child that kept stdout open must not hold the reaping
-	g, err := proc.Start(cmd)
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	defer cancel()
+	c, err := proc.StartChild(ctx, cmd)
 	if err != nil {
 		return ""
 	}
-	select {
-	case <-g.Exited():
-	case <-time.After(wait):
-		g.Kill()
-		<-g.Exited()
-	}
+	<-c.Done()
 	ua := desktopUAFor(out.String())
 	if ua != "" { // a failed read is tried again at the next launch
 		desktopUAs.Store(path, ua)

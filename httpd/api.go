@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/view"
 	"github.com/valyala/fasthttp"
 )
 
@@ -235,11 +236,11 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 		s.fail(ctx, err)
 		return
 	}
-	s.metrics.render(out.Format, out.RenderMs)
+	s.metrics.SyncRendered(out.Format, out.RenderMs)
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, NewResultView(s.files.ResultOf(rec, "MISS"), s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, view.NewResultView(s.files.ResultOf(rec, "MISS"), s.set.PublicURL))
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
@@ -306,7 +307,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	ctx.Response.Header.Set("X-Cache", "HIT")
 	if o.ResponseType == "json" {
 		f.Close() // opened only to know that the file is there
-		writeJSON(ctx, fasthttp.StatusOK, NewResultView(s.files.ResultOf(rec, "HIT"), s.set.PublicURL))
+		writeJSON(ctx, fasthttp.StatusOK, view.NewResultView(s.files.ResultOf(rec, "HIT"), s.set.PublicURL))
 		return true
 	}
 	setAttachment(ctx, o)

@@ -83,7 +83,7 @@ func (l *capListener) refuse(c net.Conn) {
 	drain(c, 64<<10, time.Second)
 	l.srv.log.Info().Str("ref", ref).Str("client", clientID(c.RemoteAddr())).Int("max_conns_per_address", l.max).
 		Msg("connection refused over the per-address cap")
-	l.srv.metrics.request("unread", 429)
+	l.srv.metrics.Request("unread", 429)
 }
 
 type capConn struct {

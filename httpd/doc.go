@@ -10,8 +10,10 @@
 // address, request bodies read only after the key and within a shared budget, allowances for
 // refused requests and wrong admin tokens, and the Host the admin listener answers.
 //
-// It owns the JSON shapes of its answers (JobView, BatchView, ResultView), which webhook bodies
-// share. What it asks of the rest of the service it asks through small interfaces declared here
-// in terms of the root package's types (Gate, Renderer, Files, JobQueue, JobRecords, KeyLookup,
-// AdminStore, ...): the actors and the store implement them, and httpd imports neither.
+// The JSON shapes of jobs, batches and results it writes are package view's, which webhook
+// bodies share; its series are package metrics'. It renders through a shotd.Renderer, the
+// pipeline service/ composes. What else it asks of the rest of the service it asks through small
+// interfaces declared here in terms of the root package's types (Gate, Files, JobQueue,
+// JobRecords, KeyLookup, AdminStore, ...): the actors and the store implement them, and httpd
+// imports neither.
 package httpd

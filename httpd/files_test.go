@@ -382,7 +382,7 @@ func TestContentTooLarge(t *testing.T) {
 func TestOutputTooLarge(t *testing.T) {
 	base := startServer(t, httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, MaxOutputBytes: 200,
 		MaxBodyBytes: 4 << 10, FileTTL: time.Hour},
-		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts, Files: env.st,
+		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Ready: env.renderer.Ready, Gate: env.accounts, Files: env.st,
 			Records: env.st})
 	a := newAccount(t, "default", true)
 
@@ -631,7 +631,7 @@ func startServer(t *testing.T, set httpd.Settings, d httpd.Deps) string {
 // TestCachedFileVanished: a hit whose file is gone by the time it is opened renders again.
 func TestCachedFileVanished(t *testing.T) {
 	base := startServer(t, httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, FileTTL: time.Hour},
-		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts,
+		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Ready: env.renderer.Ready, Gate: env.accounts,
 			Files: vanishingFiles{env.st}, Records: env.st})
 	a := newAccount(t, "default", true)
 	q := tiny(a, "cache", "true")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/markdown"
+	"github.com/shotd/shotd/view"
 	"github.com/valyala/fasthttp"
 )
 
@@ -120,7 +121,7 @@ func (s *Server) job(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no job %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, NewJobView(j, s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, view.NewJobView(j, s.set.PublicURL))
 }
 
 func (s *Server) batch(ctx *fasthttp.RequestCtx) {
@@ -134,7 +135,7 @@ func (s *Server) batch(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no batch %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, NewBatchView(b, jobs, s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, view.NewBatchView(b, jobs, s.set.PublicURL))
 }
 
 func notFound(err error, code shotd.Code, format string, args ...any) error {

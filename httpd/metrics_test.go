@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -21,8 +20,11 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/internal/testkit"
+	shotdmetrics "github.com/shotd/shotd/metrics"
 	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/webhook"
 )
 
 // TestMetricsAfterRenders renders for real (the package's Chrome) through a service of its own
@@ -39,35 +41,30 @@ type stack struct {
 func newStack(t *testing.T) *stack {
 	t.Helper()
 	log := zerolog.Nop()
-	st, err := store.Open(t.TempDir(), log)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(context.Background()) })
+	st := storetest.Open(t, "")
 	sys := actors.NewSystem(log)
 	t.Cleanup(sys.Shutdown)
 
-	reg := prometheus.NewRegistry()
-	metrics := httpd.NewMetrics(reg, func() float64 { return float64(env.renderer.Up()) })
+	metrics := shotdmetrics.New(func() float64 { return float64(env.renderer.Up()) })
 	st.ObserveCache(metrics.CacheLookup)
 	env.guard.ObserveRefusals(metrics.EgressRefused)
 	t.Cleanup(func() { env.guard.ObserveRefusals(func(string) {}) })
-	metered := httpd.MeteredRenderer{Renderer: env.renderer, Metrics: metrics}
+	metered := metrics.Meter(env.renderer)
 	metrics.WatchBrowsers(env.renderer)
 
 	accounts, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st, Log: log})
 	if err != nil {
 		t.Fatal(err)
 	}
-	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Body: httpd.WebhookBodies("http://shotd.test"), Log: log,
+	webhooks, err := actors.StartWebhooks(sys, actors.WebhooksConfig{Store: st, Log: log,
 		RetryDelays: []time.Duration{50 * time.Millisecond}, Attempted: metrics.WebhookAttempted,
-		Client: &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DialContext: env.guard.DialContext}}})
+		Sender: &webhook.Sender{Client: webhook.NewClient(env.guard.DialContext, 5*time.Second), Keys: st, PublicURL: "http://shotd.test"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { webhooks.Close(context.Background()) })
 	renders := httpd.NewRenderLog(100)
-	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: metered.Render, Webhooks: webhooks,
+	jobs, err := actors.StartJobs(sys, actors.JobsConfig{Store: st, Accounts: accounts, Render: metered, Webhooks: webhooks,
 		Plans: env.plans, FileTTL: time.Hour, MaxOutputBytes: 4 << 20, Ended: renders.AddJob, Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -80,10 +77,10 @@ func newStack(t *testing.T) *stack {
 	}
 	base := "http://" + ln.Addr().String()
 	srv := httpd.New(httpd.Settings{PublicURL: base, MaxSourceBytes: 64 << 10, MaxOutputBytes: 4 << 20, FileTTL: time.Hour},
-		httpd.Deps{Keys: st.KeyCache(), Plans: env.plans, Renderer: metered, Gate: accounts, Files: st, Jobs: jobs, Records: st,
+		httpd.Deps{Keys: st.KeyCache(), Plans: env.plans, Renderer: metered, Ready: env.renderer.Ready, Gate: accounts, Files: st, Jobs: jobs, Records: st,
 			URLs: httpd.GuardURLs{Guard: env.guard}, Metrics: metrics, Renders: renders, Log: log})
 	serveOn(t, ln, srv.Serve, srv.Shutdown)
-	adm := httpd.NewAdmin(adminToken, base, st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, reg, log)
+	adm := httpd.NewAdmin(adminToken, base, st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, metrics.Registry(), log)
 	adm.UseRenderLog(renders)
 	aln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -191,32 +188,6 @@ func TestMetricsAfterRenders(t *testing.T) {
 			if strings.HasPrefix(k, "shotd_") && !strings.Contains(k, "_bucket") {
 				t.Logf("%s %v", k, v)
 			}
-		}
-	}
-}
-
-// TestMetricsChromeReplaced: each replacement of a Chrome counts once, under its reason.
-func TestMetricsChromeReplaced(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	m := httpd.NewMetrics(reg, nil)
-	for _, r := range []string{"recycled", "process exited", "process exited"} {
-		m.ChromeReplaced(r)
-	}
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	byName := map[string]*dto.MetricFamily{}
-	for _, f := range families {
-		byName[f.GetName()] = f
-	}
-	got := samples(byName)
-	for series, want := range map[string]float64{
-		`shotd_chrome_restarts_total{reason="process exited"}`: 2,
-		`shotd_chrome_restarts_total{reason="recycled"}`:       1,
-	} {
-		if got[series] != want {
-			t.Errorf("%s = %v, want %v", series, got[series], want)
 		}
 	}
 }

@@ -18,7 +18,7 @@ import (
 
 // plainDeps are the package's store, accounts and renderer, for a second server.
 func plainDeps() httpd.Deps {
-	return httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts,
+	return httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Ready: env.renderer.Ready, Gate: env.accounts,
 		Files: env.st, Records: env.st, Log: zerolog.Nop()}
 }
 

@@ -16,15 +16,9 @@ import (
 	"github.com/fasthttp/router"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/metrics"
 	"github.com/valyala/fasthttp"
 )
-
-// Renderer renders validated options: the render pool of the actors implements it.
-type Renderer interface {
-	Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
-	// Ready reports whether at least one browser can render.
-	Ready() bool
-}
 
 // KeyLookup finds an access key and its account. It returns an error wrapping shotd.ErrNotFound
 // for an unknown or revoked key.
@@ -79,14 +73,15 @@ type Settings struct {
 type Deps struct {
 	Keys     KeyLookup
 	Plans    map[string]shotd.Plan
-	Renderer Renderer
+	Renderer shotd.Renderer // the pipeline service/ composes: metered, with store=true's upload
+	Ready    func() bool    // whether at least one browser can render (/readyz); nil: never
 	Gate     Gate
 	Files    Files
 	Jobs     JobQueue
 	Records  JobRecords
-	URLs     URLChecker // nil: no egress check of webhook_url at acceptance
-	Metrics  *Metrics   // nil: none
-	Renders  *RenderLog // nil: none; the dashboard's list of recent renders
+	URLs     URLChecker       // nil: no egress check of webhook_url at acceptance
+	Metrics  *metrics.Metrics // nil: none
+	Renders  *RenderLog       // nil: none; the dashboard's list of recent renders
 	Log      zerolog.Logger
 }
 
@@ -95,13 +90,14 @@ type Server struct {
 	set      Settings
 	keys     KeyLookup
 	plans    *PlanBook
-	renderer Renderer
+	renderer shotd.Renderer
+	ready    func() bool
 	gate     Gate
 	files    Files
 	jobs     JobQueue
 	records  JobRecords
 	urls     URLChecker
-	metrics  *Metrics
+	metrics  *metrics.Metrics
 	renders  *RenderLog
 	log      zerolog.Logger
 	now      func() time.Time
@@ -124,7 +120,7 @@ func New(set Settings, d Deps) *Server {
 	if set.FileTTL <= 0 {
 		set.FileTTL = 24 * time.Hour
 	}
-	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, gate: d.Gate, files: d.Files,
+	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, ready: d.Ready, gate: d.Gate, files: d.Files,
 		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, renders: d.Renders, log: d.Log, now: time.Now}
 	s.refusedAddr = newAllowance(set.RefusedPerAddressPerMinute, time.Now)
 	s.refusedKey = newAllowance(set.RefusedPerKeyPerMinute, time.Now)
@@ -214,7 +210,7 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			}
 			ev.Bytes("method", ctx.Method()).Bytes("path", ctx.Path()).Int("status", ctx.Response.StatusCode()).
 				Dur("took", time.Since(start)).Msg("request")
-			s.metrics.request(routeOf(ctx), ctx.Response.StatusCode())
+			s.metrics.Request(routeOf(ctx), ctx.Response.StatusCode())
 			s.recordRender(ctx, ref, routeOf(ctx))
 		}()
 		// Runs before the log line: a body refused unread is drained and its budget given back.
@@ -265,7 +261,7 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	// Such a request never reaches wrap: its log line and its count are written here.
 	defer func() {
 		s.log.Info().Str("ref", ref).Err(err).Int("status", ctx.Response.StatusCode()).Msg("request not read")
-		s.metrics.request("unread", ctx.Response.StatusCode())
+		s.metrics.Request("unread", ctx.Response.StatusCode())
 	}()
 	if small := (*fasthttp.ErrSmallBuffer)(nil); errors.As(err, &small) {
 		// The head did not fit in the read buffer. The client is likely still sending it;
@@ -293,7 +289,7 @@ func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
 	if s.set.BrowserVersion != "" {
 		out["browser"] = s.set.BrowserVersion
 	}
-	if s.renderer != nil && s.renderer.Ready() {
+	if s.ready != nil && s.ready() {
 		out["status"] = "ready"
 		writeJSON(ctx, 200, out)
 		return

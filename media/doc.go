@@ -29,7 +29,7 @@
 //
 // # Supervision
 //
-// ffmpeg and ffprobe run in their own process group with Pdeathsig SIGKILL (internal/proc.Group).
+// ffmpeg and ffprobe run as internal/proc.Child: in their own process group with Pdeathsig SIGKILL.
 // The group is killed when the context ends (a render timeout), on Close, and after the leader
 // exits (before it is reaped, so the group id cannot have been reused). The last 4 KiB of stderr
 // are kept as the cause of a failure. Temp files live in one os.MkdirTemp directory that Finish and

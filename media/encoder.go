@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	iproc "github.com/shotd/shotd/internal/proc"
 )
 
 // exitGrace is how long a failing ffmpeg may take to exit on its own before it is killed.
@@ -83,7 +84,7 @@ type Encoder struct {
 	out   string
 	total int // output frames
 
-	p atomic.Pointer[proc] // nil until the first frame; Close reads it without mu
+	p atomic.Pointer[iproc.Child] // nil until the first frame; Close reads it without mu
 
 	mu      sync.Mutex // the stream state below
 	stdin   *os.File
@@ -186,9 +187,9 @@ func (e *Encoder) Finish() ([]byte, error) {
 		return nil, e.fail(err)
 	}
 	p := e.p.Load()
-	<-p.done
-	if p.err != nil {
-		return nil, e.fail(p.err)
+	<-p.Done()
+	if p.Err() != nil {
+		return nil, e.fail(p.Err())
 	}
 	if err := e.checkSize(); err != nil {
 		e.err = err
@@ -198,7 +199,7 @@ func (e *Encoder) Finish() ([]byte, error) {
 	if err != nil {
 		return nil, e.fail(err)
 	}
-	e.log.Debug().Int("pid", p.pid).Int("frames", e.total).Int("bytes", len(data)).
+	e.log.Debug().Int("pid", p.PID()).Int("frames", e.total).Int("bytes", len(data)).
 		Dur("took", time.Since(e.started)).Msg("video encoded")
 	return data, nil
 }
@@ -210,8 +211,8 @@ func (e *Encoder) Close() error {
 	e.closeOnce.Do(func() {
 		// Kill before taking the lock: an Add blocked on a full pipe returns once ffmpeg is dead.
 		if p := e.p.Load(); p != nil {
-			p.kill()
-			<-p.done
+			p.Kill()
+			<-p.Done()
 		}
 		e.mu.Lock()
 		defer e.mu.Unlock()
@@ -251,7 +252,7 @@ func (e *Encoder) start(first imageInfo) error {
 	}
 	e.p.Store(p)
 	e.stdin, e.stream, e.started = w, first, time.Now()
-	e.log.Debug().Int("pid", p.pid).Strs("args", args).Msg("ffmpeg started")
+	e.log.Debug().Int("pid", p.PID()).Strs("args", args).Msg("ffmpeg started")
 	return nil
 }
 
@@ -273,19 +274,19 @@ func (e *Encoder) fail(cause error) error {
 	p := e.p.Load()
 	if p != nil {
 		if e.ctx.Err() != nil {
-			p.kill()
+			p.Kill()
 		}
 		// A dead pipe means ffmpeg is going or gone; give it a moment to say why.
 		select {
-		case <-p.done:
+		case <-p.Done():
 		case <-time.After(exitGrace):
-			p.kill()
-			<-p.done
+			p.Kill()
+			<-p.Done()
 		}
 	}
 	ctxErr := e.ctx.Err()
-	if p != nil && p.ctxError() != nil {
-		ctxErr = p.ctxError()
+	if p != nil && p.CtxErr() != nil {
+		ctxErr = p.CtxErr()
 	}
 	switch {
 	case errors.Is(ctxErr, context.DeadlineExceeded):
@@ -298,10 +299,10 @@ func (e *Encoder) fail(cause error) error {
 			break
 		}
 		if p != nil {
-			if p.err != nil {
-				cause = p.err
+			if p.Err() != nil {
+				cause = p.Err()
 			}
-			if tail := strings.TrimSpace(p.stderr.String()); tail != "" {
+			if tail := strings.TrimSpace(p.Stderr()); tail != "" {
 				cause = fmt.Errorf("ffmpeg: %w: %s", cause, tail)
 			} else {
 				cause = fmt.Errorf("ffmpeg: %w", cause)

@@ -276,7 +276,7 @@ func TestEncoderKilledWithItsContext(t *testing.T) {
 			for i := 0; ; i++ {
 				err = enc.Add(Frame{Data: noise[i%len(noise)], Timestamp: time.Duration(i) * time.Second})
 				if pid == 0 && procOf(enc) != nil {
-					pid = procOf(enc).pid
+					pid = procOf(enc).PID()
 					if !alive(pid) {
 						t.Fatalf("ffmpeg %d is not running after the first frame", pid)
 					}
@@ -317,7 +317,7 @@ func TestEncoderCloseWhileAdding(t *testing.T) {
 	if err := enc.Add(Frame{Data: noiseJPEG(t, 1280, 720, 1)}); err != nil {
 		t.Fatal(err)
 	}
-	pid := procOf(enc).pid
+	pid := procOf(enc).PID()
 	next := noiseJPEG(t, 1280, 720, 2)
 	errc := make(chan error, 1)
 	go func() {
@@ -376,7 +376,7 @@ func TestEncoderMaxBytes(t *testing.T) {
 				if err = enc.Add(Frame{Data: frames[i%len(frames)], Timestamp: time.Duration(i) * time.Second / 15}); err != nil {
 					break
 				}
-				pid = procOf(enc).pid
+				pid = procOf(enc).PID()
 			}
 			var video []byte
 			if err == nil {

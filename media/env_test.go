@@ -18,7 +18,7 @@ func TestChildEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	<-p.done
+	<-p.Done()
 	env := out.String()
 	if strings.Contains(env, "SHOTD_ADMIN_TOKEN") || strings.Contains(env, "CREDENTIALS_DIRECTORY") {
 		t.Errorf("the child's environment:\n%s", env)

@@ -1,8 +1,10 @@
 package media
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -10,6 +12,28 @@ import (
 
 	iproc "github.com/shotd/shotd/internal/proc"
 )
+
+// The binaries; tests point them elsewhere to provoke failures.
+var (
+	ffmpegBin  = "/usr/bin/ffmpeg"
+	ffprobeBin = "/usr/bin/ffprobe"
+)
+
+// startProc starts bin with args as a supervised child (proc.StartChild), killed with its group
+// when ctx ends. stdin and stdout may be nil (/dev/null); stdin, when an *os.File, is handed to
+// the child as is and closed here after the start.
+func startProc(ctx context.Context, bin string, args []string, stdin *os.File, stdout io.Writer) (*iproc.Child, error) {
+	cmd := exec.Command(bin, args...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	cmd.Stdout = stdout
+	p, err := iproc.StartChild(ctx, cmd)
+	if stdin != nil {
+		stdin.Close() // the child holds its own copy
+	}
+	return p, err
+}
 
 // FindFFmpeg resolves path ("" = ffmpeg on PATH) and runs it with -version, so that a wrong
 // media.ffmpeg_path stops serve at start instead of failing every video render. It returns the
@@ -24,13 +48,18 @@ func FindFFmpeg(ctx context.Context, path string) (bin, version string, err erro
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, "-hide_banner", "-version")
-	cmd.Env = iproc.Env(os.Environ())
-	out, err := cmd.Output()
+	var out bytes.Buffer
+	p, err := startProc(ctx, bin, []string{"-hide_banner", "-version"}, nil, &out)
+	if err == nil {
+		<-p.Done()
+		if err = p.CtxErr(); err == nil {
+			err = p.Err()
+		}
+	}
 	if err != nil {
 		return "", "", fmt.Errorf("%s -version: %w", bin, err)
 	}
-	version, _, _ = strings.Cut(string(out), "\n")
+	version, _, _ = strings.Cut(out.String(), "\n")
 	version, _, _ = strings.Cut(version, " Copyright")
 	return bin, strings.TrimSpace(version), nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	iproc "github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testkit"
 )
 
@@ -150,4 +151,4 @@ func wantCode(t testing.TB, err error, code shotd.Code) {
 	}
 }
 
-func procOf(e *Encoder) *proc { return e.p.Load() }
+func procOf(e *Encoder) *iproc.Child { return e.p.Load() }

@@ -46,7 +46,7 @@ func TestEncoderHungFFmpeg(t *testing.T) {
 	for i := 0; err == nil && i < 10000; i++ {
 		err = enc.Add(Frame{Data: frame, Timestamp: time.Duration(i) * time.Second / 24})
 		if pid == 0 && procOf(enc) != nil {
-			pid = procOf(enc).pid
+			pid = procOf(enc).PID()
 		}
 	}
 	if err == nil {

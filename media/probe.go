@@ -58,16 +58,16 @@ func Probe(ctx context.Context, data []byte) (ProbeInfo, error) {
 	if err != nil {
 		return ProbeInfo{}, shotd.Wrap(shotd.CodeInternalError, err, "cannot start ffprobe")
 	}
-	<-p.done
-	if cerr := p.ctxError(); cerr != nil {
+	<-p.Done()
+	if cerr := p.CtxErr(); cerr != nil {
 		if errors.Is(cerr, context.DeadlineExceeded) {
 			return ProbeInfo{}, shotd.Wrap(shotd.CodeTimeout, cerr, "the video was not probed before the timeout")
 		}
 		return ProbeInfo{}, shotd.Wrap(shotd.CodeInternalError, cerr, "the video probe was canceled")
 	}
-	if p.err != nil {
+	if p.Err() != nil {
 		return ProbeInfo{}, shotd.Wrap(shotd.CodeInternalError,
-			fmt.Errorf("ffprobe: %w: %s", p.err, strings.TrimSpace(p.stderr.String())), "the video probe failed")
+			fmt.Errorf("ffprobe: %w: %s", p.Err(), strings.TrimSpace(p.Stderr())), "the video probe failed")
 	}
 	return parseProbe(out.Bytes())
 }

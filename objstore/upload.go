@@ -9,9 +9,6 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// RenderFunc renders validated options (actors.RenderFunc, httpd.Renderer's Render).
-type RenderFunc func(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
-
 // Uploader carries out store=true: it uploads a render to the bucket its options name.
 type Uploader struct {
 	Dial Dialer // the egress guard's DialContext; required
@@ -26,9 +23,9 @@ type Uploader struct {
 // Wrap returns render followed, for store=true, by the upload: the output's StorageLocation
 // tells where it went. A failed upload fails the render with storage_failed (host_not_allowed
 // when the guard refuses the endpoint), which the account counts as a failed render.
-func (u *Uploader) Wrap(render RenderFunc) RenderFunc {
-	return func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
-		out, err := render(ctx, o)
+func (u *Uploader) Wrap(r shotd.Renderer) shotd.Renderer {
+	return shotd.RenderFunc(func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		out, err := r.Render(ctx, o)
 		if err != nil || !o.Store {
 			return out, err
 		}
@@ -39,7 +36,7 @@ func (u *Uploader) Wrap(render RenderFunc) RenderFunc {
 		c := *out
 		c.StorageLocation = loc
 		return &c, nil
-	}
+	})
 }
 
 // Upload puts out where o.Storage says and returns the object's location. It has a budget of its

@@ -5,9 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/rs/zerolog"
 	"github.com/shotd/shotd/config"
-	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/internal/storetest"
 )
 
 // TestBootstrapDefaultKey: the key created at first start requires signatures unless the
@@ -29,11 +28,7 @@ func TestBootstrapDefaultKey(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()
-			st, err := store.Open(dir, zerolog.Nop())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close(t.Context())
+			st := storetest.Open(t, dir)
 			cfg := config.Default()
 			cfg.DataDir, cfg.PublicURL = dir, c.publicURL
 			fs, err := bootstrap(st, cfg)

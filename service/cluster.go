@@ -70,15 +70,12 @@ func (c *clustered) close(ctx context.Context, log zerolog.Logger) {
 	}
 }
 
-// clusterReady is the renderer as /readyz sees it in cluster mode: ready when a browser can
-// render and the node is current with the cluster, so that a balancer's health check leaves out
-// a node cut off from the quorum (it could admit nothing).
-type clusterReady struct {
-	httpd.Renderer
-	node *cluster.Node
+// ready is /readyz's check in cluster mode: a browser can render and the node is current with
+// the cluster, so that a balancer's health check leaves out a node cut off from the quorum (it
+// could admit nothing).
+func (c *clustered) ready(browser func() bool) func() bool {
+	return func() bool { return browser() && c.node.Healthy() }
 }
-
-func (r clusterReady) Ready() bool { return r.Renderer.Ready() && r.node.Healthy() }
 
 // clusterAdminStore is the admin API's store in cluster mode: accounts and keys from the
 // cluster, the node's daily history and backups from its own database.

@@ -5,16 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
@@ -27,7 +25,9 @@ import (
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/media"
+	"github.com/shotd/shotd/metrics"
 	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/webhook"
 )
 
 // Service is shotd running: everything Open started, until Close.
@@ -36,10 +36,11 @@ type Service struct {
 	log        zerolog.Logger
 	firstStart *FirstStart
 
-	reg     *prometheus.Registry
-	metrics *httpd.Metrics
+	metrics *metrics.Metrics
 	renders *httpd.RenderLog
-	metered httpd.MeteredRenderer
+	// The render pipeline: the browser pool, metered, then store=true's upload (sync: a client
+	// waits; jobs: nobody waits, so it retries longer).
+	syncRender, jobRender shotd.Renderer
 
 	store    *store.Store
 	guard    *egress.Guard
@@ -60,6 +61,9 @@ type Service struct {
 
 	publicLn, adminLn net.Listener
 	errc              chan error
+
+	reloadMu sync.Mutex     // Reload
+	applied  *config.Config // the configuration in force after the last Reload; nil: cfg
 }
 
 // Open starts the service that cfg describes (cfg as config.Load returns it: valid) and serves
@@ -149,12 +153,10 @@ func (s *Service) openStore(ctx context.Context, version string) (string, error)
 	return sweepChrome(s.cfg.DataDir, s.log)
 }
 
-// registerMetrics makes the registry that /metrics serves, with the process's own metrics.
+// registerMetrics makes the registry that /metrics serves.
 func (s *Service) registerMetrics() {
-	s.reg = prometheus.NewRegistry()
-	s.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Read only by /metrics, which is served once the renderer is set.
-	s.metrics = httpd.NewMetrics(s.reg, func() float64 { return float64(s.renderer.Up()) })
+	s.metrics = metrics.New(func() float64 { return float64(s.renderer.Up()) })
 	s.store.ObserveCache(s.metrics.CacheLookup)
 }
 
@@ -260,7 +262,8 @@ func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, 
 	if err != nil {
 		return err
 	}
-	s.metered = httpd.MeteredRenderer{Renderer: s.renderer, Metrics: s.metrics}
+	metered := s.metrics.Meter(s.renderer)
+	s.syncRender, s.jobRender = s.storage.sync.Wrap(metered), s.storage.jobs.Wrap(metered)
 	s.metrics.WatchBrowsers(s.renderer)
 	return nil
 }
@@ -281,15 +284,14 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 	if retryDelays == nil {
 		retryDelays = cfg.Webhooks.RetryDelays()
 	}
-	if s.webhooks, err = actors.StartWebhooks(s.sys, actors.WebhooksConfig{Store: s.store, RetryDelays: retryDelays,
-		Body: httpd.WebhookBodies(cfg.PublicURL), Log: log.With().Str("component", "webhooks").Logger(), Attempted: s.metrics.WebhookAttempted,
-		Client: &http.Client{Timeout: cfg.Webhooks.Timeout(), CheckRedirect: actors.NoRedirects, Transport: &http.Transport{
-			DialContext: s.guard.DialContext, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}}); err != nil {
+	sender := &webhook.Sender{Client: webhook.NewClient(s.guard.DialContext, cfg.Webhooks.Timeout()), Keys: s.store, PublicURL: cfg.PublicURL}
+	if s.webhooks, err = actors.StartWebhooks(s.sys, actors.WebhooksConfig{Store: s.store, RetryDelays: retryDelays, Sender: sender,
+		Log: log.With().Str("component", "webhooks").Logger(), Attempted: s.metrics.WebhookAttempted}); err != nil {
 		return err
 	}
 	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
 	if s.jobs, err = actors.StartJobs(s.sys, actors.JobsConfig{Store: s.store, Accounts: s.accounts,
-		Render: actors.RenderFunc(s.storage.jobs.Wrap(s.metered.Render)), Webhooks: s.webhooks, Secrets: s.storage.sealer,
+		Render: s.jobRender, Webhooks: s.webhooks, Secrets: s.storage.sealer,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
 		return err
@@ -306,23 +308,23 @@ func (s *Service) newServers(browserVersion string) {
 		gate  httpd.Gate       = s.accounts
 		admin httpd.AdminStore = s.store
 		files httpd.Files      = s.store
-		rend  httpd.Renderer   = storingRenderer{s.renderer, s.storage.sync.Wrap(s.metered.Render)}
+		ready                  = s.renderer.Ready
 	)
 	if s.cluster != nil {
 		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store}
 		files = cluster.NewFiles(s.store, s.cluster.node, log.With().Str("component", "cluster").Logger())
-		rend = clusterReady{rend, s.cluster.node}
+		ready = s.cluster.ready(s.renderer.Ready)
 	}
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
-		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: rend,
+		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: s.syncRender, Ready: ready,
 			Gate: gate, Files: files, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
 			Metrics: s.metrics, Renders: s.renders, Log: log})
 	s.plans = s.public.Plans()
 	s.plansBook.Store(s.plans)
-	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, admin, cfg.Plans, httpd.BookUsage{Gate: gate, Book: s.plans}, s.reg,
+	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, admin, cfg.Plans, httpd.BookUsage{Gate: gate, Book: s.plans}, s.metrics.Registry(),
 		log.With().Str("component", "admin").Logger())
 	if h, _, err := net.SplitHostPort(cfg.AdminListen); err == nil {
 		s.admin.AllowHost(h) // the name admin_listen gives, if any; its address is allowed in Serve

@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/objstore"
@@ -56,16 +55,6 @@ func (s *storage) close() {
 	if s.bucket != nil {
 		s.bucket.Close()
 	}
-}
-
-// storingRenderer is the renderer of the public API with store=true's upload after each render.
-type storingRenderer struct {
-	*actors.Renderer
-	render objstore.RenderFunc
-}
-
-func (r storingRenderer) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
-	return r.render(ctx, o)
 }
 
 // bucketDialer dials the server-wide bucket's endpoint, host:port as configured (or bucket.host

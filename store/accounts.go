@@ -56,22 +56,13 @@ func (s *Store) CreateAccountWithID(id, email, plan string, verified bool) (shot
 
 // Account returns the account id, or an error wrapping ErrNotFound.
 func (s *Store) Account(id string) (shotd.Account, error) {
-	var a shotd.Account
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		a, err = getAccount(tx, id)
-		return err
-	})
-	return a, err
+	return view(s, func(tx *bbolt.Tx) (shotd.Account, error) { return getAccount(tx, id) })
 }
 
 func getAccount(tx *bbolt.Tx, id string) (shotd.Account, error) {
-	var a shotd.Account
-	ok, err := getJSON(tx.Bucket(bucketAccounts), id, &a)
-	if err == nil && !ok {
-		err = fmt.Errorf("store: account %s: %w", id, ErrNotFound)
-	}
-	return a, err
+	return getRecord[shotd.Account](tx.Bucket(bucketAccounts), id, func() error {
+		return fmt.Errorf("store: account %s: %w", id, ErrNotFound)
+	})
 }
 
 // UpdateAccount applies fn to the account id in one transaction and returns the result. An

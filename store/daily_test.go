@@ -4,16 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 )
 
 func TestDailyUsage(t *testing.T) {
-	s, err := Open(t.TempDir(), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close(t.Context())
+	s, _ := openStore(t)
 	acc, err := s.CreateAccount("d@example.test", "default", true)
 	if err != nil {
 		t.Fatal(err)

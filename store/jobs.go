@@ -257,12 +257,7 @@ func (s *Store) Job(accountID, jobID string) (shotd.Job, error) {
 
 // JobByID returns the job jobID whatever its account: for the workers, never for a request.
 func (s *Store) JobByID(jobID string) (shotd.Job, error) {
-	var r jobRecord
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		r, err = getJob(tx, jobID)
-		return err
-	})
+	r, err := view(s, func(tx *bbolt.Tx) (jobRecord, error) { return getJob(tx, jobID) })
 	if err != nil {
 		return shotd.Job{}, err
 	}
@@ -272,12 +267,7 @@ func (s *Store) JobByID(jobID string) (shotd.Job, error) {
 func jobNotFound(jobID string) error { return fmt.Errorf("store: job %s: %w", jobID, ErrNotFound) }
 
 func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
-	var r jobRecord
-	ok, err := getJSON(tx.Bucket(bucketJobs), jobID, &r)
-	if err == nil && !ok {
-		err = jobNotFound(jobID)
-	}
-	return r, err
+	return getRecord[jobRecord](tx.Bucket(bucketJobs), jobID, func() error { return jobNotFound(jobID) })
 }
 
 // UpdateJob applies fn to the job jobID in one transaction, sets UpdatedAt and returns the job as

@@ -63,22 +63,13 @@ func indexKey(accountID, accessKey string) []byte {
 // Key returns the key with its SecretKey, revoked or not, or an error wrapping ErrNotFound.
 // One bbolt Get: the bucket is keyed by access key.
 func (s *Store) Key(accessKey string) (shotd.Key, error) {
-	var k shotd.Key
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		k, err = getKey(tx, accessKey)
-		return err
-	})
-	return k, err
+	return view(s, func(tx *bbolt.Tx) (shotd.Key, error) { return getKey(tx, accessKey) })
 }
 
 func getKey(tx *bbolt.Tx, accessKey string) (shotd.Key, error) {
-	var k shotd.Key
-	ok, err := getJSON(tx.Bucket(bucketKeys), accessKey, &k)
-	if err == nil && !ok {
-		err = fmt.Errorf("store: key %s: %w", redact(accessKey), ErrNotFound)
-	}
-	return k, err
+	return getRecord[shotd.Key](tx.Bucket(bucketKeys), accessKey, func() error {
+		return fmt.Errorf("store: key %s: %w", redact(accessKey), ErrNotFound)
+	})
 }
 
 // Keys lists the account's keys, revoked ones included, oldest first, with SecretKey blank. It

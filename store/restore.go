@@ -292,10 +292,7 @@ func Restore(dataDir, path string) (RestoreResult, error) {
 		return copyOwned(newDB, src, res.UID, res.GID)
 	}, func(name string, r io.Reader) error {
 		if res.Files == 0 {
-			if err := os.Mkdir(newFiles, 0o700); err != nil {
-				return err
-			}
-			if err := os.Chown(newFiles, res.UID, res.GID); err != nil {
+			if err := mkdirOwned(newFiles, res.UID, res.GID); err != nil {
 				return err
 			}
 		}
@@ -306,36 +303,43 @@ func Restore(dataDir, path string) (RestoreResult, error) {
 		return res, err
 	}
 	if res.Archive && res.Files == 0 {
-		if err := os.Mkdir(newFiles, 0o700); err != nil {
-			return res, err
-		}
-		if err := os.Chown(newFiles, res.UID, res.GID); err != nil {
+		if err := mkdirOwned(newFiles, res.UID, res.GID); err != nil {
 			return res, err
 		}
 	}
 
-	if _, err := os.Stat(dbPath); err == nil {
-		res.PreviousDB = dbPath + ".pre-restore-" + stamp
-		if err := os.Rename(dbPath, res.PreviousDB); err != nil {
-			return res, fmt.Errorf("store: restore: keep the current database: %w", err)
-		}
-	}
-	if err := os.Rename(newDB, dbPath); err != nil {
-		return res, fmt.Errorf("store: restore: %w", err)
+	if res.PreviousDB, err = install(newDB, dbPath, stamp, "database"); err != nil {
+		return res, err
 	}
 	if res.Archive {
-		filesDir := filepath.Join(dataDir, FilesDir)
-		if _, err := os.Stat(filesDir); err == nil {
-			res.PreviousDir = filesDir + ".pre-restore-" + stamp
-			if err := os.Rename(filesDir, res.PreviousDir); err != nil {
-				return res, fmt.Errorf("store: restore: keep the current files: %w", err)
-			}
-		}
-		if err := os.Rename(newFiles, filesDir); err != nil {
-			return res, fmt.Errorf("store: restore: %w", err)
+		if res.PreviousDir, err = install(newFiles, filepath.Join(dataDir, FilesDir), stamp, "files"); err != nil {
+			return res, err
 		}
 	}
 	return res, syncDir(dataDir)
+}
+
+// install renames next to cur, having first moved an existing cur aside to
+// cur.pre-restore-<stamp>, which it returns ("" when there was none); what names cur in errors.
+func install(next, cur, stamp, what string) (prev string, err error) {
+	if _, err := os.Stat(cur); err == nil {
+		prev = cur + ".pre-restore-" + stamp
+		if err := os.Rename(cur, prev); err != nil {
+			return prev, fmt.Errorf("store: restore: keep the current %s: %w", what, err)
+		}
+	}
+	if err := os.Rename(next, cur); err != nil {
+		return prev, fmt.Errorf("store: restore: %w", err)
+	}
+	return prev, nil
+}
+
+// mkdirOwned makes dir (0700) and gives it uid:gid.
+func mkdirOwned(dir string, uid, gid int) error {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		return err
+	}
+	return os.Chown(dir, uid, gid)
 }
 
 // copyOwned copies src to dst (created 0600, synced) and gives it uid:gid.

@@ -156,6 +156,27 @@ func getJSON(b *bbolt.Bucket, key string, v any) (ok bool, err error) {
 	return true, nil
 }
 
+// getRecord decodes the record key of bucket b; a missing one is the error notFound returns.
+func getRecord[T any](b *bbolt.Bucket, key string, notFound func() error) (T, error) {
+	var v T
+	ok, err := getJSON(b, key, &v)
+	if err == nil && !ok {
+		err = notFound()
+	}
+	return v, err
+}
+
+// view returns what get reads in one read transaction.
+func view[T any](s *Store, get func(tx *bbolt.Tx) (T, error)) (T, error) {
+	var v T
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		var err error
+		v, err = get(tx)
+		return err
+	})
+	return v, err
+}
+
 func putJSON(b *bbolt.Bucket, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {

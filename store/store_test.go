@@ -116,10 +116,7 @@ func TestSecondOpenFailsFast(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	s, err := Open(t.TempDir(), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s, _ := openStore(t)
 	// A read transaction left open holds Close; Close gives up when ctx ends and finishes later.
 	tx, err := s.DB().Begin(false)
 	if err != nil {

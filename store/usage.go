@@ -19,13 +19,7 @@ func usageKey(accountID string, periodStart time.Time) string {
 // Usage returns the account's counts for the billing period that contains now; a period without
 // renders yet has zero counts.
 func (s *Store) Usage(acc shotd.Account, now time.Time) (shotd.Usage, error) {
-	var u shotd.Usage
-	err := s.db.View(func(tx *bbolt.Tx) error {
-		var err error
-		u, err = getUsage(tx, acc, now)
-		return err
-	})
-	return u, err
+	return view(s, func(tx *bbolt.Tx) (shotd.Usage, error) { return getUsage(tx, acc, now) })
 }
 
 func getUsage(tx *bbolt.Tx, acc shotd.Account, now time.Time) (shotd.Usage, error) {

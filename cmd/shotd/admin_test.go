@@ -13,16 +13,12 @@ import (
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/internal/storetest"
 )
 
 // TestAdminCommands runs every `shotd admin` command against a real admin API on loopback.
 func TestAdminCommands(t *testing.T) {
-	st, err := store.Open(t.TempDir(), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
+	st := storetest.Open(t, "")
 	plans := config.Default().Plans
 	sys := actors.NewSystem(zerolog.Nop())
 	defer sys.Shutdown()

@@ -18,17 +18,14 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/store"
 )
 
 // TestAdminBackup takes a backup through the admin API while accounts are being written, restores
 // it as the data directory of a new store, and uses that store.
 func TestAdminBackup(t *testing.T) {
-	st, err := store.Open(t.TempDir(), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
+	st := storetest.Open(t, "")
 	plans := config.Default().Plans
 	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, plans, nil, nil, zerolog.Nop())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -136,11 +133,7 @@ func runRestore(t *testing.T, dataDir, backup string) (string, int) {
 // there. A restore is refused while the store holds the database, and for a backup of a newer
 // schema.
 func TestAdminBackupWithFiles(t *testing.T) {
-	st, err := store.Open(t.TempDir(), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(context.Background())
+	st := storetest.Open(t, "")
 	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, config.Default().Plans, nil, nil, zerolog.Nop())
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -43,7 +43,7 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	readyDone := make(chan struct{})
 	go func() { defer close(readyDone); notifyReady(rctx, notify, svc, log) }()
 
-	rl := &reloader{path: *cfgPath, env: m.Env, cur: cfg, plans: svc.Plans(), store: svc.Store(), notify: notify, log: log}
+	rl := &reloader{path: *cfgPath, env: m.Env, svc: svc, notify: notify}
 wait:
 	for {
 		select {

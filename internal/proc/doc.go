@@ -3,8 +3,13 @@
 // Group starts a command as the leader of a process group of its own, for Chrome (cdpclient)
 // and ffmpeg (media) alike: the group dies with the service, one kill reaches every process in
 // it, and once the leader exits the rest of its group is killed before the leader is reaped, so
-// the group id cannot have been reused by then. WaitGroup waits for goroutines until a deadline.
-// Env is the allow list of the service's environment that those children get.
+// the group id cannot have been reused by then. Child is such a group run with a context, which
+// kills it when it ends, keeping the tail of its stderr for error messages: ffmpeg and ffprobe
+// (media) and Chrome's --version (cdpclient). Env is the allow list of the service's environment
+// that those children get.
+//
+// Go runs a goroutine that its owner's Close waits for, unless the owner is closing; WaitGroup
+// waits for such goroutines until a deadline.
 //
 // Read, All and Members read what /proc says of a process: its state, parent, process group,
 // start time and CPU time, and the boot it belongs to. cdpclient uses them to recognise, at

@@ -1,4 +1,4 @@
-package httpd
+package metrics
 
 import (
 	"context"
@@ -6,12 +6,13 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/shotd/shotd"
 )
 
-// Metrics are the service's own Prometheus series, served on the admin listener's /metrics.
-// Components outside httpd report through its exported methods (serve wires them), so that
-// every series is declared here, in one place.
+// Metrics are the registry that the admin listener's /metrics serves and the service's own
+// series in it. Components report through its methods (service/ wires them), so that every
+// series is declared here, in one place. The methods of a nil *Metrics record nothing.
 type Metrics struct {
 	requests    *prometheus.CounterVec
 	renders     *prometheus.HistogramVec
@@ -21,14 +22,17 @@ type Metrics struct {
 	chromeDown  *prometheus.CounterVec
 	refusals    *prometheus.CounterVec
 	cacheLookup *prometheus.CounterVec
-	reg         prometheus.Registerer
+	reg         *prometheus.Registry
 }
 
 // renderBuckets span a small page (~50 ms) to a long video recording.
 var renderBuckets = []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 90}
 
-// NewMetrics registers the series on reg. browsersUp reports the browsers that can render.
-func NewMetrics(reg prometheus.Registerer, browsersUp func() float64) *Metrics {
+// New makes a registry with the process's own series (Go runtime, process) and shotd's.
+// browsersUp, when set, reports the browsers that can render.
+func New(browsersUp func() float64) *Metrics {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{
 		reg: reg,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -67,13 +71,18 @@ func NewMetrics(reg prometheus.Registerer, browsersUp func() float64) *Metrics {
 	return m
 }
 
-func (m *Metrics) request(route string, status int) {
+// Registry is what /metrics serves.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Request records one answer of the public API, by route (without ids) and status.
+func (m *Metrics) Request(route string, status int) {
 	if m != nil {
 		m.requests.WithLabelValues(route, strconv.Itoa(status)).Inc()
 	}
 }
 
-func (m *Metrics) render(format string, ms int64) {
+// SyncRendered records the render time of one successful sync render.
+func (m *Metrics) SyncRendered(format string, ms int64) {
 	if m != nil {
 		m.renders.WithLabelValues(format).Observe(float64(ms) / 1000)
 	}
@@ -187,17 +196,14 @@ func (c funcCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c funcCollector) Collect(ch chan<- prometheus.Metric) { c.collect(ch) }
 
-// MeteredRenderer is a Renderer whose renders are recorded: give it to httpd and to the job
-// actor so both paths count.
-type MeteredRenderer struct {
-	Renderer
-	Metrics *Metrics
-}
-
-// Render renders and records the outcome.
-func (r MeteredRenderer) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
-	start := time.Now()
-	out, err := r.Renderer.Render(ctx, o)
-	r.Metrics.Rendered(string(o.Format), time.Since(start), err)
-	return out, err
+// Meter returns r with every render recorded: its time by format and outcome, and the error
+// code of a failure. service/ puts it under both the public API and the job actor, so that both
+// paths count.
+func (m *Metrics) Meter(r shotd.Renderer) shotd.Renderer {
+	return shotd.RenderFunc(func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		start := time.Now()
+		out, err := r.Render(ctx, o)
+		m.Rendered(string(o.Format), time.Since(start), err)
+		return out, err
+	})
 }

@@ -1,4 +1,4 @@
-package main
+package service
 
 import (
 	"os"
@@ -10,7 +10,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
-	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/internal/storetest"
 )
 
 func TestRestartKeys(t *testing.T) {
@@ -44,14 +44,11 @@ func TestRestartKeys(t *testing.T) {
 	}
 }
 
-// TestReload applies a changed file and refuses one that drops a plan an account has.
+// TestReload applies a changed file and refuses one that drops a plan an account has, or that
+// does not load.
 func TestReload(t *testing.T) {
 	dir := t.TempDir()
-	st, err := store.Open(dir, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close(t.Context())
+	st := storetest.Open(t, dir)
 	path := filepath.Join(dir, "shotd.toml")
 	write := func(text string) {
 		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
@@ -67,11 +64,19 @@ func TestReload(t *testing.T) {
 		t.Fatal(err)
 	}
 	book := httpd.NewPlanBook(cfg.Plans)
-	r := &reloader{path: path, cur: cfg, plans: book, store: st, log: zerolog.Nop()}
+	svc := &Service{cfg: cfg, plans: book, store: st, log: zerolog.Nop()}
 	defer zerolog.SetGlobalLevel(zerolog.TraceLevel)
+	// What serve's reloader does on SIGHUP: read the file, hand it to the service.
+	reload := func() error {
+		next, err := config.Load(path, nil)
+		if err != nil {
+			return err
+		}
+		return svc.Reload(next)
+	}
 
 	write("[plans.pro]\nmonthly_quota = 20\n")
-	if err := r.reload(); err != nil {
+	if err := reload(); err != nil {
 		t.Fatal(err)
 	}
 	if p, _ := book.Get("pro"); p.MonthlyQuota != 20 {
@@ -79,14 +84,14 @@ func TestReload(t *testing.T) {
 	}
 
 	write("[plans.basic]\nmonthly_quota = 5\n")
-	if err := r.reload(); err == nil || !strings.Contains(err.Error(), "plans.pro") {
+	if err := reload(); err == nil || !strings.Contains(err.Error(), "plans.pro") {
 		t.Errorf("reload without a plan in use: %v, want a refusal naming plans.pro", err)
 	}
 	if _, ok := book.Get("pro"); !ok {
 		t.Error("a refused reload changed the plans")
 	}
 	write("listen = \"nonsense\"\n")
-	if err := r.reload(); err == nil {
+	if err := reload(); err == nil {
 		t.Error("an invalid file was applied")
 	}
 }

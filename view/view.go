@@ -1,16 +1,11 @@
-package httpd
+package view
 
 import (
-	"encoding/json"
 	"strings"
 	"time"
 
 	"github.com/shotd/shotd"
 )
-
-// The JSON shapes of jobs, batches and render results as the public API shows them, and as a
-// webhook receiver gets them. Links to files are built from the public URL of the moment, never
-// stored.
 
 // JobView is the job record as GET /api/v1/jobs/{id} and the webhook body show it.
 type JobView struct {
@@ -166,19 +161,4 @@ func NewBatchView(b shotd.Batch, jobs []shotd.Job, publicURL string) BatchView {
 		v.Status = shotd.BatchRunning
 	}
 	return v
-}
-
-// WebhookBody is what a webhook receiver gets: the job record exactly as GET /api/v1/jobs/{id}
-// shows it, plus the event.
-type WebhookBody struct {
-	JobView
-	Event string `json:"event"`
-}
-
-// WebhookBodies returns the maker of webhook bodies that the webhook actor sends, with links
-// to files under publicURL.
-func WebhookBodies(publicURL string) func(j shotd.Job, event string) ([]byte, error) {
-	return func(j shotd.Job, event string) ([]byte, error) {
-		return json.Marshal(WebhookBody{JobView: NewJobView(j, publicURL), Event: event})
-	}
 }

@@ -1,4 +1,4 @@
-package httpd_test
+package view_test
 
 import (
 	"encoding/json"
@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/view"
 )
 
 // keysOf decodes a JSON object and returns its field names, sorted.
@@ -68,7 +68,7 @@ func TestJobViewJSON(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			j := base
 			tt.edit(&j)
-			data, err := json.Marshal(httpd.NewJobView(j, tt.publicURL))
+			data, err := json.Marshal(view.NewJobView(j, tt.publicURL))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -119,16 +119,16 @@ func TestBatchView(t *testing.T) {
 		name       string
 		jobs       []shotd.Job
 		wantStatus string
-		wantCounts httpd.BatchCounts
+		wantCounts view.BatchCounts
 	}{
-		{"all queued", jobs(shotd.JobQueued, shotd.JobQueued, shotd.JobQueued), shotd.BatchQueued, httpd.BatchCounts{Queued: 3}},
-		{"one rendering", jobs(shotd.JobQueued, shotd.JobRendering, shotd.JobQueued), shotd.BatchRunning, httpd.BatchCounts{Queued: 2, Rendering: 1}},
-		{"one ended", jobs(shotd.JobSucceeded, shotd.JobQueued, shotd.JobQueued), shotd.BatchRunning, httpd.BatchCounts{Queued: 2, Succeeded: 1}},
-		{"all ended", jobs(shotd.JobSucceeded, shotd.JobFailed, shotd.JobSucceeded), shotd.BatchDone, httpd.BatchCounts{Succeeded: 2, Failed: 1}},
+		{"all queued", jobs(shotd.JobQueued, shotd.JobQueued, shotd.JobQueued), shotd.BatchQueued, view.BatchCounts{Queued: 3}},
+		{"one rendering", jobs(shotd.JobQueued, shotd.JobRendering, shotd.JobQueued), shotd.BatchRunning, view.BatchCounts{Queued: 2, Rendering: 1}},
+		{"one ended", jobs(shotd.JobSucceeded, shotd.JobQueued, shotd.JobQueued), shotd.BatchRunning, view.BatchCounts{Queued: 2, Succeeded: 1}},
+		{"all ended", jobs(shotd.JobSucceeded, shotd.JobFailed, shotd.JobSucceeded), shotd.BatchDone, view.BatchCounts{Succeeded: 2, Failed: 1}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := httpd.NewBatchView(b, tt.jobs, "https://shots.example")
+			v := view.NewBatchView(b, tt.jobs, "https://shots.example")
 			if v.Status != tt.wantStatus || v.Counts != tt.wantCounts || v.Total != 3 || len(v.Jobs) != 3 {
 				t.Fatalf("view %+v; want %s %+v", v, tt.wantStatus, tt.wantCounts)
 			}
@@ -164,13 +164,13 @@ func TestResultViewLinks(t *testing.T) {
 		edit      func(*shotd.JobResult)
 		publicURL string
 		wantURL   string
-		wantStore *httpd.StoreView
+		wantStore *view.StoreView
 	}{
 		{"files endpoint", func(*shotd.JobResult) {}, "https://shots.example/", "https://shots.example/api/v1/files/f_main", nil},
 		{"own link kept", func(r *shotd.JobResult) { r.URL = "https://bucket.example/f_main?X-Amz-Signature=x" },
 			"https://shots.example", "https://bucket.example/f_main?X-Amz-Signature=x", nil},
 		{"store location shown", func(r *shotd.JobResult) { r.StorageLocation = "https://s3.example/b/k.png" },
-			"http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v1/files/f_main", &httpd.StoreView{Location: "https://s3.example/b/k.png"}},
+			"http://127.0.0.1:8080", "http://127.0.0.1:8080/api/v1/files/f_main", &view.StoreView{Location: "https://s3.example/b/k.png"}},
 		{"extras link through the files endpoint", func(r *shotd.JobResult) {
 			r.URL = "https://bucket.example/f_main"
 			r.Metadata = &shotd.Metadata{Content: &shotd.FileRef{FileID: "f_content", Expires: expires}}
@@ -181,7 +181,7 @@ func TestResultViewLinks(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			r := base
 			tt.edit(&r)
-			v := httpd.NewResultView(r, tt.publicURL)
+			v := view.NewResultView(r, tt.publicURL)
 			if v.URL != tt.wantURL {
 				t.Fatalf("url %q, want %q", v.URL, tt.wantURL)
 			}

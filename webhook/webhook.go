@@ -1,0 +1,116 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/view"
+)
+
+// Webhook events: the body's event field and the x-webhook-event header.
+const (
+	EventSucceeded = "job.succeeded"
+	EventFailed    = "job.failed"
+)
+
+// Body is what a receiver gets: the job record exactly as GET /api/v1/jobs/{id} shows it, plus
+// the event.
+type Body struct {
+	view.JobView
+	Event string `json:"event"`
+}
+
+// EventOf is the event of an ended job.
+func EventOf(j shotd.Job) string {
+	if j.Status == shotd.JobFailed {
+		return EventFailed
+	}
+	return EventSucceeded
+}
+
+// NewBody is the body of j's delivery, with links to files under publicURL.
+func NewBody(j shotd.Job, publicURL string) ([]byte, error) {
+	return json.Marshal(Body{JobView: view.NewJobView(j, publicURL), Event: EventOf(j)})
+}
+
+// Sign returns x-signature for a body sent at timestamp (Unix seconds): shotd's webhook
+// signature scheme, HMAC-SHA256 of "<timestamp>.<raw body>" with the key's secret.
+func Sign(secret string, timestamp int64, body []byte) string {
+	return shotd.SignWebhook(secret, timestamp, body)
+}
+
+// Keys finds the key a job was created with, whose secret signs its deliveries: store.Store
+// implements it.
+type Keys interface {
+	Key(accessKey string) (shotd.Key, error)
+}
+
+// Dialer dials an outbound connection: the egress guard's DialContext.
+type Dialer func(ctx context.Context, network, address string) (net.Conn, error)
+
+// NewClient is the HTTP client of deliveries: it dials through dial (the egress guard), takes
+// no proxy from the environment, answers within timeout, and follows no redirect.
+func NewClient(dial Dialer, timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, CheckRedirect: NoRedirects, Transport: &http.Transport{
+		DialContext: dial, Proxy: nil, MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second}}
+}
+
+// NoRedirects makes a webhook client treat a redirect as the receiver's answer (a failed
+// attempt): following it would re-post the signed body to another host.
+func NoRedirects(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+
+// Sender makes one delivery attempt: it builds the body and the headers, signs, and posts.
+// The webhook actor (actors.Webhooks) records the attempts and schedules the retries.
+type Sender struct {
+	Client    *http.Client // NewClient: its transport dials through the egress guard
+	Keys      Keys         // for signed deliveries
+	PublicURL string       // base of the links to files in the body
+}
+
+// Send POSTs the record of job, which has ended, to its webhook URL, signed with the secret of
+// the key that created the job when the job asked for it. The attempts its record counts, this
+// one included, go in x-webhook-attempt. An answer other than 2xx is an error.
+func (s *Sender) Send(job shotd.Job) error {
+	raw, err := NewBody(job, s.PublicURL)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.Client.Timeout+time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.Webhook.URL, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	ts := time.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "shotd-webhook/1")
+	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("x-webhook-event", EventOf(job))
+	req.Header.Set("x-job-id", job.JobID)
+	req.Header.Set("x-webhook-attempt", strconv.Itoa(job.Webhook.Attempts))
+	if job.Webhook.Sign {
+		key, err := s.Keys.Key(job.AccessKey)
+		if err != nil {
+			return fmt.Errorf("signing key: %w", err)
+		}
+		req.Header.Set("x-signature", Sign(key.SecretKey, ts, raw))
+	}
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("receiver answered %d", resp.StatusCode)
+	}
+	return nil
+}
