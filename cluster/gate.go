@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 
@@ -76,11 +77,18 @@ func (g *Gate) Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnaps
 	if err != nil || req.Kind != shotd.AdmitRender {
 		return res, lim, err
 	}
-	key, _ := g.key(req.Account)
+	key, end := g.key(req.Account)
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
 	h, st, err := g.ledger.Reserve(ctx, key, req.Plan.MonthlyQuota, req.Plan.Concurrency, true)
 	lim = g.limits(lim, req.Plan, st)
+	lim.QuotaReset = end
+	var e *shotd.Error
+	if errors.As(err, &e) && e.Code == shotd.CodeQuotaExceeded {
+		// The single node's words: the same refusal whichever mode answers it.
+		err = shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up until %s",
+			req.Plan.MonthlyQuota, end.Format(time.RFC3339))
+	}
 	if err != nil {
 		if _, serr := g.inner.Settle(req.Account.ID, res.Ticket, shotd.OutcomeReleased); serr != nil {
 			g.log.Warn().Err(serr).Str("account", req.Account.ID).Msg("release of a render the cluster refused")
