@@ -77,6 +77,16 @@ func (c *clustered) ready(browser func() bool) func() bool {
 	return func() bool { return browser() && c.node.Healthy() }
 }
 
+// accountList is where the accounts are: the node's store, or the cluster's Book.
+func (s *Service) accountList() interface {
+	Accounts(after string, limit int) ([]shotd.Account, error)
+} {
+	if s.cluster != nil {
+		return s.cluster.book
+	}
+	return s.store
+}
+
 // clusterAdminStore is the admin API's store in cluster mode: accounts and keys from the
 // cluster, the node's daily history and backups from its own database.
 type clusterAdminStore struct {

@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,6 +34,8 @@ func TestOpenCloseCluster(t *testing.T) {
 		cfg.Storage.S3 = config.S3{Endpoint: srv.Endpoint(), Region: s3test.Region, Bucket: "results", Addressing: "path",
 			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
 		cfg.Cluster = config.Cluster{NodeName: "n1", Name: "shotd", Listen: route, Replicas: 3}
+		cfg.Plans["extra"] = shotd.Plan{Name: "extra", MonthlyQuota: 5, RequestsPerMinute: 5, StatusRequestsPerMinute: 5,
+			Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1}
 		svc, err := Open(t.Context(), cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -93,5 +96,15 @@ func TestOpenCloseCluster(t *testing.T) {
 	}
 	if n := used(svc, fs.AccessKey); n != 1 {
 		t.Fatalf("used %d after the restart, want 1", n)
+	}
+
+	// A reload that drops a plan an account of the cluster has is refused.
+	acc, err := svc.cluster.book.CreateAccount("x@example.test", "extra", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := testConfig(dir)
+	if err := svc.Reload(next); err == nil || !strings.Contains(err.Error(), acc.ID) {
+		t.Fatalf("reload without plan extra: %v, want a refusal naming %s", err, acc.ID)
 	}
 }
