@@ -41,8 +41,10 @@ lint:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-# Service vs a raw CDP loop on the same Chrome; prints p50, p95, throughput and the ratio.
-# BENCH_FLAGS passes flags to it (-rows, e.g. "small:1,2 pdf:1+200ms"; -n, -browser, -chrome-flags).
+# Service vs a raw and a clean CDP loop on the same Chrome; prints p50, p95, throughput, Chrome CPU
+# and the ratios, then the figures beyond the floor (warm start, cache hit, RSS, async accepts).
+# BENCH_FLAGS passes flags to it (-rows, e.g. "small:1,2 pdf:1+200ms"; -n, -browser, -chrome-flags,
+# -renders, -accepts, -hits).
 bench: deps
 	$(GO) run ./bench $(BENCH_FLAGS)
 

@@ -116,8 +116,8 @@ func NewJobID() string { return JobIDPrefix + randomToken(jobIDBytes) }
 // NewBatchID returns "bat_" and 128 random bits, url-safe.
 func NewBatchID() string { return BatchIDPrefix + randomToken(jobIDBytes) }
 
-// CreateJobs stores jobs, all queued, and the batch when batch is not nil, in one transaction:
-// all or nothing. It sets Status, CreatedAt and UpdatedAt of every job (CreatedAt is kept when
+// CreateJobs stores jobs, all queued, and the batch when batch is not nil, in one transaction
+// (which concurrent calls may share, each returning once it committed): all or nothing. It sets Status, CreatedAt and UpdatedAt of every job (CreatedAt is kept when
 // the caller set it), and with a batch also each job's BatchID and Index (its position in jobs)
 // and the batch's CreatedAt and JobIDs, writing them back into jobs and *batch once the
 // transaction committed, so that the caller holds what was stored. A job or batch id that
@@ -127,7 +127,10 @@ func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	// Concurrent submits share commits (an async accept is one commit, its fsync most of its
+	// time); each returns after the commit that holds its jobs. The function may run twice: it
+	// only writes what it was given.
+	err = s.newJobs.update(func(tx *bbolt.Tx) error {
 		jb := tx.Bucket(bucketJobs)
 		for _, r := range recs {
 			if jb.Get([]byte(r.JobID)) != nil {
