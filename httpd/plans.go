@@ -38,6 +38,9 @@ func (b *PlanBook) List() []shotd.Plan {
 	return out
 }
 
+// All returns the plans (a map the caller must not change).
+func (b *PlanBook) All() map[string]shotd.Plan { return *b.m.Load() }
+
 // Set replaces every plan with a copy of plans. A request already admitted keeps the plan it
 // was admitted under; the next one sees the new plans.
 func (b *PlanBook) Set(plans map[string]shotd.Plan) {

@@ -22,7 +22,8 @@ type options struct {
 	version       string
 }
 
-// WithVersion names the running build in shotd_build_info; without it "dev".
+// WithVersion names the running build in shotd_build_info and in cluster status; without it
+// "dev".
 func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
 // WithLogger logs through log; without it the service logs nothing.
