@@ -5,7 +5,7 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -X main.Version=$(VERSION)
 FUZZTIME  ?= 20s
 
-.PHONY: all build run test test-context test-short lint bench fuzz deps clean chaos soak
+.PHONY: all build run test test-context test-short lint bench fuzz deps clean chaos soak cluster-test
 
 all: build
 
@@ -41,10 +41,23 @@ lint:
 	$(GO) vet ./...
 	$(GO) mod tidy -diff
 
-# Service vs a raw CDP loop on the same Chrome; prints p50, p95, throughput and the ratio.
-# BENCH_FLAGS passes flags to it (-rows, e.g. "small:1,2 pdf:1+200ms"; -n, -browser, -chrome-flags).
+# Service vs a raw and a clean CDP loop on the same Chrome; prints p50, p95, throughput, Chrome CPU
+# and the ratios, then the figures beyond the floor (warm start, cache hit, RSS, async accepts).
+# BENCH_FLAGS passes flags to it (-rows, e.g. "small:1,2 pdf:1+200ms"; -n, -browser, -chrome-flags,
+# -renders, -accepts, -hits).
 bench: deps
 	$(GO) run ./bench $(BENCH_FLAGS)
+
+# Three shotd processes as one cluster on loopback (internal/clustertest), a node killed with
+# SIGKILL mid-load: five runs of the long load, each printing its figures. make test runs the
+# short load once.
+cluster-test: deps build
+	@log=$$(mktemp); trap 'rm -f $$log' EXIT; for i in 1 2 3 4 5; do \
+	  echo "cluster-test run $$i of 5"; \
+	  SHOTD_TEST_CLUSTER_LONG=1 SHOTD_TEST_CLUSTER_BIN=$(abspath $(BIN)) $(GO) test -count=1 -timeout 15m -run TestClusterQuota ./internal/clustertest/ -v >$$log 2>&1; rc=$$?; \
+	  grep -E '^(cluster run:|--- |ok|FAIL|\s+cluster_test.go)' $$log; \
+	  [ $$rc -eq 0 ] || exit 1; \
+	done
 
 # Faults under load against the real binary on loopback (internal/chaos): kill -9 of a renderer,
 # the GPU process, a browser, SIGSTOP of a browser, then of all at once, kill -9 of shotd;

@@ -140,3 +140,11 @@ type Slice struct {
 	Height  int `json:"height"`
 	FileRef
 }
+
+// AccountDeletion counts what deleting an account removed with it.
+type AccountDeletion struct {
+	Keys    int `json:"keys"`
+	Jobs    int `json:"jobs"`
+	Batches int `json:"batches"`
+	Files   int `json:"files"`
+}

@@ -8,7 +8,13 @@ type Batch struct {
 	AccountID string    `json:"account_id"`
 	CreatedAt time.Time `json:"created_at"`
 	JobIDs    []string  `json:"job_ids"` // in request order
+	// Webhook, when the bulk request gave a webhook_url, is the delivery of the batch.done event
+	// once every job ended; its Status is "" until then.
+	Webhook *WebhookState `json:"webhook,omitempty"`
 }
+
+// BatchDoneEvent is the event of a batch's webhook.
+const BatchDoneEvent = "batch.done"
 
 // Batch states, which follow from the states of its jobs.
 const (

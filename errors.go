@@ -165,3 +165,6 @@ func CodeOf(err error) Code {
 // code it becomes depends on who asked (an unknown access key is access_key_invalid on the public
 // API but not_found on the admin API).
 var ErrNotFound = errors.New("not found")
+
+// ErrAccountBusy: an account with jobs queued or rendering cannot be deleted.
+var ErrAccountBusy = errors.New("the account has jobs queued or rendering")

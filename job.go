@@ -30,6 +30,7 @@ type Job struct {
 	Status       string
 	CreatedAt    time.Time
 	UpdatedAt    time.Time
+	StartedAt    time.Time       // when its render last started; zero while it never did
 	Options      json.RawMessage // the validated Options as JSON, re-read at restart
 	Result       *JobResult
 	ErrorCode    string
@@ -92,6 +93,8 @@ type JobRequest struct {
 	AccessKey string // the key of the request, whose secret signs the webhooks
 	Options   []*Options
 	Batch     bool
+	// BatchWebhookURL receives one batch.done delivery when every job of the batch ended.
+	BatchWebhookURL string
 }
 
 // JobStats counts the jobs of a run of the service: Queued and Rendering now, Succeeded and

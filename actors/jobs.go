@@ -33,7 +33,10 @@ type JobsConfig struct {
 	Secrets Secrets
 	// Ended, when set, hears every job whose end was recorded (the dashboard's recent renders).
 	Ended func(shotd.Job)
-	Log   zerolog.Logger
+	// QueueWaited, when set, hears how long each job waited in the queue of this run for a slot
+	// of its account, before its render started. For /metrics; it must not block.
+	QueueWaited func(time.Duration)
+	Log         zerolog.Logger
 }
 
 // SubmitJobs queues the background renders of a request, which the caller has admitted
@@ -71,6 +74,7 @@ type jobDone struct {
 	accountID string
 	outcome   shotd.Outcome
 	webhook   bool
+	batchID   string // the job's batch, whose webhook may be due now
 }
 
 // pendingJob is what the job actor keeps of a job between its creation and its slot.
@@ -78,6 +82,8 @@ type pendingJob struct {
 	job     shotd.Job
 	account shotd.Account
 	plan    shotd.Plan
+	since   time.Time // when it entered the queue of this run
+	seq     uint64    // its order of arrival: the account's slots go to its jobs in this order
 }
 
 // jobActor owns the job queue: it asks the account actors for a slot per job (jobs wait for a
@@ -88,6 +94,7 @@ type jobActor struct {
 	cfg     JobsConfig
 	owner   *Jobs
 	pending map[string]*pendingJob
+	seq     uint64
 	restore []shotd.Job
 }
 
@@ -101,7 +108,8 @@ func (a *jobActor) Receive(ctx actor.Context) {
 	case *jobsCreated:
 		a.owner.queued.Add(int64(len(m.jobs)))
 		for _, j := range m.jobs {
-			a.pending[j.JobID] = &pendingJob{job: j, account: m.account, plan: m.plan}
+			a.seq++
+			a.pending[j.JobID] = &pendingJob{job: j, account: m.account, plan: m.plan, since: time.Now(), seq: a.seq}
 			ctx.Request(a.cfg.Accounts.PID(), &AcquireJobSlot{Account: m.account, Plan: m.plan, JobID: j.JobID})
 		}
 	case *JobSlotGranted:
@@ -110,6 +118,9 @@ func (a *jobActor) Receive(ctx actor.Context) {
 			return
 		}
 		delete(a.pending, m.JobID)
+		if a.cfg.QueueWaited != nil {
+			a.cfg.QueueWaited(time.Since(p.since))
+		}
 		a.owner.queued.Add(-1)
 		a.owner.rendering.Add(1)
 		if !a.owner.goRun(func() { defer a.owner.rendering.Add(-1); a.run(ctx.ActorSystem().Root, ctx.Self(), p) }) {
@@ -118,10 +129,15 @@ func (a *jobActor) Receive(ctx actor.Context) {
 			// slot back without billing.
 			ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: p.account.ID, JobID: p.job.JobID, Outcome: shotd.OutcomeReleased, Started: true})
 		}
+	case *queuePosition:
+		ctx.Respond(a.position(m.jobID))
 	case *jobDone:
 		ctx.Send(a.cfg.Accounts.PID(), &SettleJob{AccountID: m.accountID, JobID: m.jobID, Outcome: m.outcome, Started: true})
 		if m.webhook && a.cfg.Webhooks != nil {
 			a.cfg.Webhooks.Deliver(m.jobID)
+		}
+		if m.batchID != "" && a.cfg.Webhooks != nil {
+			a.cfg.Webhooks.BatchJobEnded(m.batchID)
 		}
 	}
 }
@@ -159,6 +175,9 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 	var batch *shotd.Batch
 	if m.Batch {
 		batch = &shotd.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
+		if m.BatchWebhookURL != "" {
+			batch.Webhook = &shotd.WebhookState{URL: m.BatchWebhookURL} // always signed
+		}
 	}
 	for i, o := range m.Options {
 		raw, err := a.marshalOptions(o)
@@ -208,7 +227,10 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) {
 	j := p.job
 	log := a.cfg.Log.With().Str("job", j.JobID).Str("account", j.AccountID).Logger()
-	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }); err != nil {
+	if _, err := a.cfg.Store.UpdateJob(j.JobID, func(j *shotd.Job) error {
+		j.Status, j.StartedAt = shotd.JobRendering, time.Now().UTC()
+		return nil
+	}); err != nil {
 		log.Error().Err(err).Msg("job to rendering")
 	}
 	var o shotd.Options
@@ -256,7 +278,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 	if a.cfg.Ended != nil {
 		a.cfg.Ended(final)
 	}
-	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil})
+	root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: outcome, webhook: final.Webhook != nil, batchID: j.BatchID})
 }
 
 // recordEnd writes a job's end in one transaction: succeeded with result, or failed with err's
@@ -372,6 +394,37 @@ type Jobs struct {
 	// For Stats: kept by the actor and the job goroutines, read by /metrics.
 	queued, rendering atomic.Int64
 	succeeded, failed atomic.Uint64
+}
+
+// queuePosition asks the job actor for a queued job's place; the answer is an int, 0 when the
+// job is not queued in this run.
+type queuePosition struct{ jobID string }
+
+// position is the place of a queued job among its account's queued jobs, which get the
+// account's slots in the order they came (1: the next to start); 0 when it is not queued.
+func (a *jobActor) position(jobID string) int {
+	p, ok := a.pending[jobID]
+	if !ok {
+		return 0
+	}
+	n := 0
+	for _, q := range a.pending {
+		if q.account.ID == p.account.ID && q.seq <= p.seq {
+			n++
+		}
+	}
+	return n
+}
+
+// QueuePosition is a queued job's place among its account's queued jobs (1: the next to
+// start); false when it is not queued or the actor did not answer within timeout.
+func (j *Jobs) QueuePosition(jobID string, timeout time.Duration) (int, bool) {
+	res, err := j.sys.Root.RequestFuture(j.pid, &queuePosition{jobID: jobID}, timeout).Result()
+	if err != nil {
+		return 0, false
+	}
+	n, _ := res.(int)
+	return n, n > 0
 }
 
 // Stats returns the job counts; Queued is the queue depth (jobs waiting for an account slot).

@@ -29,6 +29,9 @@ type PoolConfig struct {
 	// "unresponsive", ... when it stopped taking renders, "recycled" when its replacement took
 	// over from it. For /metrics.
 	ChromeReplaced func(reason string)
+	// SlotWaited, when set, hears how long each render waited for a free slot before it went to
+	// a browser (0 when one was free). For /metrics; called in the supervisor: it must not block.
+	SlotWaited func(time.Duration)
 }
 
 // Renderer is the render pool seen from outside the actor system: it asks the supervisor and

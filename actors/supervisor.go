@@ -49,6 +49,7 @@ type waiter struct {
 	id     uint64
 	msg    *Render
 	sender *actor.PID
+	at     time.Time // when the render asked for a slot
 }
 
 func (s *supervisor) Receive(ctx actor.Context) {
@@ -69,7 +70,7 @@ func (s *supervisor) Receive(ctx actor.Context) {
 			s.browsers = append(s.browsers, &slotState{pid: pid})
 		}
 	case *Render:
-		s.dispatch(ctx, &waiter{msg: m, sender: ctx.Sender()}, true)
+		s.dispatch(ctx, &waiter{msg: m, sender: ctx.Sender(), at: time.Now()}, true)
 	case *BrowserUp:
 		if b := s.browser(m.ID); b != nil {
 			b.up, b.chrome, b.gen, b.readyTabs, b.background = true, m.PID, m.Gen, m.ReadyTabs, m.Background
@@ -141,6 +142,9 @@ func (s *supervisor) dispatch(ctx actor.Context, w *waiter, queue bool) bool {
 		s.lastPick = slices.Index(s.browsers, best)
 		best.inflight++
 		best.renders++
+		if s.cfg.SlotWaited != nil {
+			s.cfg.SlotWaited(time.Since(w.at))
+		}
 		ctx.RequestWithCustomSender(best.pid, w.msg, w.sender)
 		return true
 	}

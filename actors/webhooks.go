@@ -45,6 +45,15 @@ type webhookActor struct {
 }
 
 func (a *webhookActor) Receive(ctx actor.Context) {
+	if m, ok := ctx.Message().(*deliverBatch); ok {
+		root, self := ctx.ActorSystem().Root, ctx.Self()
+		a.owner.goRun(func() {
+			if next, retry := a.attemptBatch(m.batchID, m.resume); retry {
+				a.owner.after(next, func() { root.Send(self, &deliverBatch{batchID: m.batchID, resume: true}) })
+			}
+		})
+		return
+	}
 	if m, ok := ctx.Message().(*DeliverWebhook); ok {
 		root, self := ctx.ActorSystem().Root, ctx.Self()
 		a.owner.goRun(func() {
@@ -141,6 +150,10 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 	if err != nil {
 		return nil, err
 	}
+	batches, err := cfg.Store.BatchWebhooksDue()
+	if err != nil {
+		return nil, err
+	}
 	w := &Webhooks{sys: sys, timers: map[*time.Timer]bool{}}
 	pid, err := sys.Root.SpawnNamed(topProps(func() actor.Actor {
 		return &webhookActor{cfg: cfg, owner: w}
@@ -153,6 +166,9 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 		wait := time.Until(j.Webhook.NextAttemptAt)
 		id := j.JobID
 		w.after(max(wait, 0), func() { sys.Root.Send(pid, &DeliverWebhook{JobID: id}) })
+	}
+	for _, id := range batches {
+		w.resumeBatch(id)
 	}
 	return w, nil
 }

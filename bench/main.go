@@ -15,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -28,12 +29,16 @@ func main() {
 	n := flag.Int("n", 30, "renders per row and side")
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for every side, space separated (for experiments)")
-	rowsFlag := flag.String("rows", "small:1,2,4 heavy:1 pdf:1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll); 1+P is one client pausing P between requests")
+	rowsFlag := flag.String("rows", "small:1+200ms,1,2,4 heavy:1+200ms,1 pdf:1+200ms,1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll); 1+P is one client pausing P between requests")
 	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
 	chromium := flag.String("chromium", "/usr/lib/chromium/chromium", "full Chromium for the second raw loop (\"\": none)")
 	pool := flag.Int("pool", config.Default().Browser.PoolSize, "browser processes of the service (browser.pool_size)")
 	isolation := flag.String("isolation", config.Default().Browser.Isolation, "browser.isolation of the service: wipe or context")
 	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile (service, raw loop, proxy, clients) to this file")
+	var b beyond
+	flag.IntVar(&b.renders, "renders", 0, "more small-page renders by 4 clients after the table, before the service's RSS is taken again")
+	flag.IntVar(&b.accepts, "accepts", 2000, "async accepts by 16 clients for the accept rate (0: not measured)")
+	flag.IntVar(&b.hits, "hits", 200, "cache hits for their p50 (0: not measured)")
 	flag.Parse()
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
@@ -70,7 +75,7 @@ func main() {
 	if *pool < 1 {
 		usage("-pool: %d browsers", *pool)
 	}
-	if err := run(*browserPath, *chromium, *isolation, *n, *warm, *pool, rows, strings.Fields(*extra)); err != nil {
+	if err := run(*browserPath, *chromium, *isolation, *n, *warm, *pool, rows, strings.Fields(*extra), b); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -108,11 +113,13 @@ type row struct {
 
 // service is shotd opened in-process as serve opens it, on loopback.
 type service struct {
-	base   string
-	key    string
-	pids   func() []int     // the Chrome processes of the pool
-	chrome cdpclient.Config // how the pool launches each Chrome
-	close  func()
+	base    string
+	key     string
+	pids    func() []int     // the Chrome processes of the pool
+	chrome  cdpclient.Config // how the pool launches each Chrome
+	close   func()
+	ready   time.Duration // from Open to ready, on a data dir of a service that was open before
+	renders atomic.Int64  // renders answered 200 (cache hits included)
 }
 
 // side is one of the measured: the service, or a raw loop on a Chrome of its own.
@@ -130,7 +137,7 @@ type result struct {
 	renders   int
 }
 
-func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []row, extraFlags []string) error {
+func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []row, extraFlags []string, b beyond) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
@@ -142,6 +149,8 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 		return err
 	}
 	defer svc.close()
+	// Before anything else runs in this process: the raw loops' clients would count too.
+	b.rssIdle = rss()
 	ccfg := svc.chrome
 	path := ccfg.Path
 	sides := []side{{name: "service", measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
@@ -151,7 +160,7 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	if chromiumPath != "" && chromiumPath != path {
 		floors = append(floors, chromiumPath)
 	}
-	for _, fp := range floors {
+	for i, fp := range floors {
 		fcfg := ccfg
 		fcfg.Path = fp
 		raw, err := cdpclient.Launch(context.Background(), fcfg)
@@ -160,8 +169,20 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 		}
 		defer raw.Close(context.Background())
 		sides = append(sides, side{name: "raw " + filepath.Base(fp), measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
-			return measureRaw(raw, target, r, n)
+			return measureRaw(raw, target, r, n, false)
 		}, pids: func() []int { return []int{raw.PID()} }})
+		if i > 0 {
+			continue
+		}
+		// The clean floor, on a Chrome of its own so that each side's CPU is its own.
+		clean, err := cdpclient.Launch(context.Background(), fcfg)
+		if err != nil {
+			return fmt.Errorf("clean loop on %s: %w", fp, err)
+		}
+		defer clean.Close(context.Background())
+		sides = append(sides, side{name: "clean " + filepath.Base(fp), measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
+			return measureRaw(clean, target, r, n, true)
+		}, pids: func() []int { return []int{clean.PID()} }})
 	}
 
 	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side, service: pool_size %d, isolation %s, %s\n",
@@ -170,7 +191,7 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	for _, s := range sides {
 		fmt.Printf(" | %-34s", s.name+" p50/p95 ms  r/s  cpu s")
 	}
-	fmt.Printf(" | p50 and r/s of the service against each raw loop\n")
+	fmt.Printf(" | p50 and r/s of the service against each loop\n")
 	for _, rw := range rows {
 		target := pages.URL + rw.scenario.page
 		res := make([]result, len(sides))
@@ -202,42 +223,69 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	}
 	fmt.Println("clients: N is N clients back to back; 1+P is one client pausing P between requests (r/s includes the pauses).")
 	fmt.Println("cpu s: CPU seconds of all of a side's Chrome processes per render, the background work a row leaves included.")
-	fmt.Println("last columns: the service's p50 over the raw loop's (lower is better), and its renders per second over the raw loop's (higher is better).")
-	return nil
+	fmt.Println("raw: navigate, wait for load, capture (PNGs with optimizeForSpeed, as the service's); clean: the same, then about:blank, cookies, HTTP cache and the origin's storage cleared (outside p50, inside r/s).")
+	fmt.Println("last columns: the service's p50 over each loop's (lower is better), and its renders per second over the loop's (higher is better).")
+	return b.measure(svc, pages.URL+"/small")
 }
 
+// startService opens the service, creates the bench's account and closes it, then opens it again
+// on the same data dir: the second start, to ready, is the warm start measured.
 func startService(browserPath, isolation string, pool int, extraFlags []string, log zerolog.Logger) (*service, error) {
 	dir, err := os.MkdirTemp("", "shotd-bench-")
 	if err != nil {
 		return nil, err
 	}
+	first, err := openService(dir, browserPath, isolation, pool, extraFlags, log, "")
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	key := first.key
+	first.close()
+	first = nil // its memory is not the second's
+	start := time.Now()
+	s, err := openService(dir, browserPath, isolation, pool, extraFlags, log, key)
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.ready = time.Since(start)
+	closeSvc := s.close
+	s.close = func() { closeSvc(); os.RemoveAll(dir) }
+	return s, nil
+}
+
+// openService opens the service on dir and waits until it is ready; with key "" it creates the
+// bench's account and key first.
+func openService(dir, browserPath, isolation string, pool int, extraFlags []string, log zerolog.Logger, key string) (*service, error) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Listen, cfg.AdminListen, cfg.PublicURL = dir, "127.0.0.1:0", "127.0.0.1:0", "http://127.0.0.1"
 	cfg.Browser.Path, cfg.Browser.Isolation, cfg.Browser.PoolSize = browserPath, isolation, pool
 	cfg.Network.AllowPrivate = []string{"127.0.0.1/32"} // the fixture pages
 	cfg.Plans["bench"] = shotd.Plan{Name: "bench", MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30,
-		StatusRequestsPerMinute: 1 << 30, Concurrency: 64, QueueLimit: 64, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}
+		StatusRequestsPerMinute: 1 << 30, Concurrency: 64, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}
 	ctx := context.Background()
 	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log), shotdsvc.WithChromeFlags(extraFlags...))
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, err
 	}
 	closeAll := func() {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		svc.Close(ctx)
-		os.RemoveAll(dir)
 	}
-	acc, err := svc.Store().CreateAccount("bench@example.test", "bench", true)
-	if err != nil {
-		closeAll()
-		return nil, err
-	}
-	key, err := svc.Store().CreateKey(acc.ID, "bench", false)
-	if err != nil {
-		closeAll()
-		return nil, err
+	if key == "" {
+		acc, err := svc.Store().CreateAccount("bench@example.test", "bench", true)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		k, err := svc.Store().CreateKey(acc.ID, "bench", false)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		key = k.AccessKey
 	}
 	rctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
@@ -258,7 +306,7 @@ func startService(browserPath, isolation string, pool int, extraFlags []string, 
 		}
 		return pids
 	}
-	return &service{base: "http://" + svc.PublicAddr().String(), key: key.AccessKey, pids: pids, chrome: svc.ChromeConfig(),
+	return &service{base: "http://" + svc.PublicAddr().String(), key: key, pids: pids, chrome: svc.ChromeConfig(),
 		close: closeAll}, nil
 }
 
@@ -287,13 +335,14 @@ func measureService(s *service, target string, r row, n int) ([]time.Duration, t
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != want {
 			return fmt.Errorf("service answered %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
+		s.renders.Add(1)
 		return nil
 	})
 }
 
 // measureRaw runs r.conc raw loops, each on its own reused tab, n renders in all, each loop
 // pausing r.gap between renders.
-func measureRaw(p *cdpclient.Process, target string, r row, n int) ([]time.Duration, time.Duration, error) {
+func measureRaw(p *cdpclient.Process, target string, r row, n int, clean bool) ([]time.Duration, time.Duration, error) {
 	var mu sync.Mutex
 	var all []time.Duration
 	var firstErr error
@@ -307,7 +356,7 @@ func measureRaw(p *cdpclient.Process, target string, r row, n int) ([]time.Durat
 		wg.Go(func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			d, err := rawLoop(ctx, p, target, r.scenario.raw, share, r.gap)
+			d, err := rawLoop(ctx, p, target, r.scenario.raw, share, r.gap, clean)
 			mu.Lock()
 			defer mu.Unlock()
 			all = append(all, d...)

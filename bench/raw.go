@@ -3,12 +3,16 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net/url"
+	"sync"
 	"time"
 
 	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/protocol/storage"
 
 	"github.com/shotd/shotd/cdpclient"
 )
@@ -22,8 +26,11 @@ const (
 
 // rawLoop is the floor the service is measured against: ONE target, reused n times for
 // navigate, wait for load, capture (kind), with none of a render's isolation, checks or options,
-// pausing gap after each. It returns the duration of each iteration, pauses left out.
-func rawLoop(ctx context.Context, p *cdpclient.Process, url, kind string, n int, gap time.Duration) ([]time.Duration, error) {
+// pausing gap after each. With clean, each capture is followed by the cheapest cleaning known to
+// pass the service's isolation tests (rawClean), outside the iteration's duration as the
+// service's wipe is outside its answer, but inside the loop's wall time. It returns the duration
+// of each iteration, cleanings and pauses left out.
+func rawLoop(ctx context.Context, p *cdpclient.Process, url, kind string, n int, gap time.Duration, clean bool) ([]time.Duration, error) {
 	t, err := p.OpenTarget(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("raw loop: open a target: %w", err)
@@ -39,6 +46,11 @@ func rawLoop(ctx context.Context, p *cdpclient.Process, url, kind string, n int,
 			return durs, fmt.Errorf("raw loop: capture %d: %w", i, err)
 		}
 		durs = append(durs, time.Since(start))
+		if clean {
+			if err := rawClean(ctx, t, url); err != nil {
+				return durs, fmt.Errorf("raw loop: clean %d: %w", i, err)
+			}
+		}
 		if gap > 0 {
 			select {
 			case <-ctx.Done():
@@ -68,11 +80,45 @@ func rawLoad(ctx context.Context, t *cdpclient.Target, url string) error {
 	return nil
 }
 
+// originStorage is the storage the service's wipe clears per origin (cdpclient's originStorage):
+// every kind a page can write, the origin's cookies and the GPU shader cache left out.
+const originStorage = "local_storage,indexeddb,cache_storage,service_workers,file_systems,websql,shared_storage,storage_buckets,interest_groups"
+
+// rawClean is the clean floor's cleaning of t after a render of pageURL: the tab leaves the page
+// for about:blank (a navigation from the browser, as the service's wipe makes it: the page's
+// unload handlers run, its timers and workers end), then the context's cookies and HTTP cache
+// and the page's origin's storage are cleared, the three calls at once.
+func rawClean(ctx context.Context, t *cdpclient.Target, pageURL string) error {
+	if err := rawLoad(ctx, t, "about:blank"); err != nil {
+		return err
+	}
+	u, err := url.Parse(pageURL)
+	if err != nil {
+		return err
+	}
+	c := t.Client
+	calls := []func() error{
+		func() error { return c.Network.ClearBrowserCookies(ctx) },
+		func() error { return c.Network.ClearBrowserCache(ctx) },
+		func() error {
+			return c.Storage.ClearDataForOrigin(ctx, storage.NewClearDataForOriginArgs(u.Scheme+"://"+u.Host, originStorage))
+		},
+	}
+	errs := make([]error, len(calls))
+	var wg sync.WaitGroup
+	for i, f := range calls {
+		wg.Go(func() { errs[i] = f() })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // pageSizeJS measures the viewport's width and the page's height, as the service does before a
 // full-page capture.
 const pageSizeJS = `[window.innerWidth, Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)]`
 
-// rawCapture takes the capture of one iteration, with Chrome's defaults.
+// rawCapture takes the capture of one iteration, with Chrome's defaults but for PNGs, which are
+// encoded with Chrome's fast encoder (optimizeForSpeed), as the service encodes them.
 func rawCapture(ctx context.Context, c *cdp.Client, kind string) error {
 	switch kind {
 	case rawPDF:
@@ -96,10 +142,10 @@ func rawCapture(ctx context.Context, c *cdp.Client, kind string) error {
 			return fmt.Errorf("page size: %w", err)
 		}
 		_, err = c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png").
-			SetClip(page.Viewport{Width: size[0], Height: size[1], Scale: 1}).SetCaptureBeyondViewport(true))
+			SetClip(page.Viewport{Width: size[0], Height: size[1], Scale: 1}).SetCaptureBeyondViewport(true).SetOptimizeForSpeed(true))
 		return err
 	default:
-		_, err := c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png"))
+		_, err := c.Page.CaptureScreenshot(ctx, page.NewCaptureScreenshotArgs().SetFormat("png").SetOptimizeForSpeed(true))
 		return err
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd/cdpclient"
@@ -65,7 +66,7 @@ func TestRawLoop(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv, loads := countingPages(t)
-			durs, err := rawLoop(t.Context(), chrome, srv.URL+tt.page, tt.kind, 3, 0)
+			durs, err := rawLoop(t.Context(), chrome, srv.URL+tt.page, tt.kind, 3, 0, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +87,7 @@ func TestRawLoopFailedNavigation(t *testing.T) {
 	srv := httptest.NewServer(http.NotFoundHandler())
 	url := srv.URL + "/small"
 	srv.Close() // nothing listens there any more
-	if _, err := rawLoop(t.Context(), chrome, url, rawPNG, 1, 0); err == nil {
+	if _, err := rawLoop(t.Context(), chrome, url, rawPNG, 1, 0, false); err == nil {
 		t.Fatal("no error for a page that cannot load")
 	}
 }
@@ -95,11 +96,60 @@ func TestRawLoopFailedNavigation(t *testing.T) {
 func BenchmarkRawLoop(b *testing.B) {
 	srv, _ := countingPages(b)
 	b.ResetTimer()
-	durs, err := rawLoop(b.Context(), chrome, srv.URL+"/small", rawPNG, b.N, 0)
+	durs, err := rawLoop(b.Context(), chrome, srv.URL+"/small", rawPNG, b.N, 0, false)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.StopTimer()
 	slices.Sort(durs)
 	b.ReportMetric(float64(durs[len(durs)/2])/float64(time.Millisecond), "median-ms")
+}
+
+// TestRawClean: the clean floor's cleaning leaves the tab on a page of the same origin with no
+// cookie and no storage of the previous render, and the clean loop still loads each iteration.
+func TestRawClean(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		if r.URL.Path == "/set" {
+			w.Header().Set("Set-Cookie", "c=1; Path=/")
+			fmt.Fprint(w, `<script>localStorage.setItem('k', 'v')</script>`)
+			return
+		}
+		fmt.Fprint(w, `<p>read</p>`)
+	}))
+	defer srv.Close()
+	ctx := t.Context()
+	tgt, err := chrome.OpenTarget(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tgt.Close()
+	state := func() string {
+		if err := rawLoad(ctx, tgt, srv.URL+"/read"); err != nil {
+			t.Fatal(err)
+		}
+		res, err := tgt.Client.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(`document.cookie + '|' + localStorage.length`).SetReturnByValue(true))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(res.Result.Value)
+	}
+	if err := rawLoad(ctx, tgt, srv.URL+"/set"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != `"c=1|1"` {
+		t.Fatalf("before the cleaning: %s, want the page's cookie and storage", got)
+	}
+	if err := rawClean(ctx, tgt, srv.URL+"/set"); err != nil {
+		t.Fatal(err)
+	}
+	if got := state(); got != `"|0"` {
+		t.Fatalf("after the cleaning: %s, want no cookie and no storage", got)
+	}
+
+	pages, loads := countingPages(t)
+	durs, err := rawLoop(ctx, chrome, pages.URL+"/small", rawPNG, 3, 0, true)
+	if err != nil || len(durs) != 3 || loads.Load() != 3 {
+		t.Fatalf("clean loop: %d durations, %d loads, %v; want 3 of each", len(durs), loads.Load(), err)
+	}
 }

@@ -108,6 +108,37 @@ const d = document.createElement('div'); d.style.cssText = 'height:1000px;backgr
 	}
 }
 
+// TestFullPageScrollFrames: the lazy-load scroll waits one rendering update per step, not two
+// frames: the page counts its animation frames from the scroll's first step to its return to
+// the top and draws the count as the width of a black bar (2 px a frame).
+func TestFullPageScrollFrames(t *testing.T) {
+	const height, steps = 6000, 6000 / 300 // the viewport of opts is 300 px high
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(fmt.Sprintf(`<body style="margin:0;background:#fff"><div id=bar style="height:10px;width:0;background:#000"></div>
+<div style="height:%dpx"></div><script>
+let frames = 0, start = -1;
+const tick = () => { frames++; requestAnimationFrame(tick); };
+requestAnimationFrame(tick);
+addEventListener('scroll', () => {
+	if (scrollY > 0 && start < 0) start = frames;
+	if (scrollY === 0 && start >= 0) bar.style.width = (frames - start) * 2 + 'px';
+});
+</script></body>`, height-10)))
+	srv, _ := server(t, mux)
+	o := opts(srv.URL)
+	o.FullPage, o.FullPageScroll = true, true
+	img := decodePNG(t, mustRender(t, shared, o).Data)
+	frames := 0
+	for x := 0; x < img.Bounds().Dx() && rgbAt(img, x, 5) == black; x++ {
+		frames++
+	}
+	frames /= 2
+	// One frame a step and a few at the end; two frames a step would be 2*steps and more.
+	if frames == 0 || frames >= steps*3/2 {
+		t.Fatalf("%d animation frames during a scroll of %d steps, want about one a step", frames, steps)
+	}
+}
+
 // TestFullPageTall: a 20,000 px page is taller than Chrome's texture limit at device scale 1;
 // its tiles must come out in order, neither repeated nor blank.
 func TestFullPageTall(t *testing.T) {

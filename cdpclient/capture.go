@@ -242,17 +242,22 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 }
 
 // scrollPageJS scrolls through the page in viewport steps until maxH or the time budget, so
-// that lazy images and infinite-scroll loaders fire. After each step it waits two animation
-// frames, in which intersection observers and the browser's own lazy loading see the new view,
-// and longer only while the page is still adding content (child nodes, up to settleMs); images
-// load meanwhile, in parallel. Then it waits (at most imgMs) for the displayed images above maxH
-// that are still loading, and for content still being added, scrolling on should the page have
-// grown; returns to the top and reports the document height. scrollTo with behavior 'instant'
-// overrides a smooth scroll-behavior of the page.
+// that lazy images and infinite-scroll loaders fire. After each step it waits for the end of the
+// next rendering update (an animation frame, then a task): that update computes the
+// intersections of the new view, which intersection observers and the browser's own lazy loading
+// are told of (their callbacks are queued then and start the loads wherever the scroll has gone
+// meanwhile); only after the last step does it wait a whole frame more, for those callbacks to
+// have run, and scrolls on should they have made the page taller. It waits longer only while the
+// page is still adding content (child nodes, up to settleMs); images load meanwhile, in
+// parallel. Then it waits (at most imgMs) for the displayed images above maxH that are still
+// loading, and for content still being added, scrolling on should the page have grown; returns
+// to the top and reports the document height. scrollTo with behavior 'instant' overrides a
+// smooth scroll-behavior of the page.
 const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs) => {
 	const t0 = performance.now();
 	const sleep = ms => new Promise(res => setTimeout(res, ms));
 	const frame = () => new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
+	const update = () => new Promise(res => requestAnimationFrame(() => setTimeout(res, 0)));
 	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
 	const step = stepPx > 0 ? stepPx : Math.max(innerHeight, 100);
 	let added = 0; // when the page last added nodes
@@ -268,11 +273,18 @@ const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs) => 
 	});
 	let y = 0;
 	const scrollOn = async () => {
-		for (; y < Math.min(height(), maxH) && performance.now() - t0 < budget; y += step) {
-			scrollTo({top: y, left: 0, behavior: 'instant'});
+		for (;;) {
+			for (; y < Math.min(height(), maxH) && performance.now() - t0 < budget; y += step) {
+				scrollTo({top: y, left: 0, behavior: 'instant'});
+				await update();
+				if (delayMs > 0) await sleep(Math.min(delayMs, Math.max(0, t0 + budget - performance.now())));
+				else await settle(Math.min(performance.now() + settleMs, t0 + budget));
+			}
+			if (performance.now() - t0 >= budget) return;
+			// The callbacks of the last step's update have run after one more frame: a loader
+			// at the end of the page may have made it taller.
 			await frame();
-			if (delayMs > 0) await sleep(Math.min(delayMs, Math.max(0, t0 + budget - performance.now())));
-			else await settle(Math.min(performance.now() + settleMs, t0 + budget));
+			if (!(y < Math.min(height(), maxH))) return;
 		}
 	};
 	await scrollOn();

@@ -50,6 +50,7 @@ type Config struct {
 	Log      Log      `toml:"log"`
 	Blocking Blocking `toml:"blocking"`
 	Media    Media    `toml:"media"`
+	Cluster  Cluster  `toml:"cluster"` // cluster.go; empty: a single node
 
 	// Plans by name; each Plan's Name equals its key. Decoded through filePlan, hence "-".
 	Plans map[string]shotd.Plan `toml:"-"`

@@ -696,3 +696,13 @@ func TestMemoryLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestUnknownEnv: a SHOTD_ variable that names no key is listed for serve's warning; known keys,
+// plans and other prefixes are not.
+func TestUnknownEnv(t *testing.T) {
+	got := UnknownEnv([]string{"SHOTD_DATADIR=x", "SHOTD_DATA_DIR=y", "SHOTD_BROWSER_POOL_SIZE=2",
+		"SHOTD_PLANS_PRO_MONTHLY_QUOTA=5", "HOME=/root", "SHOTD_STORAGE_S3_BUCKET=b", "SHOTD_NOPE"})
+	if len(got) != 1 || got[0] != "SHOTD_DATADIR" {
+		t.Errorf("UnknownEnv = %q, want [SHOTD_DATADIR]", got)
+	}
+}

@@ -378,3 +378,25 @@ func (c *Config) applyPlanEnv(envName, rest, value string) error {
 	}
 	return fmt.Errorf("%s: no plan key in the name (want SHOTD_PLANS_<NAME>_<KEY>)", envName)
 }
+
+// UnknownEnv lists the SHOTD_* variables of env that name no key: Load leaves them alone (a
+// tool may share the prefix), and serve warns of each, since a misspelt top-level name
+// (SHOTD_DATADIR) would otherwise be ignored without a word.
+func UnknownEnv(env []string) []string {
+	var out []string
+	top := reflect.ValueOf(&Config{}).Elem()
+	for _, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !strings.HasPrefix(name, envPrefix) {
+			continue
+		}
+		rest := name[len(envPrefix):]
+		if strings.HasPrefix(rest, "PLANS_") {
+			continue
+		}
+		if field, _, section := lookupEnv(top, rest); !field.IsValid() && section == "" {
+			out = append(out, name)
+		}
+	}
+	return out
+}

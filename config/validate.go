@@ -128,6 +128,7 @@ func (c *Config) Validate() error {
 
 	v.positive("storage.file_ttl_seconds", c.Storage.FileTTLSeconds)
 	c.Storage.S3.validate(v, c.credentials)
+	c.Cluster.validate(v, c.Storage.S3)
 	v.positive("limits.max_source_bytes", c.Limits.MaxSourceBytes)
 	v.positive("limits.max_output_bytes", c.Limits.MaxOutputBytes)
 	v.between("limits.bulk_max_items", c.Limits.BulkMaxItems, 1, 10_000)

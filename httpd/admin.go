@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/pressure"
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttpadaptor"
 )
@@ -71,6 +72,20 @@ type AdminStore interface {
 	AccountBook
 	UsageHistory
 	Backups
+	AdminRecords
+}
+
+// AdminRecords finds jobs and batches whatever their account, and deletes accounts:
+// store.Store implements it.
+type AdminRecords interface {
+	JobByID(jobID string) (shotd.Job, error)
+	BatchByID(batchID string) (shotd.Batch, []shotd.Job, error)
+	// JobsOf lists an account's jobs newest first, limit at most, after the job id before;
+	// next is the before= of the following page, "" on the last.
+	JobsOf(accountID, before string, limit int) (jobs []shotd.Job, next string, err error)
+	// DeleteAccount removes the account with its keys, jobs, batches, files and usage; an
+	// account with jobs queued or rendering is refused with shotd.ErrAccountBusy.
+	DeleteAccount(id string) (shotd.AccountDeletion, error)
 }
 
 // Admin is the admin API listener: accounts, keys and /metrics behind a Bearer token.
@@ -81,6 +96,7 @@ type Admin struct {
 	plans     *PlanBook
 	usage     UsageReporter
 	renders   *RenderLog
+	pressure  func() pressure.Pressure
 	log       zerolog.Logger
 	srv       *fasthttp.Server
 	adminGuard
@@ -109,6 +125,10 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	r.GET("/", func(ctx *fasthttp.RequestCtx) { ctx.Redirect("/dashboard", fasthttp.StatusFound) })
 	r.GET("/admin/v1/accounts/{id}", a.auth(a.getAccount))
 	r.PATCH("/admin/v1/accounts/{id}", a.auth(a.patchAccount))
+	r.DELETE("/admin/v1/accounts/{id}", a.auth(a.deleteAccount))
+	r.GET("/admin/v1/accounts/{id}/jobs", a.auth(a.accountJobs))
+	r.GET("/admin/v1/jobs/{id}", a.auth(a.getJob))
+	r.GET("/admin/v1/batches/{id}", a.auth(a.getBatch))
 	r.POST("/admin/v1/accounts/{id}/keys", a.auth(a.createKey))
 	r.GET("/admin/v1/accounts/{id}/keys", a.auth(a.listKeys))
 	r.PATCH("/admin/v1/keys/{access_key}", a.auth(a.patchKey))
@@ -117,6 +137,8 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	r.GET("/admin/v1/accounts/{id}/usage/daily", a.auth(a.dailyUsage))
 	r.GET("/admin/v1/renders", a.auth(a.recentRenders))
 	r.GET("/admin/v1/info", a.auth(a.info))
+	r.GET("/admin/v1/plans", a.auth(a.listPlans))
+	r.GET("/admin/v1/pressure", a.auth(a.servePressure))
 	if gatherer != nil {
 		r.GET("/metrics", a.metricsGate(fasthttpadaptor.NewFastHTTPHandler(promhttp.HandlerFor(gatherer, promhttp.HandlerOpts{}))))
 	}
@@ -236,18 +258,30 @@ func (a *Admin) createAccount(ctx *fasthttp.RequestCtx) {
 }
 
 // listAccounts serves GET /admin/v1/accounts?after=<id>&limit=<n> (beside the documented
-// admin API, for the dashboard): accounts in id order, 100 at most per page.
+// admin API, for the dashboard and the CLI): accounts in id order, 100 at most per page, and
+// next_after, the cursor of the next page, when there is one.
 func (a *Admin) listAccounts(ctx *fasthttp.RequestCtx) {
 	limit := ctx.QueryArgs().GetUintOrZero("limit")
 	if limit <= 0 || limit > 100 {
 		limit = 100
 	}
-	accs, err := a.store.Accounts(string(ctx.QueryArgs().Peek("after")), limit)
+	// One more than the page tells whether another page follows.
+	accs, err := a.store.Accounts(string(ctx.QueryArgs().Peek("after")), limit+1)
 	if err != nil {
 		a.fail(ctx, a.storeErr(err, "account"))
 		return
 	}
-	writeJSON(ctx, 200, map[string]any{"accounts": accs})
+	if accs == nil {
+		accs = []shotd.Account{}
+	}
+	out := map[string]any{"accounts": accs}
+	if len(accs) > limit {
+		accs = accs[:limit]
+		out["accounts"] = accs
+		// next_after is the after= of the next page; absent on the last page.
+		out["next_after"] = accs[limit-1].ID
+	}
+	writeJSON(ctx, 200, out)
 }
 
 func (a *Admin) getAccount(ctx *fasthttp.RequestCtx) {
@@ -380,4 +414,10 @@ func (a *Admin) revokeKey(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	ctx.SetStatusCode(204)
+}
+
+// listPlans serves GET /admin/v1/plans: the configured plans, by name, as serve reads them now
+// (a SIGHUP reload shows at once).
+func (a *Admin) listPlans(ctx *fasthttp.RequestCtx) {
+	writeJSON(ctx, 200, map[string]any{"plans": a.plans.List()})
 }

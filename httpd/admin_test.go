@@ -3,11 +3,17 @@ package httpd_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/internal/storetest"
 )
 
 func adminDo(t *testing.T, method, path, body, token string) answer {
@@ -155,5 +161,59 @@ func TestMetrics(t *testing.T) {
 		if r.status != 200 || !strings.Contains(string(r.body), want) {
 			t.Fatalf("/metrics: %d, lacks %s", r.status, want)
 		}
+	}
+}
+
+// TestAdminAccountPages pages through 150 accounts of a store of their own: each page says where
+// the next starts (next_after) until the last, and every account shows once.
+func TestAdminAccountPages(t *testing.T) {
+	st := storetest.Open(t, "")
+	adm := httpd.NewAdmin(adminToken, "http://127.0.0.1", st, env.plans, nil, nil, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	serveOn(t, ln, adm.Serve, adm.Shutdown)
+	base := "http://" + ln.Addr().String()
+	for i := 0; i < 150; i++ {
+		if _, err := st.CreateAccount(fmt.Sprintf("page%d@example.test", i), "default", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	after, pages := "", 0
+	for {
+		a := do(t, "GET", base+"/admin/v1/accounts?limit=60&after="+url.QueryEscape(after), nil, map[string]string{"Authorization": "Bearer " + adminToken})
+		var page struct {
+			Accounts  []shotd.Account `json:"accounts"`
+			NextAfter *string         `json:"next_after"`
+		}
+		decodeJSON(t, a, &page)
+		if a.status != 200 {
+			t.Fatalf("page %d: %d %s", pages, a.status, a.body)
+		}
+		pages++
+		for _, acc := range page.Accounts {
+			if seen[acc.ID] {
+				t.Fatalf("account %s on two pages", acc.ID)
+			}
+			seen[acc.ID] = true
+		}
+		if page.NextAfter == nil {
+			break
+		}
+		if len(page.Accounts) != 60 || *page.NextAfter != page.Accounts[59].ID {
+			t.Fatalf("page %d: %d accounts, next_after %q", pages, len(page.Accounts), *page.NextAfter)
+		}
+		after = *page.NextAfter
+	}
+	if pages != 3 || len(seen) != 150 {
+		t.Fatalf("%d pages, %d accounts; want 3 pages of 150", pages, len(seen))
+	}
+	a := adminDo(t, "GET", "/admin/v1/plans", "", adminToken)
+	var plans struct{ Plans []shotd.Plan }
+	decodeJSON(t, a, &plans)
+	if a.status != 200 || len(plans.Plans) != len(env.plans) || plans.Plans[0].Name == "" {
+		t.Fatalf("plans: %d %s", a.status, a.body)
 	}
 }

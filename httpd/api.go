@@ -195,9 +195,9 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	}
 	outcome := shotd.OutcomeReleased
 	settled := false
-	settle := func() {
+	settle := func() error {
 		if settled {
-			return
+			return nil
 		}
 		settled = true
 		l, err := s.gate.Settle(who.account.ID, adm.Ticket, outcome)
@@ -206,8 +206,9 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 			l = limits
 		}
 		setLimitHeaders(ctx, l, true)
+		return err
 	}
-	defer settle()
+	defer func() { _ = settle() }()
 
 	// Converted and resolved once admitted: a key past its rate or quota takes no converter slot.
 	if err := s.checkTargets(o, -1); err != nil {
@@ -229,8 +230,13 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 		return
 	}
 	outcome = shotd.OutcomeSucceeded
-	settle()
-	s.metrics.SyncRendered(out.Format, out.RenderMs)
+	// A success that could not be billed (cluster mode: the quota ledger lost its reservation)
+	// is not answered as one, or the account would get more than its quota.
+	var nb interface{ NotBilled() bool }
+	if err := settle(); errors.As(err, &nb) && nb.NotBilled() {
+		s.fail(ctx, err)
+		return
+	}
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if o.ResponseType == "json" {

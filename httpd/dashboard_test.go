@@ -4,12 +4,15 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -20,7 +23,9 @@ import (
 	cdppage "github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/store"
 )
 
 // dashboardScript is what an operator does in the dashboard, run in the page: log in, create an
@@ -232,4 +237,159 @@ func launchBrowser(ctx context.Context, t *testing.T) *cdp.Client {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// TestDashboardPagesAccounts has the dashboard in real Chromium page through 150 accounts (more
+// than one page of the admin API) with its Next button, and offers the configured plans.
+func TestDashboardPagesAccounts(t *testing.T) {
+	sk := newStack(t)
+	want := map[string]bool{}
+	for i := 0; i < 150; i++ {
+		acc, err := sk.st.CreateAccount(fmt.Sprintf("dpage%d@example.test", i), "default", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[acc.ID] = true
+	}
+	tokenJSON, _ := json.Marshal(adminToken)
+	script := `(async () => {
+  const $ = (id) => document.getElementById(id);
+  const until = async (what, ok) => {
+    for (let i = 0; i < 600; i++) { if (ok()) return; await new Promise((r) => setTimeout(r, 50)); }
+    throw new Error("timed out waiting for " + what + "; the page says: " + $("msg").textContent);
+  };
+  $("token").value = ` + string(tokenJSON) + `; $("connect").click();
+  await until("login", () => !$("app").hidden && $("accounts").rows.length > 0);
+  const ids = [], pages = [];
+  for (;;) {
+    pages.push($("accounts").rows.length);
+    ids.push(...[...$("accounts").rows].map((r) => r.cells[0].textContent));
+    if ($("acc-next").disabled) break;
+    const first = $("accounts").rows[0].cells[0].textContent;
+    $("acc-next").click();
+    await until("the next page", () => $("accounts").rows.length > 0 && $("accounts").rows[0].cells[0].textContent !== first);
+  }
+  $("acc-prev").click();
+  await until("the previous page", () => $("accounts").rows.length === 100);
+  return JSON.stringify({ids, pages, back: $("accounts").rows[0].cells[0].textContent,
+    plans: [...$("plan").options].map((o) => o.value)});
+})()`
+	var got struct {
+		IDs   []string
+		Pages []int
+		Back  string
+		Plans []string
+	}
+	runDashboard(t, sk, script, &got)
+	seen := map[string]bool{}
+	for _, id := range got.IDs {
+		if seen[id] || !want[id] {
+			t.Fatalf("account %s shown twice or unknown", id)
+		}
+		seen[id] = true
+	}
+	if len(seen) != 150 || len(got.Pages) != 2 || got.Back != got.IDs[0] {
+		t.Fatalf("the dashboard showed %d accounts on pages %v, back to %s; want 150 on [100 50]", len(seen), got.Pages, got.Back)
+	}
+	if len(got.Plans) != len(env.plans) || !slices.Contains(got.Plans, "default") {
+		t.Fatalf("plan choices %v", got.Plans)
+	}
+}
+
+// runDashboard opens the dashboard of sk in a Chromium of the test's own, runs script (an async
+// function's call that returns a JSON string) and decodes its answer into v.
+func runDashboard(t *testing.T, sk *stack, script string, v any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := launchBrowser(ctx, t)
+	loaded, err := c.Page.LoadEventFired(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	if _, err := c.Page.Navigate(ctx, cdppage.NewNavigateArgs(sk.admBase+"/dashboard")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(script).SetAwaitPromise(true).SetReturnByValue(true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExceptionDetails != nil {
+		t.Fatalf("dashboard script: %v", res.ExceptionDetails.Exception.Description)
+	}
+	var text string
+	if err := json.Unmarshal(res.Result.Value, &text); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(text), v); err != nil {
+		t.Fatalf("%v: %s", err, text)
+	}
+}
+
+// TestDashboardOverviewAndJobs has the dashboard in real Chromium show the service overview (the
+// pressure and a recent error), an account's jobs, and delete the account.
+func TestDashboardOverviewAndJobs(t *testing.T) {
+	sk := newStack(t)
+	acc, err := sk.st.CreateAccount("jobs-dash@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := sk.st.CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []shotd.Job{{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: json.RawMessage(`{}`)}}
+	if err := sk.st.CreateJobs(jobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := sk.st.UpdateJob(jobs[0].JobID, func(j *shotd.Job) error {
+		j.Status, j.ErrorCode = shotd.JobFailed, string(shotd.CodeTimeout)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// A refused render, for the recent errors.
+	if r := do(t, "GET", sk.base+"/api/v1/screenshot?access_key="+key.AccessKey, nil, nil); r.status != 400 {
+		t.Fatalf("screenshot without a source: %d", r.status)
+	}
+	tokenJSON, _ := json.Marshal(adminToken)
+	idJSON, _ := json.Marshal(acc.ID)
+	script := `(async () => {
+  const $ = (id) => document.getElementById(id);
+  const until = async (what, ok) => {
+    for (let i = 0; i < 600; i++) { if (ok()) return; await new Promise((r) => setTimeout(r, 50)); }
+    throw new Error("timed out waiting for " + what + "; the page says: " + $("msg").textContent);
+  };
+  window.confirm = () => true;
+  $("token").value = ` + string(tokenJSON) + `; $("connect").click();
+  await until("the overview", () => !$("app").hidden && $("ov-capacity") && $("errors").rows.length > 0);
+  const overview = {state: $("ov-state").textContent, capacity: $("ov-capacity").textContent, browsers: $("ov-browsers").textContent,
+    error: $("errors").rows[0].cells[3].textContent};
+  const row = [...$("accounts").rows].find((r) => r.cells[0].textContent === ` + string(idJSON) + `);
+  row.click();
+  await until("the jobs", () => !$("account").hidden && $("jobs").rows.length > 0);
+  const job = [...$("jobs").rows[0].cells].map((c) => c.textContent);
+  $("delete-account").click();
+  await until("the delete", () => $("account").hidden && ![...$("accounts").rows].some((r) => r.cells[0].textContent === ` + string(idJSON) + `));
+  return JSON.stringify({overview, job});
+})()`
+	var got struct {
+		Overview struct{ State, Capacity, Browsers, Error string }
+		Job      []string
+	}
+	runDashboard(t, sk, script, &got)
+	if got.Overview.State != "Takes more work" || !strings.Contains(got.Overview.Capacity, "slots") || !strings.HasSuffix(got.Overview.Browsers, "of 1") ||
+		got.Overview.Error != "invalid_options" {
+		t.Errorf("overview %+v", got.Overview)
+	}
+	if len(got.Job) < 6 || got.Job[0] != jobs[0].JobID || got.Job[1] != "failed" || got.Job[5] != "timeout" {
+		t.Errorf("job row %q", got.Job)
+	}
+	if _, err := sk.st.Account(acc.ID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Errorf("the account is still there after the delete: %v", err)
+	}
 }

@@ -46,6 +46,26 @@ var (
 	optionDocs = renderDocs(optionDocsTmpl, option.OptionTable)
 )
 
+// docsIndex is the page at /docs: what documentation the service serves.
+const docsIndex = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>shotd documentation</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:760px;margin:2rem auto;padding:0 1rem}</style></head>
+<body><h1>shotd documentation</h1>
+<ul>
+<li><a href="/docs/options">Options</a>: every render option, its type, bounds and default.</li>
+<li><a href="/docs/errors">Errors</a>: every error code, its HTTP status, and whether to retry.</li>
+<li><a href="/openapi.json">OpenAPI 3.1 document</a>: every endpoint with examples, and the webhooks a job sends;
+load it into any OpenAPI viewer or code generator.</li>
+<li><a href="/pressure">Pressure</a>: how loaded this node is (200 with room, 503 when full).</li>
+</ul></body></html>
+`
+
+func serveDocsIndex(ctx *fasthttp.RequestCtx) {
+	ctx.SetContentType("text/html; charset=utf-8")
+	ctx.SetBodyString(docsIndex)
+}
+
 func serveErrorDocs(ctx *fasthttp.RequestCtx) {
 	ctx.SetContentType("text/html; charset=utf-8")
 	ctx.SetBody(errorDocs)

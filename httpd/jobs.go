@@ -4,9 +4,12 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/shotd/shotd"
@@ -122,7 +125,16 @@ func (s *Server) job(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no job %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, view.NewJobView(j, s.set.PublicURL))
+	v := view.NewJobView(j, s.set.PublicURL)
+	if q, ok := s.jobs.(queuePlaces); ok && j.Status == shotd.JobQueued {
+		v.QueuePosition, _ = q.QueuePosition(j.JobID, time.Second)
+	}
+	writeJSON(ctx, fasthttp.StatusOK, v)
+}
+
+// queuePlaces tells a queued job's place in its account's queue: actors.Jobs implements it.
+type queuePlaces interface {
+	QueuePosition(jobID string, timeout time.Duration) (int, bool)
 }
 
 func (s *Server) batch(ctx *fasthttp.RequestCtx) {
@@ -136,7 +148,7 @@ func (s *Server) batch(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no batch %q for this account", id))
 		return
 	}
-	writeJSON(ctx, fasthttp.StatusOK, view.NewBatchView(b, jobs, s.set.PublicURL))
+	writeJSON(ctx, fasthttp.StatusOK, view.NewBatchRecord(b, jobs, s.set.PublicURL))
 }
 
 func notFound(err error, code shotd.Code, format string, args ...any) error {
@@ -176,7 +188,8 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	opts, err := s.bulkItems(body)
+	var batchHook string
+	opts, err := s.bulkItems(body, &batchHook)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -201,7 +214,8 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 		s.fail(ctx, err)
 		return
 	}
-	jobs, batch, err := s.jobs.Submit(shotd.JobRequest{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: opts, Batch: true}, submitTimeout)
+	jobs, batch, err := s.jobs.Submit(shotd.JobRequest{Account: who.account, Plan: who.plan, AccessKey: who.key.AccessKey, Options: opts, Batch: true,
+		BatchWebhookURL: batchHook}, submitTimeout)
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -220,13 +234,13 @@ func (s *Server) bulk(ctx *fasthttp.RequestCtx) {
 		"status_url": s.set.PublicURL + "/api/v1/batches/" + batch.BatchID})
 }
 
-// bulkItems reads and validates the bulk body: a JSON object with a requests list and optional
-// defaults merged under each item.
-func (s *Server) bulkItems(body []byte) ([]*shotd.Options, error) {
+// bulkItems reads and validates the bulk body: a JSON object with a requests list, optional
+// defaults merged under each item, and an optional webhook_url of the batch, set in *webhookURL.
+func (s *Server) bulkItems(body []byte, webhookURL *string) ([]*shotd.Options, error) {
 	// Split as slices of the body, stopping past the item limit: decoding the list first cost a
 	// copy of every item, however many there were.
 	const shape = "the body must be a JSON object {\"requests\": [...], \"defaults\": {...}}"
-	members, kind, more, err := option.SplitJSON(body, 2)
+	members, kind, more, err := option.SplitJSON(body, 3)
 	if err != nil || kind != '{' || more {
 		return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
 	}
@@ -237,6 +251,12 @@ func (s *Server) bulkItems(body []byte) ([]*shotd.Options, error) {
 			requests = m.Value
 		case "defaults":
 			defaultsRaw = m.Value
+		case "webhook_url":
+			u, err := s.batchWebhookURL(m.Value)
+			if err != nil {
+				return nil, err
+			}
+			*webhookURL = u
 		default:
 			return nil, shotd.Errorf(shotd.CodeInvalidRequest, shape)
 		}
@@ -382,4 +402,28 @@ func withoutParam(ps option.Params, name string) option.Params {
 		}
 	}
 	return out
+}
+
+// batchWebhookURL reads the webhook_url of a bulk body: an http or https address that receives
+// one batch.done delivery once every job of the batch ended. It is checked as a job's
+// webhook_url is at acceptance: syntax and IP literals; names when they are dialed.
+func (s *Server) batchWebhookURL(raw []byte) (string, error) {
+	bad := func(msg string) error {
+		return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "webhook_url " + msg,
+			Fields: []shotd.FieldError{{Field: "webhook_url", Message: msg}}}
+	}
+	var v string
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return "", bad("must be a string")
+	}
+	u, err := url.Parse(v)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || strings.TrimSpace(v) != v {
+		return "", bad("must be a full http:// or https:// address")
+	}
+	if s.urls != nil {
+		if err := s.urls.CheckLiteral(v, "webhook_url"); err != nil {
+			return "", err
+		}
+	}
+	return v, nil
 }

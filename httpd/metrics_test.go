@@ -23,6 +23,7 @@ import (
 	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/internal/testkit"
 	shotdmetrics "github.com/shotd/shotd/metrics"
+	"github.com/shotd/shotd/pressure"
 	"github.com/shotd/shotd/store"
 	"github.com/shotd/shotd/webhook"
 )
@@ -82,6 +83,7 @@ func newStack(t *testing.T) *stack {
 	serveOn(t, ln, srv.Serve, srv.Shutdown)
 	adm := httpd.NewAdmin(adminToken, base, st, env.plans, httpd.GateUsage{Gate: accounts, Plans: env.plans}, metrics.Registry(), log)
 	adm.UseRenderLog(renders)
+	adm.UsePressure(pressure.Gauge{Pool: env.renderer, Jobs: jobs, SlotsPerBrowser: 2}.Read)
 	aln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -162,7 +164,6 @@ func TestMetricsAfterRenders(t *testing.T) {
 		`shotd_jobs_ended_total{state="failed"}`:                               0,
 		`shotd_jobs{state="queued"}`:                                           0,
 		`shotd_jobs{state="rendering"}`:                                        0,
-		`shotd_job_queue_depth`:                                                0,
 		`shotd_browsers_up`:                                                    1,
 		`shotd_browser_renders_inflight{browser="0"}`:                          0,
 		`shotd_requests_total{route="/api/v1/screenshot",status="200"}`:        5,

@@ -74,7 +74,7 @@ func openAPIDoc(publicURL string) obj {
 			"summary":     "Render a page, HTML or Markdown (options as a JSON object)",
 			"description": "The options travel as a JSON object (Content-Type: application/json); the authentication parameters may be in the query. Exactly one of url, html or markdown is required.",
 			"parameters":  authQuery,
-			"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("schemas", "Options")}}},
+			"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("schemas", "Options"), "example": exampleOptions}}},
 			"responses":   withErrors(renderOK),
 		}
 	}
@@ -87,15 +87,22 @@ func openAPIDoc(publicURL string) obj {
 			"parameters": append(slices.Clone(authQuery), extra...),
 			"responses": withErrors(obj{"200": obj{
 				"description": summary, "headers": rateHeaders(),
-				"content": obj{"application/json": obj{"schema": ref("schemas", schema)}},
+				"content": obj{"application/json": obj{"schema": ref("schemas", schema), "example": statusExamples[schema]}},
 			}}),
 		}
 	}
 	plain := func(id, summary string, codes ...int) obj {
 		resp := obj{}
 		for _, c := range codes {
+			ex := obj{"status": "ok"}
+			switch {
+			case id == "readyz" && c == 200:
+				ex = obj{"status": "ready", "browser": "Chromium 156.0.8078.79"}
+			case id == "readyz":
+				ex = obj{"status": "starting", "browser": "Chromium 156.0.8078.79", "missing": obj{"browser": "no browser is up yet"}}
+			}
 			resp[strconv.Itoa(c)] = obj{"description": fasthttp.StatusMessage(c),
-				"content": obj{"application/json": obj{"schema": ref("schemas", "Health")}}}
+				"content": obj{"application/json": obj{"schema": ref("schemas", "Health"), "example": ex}}}
 		}
 		return obj{"operationId": id, "tags": []string{"health"}, "summary": summary, "security": []any{}, "responses": resp}
 	}
@@ -117,6 +124,7 @@ func openAPIDoc(publicURL string) obj {
 			obj{"name": "status", "description": "Usage, jobs, batches and stored files; a separate, larger rate allowance."},
 			obj{"name": "health"},
 		},
+		"webhooks": webhooks(),
 		"paths": obj{
 			"/api/v1/screenshot": obj{"get": getScreenshot("screenshotGet"), "post": postScreenshot("screenshotPost")},
 			"/api/v1/take":       obj{"get": getScreenshot("takeGet"), "post": postScreenshot("takePost")},
@@ -125,9 +133,9 @@ func openAPIDoc(publicURL string) obj {
 				"summary":     "Queue a batch of background renders",
 				"description": "Each item of requests, with defaults merged under it, becomes a job. A signed bulk request signs the body's hex SHA-256 as the extra parameter body_sha256.",
 				"parameters":  authQuery,
-				"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("schemas", "BulkRequest")}}},
+				"requestBody": obj{"required": true, "content": obj{"application/json": obj{"schema": ref("schemas", "BulkRequest"), "example": exampleBulkRequest}}},
 				"responses": withErrors(obj{"202": obj{"description": "Queued",
-					"content": obj{"application/json": obj{"schema": ref("schemas", "BulkAccepted")}}}}),
+					"content": obj{"application/json": obj{"schema": ref("schemas", "BulkAccepted"), "example": exampleBulkAccepted}}}}),
 			}},
 			"/api/v1/usage":        obj{"get": status("getUsage", "Quota, limits and counts of the current billing period", "Usage")},
 			"/api/v1/jobs/{id}":    obj{"get": status("getJob", "A background job", "Job", idParam("job_id"))},
@@ -135,12 +143,18 @@ func openAPIDoc(publicURL string) obj {
 			"/api/v1/files/{id}": obj{"get": obj{
 				"operationId": "getFile", "tags": []string{"status"}, "summary": "A stored file, until its expires_at",
 				"parameters": append(slices.Clone(authQuery), idParam("file_id")),
-				"responses":  withErrors(obj{"200": obj{"description": "The file", "content": binaryContent()}}),
+				"responses":  withErrors(obj{"200": obj{"description": "The file", "content": exampleBinary(binaryContent())}}),
 			}},
-			"/healthz": obj{"get": plain("healthz", "200 while the process runs", 200)},
-			"/readyz":  obj{"get": plain("readyz", "200 once a browser can render, 503 before", 200, 503)},
+			"/healthz":        obj{"get": plain("healthz", "200 while the process runs", 200)},
+			"/readyz":         obj{"get": plain("readyz", "200 once a browser can render and nothing required is missing, 503 before; missing names what is not there (browser, database, disk, ffmpeg)", 200, 503)},
+			"/pressure":       pressureOperation(),
+			"/api/v1/animate": animateOperations(authQuery, withErrors),
 			"/openapi.json": obj{"get": obj{"operationId": "openapi", "tags": []string{"health"}, "summary": "This document", "security": []any{},
-				"responses": obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"}}}}}}},
+				"responses": obj{"200": obj{"description": "OpenAPI 3.1", "content": obj{"application/json": obj{"schema": obj{"type": "object"},
+					"example": obj{"openapi": "3.1.0", "info": obj{"title": "shotd", "version": APIVersion}}}}}}}},
+			"/docs": obj{"get": obj{"operationId": "docs", "tags": []string{"health"}, "summary": "The documentation index: options, errors, this document", "security": []any{},
+				"responses": obj{"200": obj{"description": "HTML", "content": obj{"text/html": obj{"schema": obj{"type": "string"},
+					"example": "<!doctype html><title>shotd documentation</title>..."}}}}}},
 		},
 		"components": obj{
 			"securitySchemes": obj{
@@ -291,8 +305,8 @@ func responses() obj {
 		"X-RateLimit-Remaining", "X-RateLimit-Reset", "X-Concurrency-Limit", "X-Concurrency-Remaining", "X-Cache", "X-Render-Ms"} {
 		renderHeaders[h] = ref("headers", h)
 	}
-	content := binaryContent()
-	content["application/json"] = obj{"schema": ref("schemas", "RenderResult")}
+	content := exampleBinary(binaryContent())
+	content["application/json"] = obj{"schema": ref("schemas", "RenderResult"), "example": exampleResult}
 	out["Rendered"] = obj{
 		"description": "The rendered file (response_type=by_format), or JSON that links to the stored file (response_type=json).",
 		"headers":     renderHeaders, "content": content,
@@ -300,7 +314,7 @@ func responses() obj {
 	out["JobAccepted"] = obj{
 		"description": "async=true: the render is queued as a job.",
 		"headers":     obj{"X-Reference-Id": ref("headers", "X-Reference-Id")},
-		"content":     obj{"application/json": obj{"schema": ref("schemas", "JobAccepted")}},
+		"content":     obj{"application/json": obj{"schema": ref("schemas", "JobAccepted"), "example": exampleAccepted}},
 	}
 	return out
 }
@@ -411,7 +425,9 @@ func schemas() obj {
 		"Job": object([]string{"job_id", "status", "created_at", "updated_at"}, obj{
 			"job_id": str, "status": obj{"type": "string", "enum": jobStates}, "created_at": dateTime, "updated_at": dateTime,
 			"batch_id": str, "result": ref("schemas", "RenderResult"), "external_identifier": str,
-			"error_code": ref("schemas", "ErrorCode"), "error_message": str,
+			"started_at":     obj{"type": "string", "format": "date-time", "description": "When its render started; absent while queued."},
+			"queue_position": obj{"type": "integer", "minimum": 1, "description": "While queued: its place among its account's queued jobs (1: the next to start)."},
+			"error_code":     ref("schemas", "ErrorCode"), "error_message": str,
 			"webhook": object([]string{"url", "status", "attempts"}, obj{
 				"url": str, "status": obj{"type": "string", "enum": []string{"pending", "delivered", "failed"}}, "attempts": integer,
 			}),
@@ -419,6 +435,8 @@ func schemas() obj {
 		"BulkRequest": object([]string{"requests"}, obj{
 			"requests": obj{"type": "array", "items": ref("schemas", "Options")},
 			"defaults": ref("schemas", "Options"),
+			"webhook_url": obj{"type": "string", "format": "uri",
+				"description": "Receives one batch.done delivery (the batch record plus event, signed like a job's) once every job of the batch ended."},
 		}),
 		"BulkAccepted": object([]string{"batch_id", "status", "total", "jobs"}, obj{
 			"batch_id": str, "status": obj{"type": "string", "enum": []string{"queued"}}, "total": integer,
@@ -428,7 +446,12 @@ func schemas() obj {
 		"Batch": object([]string{"batch_id", "status", "total", "counts", "jobs"}, obj{
 			"batch_id": str, "status": obj{"type": "string", "enum": []string{"queued", "running", "done"}}, "total": integer,
 			"counts": object(jobStates, obj{"queued": integer, "rendering": integer, "succeeded": integer, "failed": integer}),
-			"jobs":   obj{"type": "array", "items": ref("schemas", "Job")},
+			"progress": object([]string{"ended", "total", "percent"}, obj{"ended": integer, "total": integer,
+				"percent": obj{"type": "integer", "minimum": 0, "maximum": 100}}),
+			"webhook": object([]string{"url", "status", "attempts"}, obj{
+				"url": str, "status": obj{"type": "string", "enum": []string{"pending", "delivered", "failed"}}, "attempts": integer,
+			}),
+			"jobs": obj{"type": "array", "items": ref("schemas", "Job")},
 		}),
 		"Usage": object([]string{"quota", "requests_per_minute", "status_requests_per_minute", "concurrency", "queue_limit", "failures_per_minute", "renders"}, obj{
 			"quota": object([]string{"limit", "used", "remaining", "bonus", "reset"}, obj{
@@ -439,7 +462,14 @@ func schemas() obj {
 			"renders": object([]string{"succeeded", "failed", "cache_hits"}, obj{"succeeded": integer, "failed": integer, "cache_hits": integer}),
 			"jobs":    object([]string{"waiting", "running"}, obj{"waiting": integer, "running": integer}),
 		}),
-		"Health": object([]string{"status"}, obj{"status": str, "browser": str}),
+		"Health": object([]string{"status"}, obj{"status": str, "browser": str,
+			"missing": obj{"type": "object", "additionalProperties": str, "description": "What is missing, each with why: browser, database, disk, ffmpeg."}}),
+		"Pressure": object([]string{"running", "queued", "capacity", "free_slots", "free_tabs", "browsers", "browsers_up",
+			"chrome_memory_bytes", "chrome_oom_kills", "is_available", "date"}, obj{
+			"running": integer, "queued": integer, "capacity": integer, "free_slots": integer, "free_tabs": integer,
+			"browsers": integer, "browsers_up": integer, "chrome_memory_bytes": integer, "chrome_oom_kills": integer,
+			"is_available": obj{"type": "boolean"}, "reason": str, "date": dateTime,
+		}),
 	}
 }
 

@@ -195,3 +195,121 @@ func TestOpenAPIMatchesAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenAPIExamples: every operation of the document, and the webhook, shows an example of a
+// request body or of an answer (through the shared responses it refers to); /api/v1/animate,
+// /pressure and /docs are described, and /docs is served.
+func TestOpenAPIExamples(t *testing.T) {
+	_, served := openAPIValidator(t)
+	var doc map[string]any
+	if err := json.Unmarshal(served, &doc); err != nil {
+		t.Fatal(err)
+	}
+	shared := doc["components"].(map[string]any)["responses"].(map[string]any)
+	hasExample := func(content any) bool {
+		c, _ := content.(map[string]any)
+		for _, m := range c {
+			if mm, ok := m.(map[string]any); ok && mm["example"] != nil {
+				return true
+			}
+		}
+		return false
+	}
+	check := func(where string, op map[string]any) {
+		if rb, ok := op["requestBody"].(map[string]any); ok && hasExample(rb["content"]) {
+			return
+		}
+		for status, r := range op["responses"].(map[string]any) {
+			if !strings.HasPrefix(status, "2") {
+				continue
+			}
+			rm := r.(map[string]any)
+			if ref, ok := rm["$ref"].(string); ok {
+				rm, _ = shared[strings.TrimPrefix(ref, "#/components/responses/")].(map[string]any)
+			}
+			if hasExample(rm["content"]) {
+				return
+			}
+		}
+		t.Errorf("%s has no example", where)
+	}
+	ops := 0
+	for path, item := range doc["paths"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			ops++
+			check(method+" "+path, op.(map[string]any))
+		}
+	}
+	for name, item := range doc["webhooks"].(map[string]any) {
+		for method, op := range item.(map[string]any) {
+			check("webhook "+name+" "+method, op.(map[string]any))
+		}
+	}
+	paths := doc["paths"].(map[string]any)
+	for _, p := range []string{"/api/v1/animate", "/pressure", "/docs"} {
+		if paths[p] == nil {
+			t.Errorf("path %s is missing", p)
+		}
+	}
+	if ops < 16 {
+		t.Errorf("%d operations", ops)
+	}
+	r := do(t, "GET", env.base+"/docs", nil, nil)
+	if r.status != 200 || !strings.Contains(string(r.body), `href="/openapi.json"`) || !strings.Contains(string(r.body), `href="/docs/errors"`) {
+		t.Errorf("/docs: %d %s", r.status, r.body)
+	}
+}
+
+// TestOpenAPIMatchesNewAnswers has libopenapi check real answers of /api/v1/animate, /pressure
+// and a job's progress against the document.
+func TestOpenAPIMatchesNewAnswers(t *testing.T) {
+	v, _ := openAPIValidator(t)
+	a := newAccount(t, "default", true)
+	for _, tt := range []struct {
+		name, method, path string
+		query              url.Values
+		body               string
+		status             int
+	}{
+		{"pressure", "GET", "/pressure", nil, "", 200},
+		{"animate", "GET", "/api/v1/animate", a.q("html", "<p>video</p>", "duration", "1", "width", "320", "height", "200", "response_type", "json"), "", 200},
+		{"animate post", "POST", "/api/v1/animate", a.q(), `{"html":"<p>video</p>","duration":1,"format":"webm","response_type":"json"}`, 200},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			u := env.base + tt.path
+			if tt.query != nil {
+				u += "?" + tt.query.Encode()
+			}
+			req, _ := http.NewRequest(tt.method, u, strings.NewReader(tt.body))
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if resp.StatusCode != tt.status {
+				t.Fatalf("%d, want %d: %.300s", resp.StatusCode, tt.status, b)
+			}
+			req, _ = http.NewRequest(tt.method, u, strings.NewReader(tt.body))
+			if tt.body != "" {
+				req.Header.Set("Content-Type", "application/json")
+			}
+			resp.Body = io.NopCloser(bytes.NewReader(b))
+			if ok, errs := v.ValidateHttpRequestResponse(req, resp); !ok {
+				for _, e := range errs {
+					t.Errorf("%s: %s", e.Message, e.Reason)
+					for _, se := range e.SchemaValidationErrors {
+						t.Errorf("  %s at %s (%s)", se.Reason, se.FieldPath, se.KeywordLocation)
+					}
+				}
+			}
+		})
+	}
+	// animate answers are counted under their own route, not "other".
+	if n := scrape(t, env.admin)[`shotd_requests_total{route="/api/v1/animate",status="200"}`]; n < 2 {
+		t.Errorf("animate answers counted: %v, want at least 2", n)
+	}
+}

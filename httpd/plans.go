@@ -3,6 +3,7 @@ package httpd
 import (
 	"context"
 	"maps"
+	"slices"
 	"sync/atomic"
 
 	"github.com/shotd/shotd"
@@ -26,6 +27,19 @@ func (b *PlanBook) Get(name string) (shotd.Plan, bool) {
 	p, ok := (*b.m.Load())[name]
 	return p, ok
 }
+
+// List returns the plans sorted by name.
+func (b *PlanBook) List() []shotd.Plan {
+	m := *b.m.Load()
+	out := make([]shotd.Plan, 0, len(m))
+	for _, n := range slices.Sorted(maps.Keys(m)) {
+		out = append(out, m[n])
+	}
+	return out
+}
+
+// All returns the plans (a map the caller must not change).
+func (b *PlanBook) All() map[string]shotd.Plan { return *b.m.Load() }
 
 // Set replaces every plan with a copy of plans. A request already admitted keeps the plan it
 // was admitted under; the next one sees the new plans.

@@ -34,7 +34,9 @@ const verifiedKey = "shotd.verified_key"
 // refusalExempt are paths that refuse nothing and that a load balancer probes.
 func refusalExempt(path []byte) bool {
 	p := string(path)
-	return p == "/healthz" || p == "/readyz" || strings.HasPrefix(p, "/docs/")
+	// /pressure answers 503 while the node is full: a load balancer that checks it must never
+	// be throttled for that.
+	return p == "/healthz" || p == "/readyz" || p == "/pressure" || p == "/docs" || strings.HasPrefix(p, "/docs/")
 }
 
 // addrWaitKey is the user value under which throttled leaves the seconds the address must

@@ -26,8 +26,8 @@ type RenderEntry struct {
 	Cache       string    `json:"cache,omitempty"`
 }
 
-// RenderLog keeps the last renders in memory for the dashboard (a restart empties it; the
-// daily counts in the store are what lasts). Safe for concurrent use.
+// RenderLog keeps the last renders in memory for the dashboard; the service saves it at stop
+// and loads it at start (Entries, Load), so that a restart keeps them. Safe for concurrent use.
 type RenderLog struct {
 	mu      sync.Mutex
 	entries []RenderEntry // ring
@@ -59,6 +59,25 @@ func (l *RenderLog) AddJob(j shotd.Job) {
 		e.ContentType, e.RenderMs, e.Cache = j.Result.ContentType, j.Result.RenderMs, j.Result.Cache
 	}
 	l.Add(e)
+}
+
+// Entries returns every entry, oldest first: what the service saves at stop.
+func (l *RenderLog) Entries() []RenderEntry {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []RenderEntry
+	if l.full {
+		out = append(out, l.entries[l.next:]...)
+	}
+	return append(out, l.entries[:l.next]...)
+}
+
+// Load adds entries (oldest first), as saved by an earlier run: the service calls it at start,
+// before anything is recorded.
+func (l *RenderLog) Load(entries []RenderEntry) {
+	for _, e := range entries {
+		l.Add(e)
+	}
 }
 
 // Recent returns up to limit entries, newest first, of accountID ("" = every account).
@@ -94,7 +113,7 @@ func (s *Server) recordRender(ctx *fasthttp.RequestCtx, ref, route string) {
 		return
 	}
 	switch route {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/bulk":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/bulk":
 	default:
 		return
 	}

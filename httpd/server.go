@@ -17,6 +17,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/metrics"
+	"github.com/shotd/shotd/pressure"
 	"github.com/valyala/fasthttp"
 )
 
@@ -82,7 +83,20 @@ type Deps struct {
 	URLs     URLChecker       // nil: no egress check of webhook_url at acceptance
 	Metrics  *metrics.Metrics // nil: none
 	Renders  *RenderLog       // nil: none; the dashboard's list of recent renders
+	// ReadyChecks are what /readyz checks beside the browser pool (database, disk, ffmpeg).
+	ReadyChecks []ReadyCheck
+	// Pressure, when set, is served at GET /pressure (pressure.go).
+	Pressure func() pressure.Pressure
 	Log      zerolog.Logger
+}
+
+// ReadyCheck is one thing the service needs to serve. Check says what is wrong ("" when
+// nothing): a Required one makes /readyz answer 503, another is listed but leaves it 200 (ffmpeg
+// serves video formats only).
+type ReadyCheck struct {
+	Name     string
+	Required bool
+	Check    func() string
 }
 
 // Server is the public API listener.
@@ -99,6 +113,8 @@ type Server struct {
 	urls     URLChecker
 	metrics  *metrics.Metrics
 	renders  *RenderLog
+	checks   []ReadyCheck
+	pressure func() pressure.Pressure
 	log      zerolog.Logger
 	now      func() time.Time
 	srv      *fasthttp.Server
@@ -121,7 +137,7 @@ func New(set Settings, d Deps) *Server {
 		set.FileTTL = 24 * time.Hour
 	}
 	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, ready: d.Ready, gate: d.Gate, files: d.Files,
-		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, renders: d.Renders, log: d.Log, now: time.Now}
+		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, renders: d.Renders, checks: d.ReadyChecks, pressure: d.Pressure, log: d.Log, now: time.Now}
 	s.refusedAddr = newAllowance(set.RefusedPerAddressPerMinute, time.Now)
 	s.refusedKey = newAllowance(set.RefusedPerKeyPerMinute, time.Now)
 	s.bodies = &budget{max: int64(bodyBudgetBodies) * int64(set.MaxBodyBytes+bodyChunk)}
@@ -183,6 +199,10 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
 	r.GET("/readyz", s.readyz)
+	if s.pressure != nil {
+		r.GET("/pressure", s.servePressure)
+	}
+	r.GET("/docs", serveDocsIndex)
 	r.GET("/docs/errors", serveErrorDocs)
 	r.GET("/docs/options", serveOptionDocs)
 	r.GET("/openapi.json", s.serveOpenAPI)
@@ -211,6 +231,9 @@ func (s *Server) wrap(next fasthttp.RequestHandler) fasthttp.RequestHandler {
 			ev.Bytes("method", ctx.Method()).Bytes("path", ctx.Path()).Int("status", ctx.Response.StatusCode()).
 				Dur("took", time.Since(start)).Msg("request")
 			s.metrics.Request(routeOf(ctx), ctx.Response.StatusCode())
+			if code, ok := ctx.UserValue(codeKey).(shotd.Code); ok {
+				s.metrics.Refused(string(code))
+			}
 			s.recordRender(ctx, ref, routeOf(ctx))
 		}()
 		// Runs before the log line: a body refused unread is drained and its budget given back.
@@ -284,17 +307,38 @@ func (s *Server) parseError(ctx *fasthttp.RequestCtx, err error) {
 	writeError(ctx, s.set.PublicURL, shotd.Errorf(shotd.CodeInvalidRequest, "the request could not be read"))
 }
 
+// readyz answers 200 once a browser can render and every required check passes, 503 before;
+// "missing" names what is not there, each with why (absent when nothing is).
 func (s *Server) readyz(ctx *fasthttp.RequestCtx) {
-	out := map[string]string{"status": "starting"}
+	out := map[string]any{"status": "starting"}
 	if s.set.BrowserVersion != "" {
 		out["browser"] = s.set.BrowserVersion
 	}
-	if s.ready != nil && s.ready() {
+	missing := map[string]string{}
+	up := s.ready != nil && s.ready()
+	if !up {
+		missing["browser"] = "no browser is up yet"
+	}
+	failed := false
+	for _, c := range s.checks {
+		if why := c.Check(); why != "" {
+			missing[c.Name] = why
+			failed = failed || c.Required
+		}
+	}
+	if len(missing) > 0 {
+		out["missing"] = missing
+	}
+	switch {
+	case !up:
+		writeJSON(ctx, 503, out)
+	case failed:
+		out["status"] = "unavailable"
+		writeJSON(ctx, 503, out)
+	default:
 		out["status"] = "ready"
 		writeJSON(ctx, 200, out)
-		return
 	}
-	writeJSON(ctx, 503, out)
 }
 
 // Serve answers requests on ln until Shutdown.
@@ -348,7 +392,7 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/docs/errors", "/docs/options", "/openapi.json":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/openapi.json":
 		return p
 	}
 	return "other"

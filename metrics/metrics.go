@@ -2,12 +2,14 @@ package metrics
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/pressure"
 )
 
 // Metrics are the registry that the admin listener's /metrics serves and the service's own
@@ -15,7 +17,9 @@ import (
 // series is declared here, in one place. The methods of a nil *Metrics record nothing.
 type Metrics struct {
 	requests    *prometheus.CounterVec
-	renders     *prometheus.HistogramVec
+	refusedCode *prometheus.CounterVec
+	slotWait    prometheus.Histogram
+	queueWait   prometheus.Histogram
 	duration    *prometheus.HistogramVec
 	renderErrs  *prometheus.CounterVec
 	webhooks    *prometheus.CounterVec
@@ -24,6 +28,12 @@ type Metrics struct {
 	cacheLookup *prometheus.CounterVec
 	reg         *prometheus.Registry
 }
+
+// waitBuckets span no wait to the longest slot wait (browser.slot_wait, seconds).
+var waitBuckets = []float64{.001, .01, .05, .1, .25, .5, 1, 2, 5, 10}
+
+// queueBuckets span no wait to an hour of backlog.
+var queueBuckets = []float64{.01, .1, .5, 1, 5, 15, 60, 300, 900, 3600}
 
 // renderBuckets span a small page (~50 ms) to a long video recording.
 var renderBuckets = []float64{.05, .1, .25, .5, 1, 2.5, 5, 10, 30, 90}
@@ -38,10 +48,17 @@ func New(browsersUp func() float64) *Metrics {
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "shotd_requests_total", Help: "Public API answers by route and status.",
 		}, []string{"route", "status"}),
-		renders: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name: "shotd_render_seconds", Help: "Time of successful sync renders by format.",
-			Buckets: renderBuckets,
-		}, []string{"format"}),
+		refusedCode: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "shotd_refusals_total", Help: "Public API answers with an error, by error code (rate_limited, renderer_busy, timeout, ...).",
+		}, []string{"code"}),
+		slotWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "shotd_render_slot_wait_seconds", Help: "Time a render waited for a free slot of the browser pool before it started (0 when one was free).",
+			Buckets: waitBuckets,
+		}),
+		queueWait: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "shotd_job_queue_wait_seconds", Help: "Time a background job waited in the queue for a slot of its account before its render started.",
+			Buckets: queueBuckets,
+		}),
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "shotd_render_duration_seconds", Help: "Time in the browser pool of every render, sync and job, by format and outcome (success or error).",
 			Buckets: renderBuckets,
@@ -62,7 +79,7 @@ func New(browsersUp func() float64) *Metrics {
 			Name: "shotd_cache_lookups_total", Help: "Response cache lookups (cache=true), sync and job, by result: hit or miss.",
 		}, []string{"result"}),
 	}
-	reg.MustRegister(m.requests, m.renders, m.duration, m.renderErrs, m.webhooks, m.chromeDown, m.refusals, m.cacheLookup)
+	reg.MustRegister(m.requests, m.refusedCode, m.slotWait, m.queueWait, m.duration, m.renderErrs, m.webhooks, m.chromeDown, m.refusals, m.cacheLookup)
 	if browsersUp != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "shotd_browsers_up", Help: "Chrome processes that accept renders.",
@@ -81,11 +98,34 @@ func (m *Metrics) Request(route string, status int) {
 	}
 }
 
-// SyncRendered records the render time of one successful sync render.
-func (m *Metrics) SyncRendered(format string, ms int64) {
-	if m != nil {
-		m.renders.WithLabelValues(format).Observe(float64(ms) / 1000)
+// Refused records one public API answer with an error code.
+func (m *Metrics) Refused(code string) {
+	if m != nil && code != "" {
+		m.refusedCode.WithLabelValues(code).Inc()
 	}
+}
+
+// SlotWaited records how long one render waited for a slot of the browser pool.
+func (m *Metrics) SlotWaited(d time.Duration) {
+	if m != nil {
+		m.slotWait.Observe(d.Seconds())
+	}
+}
+
+// JobQueueWaited records how long one job waited in the queue before its render started.
+func (m *Metrics) JobQueueWaited(d time.Duration) {
+	if m != nil {
+		m.queueWait.Observe(d.Seconds())
+	}
+}
+
+// BuildInfo adds shotd_build_info, 1 with the version and the Go version as labels, so that a
+// dashboard can show which build each node runs.
+func (m *Metrics) BuildInfo(version string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "shotd_build_info", Help: "1, labelled with the running build's version and Go version.",
+		ConstLabels: prometheus.Labels{"version": version, "goversion": runtime.Version()}})
+	g.Set(1)
+	m.reg.MustRegister(g)
 }
 
 // Rendered records one render through the browser pool.
@@ -148,11 +188,10 @@ type BrowserPool interface {
 
 // WatchJobs adds the job series, read from jobs.Stats at every scrape.
 func (m *Metrics) WatchJobs(jobs JobCounter) {
-	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{jobsDesc, queueDesc, jobsEndedDesc}, collect: func(ch chan<- prometheus.Metric) {
+	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{jobsDesc, jobsEndedDesc}, collect: func(ch chan<- prometheus.Metric) {
 		c := jobs.Stats()
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(c.Queued), "queued")
 		ch <- prometheus.MustNewConstMetric(jobsDesc, prometheus.GaugeValue, float64(c.Rendering), "rendering")
-		ch <- prometheus.MustNewConstMetric(queueDesc, prometheus.GaugeValue, float64(c.Queued))
 		ch <- prometheus.MustNewConstMetric(jobsEndedDesc, prometheus.CounterValue, float64(c.Succeeded), "succeeded")
 		ch <- prometheus.MustNewConstMetric(jobsEndedDesc, prometheus.CounterValue, float64(c.Failed), "failed")
 	}})
@@ -160,17 +199,18 @@ func (m *Metrics) WatchJobs(jobs JobCounter) {
 
 var (
 	jobsDesc      = prometheus.NewDesc("shotd_jobs", "Background jobs of this run now queued or rendering.", []string{"state"}, nil)
-	queueDesc     = prometheus.NewDesc("shotd_job_queue_depth", "Background jobs waiting for a render slot of their account.", nil, nil)
 	jobsEndedDesc = prometheus.NewDesc("shotd_jobs_ended_total", "Background jobs that ended since start, by final state.", []string{"state"}, nil)
 	inflightDesc  = prometheus.NewDesc("shotd_browser_renders_inflight", "Renders running in each Chrome process.", []string{"browser"}, nil)
 	tabsDesc      = prometheus.NewDesc("shotd_browser_tabs_ready", "Tabs of each Chrome process ready for a render (pre-warmed, or wiped after one).", []string{"browser"}, nil)
+	memoryDesc    = prometheus.NewDesc("shotd_chrome_memory_bytes", "Memory of each Chrome's process tree: its memory cgroup's usage, or the resident memory of its processes without one.", []string{"browser"}, nil)
+	oomDesc       = prometheus.NewDesc("shotd_chrome_oom_kills_total", "Processes the kernel's OOM killer ended in the memory cgroup of each Chrome (starts again at 0 when the Chrome is replaced; absent without cgroups).", []string{"browser"}, nil)
 )
 
 // WatchBrowsers adds the per-process render count, asked of the pool's supervisor at every
 // scrape; a pool that does not answer within a second (busy or stopping) leaves the series out
 // of that scrape.
 func (m *Metrics) WatchBrowsers(pool BrowserPool) {
-	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{inflightDesc, tabsDesc}, collect: func(ch chan<- prometheus.Metric) {
+	m.reg.MustRegister(funcCollector{descs: []*prometheus.Desc{inflightDesc, tabsDesc, memoryDesc, oomDesc}, collect: func(ch chan<- prometheus.Metric) {
 		bs, err := pool.Browsers(time.Second)
 		if err != nil {
 			return
@@ -178,6 +218,13 @@ func (m *Metrics) WatchBrowsers(pool BrowserPool) {
 		for _, b := range bs {
 			ch <- prometheus.MustNewConstMetric(inflightDesc, prometheus.GaugeValue, float64(b.Inflight), strconv.Itoa(b.ID))
 			ch <- prometheus.MustNewConstMetric(tabsDesc, prometheus.GaugeValue, float64(b.ReadyTabs), strconv.Itoa(b.ID))
+			if b.Up && b.PID > 0 {
+				mem := pressure.ReadMemory(b.PID)
+				ch <- prometheus.MustNewConstMetric(memoryDesc, prometheus.GaugeValue, float64(mem.Bytes), strconv.Itoa(b.ID))
+				if mem.Cgroup {
+					ch <- prometheus.MustNewConstMetric(oomDesc, prometheus.CounterValue, float64(mem.OOMKills), strconv.Itoa(b.ID))
+				}
+			}
 		}
 	}})
 }

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/store"
 )
@@ -28,7 +29,7 @@ type FirstStart struct {
 // bootstrap prepares an empty data directory: the admin token (when the config has none) and,
 // on first start, the default account with one key, whose secret it writes to
 // data_dir/credentials and returns; it returns nil when the store already has accounts.
-func bootstrap(st *store.Store, cfg *config.Config) (*FirstStart, error) {
+func bootstrap(st accountBook, cfg *config.Config) (*FirstStart, error) {
 	if cfg.AdminToken == "" {
 		tok, err := adminToken(cfg.DataDir)
 		if err != nil {
@@ -41,6 +42,9 @@ func bootstrap(st *store.Store, cfg *config.Config) (*FirstStart, error) {
 		return nil, err
 	}
 	acc, err := st.CreateAccountWithID("default", "", config.DefaultPlan, true)
+	if errors.Is(err, store.ErrConflict) {
+		return nil, nil // cluster mode: another node, starting at the same time, made it
+	}
 	if err != nil {
 		return nil, fmt.Errorf("create default account: %w", err)
 	}
@@ -62,6 +66,14 @@ func bootstrap(st *store.Store, cfg *config.Config) (*FirstStart, error) {
 		return nil, fmt.Errorf("write first-start credentials: %w", err)
 	}
 	return fs, nil
+}
+
+// accountBook is where bootstrap makes the first account and key: the node's store, or the
+// cluster's Book in cluster mode.
+type accountBook interface {
+	CountAccounts() (int, error)
+	CreateAccountWithID(id, email, plan string, verified bool) (shotd.Account, error)
+	CreateKey(accountID, name string, requireSignature bool) (shotd.Key, error)
 }
 
 // CredentialsFile, in data_dir, holds the key made at first start.

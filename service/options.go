@@ -19,7 +19,12 @@ type options struct {
 	resolver      egress.Resolver
 	retryDelays   []time.Duration
 	chromeFlags   []string
+	version       string
 }
+
+// WithVersion names the running build in shotd_build_info and in cluster status; without it
+// "dev".
+func WithVersion(v string) Option { return func(o *options) { o.version = v } }
 
 // WithLogger logs through log; without it the service logs nothing.
 func WithLogger(log zerolog.Logger) Option { return func(o *options) { o.log = log } }

@@ -42,7 +42,7 @@ func (s *Service) Reload(next *config.Config) error {
 func (s *Service) plansInUse(next *config.Config) error {
 	after := ""
 	for {
-		accs, err := s.store.Accounts(after, 500)
+		accs, err := s.accountList().Accounts(after, 500)
 		if err != nil {
 			return err
 		}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/asynkron/protoactor-go/actor"
@@ -18,6 +19,7 @@ import (
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/blocklist"
 	"github.com/shotd/shotd/cdpclient"
+	"github.com/shotd/shotd/cluster"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/httpd"
@@ -53,6 +55,9 @@ type Service struct {
 	public   *httpd.Server
 	admin    *httpd.Admin
 	plans    *httpd.PlanBook
+	cluster  *clustered // nil: a single node
+	// plansBook is plans for the cluster's heartbeat goroutine, which starts before it is set.
+	plansBook atomic.Pointer[httpd.PlanBook]
 
 	publicLn, adminLn net.Listener
 	errc              chan error
@@ -83,11 +88,11 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	media.UseFFmpeg(programs.FFmpeg)
 	s.log.Info().Str("browser", programs.Browser).Str("browser_version", programs.BrowserVersion).
 		Str("ffmpeg", programs.FFmpeg).Str("ffmpeg_version", programs.FFmpegVersion).Msg("programs found")
-	chromeDir, err := s.openStore()
+	chromeDir, err := s.openStore(ctx, o.version)
 	if err != nil {
 		return nil, err
 	}
-	s.registerMetrics()
+	s.registerMetrics(o.version)
 	if err := s.openEgress(o.resolver); err != nil {
 		return nil, err
 	}
@@ -112,7 +117,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	if err := s.startActors(o.retryDelays); err != nil {
 		return nil, err
 	}
-	s.newServers(programs.BrowserVersion)
+	s.newServers(programs)
 	s.publicLn, s.adminLn = pub, adm
 	go func() { s.errc <- s.public.Serve(s.publicLn) }()
 	go func() { s.errc <- s.admin.Serve(s.adminLn) }()
@@ -123,21 +128,39 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 
 // openStore opens the store, bootstraps it on first start and prepares the Chrome profiles'
 // directory, which it returns.
-func (s *Service) openStore() (string, error) {
+func (s *Service) openStore(ctx context.Context, version string) (string, error) {
 	var err error
 	if s.store, err = store.Open(s.cfg.DataDir, s.log); err != nil {
 		return "", err
 	}
-	if s.firstStart, err = bootstrap(s.store, s.cfg); err != nil {
+	var book accountBook = s.store
+	if s.cfg.Cluster.Enabled() {
+		// The plans as the APIs hold them (a reload replaces them), or as configured before.
+		plans := func() map[string]shotd.Plan {
+			if b := s.plansBook.Load(); b != nil {
+				return b.All()
+			}
+			return s.cfg.Plans
+		}
+		if s.cluster, err = startCluster(ctx, s.cfg, version, plans, s.log); err != nil {
+			return "", err
+		}
+		book = s.cluster.book
+	}
+	if s.firstStart, err = bootstrap(book, s.cfg); err != nil {
 		return "", err
 	}
 	return sweepChrome(s.cfg.DataDir, s.log)
 }
 
 // registerMetrics makes the registry that /metrics serves.
-func (s *Service) registerMetrics() {
+func (s *Service) registerMetrics(version string) {
 	// Read only by /metrics, which is served once the renderer is set.
 	s.metrics = metrics.New(func() float64 { return float64(s.renderer.Up()) })
+	if version == "" {
+		version = "dev"
+	}
+	s.metrics.BuildInfo(version)
 	s.store.ObserveCache(s.metrics.CacheLookup)
 }
 
@@ -232,6 +255,7 @@ func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, 
 	s.renderer, err = actors.StartRenderer(s.sys, actors.PoolConfig{
 		Size: cfg.Browser.PoolSize, SlotsPerBrowser: cfg.Browser.RendersPerProcess, RecycleAfter: cfg.Browser.RecycleAfter,
 		SlotWait: cfg.Browser.SlotWait(), Log: log.With().Str("component", "renderer").Logger(), ChromeReplaced: s.metrics.ChromeReplaced,
+		SlotWaited: s.metrics.SlotWaited,
 		Launch: func(ctx context.Context) (actors.Browser, error) {
 			p, err := cdpclient.Launch(ctx, ccfg)
 			if err != nil {
@@ -254,7 +278,11 @@ func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, 
 func (s *Service) startActors(retryDelays []time.Duration) error {
 	cfg, log := s.cfg, s.log
 	var err error
-	if s.accounts, err = actors.StartAccounts(s.sys, actors.AccountsConfig{Store: s.store,
+	var usage actors.UsageStore = s.store
+	if s.cluster != nil {
+		usage = cluster.UsageStore{Book: s.cluster.book}
+	}
+	if s.accounts, err = actors.StartAccounts(s.sys, actors.AccountsConfig{Store: usage,
 		Log: log.With().Str("component", "accounts").Logger()}); err != nil {
 		return err
 	}
@@ -267,34 +295,52 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 		return err
 	}
 	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
+	s.loadRenders()
 	if s.jobs, err = actors.StartJobs(s.sys, actors.JobsConfig{Store: s.store, Accounts: s.accounts,
 		Render: s.jobRender, Webhooks: s.webhooks, Secrets: s.storage.sealer,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
-		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
+		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, QueueWaited: s.metrics.JobQueueWaited, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
 		return err
 	}
 	s.metrics.WatchJobs(s.jobs)
 	return nil
 }
 
-// newServers makes the public and the admin API; /readyz reports browserVersion.
-func (s *Service) newServers(browserVersion string) {
+// newServers makes the public and the admin API; /readyz reports the browser's version and
+// checks the programs found at start.
+func (s *Service) newServers(programs Programs) {
 	cfg, log := s.cfg, s.log
+	browserVersion := programs.BrowserVersion
+	gauge := s.Pressure()
+	var (
+		keys  httpd.KeyLookup  = s.store.KeyCache()
+		gate  httpd.Gate       = s.accounts
+		admin httpd.AdminStore = s.store
+		files httpd.Files      = s.store
+		ready                  = s.renderer.Ready
+	)
+	if s.cluster != nil {
+		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store}
+		files = cluster.NewFiles(s.store, s.cluster.node, log.With().Str("component", "cluster").Logger())
+		ready = s.cluster.ready(s.renderer.Ready)
+	}
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
-		httpd.Deps{Keys: s.store.KeyCache(), Plans: cfg.Plans, Renderer: s.syncRender, Ready: s.renderer.Ready,
-			Gate: s.accounts, Files: s.store, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
-			Metrics: s.metrics, Renders: s.renders, Log: log})
+		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: s.syncRender, Ready: ready,
+			Gate: gate, Files: files, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
+			Metrics: s.metrics, Renders: s.renders, ReadyChecks: s.readyChecks(programs), Pressure: gauge.Read, Log: log})
 	s.plans = s.public.Plans()
-	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, s.store, cfg.Plans, httpd.BookUsage{Gate: s.accounts, Book: s.plans}, s.metrics.Registry(),
+	s.plansBook.Store(s.plans)
+	s.admin = httpd.NewAdmin(cfg.AdminToken, cfg.PublicURL, admin, cfg.Plans, httpd.BookUsage{Gate: gate, Book: s.plans}, s.metrics.Registry(),
 		log.With().Str("component", "admin").Logger())
 	if h, _, err := net.SplitHostPort(cfg.AdminListen); err == nil {
 		s.admin.AllowHost(h) // the name admin_listen gives, if any; its address is allowed in Serve
 	}
 	s.admin.UsePlans(s.plans)
 	s.admin.UseRenderLog(s.renders)
+	s.admin.UsePressure(gauge.Read)
 	s.admin.SetMetricsToken(cfg.MetricsNeedToken())
 }
 
@@ -381,6 +427,7 @@ func (s *Service) Close(ctx context.Context) error {
 			log.Warn().Err(err).Msg("account actors did not stop in time; a usage write may be lost")
 		}
 	}
+	s.cluster.close(fctx, log) // after the account actors: nothing settles through it any more
 	if s.renderer != nil {
 		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), browserCloseTimeout)
 		if err := s.renderer.Close(cctx); err != nil {
@@ -389,6 +436,7 @@ func (s *Service) Close(ctx context.Context) error {
 		}
 		cancel()
 	}
+	s.saveRenders()
 	if s.sys != nil {
 		s.sys.Shutdown()
 	}

@@ -51,3 +51,19 @@ func ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult {
 		SizeBytes: rec.SizeBytes, RenderMs: rec.RenderMs, Cache: cache, Width: rec.Width, Height: rec.Height,
 		StorageLocation: rec.StorageLocation, Metadata: rec.Metadata, Slices: rec.Slices}
 }
+
+// BatchByID is Batch whatever the batch's account: for the admin API, never for a request.
+func (s *Store) BatchByID(batchID string) (shotd.Batch, []shotd.Job, error) {
+	var b shotd.Batch
+	err := s.db.View(func(tx *bbolt.Tx) error {
+		ok, err := getJSON(tx.Bucket(bucketBatches), batchID, &b)
+		if err == nil && !ok {
+			err = fmt.Errorf("store: batch %s: %w", batchID, shotd.ErrNotFound)
+		}
+		return err
+	})
+	if err != nil {
+		return shotd.Batch{}, nil, err
+	}
+	return s.Batch(b.AccountID, batchID)
+}

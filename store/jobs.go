@@ -54,6 +54,7 @@ type jobRecord struct {
 	Status       string           `json:"status"`
 	CreatedAt    time.Time        `json:"created_at"`
 	UpdatedAt    time.Time        `json:"updated_at"`
+	StartedAt    time.Time        `json:"started_at,omitzero"`
 	Options      json.RawMessage  `json:"options"`
 	Result       *shotd.JobResult `json:"result,omitempty"`
 	ErrorCode    string           `json:"error_code,omitempty"`
@@ -82,6 +83,9 @@ func toRecord(j shotd.Job) jobRecord {
 		Interrupted: j.Interrupted,
 	}
 	r.CreatedAt, r.UpdatedAt = inUTC(r.CreatedAt), inUTC(r.UpdatedAt)
+	if !j.StartedAt.IsZero() {
+		r.StartedAt = inUTC(j.StartedAt)
+	}
 	if j.Result != nil {
 		res := *j.Result
 		res.ExpiresAt = inUTC(res.ExpiresAt)
@@ -101,7 +105,7 @@ func (r jobRecord) job() shotd.Job {
 		JobID: r.JobID, AccountID: r.AccountID, AccessKey: r.AccessKey, BatchID: r.BatchID,
 		Index: r.Index, Status: r.Status, CreatedAt: r.CreatedAt, UpdatedAt: r.UpdatedAt,
 		Options: r.Options, Result: r.Result, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
-		ExternalIdentifier: r.ExternalID, Interrupted: r.Interrupted,
+		ExternalIdentifier: r.ExternalID, Interrupted: r.Interrupted, StartedAt: r.StartedAt,
 	}
 	if w := r.Webhook; w != nil {
 		j.Webhook = &shotd.WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
@@ -116,8 +120,8 @@ func NewJobID() string { return JobIDPrefix + randomToken(jobIDBytes) }
 // NewBatchID returns "bat_" and 128 random bits, url-safe.
 func NewBatchID() string { return BatchIDPrefix + randomToken(jobIDBytes) }
 
-// CreateJobs stores jobs, all queued, and the batch when batch is not nil, in one transaction:
-// all or nothing. It sets Status, CreatedAt and UpdatedAt of every job (CreatedAt is kept when
+// CreateJobs stores jobs, all queued, and the batch when batch is not nil, in one transaction
+// (which concurrent calls may share, each returning once it committed): all or nothing. It sets Status, CreatedAt and UpdatedAt of every job (CreatedAt is kept when
 // the caller set it), and with a batch also each job's BatchID and Index (its position in jobs)
 // and the batch's CreatedAt and JobIDs, writing them back into jobs and *batch once the
 // transaction committed, so that the caller holds what was stored. A job or batch id that
@@ -127,7 +131,10 @@ func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
 	if err != nil {
 		return err
 	}
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	// Concurrent submits share commits (an async accept is one commit, its fsync most of its
+	// time); each returns after the commit that holds its jobs. The function may run twice: it
+	// only writes what it was given.
+	err = s.newJobs.update(func(tx *bbolt.Tx) error {
 		jb := tx.Bucket(bucketJobs)
 		for _, r := range recs {
 			if jb.Get([]byte(r.JobID)) != nil {

@@ -62,6 +62,7 @@ type Store struct {
 	sw       sweeper                // removes expired files and cache entries
 
 	cacheObserver atomic.Pointer[func(hit bool)] // ObserveCache
+	newJobs       groupCommit                    // CreateJobs: concurrent submits share commits
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -108,6 +109,7 @@ func Open(dataDir string, log zerolog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
 	s := &Store{db: db, log: log, closed: make(chan struct{}), filesDir: filesDir}
+	s.newJobs.db = db
 	s.cache = newKeyCache(s)
 	s.startSweeper(sweepInterval)
 	log.Info().Str("path", path).Msg("store opened")

@@ -9,15 +9,19 @@ import (
 
 // JobView is the job record as GET /api/v1/jobs/{id} and the webhook body show it.
 type JobView struct {
-	JobID        string       `json:"job_id"`
-	Status       string       `json:"status"`
-	CreatedAt    time.Time    `json:"created_at"`
-	UpdatedAt    time.Time    `json:"updated_at"`
-	BatchID      string       `json:"batch_id,omitempty"`
-	Result       *ResultView  `json:"result,omitempty"`
-	ErrorCode    string       `json:"error_code,omitempty"`
-	ErrorMessage string       `json:"error_message,omitempty"`
-	Webhook      *WebhookView `json:"webhook,omitempty"`
+	JobID     string    `json:"job_id"`
+	Status    string    `json:"status"`
+	CreatedAt time.Time `json:"created_at"`
+	UpdatedAt time.Time `json:"updated_at"`
+	// StartedAt is when its render started (absent while queued); QueuePosition, while it is
+	// queued, is its place among its account's queued jobs of this run (1: the next to start).
+	StartedAt     *time.Time   `json:"started_at,omitempty"`
+	QueuePosition int          `json:"queue_position,omitempty"`
+	BatchID       string       `json:"batch_id,omitempty"`
+	Result        *ResultView  `json:"result,omitempty"`
+	ErrorCode     string       `json:"error_code,omitempty"`
+	ErrorMessage  string       `json:"error_message,omitempty"`
+	Webhook       *WebhookView `json:"webhook,omitempty"`
 	// ExternalIdentifier is the client's own name for the job (external_identifier).
 	ExternalIdentifier string `json:"external_identifier,omitempty"`
 }
@@ -61,6 +65,40 @@ type BatchView struct {
 	Total   int         `json:"total"`
 	Counts  BatchCounts `json:"counts"`
 	Jobs    []JobView   `json:"jobs"`
+}
+
+// BatchRecord is the batch record that GET /api/v1/batches/{id} answers: the batch view and how
+// far the batch is.
+type BatchRecord struct {
+	BatchView
+	Progress BatchProgress `json:"progress"`
+	// Webhook is the batch.done delivery of a bulk request that gave a webhook_url: "pending"
+	// until every job ended and the receiver took it.
+	Webhook *WebhookView `json:"webhook,omitempty"`
+}
+
+// NewBatchRecord is the public record of b with its progress.
+func NewBatchRecord(b shotd.Batch, jobs []shotd.Job, publicURL string) BatchRecord {
+	v := NewBatchView(b, jobs, publicURL)
+	ended := v.Counts.Succeeded + v.Counts.Failed
+	r := BatchRecord{BatchView: v, Progress: BatchProgress{Ended: ended, Total: v.Total}}
+	if v.Total > 0 {
+		r.Progress.Percent = ended * 100 / v.Total
+	}
+	if w := b.Webhook; w != nil {
+		r.Webhook = &WebhookView{URL: w.URL, Status: w.Status, Attempts: w.Attempts}
+		if r.Webhook.Status == "" {
+			r.Webhook.Status = shotd.WebhookPending
+		}
+	}
+	return r
+}
+
+// BatchProgress is how far a batch is.
+type BatchProgress struct {
+	Ended   int `json:"ended"`
+	Total   int `json:"total"`
+	Percent int `json:"percent"` // Ended*100/Total, rounded down
 }
 
 // BatchCounts counts a batch's jobs by state.
@@ -121,6 +159,10 @@ func NewJobView(j shotd.Job, publicURL string) JobView {
 		ErrorCode:          j.ErrorCode,
 		ErrorMessage:       j.ErrorMessage,
 		ExternalIdentifier: j.ExternalIdentifier,
+	}
+	if !j.StartedAt.IsZero() && j.Status != shotd.JobQueued {
+		t := j.StartedAt.UTC()
+		v.StartedAt = &t
 	}
 	if r := j.Result; r != nil {
 		rv := NewResultView(*r, publicURL)

@@ -115,3 +115,49 @@ func (s *Sender) Send(job shotd.Job) error {
 	}
 	return nil
 }
+
+// BatchBody is what a batch's webhook_url receives once every job of the batch ended: the batch
+// record as GET /api/v1/batches/{id} shows it, plus the event (batch.done).
+type BatchBody struct {
+	view.BatchRecord
+	Event string `json:"event"`
+}
+
+// SendBatch POSTs the record of batch b with its jobs, which have all ended, to the batch's
+// webhook URL, signed with the secret of the key that made the batch (that of its jobs).
+func (s *Sender) SendBatch(b shotd.Batch, jobs []shotd.Job) error {
+	raw, err := json.Marshal(BatchBody{BatchRecord: view.NewBatchRecord(b, jobs, s.PublicURL), Event: shotd.BatchDoneEvent})
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.Client.Timeout+time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.Webhook.URL, bytes.NewReader(raw))
+	if err != nil {
+		return err
+	}
+	ts := time.Now().Unix()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "shotd-webhook/1")
+	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
+	req.Header.Set("x-webhook-event", shotd.BatchDoneEvent)
+	req.Header.Set("x-batch-id", b.BatchID)
+	req.Header.Set("x-webhook-attempt", strconv.Itoa(b.Webhook.Attempts))
+	if len(jobs) > 0 { // a batch's delivery is always signed
+		key, err := s.Keys.Key(jobs[0].AccessKey)
+		if err != nil {
+			return fmt.Errorf("signing key: %w", err)
+		}
+		req.Header.Set("x-signature", Sign(key.SecretKey, ts, raw))
+	}
+	resp, err := s.Client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Errorf("receiver answered %d", resp.StatusCode)
+	}
+	return nil
+}

@@ -26,10 +26,15 @@ const adminUsage = `usage: shotd admin [--config FILE] [--addr HOST:PORT] [--tok
 
 commands:
   account create --email E [--plan P] [--verified]
-  account list
+  account list                           (every account, page after page)
   account get ID                         (includes usage)
   usage get ACCOUNT_ID                   (the account's usage of its current period)
   account update ID [--plan P] [--verified=true|false] [--bonus N]
+  account delete ID                      (with its keys, jobs, batches, files and usage; refused
+                                         while it has jobs queued or rendering)
+  account jobs ID                        (its jobs, newest first, up to 100)
+  job get JOB_ID                         (any account's job, with its account_id)
+  batch get BATCH_ID                     (any account's batch, with its progress)
   key create ACCOUNT_ID [--name N] [--require-signature]   (shows the secret once)
   key list ACCOUNT_ID
   key update ACCESS_KEY [--name N] [--require-signature=true|false]
@@ -175,7 +180,7 @@ var adminCommands = map[string]adminCommand{
 		return c.do(ctx, http.MethodPost, "/admin/v1/accounts", body)
 	}},
 	"account list": {run: func(c *adminClient, ctx context.Context, _ adminArgs) error {
-		return c.do(ctx, http.MethodGet, "/admin/v1/accounts", nil)
+		return c.listAccounts(ctx)
 	}},
 	"account get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id, nil)
@@ -196,6 +201,18 @@ var adminCommands = map[string]adminCommand{
 			body["bonus_screenshots"] = n
 		}
 		return c.do(ctx, http.MethodPatch, "/admin/v1/accounts/"+a.id, body)
+	}},
+	"account delete": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodDelete, "/admin/v1/accounts/"+a.id, nil)
+	}},
+	"account jobs": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id+"/jobs", nil)
+	}},
+	"job get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/jobs/"+a.id, nil)
+	}},
+	"batch get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		return c.do(ctx, http.MethodGet, "/admin/v1/batches/"+a.id, nil)
 	}},
 	"usage get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.doField(ctx, "/admin/v1/accounts/"+a.id, "usage")
@@ -234,6 +251,41 @@ var adminCommands = map[string]adminCommand{
 	"key revoke": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodDelete, "/admin/v1/keys/"+a.id, nil)
 	}},
+}
+
+// listAccounts prints every account: it follows the admin API's next_after cursor page by page.
+func (c *adminClient) listAccounts(ctx context.Context) error {
+	all := []json.RawMessage{}
+	after := ""
+	for {
+		path := "/admin/v1/accounts?limit=100"
+		if after != "" {
+			path += "&after=" + url.QueryEscape(after)
+		}
+		out, err := c.fetch(ctx, http.MethodGet, path, nil)
+		if err != nil {
+			c.print(out)
+			return err
+		}
+		var page struct {
+			Accounts  []json.RawMessage `json:"accounts"`
+			NextAfter string            `json:"next_after"`
+		}
+		if err := json.Unmarshal(out, &page); err != nil {
+			return fmt.Errorf("admin API answer: %v", err)
+		}
+		all = append(all, page.Accounts...)
+		if page.NextAfter == "" || page.NextAfter == after {
+			break
+		}
+		after = page.NextAfter
+	}
+	b, err := json.Marshal(map[string]any{"accounts": all})
+	if err != nil {
+		return err
+	}
+	c.print(b)
+	return nil
 }
 
 // setOptionalBool sets body[key] from a flag's value, left out when the flag was not given.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"strings"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/storetest"
+	"github.com/shotd/shotd/store"
 )
 
 // TestAdminCommands runs every `shotd admin` command against a real admin API on loopback.
@@ -98,3 +100,100 @@ type exitError struct {
 }
 
 func (e *exitError) Error() string { return e.stderr }
+
+// TestAdminAccountListPages lists 150 accounts, more than one page of the admin API: the CLI
+// follows next_after and prints each account once.
+func TestAdminAccountListPages(t *testing.T) {
+	st := storetest.Open(t, "")
+	plans := config.Default().Plans
+	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, plans, nil, nil, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go adm.Serve(ln)
+	defer adm.Shutdown(context.Background())
+	want := map[string]bool{}
+	for i := 0; i < 150; i++ {
+		acc, err := st.CreateAccount(fmt.Sprintf("page%d@example.test", i), "default", true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[acc.ID] = true
+	}
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Env: []string{"SHOTD_DATA_DIR=" + t.TempDir()}}
+	if code := m.Run(context.Background(), []string{"admin", "--addr", ln.Addr().String(), "--token", "tok", "account", "list"}); code != 0 {
+		t.Fatalf("account list: %d %s", code, errOut.String())
+	}
+	var got struct{ Accounts []shotd.Account }
+	if err := json.Unmarshal(out.Bytes(), &got); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, a := range got.Accounts {
+		if seen[a.ID] || !want[a.ID] {
+			t.Fatalf("account %s listed twice or unknown", a.ID)
+		}
+		seen[a.ID] = true
+	}
+	if len(seen) != 150 {
+		t.Fatalf("account list printed %d accounts, want 150", len(seen))
+	}
+}
+
+// TestAdminJobsAndDelete: the CLI finds a job and a batch whatever their account, lists an
+// account's jobs, refuses to delete an account with a queued job, and deletes it once it ended.
+func TestAdminJobsAndDelete(t *testing.T) {
+	st := storetest.Open(t, "")
+	adm := httpd.NewAdmin("tok", "http://127.0.0.1", st, config.Default().Plans, nil, nil, zerolog.Nop())
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go adm.Serve(ln)
+	defer adm.Shutdown(context.Background())
+	run := func(args ...string) (string, error) {
+		var out, errOut bytes.Buffer
+		m := &Main{Stdout: &out, Stderr: &errOut, Env: []string{"SHOTD_DATA_DIR=" + t.TempDir()}}
+		if code := m.Run(context.Background(), append([]string{"admin", "--addr", ln.Addr().String(), "--token", "tok"}, args...)); code != 0 {
+			return out.String(), &exitError{code, errOut.String()}
+		}
+		return out.String(), nil
+	}
+	acc, err := st.CreateAccount("jobs@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	jobs := []shotd.Job{{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: "ak", Options: json.RawMessage(`{}`)}}
+	batch := shotd.Batch{BatchID: store.NewBatchID(), AccountID: acc.ID}
+	if err := st.CreateJobs(jobs, &batch); err != nil {
+		t.Fatal(err)
+	}
+	id := jobs[0].JobID
+	for _, s := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"job", "get", id}, `"account_id": "` + acc.ID + `"`},
+		{[]string{"batch", "get", batch.BatchID}, `"progress": {`},
+		{[]string{"account", "jobs", acc.ID}, `"job_id": "` + id + `"`},
+	} {
+		out, err := run(s.args...)
+		if err != nil || !strings.Contains(out, s.want) {
+			t.Fatalf("%v printed %q (%v), want %s", s.args, out, err, s.want)
+		}
+	}
+	if out, err := run("account", "delete", acc.ID); err == nil || !strings.Contains(out, "queued or rendering") {
+		t.Fatalf("delete with a queued job: %q %v", out, err)
+	}
+	if _, err := st.UpdateJob(id, func(j *shotd.Job) error { j.Status = shotd.JobFailed; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := run("account", "delete", acc.ID); err != nil || !strings.Contains(out, `"jobs": 1`) || !strings.Contains(out, `"batches": 1`) {
+		t.Fatalf("delete: %q %v", out, err)
+	}
+	if _, err := run("job", "get", id); err == nil {
+		t.Fatal("the deleted account's job is still found")
+	}
+}

@@ -13,6 +13,12 @@ import (
 // log.level for every logger derived from it.
 func newLogger(w io.Writer, lc config.Log) zerolog.Logger {
 	zerolog.SetGlobalLevel(lc.ZerologLevel())
+	if jw, ok := w.(*journalWriter); ok {
+		if lc.Format == config.LogConsole {
+			jw.console = &zerolog.ConsoleWriter{NoColor: true, TimeFormat: time.TimeOnly}
+		}
+		return zerolog.New(jw).With().Timestamp().Logger()
+	}
 	if lc.Format == config.LogJSON || (lc.Format == config.LogAuto && !isTerminal(w)) {
 		return zerolog.New(w).With().Timestamp().Logger()
 	}

@@ -74,6 +74,7 @@ const usage = `usage: shotd <command> [flags]
 commands:
   serve [--config FILE]   run the service (embedded defaults without --config); SIGHUP reloads plans
   admin <subcommand>      manage accounts, keys and backups through the admin API (shotd admin help)
+  cluster status [--config FILE]  print the members, the meta leader and the buckets (cluster mode)
   config print [--config FILE]   print the configuration serve would run with
   config check FILE       check a configuration file and what it points at (browser, ffmpeg, lists)
   openapi [--config FILE] print the OpenAPI 3.1 document of the public API (also at /openapi.json)
@@ -93,6 +94,8 @@ func (m *Main) Run(ctx context.Context, args []string) int {
 		err = m.serve(ctx, args[1:])
 	case "admin":
 		err = m.admin(ctx, args[1:])
+	case "cluster":
+		err = m.clusterCmd(ctx, args[1:])
 	case "config":
 		err = m.config(ctx, args[1:])
 	case "openapi":

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
@@ -29,9 +30,16 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	if err != nil {
 		return err
 	}
-	log := newLogger(m.Stderr, cfg.Log)
+	var logOut io.Writer = m.Stderr
+	if journalStream(m.Stderr, m.Env) {
+		logOut = &journalWriter{w: m.Stderr}
+	}
+	log := newLogger(logOut, cfg.Log)
 	log.Info().Str("version", version()).Msg("shotd starting")
-	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log))
+	for _, name := range config.UnknownEnv(m.Env) {
+		log.Warn().Str("variable", name).Msg("unknown SHOTD_ variable ignored: it names no configuration key")
+	}
+	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log), shotdsvc.WithVersion(version()))
 	if err != nil {
 		return err
 	}

@@ -428,3 +428,37 @@ func writeIfPresent(dir, name, value string) error {
 	}
 	return err
 }
+
+// OfPID returns the child (made by New, of this or an earlier service) that process pid is in,
+// to read its OOM kills and peak; false when pid is in no such child or its cgroup cannot be
+// found. The child is for reading only: it has no directory open for Enter.
+func OfPID(pid int) (*Child, bool) {
+	self, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return nil, false
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil, false
+	}
+	dir, v2, err := Locate(self, mounts)
+	if err != nil || !strings.HasPrefix(filepath.Base(dir), childPrefix) {
+		return nil, false
+	}
+	return &Child{dir: dir, v2: v2, fd: -1}, true
+}
+
+// Current is the memory the child uses now, in bytes (v1 memory.usage_in_bytes, v2
+// memory.current); false where the kernel does not tell.
+func (c *Child) Current() (int64, bool) {
+	name := "memory.usage_in_bytes"
+	if c.v2 {
+		name = "memory.current"
+	}
+	b, err := os.ReadFile(filepath.Join(c.dir, name))
+	if err != nil {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	return n, err == nil
+}

@@ -180,6 +180,14 @@ func TestChildEnter(t *testing.T) {
 	if err != nil || !slices.Contains(pids, cmd.Process.Pid) {
 		t.Errorf("Procs = %v, %v; want %d among them", pids, err, cmd.Process.Pid)
 	}
+	if of, ok := OfPID(cmd.Process.Pid); !ok || of.Dir() != c.Dir() {
+		t.Errorf("OfPID(the command) = %v, %v; want %s", of, ok, c.Dir())
+	} else if n, ok := of.Current(); !ok || n <= 0 {
+		t.Errorf("Current of the command's child = %d, %v", n, ok)
+	}
+	if _, ok := OfPID(os.Getpid()); ok {
+		t.Error("OfPID(the test) found a child; the test is in none")
+	}
 	if err := c.Remove(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,21 @@
+// Package cluster makes several shotd nodes one service. It owns the NATS server that every node
+// embeds (nats-server as a library, JetStream on, fsync on every write, routes to the peers with
+// mutual TLS off loopback), the in-process connection to it, and the replicated key-value buckets
+// that hold what must be shared and exact:
+//
+//   - accounts and keys (Book), watched so that a change on one node reaches every node's key
+//     cache within a second;
+//   - the quota ledger (Ledger): one record per account and billing period, changed only by
+//     compare-and-swap, holding the billed count and the live reservations, each with a lease
+//     that its node renews while it renders and that anyone drops once it has expired;
+//   - the records of stored files (Files), so that any node serves a file that another stored
+//     in the shared S3 bucket;
+//   - the members (node records with a TTL), for `shotd cluster status` and for Healthy, which
+//     /readyz asks: a node whose heartbeats no longer reach the quorum takes no traffic.
+//
+// Every record carries a version; a record of an unknown version is refused with a log line,
+// never a crash, so nodes of two versions can run side by side during a rolling restart.
+//
+// Gate wraps the single node's admission (the account actors) with the ledger, so that the actors
+// keep their in-memory path unchanged and the cluster adds only the shared, exact part.
+package cluster

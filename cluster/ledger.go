@@ -1,0 +1,407 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+)
+
+// DefaultLease is how long a reservation lives unless its node renews it. A node renews its
+// reservations every lease/3 while it renders, so only a dead (or cut off) node's reservations
+// expire. Node clocks must agree to well within it (NTP).
+const DefaultLease = 15 * time.Second
+
+// ledgerRecord is an account's usage in one billing period, as the whole cluster sees it. It is
+// only ever changed by compare-and-swap on its revision, so two nodes admitting for the same
+// account at the same instant cannot both take the last unit of quota.
+type ledgerRecord struct {
+	V      int `json:"v"`
+	Billed int `json:"billed"` // successes billed to the plan quota this period
+	// Res are the live reservations: each holds one unit of quota until it is billed or dropped,
+	// and a concurrency slot when Slot is set.
+	Res map[string]reservation `json:"res,omitempty"`
+	// Done are the last reservations billed, newest last: a Settle retried after a write whose
+	// answer was lost (it may have landed) finds its bill there and does not bill again.
+	Done []string `json:"done,omitempty"`
+}
+
+// doneKept is how many billed reservation ids a record remembers.
+const doneKept = 64
+
+type reservation struct {
+	Node    string    `json:"node"`
+	Slot    bool      `json:"slot,omitempty"`
+	Expires time.Time `json:"exp"`
+}
+
+// live counts the reservations not expired at now, and the slots among them.
+func (r *ledgerRecord) live(now time.Time) (res, slots int) {
+	for _, v := range r.Res {
+		if now.Before(v.Expires) {
+			res++
+			if v.Slot {
+				slots++
+			}
+		}
+	}
+	return res, slots
+}
+
+// prune drops expired reservations: their node died (or lost the cluster) before settling, so
+// they are released unbilled. It reports what it dropped.
+func (r *ledgerRecord) prune(now time.Time) (dropped []string) {
+	for id, v := range r.Res {
+		if !now.Before(v.Expires) {
+			delete(r.Res, id)
+			dropped = append(dropped, id)
+		}
+	}
+	return dropped
+}
+
+// Hold is a reservation this node holds: settle it exactly once with Ledger.Settle.
+type Hold struct {
+	Key   string // the ledger record
+	ID    string // the reservation in it
+	Quota int
+}
+
+// LedgerState is an account's ledger record as it stands: billed successes, live reservations
+// and the concurrency slots among them.
+type LedgerState struct {
+	Billed       int
+	Reservations int
+	Slots        int
+}
+
+// Ledger is this node's handle on the quota ledger. Safe for concurrent use.
+type Ledger struct {
+	kv    jetstream.KeyValue
+	node  string
+	lease time.Duration
+	now   func() time.Time
+	log   zerolog.Logger
+
+	seq  atomic.Uint64
+	mu   sync.Mutex
+	held map[string]map[string]bool // record key -> reservation ids this node holds
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+
+	conflicts atomic.Int64 // CAS retries, for tests and metrics
+}
+
+// LedgerConfig tunes a Ledger; zero values take the defaults.
+type LedgerConfig struct {
+	Lease time.Duration    // DefaultLease
+	Now   func() time.Time // time.Now
+	Log   zerolog.Logger
+	// NoRenew leaves reservations unrenewed (tests of a node that died).
+	NoRenew bool
+}
+
+// NewLedger starts renewing this node's reservations in kv (the ledger bucket).
+func NewLedger(kv jetstream.KeyValue, node string, cfg LedgerConfig) *Ledger {
+	if cfg.Lease <= 0 {
+		cfg.Lease = DefaultLease
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	l := &Ledger{kv: kv, node: node, lease: cfg.Lease, now: cfg.Now, log: cfg.Log, held: map[string]map[string]bool{}, stop: make(chan struct{})}
+	if !cfg.NoRenew {
+		l.wg.Add(1)
+		go l.renewLoop()
+	}
+	return l
+}
+
+// LedgerKey names an account's record for the billing period that starts at periodStart.
+func LedgerKey(accountID string, periodStart time.Time) string {
+	return accountID + "." + strconv.FormatInt(periodStart.Unix(), 10)
+}
+
+// Reserve takes one unit of the account's quota, and a concurrency slot when slot is set,
+// provided billed + live reservations < quota and (for a slot) live slots < concurrency. A
+// refusal is a *shotd.Error: quota_exceeded or concurrency_limit; anything else (no quorum, a
+// record of an unknown version) is service_unavailable, never an admission.
+func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int, slot bool) (Hold, LedgerState, error) {
+	id := l.node + "-" + strconv.FormatUint(l.seq.Add(1), 36) + "-" + randomHex(4)
+	h := Hold{Key: key, ID: id, Quota: quota}
+	// Held from before the write: a renewal that runs while the write is in flight then keeps
+	// it alive too.
+	l.hold(h)
+	st, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
+		if _, ok := r.Res[id]; ok {
+			return errSettled // a try whose answer was lost had made it
+		}
+		res, slots := r.live(now)
+		if r.Billed+res >= quota {
+			return shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up", quota)
+		}
+		if slot && slots >= concurrency {
+			e := shotd.Errorf(shotd.CodeConcurrencyLimit, "%d renders are running; the plan allows %d at once", slots, concurrency)
+			e.RetryAfter = 1
+			return e
+		}
+		if r.Res == nil {
+			r.Res = map[string]reservation{}
+		}
+		r.Res[id] = reservation{Node: l.node, Slot: slot, Expires: now.Add(l.lease)}
+		return nil
+	})
+	if err != nil {
+		l.release(h)
+		return Hold{}, st, err
+	}
+	return h, st, nil
+}
+
+// errLost: a success to bill whose reservation expired (its node could not renew it) and that
+// no longer fits in the quota. It is not billed.
+var errLost = errors.New("cluster: the reservation expired before the render ended")
+
+// Settle ends a reservation: with bill, the success is billed and the reservation dropped in one
+// compare-and-swap; without, the reservation is dropped. A success whose reservation expired
+// meanwhile is billed only if it still fits the quota; otherwise Settle returns an error
+// (service_unavailable) and bills nothing, so that the quota holds whatever happened.
+//
+// Settle is idempotent: a retry after a write whose answer was lost finds the bill it made.
+func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, error) {
+	defer l.release(h)
+	return l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
+		if bill && slices.Contains(r.Done, h.ID) {
+			return errSettled
+		}
+		_, ok := r.Res[h.ID]
+		delete(r.Res, h.ID)
+		if !bill {
+			return nil
+		}
+		if !ok {
+			if res, _ := r.live(now); r.Billed+res >= h.Quota {
+				return shotd.Wrap(shotd.CodeServiceUnavailable, errLost, "the quota reservation of this render was lost")
+			}
+		}
+		r.Billed++
+		r.Done = append(r.Done, h.ID)
+		if len(r.Done) > doneKept {
+			r.Done = r.Done[len(r.Done)-doneKept:]
+		}
+		return nil
+	})
+}
+
+// errSettled: fn finds its change made already; update answers success without a write.
+var errSettled = errors.New("cluster: settled already")
+
+// State reads the account's record (live reservations only).
+func (l *Ledger) State(ctx context.Context, key string) (LedgerState, error) {
+	r, _, err := l.get(ctx, key)
+	if err != nil {
+		return LedgerState{}, err
+	}
+	now := l.now()
+	res, slots := r.live(now)
+	return LedgerState{Billed: r.Billed, Reservations: res, Slots: slots}, nil
+}
+
+func (l *Ledger) get(ctx context.Context, key string) (ledgerRecord, uint64, error) {
+	e, err := l.kv.Get(ctx, key)
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return ledgerRecord{V: recordVersion}, 0, nil
+	}
+	if err != nil {
+		return ledgerRecord{}, 0, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's quota ledger could not be read")
+	}
+	var r ledgerRecord
+	if err := decode(l.log, "ledger", key, e.Value(), &r); err != nil {
+		return ledgerRecord{}, 0, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's quota ledger could not be read")
+	}
+	return r, e.Revision(), nil
+}
+
+// update applies fn to the record and writes it back if nobody wrote it meanwhile, retrying on a
+// conflict. Expired reservations are dropped first. An error from fn is returned as it is, with
+// nothing written.
+func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord, now time.Time) error) (LedgerState, error) {
+	for attempt := 0; ; attempt++ {
+		// Each read and write has a second of its own: a request to a stream whose leader just
+		// died gets no answer at all, and must not use up the whole call's deadline.
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		r, rev, err := l.get(actx, key)
+		cancel()
+		if err != nil {
+			if errors.Is(err, ErrUnknownVersion) || !l.pause(ctx, attempt) {
+				return LedgerState{}, err
+			}
+			continue // no leader for a moment (a node died): try again within ctx
+		}
+		now := l.now()
+		if dropped := r.prune(now); len(dropped) > 0 {
+			l.log.Info().Str("ledger", key).Strs("reservations", dropped).Msg("expired reservations released unbilled")
+		}
+		if err := fn(&r, now); err != nil {
+			res, slots := r.live(now)
+			if errors.Is(err, errSettled) {
+				err = nil
+			}
+			return LedgerState{Billed: r.Billed, Reservations: res, Slots: slots}, err
+		}
+		r.V = recordVersion
+		data, err := json.Marshal(r)
+		if err != nil {
+			return LedgerState{}, fmt.Errorf("cluster: ledger %s: %w", key, err)
+		}
+		actx, cancel = context.WithTimeout(ctx, attemptTimeout)
+		if rev == 0 {
+			_, err = l.kv.Create(actx, key, data)
+		} else {
+			_, err = l.kv.Update(actx, key, data, rev)
+		}
+		cancel()
+		if err == nil {
+			res, slots := r.live(now)
+			return LedgerState{Billed: r.Billed, Reservations: res, Slots: slots}, nil
+		}
+		if conflict(err) {
+			l.conflicts.Add(1)
+		}
+		// Someone wrote first, or the write's answer did not come (no leader for a moment; the
+		// write may have landed, which the next read shows): read again. A short random pause
+		// spreads the next tries of several writers of one hot record.
+		if !l.pause(ctx, attempt) {
+			return LedgerState{}, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's quota ledger could not be written")
+		}
+	}
+}
+
+// attemptTimeout bounds one read or write of the ledger.
+const attemptTimeout = time.Second
+
+// pause waits before the next try: up to 1 ms doubled per attempt, at most 32 ms for conflicts
+// and up to 250 ms after several; false when ctx ends first.
+func (l *Ledger) pause(ctx context.Context, attempt int) bool {
+	d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 8)))
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
+}
+
+// conflict reports a compare-and-swap that lost: the revision moved, or the key was created.
+func conflict(err error) bool {
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.Is(err, jetstream.ErrKeyRevisionMismatch) {
+		return true
+	}
+	var api *jetstream.APIError
+	return errors.As(err, &api) && (api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence ||
+		api.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequenceConstant)
+}
+
+func (l *Ledger) hold(h Hold) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	m := l.held[h.Key]
+	if m == nil {
+		m = map[string]bool{}
+		l.held[h.Key] = m
+	}
+	m[h.ID] = true
+}
+
+func (l *Ledger) release(h Hold) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if m := l.held[h.Key]; m != nil {
+		delete(m, h.ID)
+		if len(m) == 0 {
+			delete(l.held, h.Key)
+		}
+	}
+}
+
+// Held counts the reservations this node holds.
+func (l *Ledger) Held() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, m := range l.held {
+		n += len(m)
+	}
+	return n
+}
+
+func (l *Ledger) renewLoop() {
+	defer l.wg.Done()
+	t := time.NewTicker(l.lease / 3)
+	defer t.Stop()
+	for {
+		select {
+		case <-l.stop:
+			return
+		case <-t.C:
+			l.renew()
+		}
+	}
+}
+
+// renew extends the lease of every reservation this node holds, one write per record.
+func (l *Ledger) renew() {
+	l.mu.Lock()
+	keys := make(map[string][]string, len(l.held))
+	for k, m := range l.held {
+		for id := range m {
+			keys[k] = append(keys[k], id)
+		}
+	}
+	l.mu.Unlock()
+	for key, ids := range keys {
+		ctx, cancel := context.WithTimeout(context.Background(), l.lease/3)
+		_, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
+			for _, id := range ids {
+				if v, ok := r.Res[id]; ok {
+					v.Expires = now.Add(l.lease)
+					r.Res[id] = v
+				}
+			}
+			return nil
+		})
+		cancel()
+		if err != nil {
+			l.log.Warn().Err(err).Str("ledger", key).Msg("reservation leases not renewed")
+		}
+	}
+}
+
+// Close stops the renewals. Reservations still held expire on their own.
+func (l *Ledger) Close(ctx context.Context) error {
+	l.closeOnce.Do(func() { close(l.stop) })
+	done := make(chan struct{})
+	go func() {
+		l.wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: close ledger: %w", ctx.Err())
+	}
+}

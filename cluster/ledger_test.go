@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+)
+
+func code(err error) shotd.Code {
+	var e *shotd.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return ""
+}
+
+// TestLedgerTwoOwnersHoldTheQuota: two nodes admit for one account at once, each with its own
+// Ledger on its own connection, every render billed; the successes are exactly the quota and
+// the record ends with no reservation.
+func TestLedgerTwoOwnersHoldTheQuota(t *testing.T) {
+	nodes := startCluster(t, 3)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ledgers := []*Ledger{NewLedger(nodes[0].Ledger, "n1", LedgerConfig{Log: log}), NewLedger(nodes[1].Ledger, "n2", LedgerConfig{Log: log})}
+	for _, l := range ledgers {
+		t.Cleanup(func() { _ = l.Close(context.Background()) })
+	}
+	const quota, workers = 25, 6
+	key := LedgerKey("acc_a", time.Unix(1_700_000_000, 0))
+	var ok, refused atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 2 * workers {
+		l := ledgers[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				h, _, err := l.Reserve(ctx, key, quota, 100, true)
+				if code(err) == shotd.CodeQuotaExceeded {
+					cancel()
+					refused.Add(1)
+					return
+				}
+				if err != nil {
+					cancel()
+					t.Error(err)
+					return
+				}
+				if _, err := l.Settle(ctx, h, true); err != nil {
+					t.Error(err)
+				}
+				cancel()
+				ok.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if ok.Load() != quota {
+		t.Fatalf("%d successes, want exactly %d", ok.Load(), quota)
+	}
+	st, err := ledgers[1].State(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Billed != quota || st.Reservations != 0 || st.Slots != 0 {
+		t.Fatalf("ledger %+v, want %d billed and no reservation", st, quota)
+	}
+	if ledgers[0].conflicts.Load()+ledgers[1].conflicts.Load() == 0 {
+		t.Log("no compare-and-swap conflict happened: the owners did not race this time")
+	}
+}
+
+// TestLedgerConcurrency: slots across two nodes never exceed the limit; a refused render
+// answers concurrency_limit while the quota is far from used.
+func TestLedgerConcurrency(t *testing.T) {
+	nodes := startCluster(t, 3)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	ledgers := []*Ledger{NewLedger(nodes[1].Ledger, "n2", LedgerConfig{Log: log}), NewLedger(nodes[2].Ledger, "n3", LedgerConfig{Log: log})}
+	for _, l := range ledgers {
+		t.Cleanup(func() { _ = l.Close(context.Background()) })
+	}
+	const limit = 2
+	key := LedgerKey("acc_c", time.Unix(1_700_000_000, 0))
+	var running, peak, busy, done atomic.Int64
+	var wg sync.WaitGroup
+	for i := range 8 {
+		l := ledgers[i%2]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for done.Load() < 30 {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				h, _, err := l.Reserve(ctx, key, 1000, limit, true)
+				if code(err) == shotd.CodeConcurrencyLimit {
+					cancel()
+					busy.Add(1)
+					time.Sleep(time.Millisecond)
+					continue
+				}
+				if err != nil {
+					cancel()
+					t.Error(err)
+					return
+				}
+				n := running.Add(1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				time.Sleep(5 * time.Millisecond) // the "render"
+				running.Add(-1)
+				if _, err := l.Settle(ctx, h, true); err != nil {
+					t.Error(err)
+				}
+				cancel()
+				done.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	if peak.Load() > limit {
+		t.Fatalf("%d renders held slots at once, limit %d", peak.Load(), limit)
+	}
+	if busy.Load() == 0 {
+		t.Fatal("no admission was refused with concurrency_limit: the limit was never reached")
+	}
+	st, err := ledgers[0].State(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Billed != int(done.Load()) || st.Reservations != 0 {
+		t.Fatalf("ledger %+v, want %d billed and no reservation", st, done.Load())
+	}
+}
+
+// TestLedgerDeadNodeLease: a reservation whose node stopped renewing it is released unbilled
+// once its lease ends; the dead node's late success is then not billed beyond the quota.
+func TestLedgerDeadNodeLease(t *testing.T) {
+	nodes := startCluster(t, 1)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	var mu sync.Mutex
+	clock := time.Unix(1_800_000_000, 0)
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	advance := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	dead := NewLedger(nodes[0].Ledger, "dead", LedgerConfig{Log: log, Now: now, NoRenew: true, Lease: time.Minute})
+	alive := NewLedger(nodes[0].Ledger, "alive", LedgerConfig{Log: log, Now: now, Lease: time.Minute})
+	t.Cleanup(func() { _ = alive.Close(context.Background()); _ = dead.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_d", clock)
+
+	h, _, err := dead.Reserve(ctx, key, 1, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := alive.Reserve(ctx, key, 1, 1, true); code(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("got %v, want quota_exceeded while the reservation lives", err)
+	}
+	advance(59 * time.Second)
+	if _, _, err := alive.Reserve(ctx, key, 1, 1, true); code(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("got %v, want quota_exceeded before the lease ends", err)
+	}
+	advance(2 * time.Second)
+	h2, _, err := alive.Reserve(ctx, key, 1, 1, true)
+	if err != nil {
+		t.Fatalf("the expired reservation still holds the quota: %v", err)
+	}
+	if _, err := alive.Settle(ctx, h2, true); err != nil {
+		t.Fatal(err)
+	}
+	// The dead node comes back with a success: the quota is used, so it is not billed.
+	if _, err := dead.Settle(ctx, h, true); code(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("got %v, want service_unavailable for a lost reservation past the quota", err)
+	}
+	st, err := alive.State(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Billed != 1 || st.Reservations != 0 {
+		t.Fatalf("ledger %+v, want 1 billed, no reservation", st)
+	}
+}
+
+// TestLedgerRenewal: a living node's reservation outlives many leases.
+func TestLedgerRenewal(t *testing.T) {
+	nodes := startCluster(t, 1)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{Log: log, Lease: 300 * time.Millisecond})
+	other := NewLedger(nodes[0].Ledger, "n2", LedgerConfig{Log: log, NoRenew: true})
+	t.Cleanup(func() { _ = l.Close(context.Background()); _ = other.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_r", time.Unix(1_700_000_000, 0))
+	h, _, err := l.Reserve(ctx, key, 1, 1, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1500 * time.Millisecond) // five leases
+	if _, _, err := other.Reserve(ctx, key, 1, 1, true); code(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("got %v, want quota_exceeded: the renewed reservation must hold", err)
+	}
+	if _, err := l.Settle(ctx, h, false); err != nil {
+		t.Fatal(err)
+	}
+	if l.Held() != 0 {
+		t.Fatalf("%d reservations still held after settle", l.Held())
+	}
+	st, err := l.State(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Billed != 0 || st.Reservations != 0 {
+		t.Fatalf("ledger %+v, want nothing billed or held after a release", st)
+	}
+}
+
+// TestLedgerUnknownVersion: a record written by a newer node is refused with
+// service_unavailable, not misread and not a panic.
+func TestLedgerUnknownVersion(t *testing.T) {
+	nodes := startCluster(t, 1)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{Log: zerolog.New(zerolog.NewTestWriter(t))})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_v", time.Unix(1_700_000_000, 0))
+	if _, err := nodes[0].Ledger.Put(ctx, key, []byte(`{"v":99,"billed":"lots"}`)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := l.Reserve(ctx, key, 10, 10, true)
+	if code(err) != shotd.CodeServiceUnavailable || !errors.Is(err, ErrUnknownVersion) {
+		t.Fatalf("got %v, want service_unavailable wrapping ErrUnknownVersion", err)
+	}
+	if l.Held() != 0 {
+		t.Fatal("a refused reservation is still held")
+	}
+}
+
+// TestLedgerSettleIdempotent: a Settle tried again (its first answer lost) bills once.
+func TestLedgerSettleIdempotent(t *testing.T) {
+	nodes := startCluster(t, 1)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_i", time.Unix(1_700_000_000, 0))
+	h, _, err := l.Reserve(ctx, key, 5, 5, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		st, err := l.Settle(ctx, h, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Billed != 1 || st.Reservations != 0 {
+			t.Fatalf("ledger %+v, want 1 billed once", st)
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// freePorts reserves n loopback ports for route listeners. Another process may take one between
+// this and the listen; the tests run on loopback with few other listeners, and a taken port
+// fails the start loudly.
+func freePorts(t testing.TB, n int) []string {
+	t.Helper()
+	var ls []net.Listener
+	var addrs []string
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+		addrs = append(addrs, l.Addr().String())
+	}
+	for _, l := range ls {
+		_ = l.Close()
+	}
+	return addrs
+}
+
+// startCluster starts n nodes on loopback, each in its own temp dir, and closes them at the end.
+func startCluster(t testing.TB, n int) []*Node {
+	t.Helper()
+	return startClusterWith(t, n, nil)
+}
+
+// startClusterWith is startCluster with each node's config changed by change (nil: none).
+func startClusterWith(t testing.TB, n int, change func(i int, c *Config)) []*Node {
+	t.Helper()
+	addrs := freePorts(t, n)
+	nodes := make([]*Node, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	for i := range n {
+		cfg := Config{
+			NodeName: fmt.Sprintf("n%d", i+1),
+			Listen:   addrs[i],
+			Peers:    addrs,
+			Replicas: 3,
+			DataDir:  t.TempDir(),
+			Log:      zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel),
+		}
+		if change != nil {
+			change(i, &cfg)
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nodes[i], errs[i] = Start(ctx, cfg)
+		}()
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		for _, nd := range nodes {
+			if nd != nil {
+				cctx, ccancel := context.WithTimeout(context.Background(), 30*time.Second)
+				_ = nd.Close(cctx)
+				ccancel()
+			}
+		}
+	})
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("node %d: %v", i+1, err)
+		}
+	}
+	return nodes
+}

@@ -1,0 +1,449 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+)
+
+// Config starts a node. config.Cluster holds the operator's part of it.
+type Config struct {
+	NodeName string
+	Name     string // the cluster's name; "" = "shotd"
+	Listen   string // host:port for routes
+	Peers    []string
+	Replicas int // 0 = 3; clamped to the number of known nodes
+	CertFile string
+	KeyFile  string
+	CAFile   string
+	// DataDir is the node's data directory: JetStream stores in DataDir/cluster/jetstream, and
+	// DataDir/cluster/client.json tells `shotd cluster status` how to reach the node.
+	DataDir string
+	Log     zerolog.Logger
+	// Version is the shotd version this node runs, shown by cluster status.
+	Version string
+	// Plans, when set, is a digest of the plans this node runs with (read at every heartbeat, so
+	// that a reload shows): cluster status warns when the nodes' plans differ.
+	Plans func() string
+}
+
+// Bucket names. Every bucket is created at start with the node's replica count.
+const (
+	BucketAccounts = "shotd_accounts" // account id -> accountRecord
+	BucketKeys     = "shotd_keys"     // access key -> keyRecord (with the secret)
+	BucketLedger   = "shotd_ledger"   // account id "." period start (unix) -> ledgerRecord
+	BucketNodes    = "shotd_nodes"    // node name -> nodeRecord, expires unless refreshed
+	BucketFiles    = "shotd_files"    // file id -> fileRecord, expires with the file (per-key TTL)
+)
+
+// nodeTTL: a node record not refreshed for this long disappears (the node is gone).
+const (
+	nodeTTL       = 15 * time.Second
+	nodeHeartbeat = 3 * time.Second
+)
+
+// ClientFile is where a node writes how a local `shotd cluster status` reaches it.
+const ClientFile = "client.json"
+
+// clientInfo is ClientFile: a loopback URL and a token (the file is 0600, like the database).
+type clientInfo struct {
+	V     int    `json:"v"`
+	URL   string `json:"url"`
+	Token string `json:"token"`
+}
+
+// Node is this node's part of the cluster: the embedded NATS server, the in-process connection
+// and the buckets.
+type Node struct {
+	cfg      Config
+	log      zerolog.Logger
+	srv      *server.Server
+	nc       *nats.Conn
+	js       jetstream.JetStream
+	replicas int
+
+	Accounts jetstream.KeyValue
+	Keys     jetstream.KeyValue
+	Ledger   jetstream.KeyValue
+	Nodes    jetstream.KeyValue
+	Files    jetstream.KeyValue
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+	started   time.Time
+	lastBeat  atomic.Int64 // unix nanoseconds of the last heartbeat written
+}
+
+// Start starts the embedded server, joins the peers and creates the buckets. In a new cluster
+// the buckets can be created only once a quorum of nodes is up, so Start waits for it until ctx
+// ends (a node started alone of three waits for a second one).
+func Start(ctx context.Context, cfg Config) (*Node, error) {
+	if cfg.Name == "" {
+		cfg.Name = "shotd"
+	}
+	if cfg.Replicas <= 0 {
+		cfg.Replicas = 3
+	}
+	n := &Node{cfg: cfg, log: cfg.Log.With().Str("node", cfg.NodeName).Logger(), stop: make(chan struct{}), started: time.Now().UTC()}
+	opts, token, err := serverOptions(cfg)
+	if err != nil {
+		return nil, err
+	}
+	srv, err := server.NewServer(opts)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: nats server: %w", err)
+	}
+	srv.SetLoggerV2(natsLogger{n.log}, false, false, false)
+	go srv.Start()
+	n.srv = srv
+	fail := func(err error) (*Node, error) {
+		n.shutdown()
+		return nil, err
+	}
+	if !srv.ReadyForConnections(30 * time.Second) {
+		return fail(errors.New("cluster: the embedded nats server did not start (see the log: a route listener in use?)"))
+	}
+	if err := n.writeClientFile(token); err != nil {
+		return fail(err)
+	}
+	n.nc, err = nats.Connect("", nats.InProcessServer(srv), nats.Token(token), nats.Name("shotd-"+cfg.NodeName),
+		nats.MaxReconnects(-1))
+	if err != nil {
+		return fail(fmt.Errorf("cluster: connect in process: %w", err))
+	}
+	if n.js, err = jetstream.New(n.nc); err != nil {
+		return fail(fmt.Errorf("cluster: jetstream: %w", err))
+	}
+	known := knownNodes(cfg)
+	n.replicas = min(cfg.Replicas, known)
+	if n.replicas < cfg.Replicas {
+		n.log.Warn().Int("replicas", cfg.Replicas).Int("known_nodes", known).Int("using", n.replicas).
+			Msg("fewer nodes known than replicas: streams and buckets use one replica per known node")
+	}
+	if err := n.createBuckets(ctx); err != nil {
+		return fail(err)
+	}
+	if err := n.serveStatus(); err != nil {
+		return fail(fmt.Errorf("cluster: status responder: %w", err))
+	}
+	n.wg.Add(1)
+	go n.heartbeat()
+	n.log.Info().Str("listen", cfg.Listen).Strs("peers", cfg.Peers).Int("replicas", n.replicas).Msg("cluster node started")
+	return n, nil
+}
+
+// knownNodes counts this node and its distinct peers (its own listen address, if listed, once).
+func knownNodes(cfg Config) int {
+	seen := map[string]bool{cfg.Listen: true}
+	for _, p := range cfg.Peers {
+		seen[p] = true
+	}
+	return len(seen)
+}
+
+func serverOptions(cfg Config) (*server.Options, string, error) {
+	host, port, err := splitHostPort(cfg.Listen)
+	if err != nil {
+		return nil, "", fmt.Errorf("cluster: listen %q: %w", cfg.Listen, err)
+	}
+	token := randomHex(24)
+	opts := &server.Options{
+		ServerName: cfg.NodeName,
+		// Clients (the in-process connection, `shotd cluster status`) only on loopback, on a
+		// free port, with a token that only this node's data directory holds.
+		Host:          "127.0.0.1",
+		Port:          server.RANDOM_PORT,
+		Authorization: token,
+		NoSigs:        true,
+		JetStream:     true,
+		StoreDir:      filepath.Join(cfg.DataDir, "cluster", "jetstream"),
+		// fsync every write: with the default interval, acknowledged writes were lost in a
+		// published analysis (December 2025), and a lost ledger write is a lost bill.
+		SyncAlways: true,
+		Cluster: server.ClusterOpts{
+			Name:           cfg.Name,
+			Host:           host,
+			Port:           port,
+			ConnectRetries: -1, // keep trying peers that are down: they come back
+			TLSTimeout:     5,
+		},
+		MaxPayload: 1 << 20,
+	}
+	if knownNodes(cfg) == 1 {
+		// NATS runs JetStream clustered only with routes: a cluster of one node is a standalone
+		// JetStream server, which a later restart with peers cannot join (its data stays).
+		opts.Cluster = server.ClusterOpts{}
+		return opts, token, nil
+	}
+	if cfg.CertFile != "" {
+		tc, err := mutualTLS(cfg)
+		if err != nil {
+			return nil, "", err
+		}
+		opts.Cluster.TLSConfig = tc
+	}
+	for _, p := range cfg.Peers {
+		if p == cfg.Listen {
+			continue
+		}
+		u, err := url.Parse("nats-route://" + p)
+		if err != nil {
+			return nil, "", fmt.Errorf("cluster: peer %q: %w", p, err)
+		}
+		opts.Routes = append(opts.Routes, u)
+	}
+	return opts, token, nil
+}
+
+// mutualTLS is the routes' TLS: this node's certificate, and the CA that every peer's
+// certificate must chain to, asked of both sides.
+func mutualTLS(cfg Config) (*tls.Config, error) {
+	cert, err := tls.LoadX509KeyPair(cfg.CertFile, cfg.KeyFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: cert_file/key_file: %w", err)
+	}
+	pem, err := os.ReadFile(cfg.CAFile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: ca_file: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("cluster: ca_file %s holds no PEM certificate", cfg.CAFile)
+	}
+	return &tls.Config{
+		Certificates: []tls.Certificate{cert},
+		RootCAs:      pool,
+		ClientCAs:    pool,
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		MinVersion:   tls.VersionTLS12,
+	}, nil
+}
+
+func splitHostPort(addr string) (string, int, error) {
+	h, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return "", 0, err
+	}
+	if h == "" {
+		h = "0.0.0.0"
+	}
+	return h, n, nil
+}
+
+// createBuckets creates (or adopts) every bucket, retrying while JetStream has no quorum yet.
+func (n *Node) createBuckets(ctx context.Context) error {
+	specs := []struct {
+		dst *jetstream.KeyValue
+		cfg jetstream.KeyValueConfig
+	}{
+		{&n.Accounts, jetstream.KeyValueConfig{Bucket: BucketAccounts, Description: "shotd accounts"}},
+		{&n.Keys, jetstream.KeyValueConfig{Bucket: BucketKeys, Description: "shotd access keys"}},
+		{&n.Ledger, jetstream.KeyValueConfig{Bucket: BucketLedger, Description: "shotd quota ledger"}},
+		{&n.Nodes, jetstream.KeyValueConfig{Bucket: BucketNodes, Description: "shotd members", TTL: nodeTTL}},
+		{&n.Files, jetstream.KeyValueConfig{Bucket: BucketFiles, Description: "shotd stored files", LimitMarkerTTL: time.Minute}},
+	}
+	logged := time.Time{}
+	for _, s := range specs {
+		s.cfg.Replicas = n.replicas
+		s.cfg.Storage = jetstream.FileStorage
+		s.cfg.History = 1
+		for {
+			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			kv, err := n.createBucket(actx, s.cfg)
+			cancel()
+			if err == nil {
+				*s.dst = kv
+				break
+			}
+			if ctx.Err() != nil {
+				return fmt.Errorf("cluster: bucket %s: no quorum of nodes before the start timeout (are the peers up and reachable?): %w", s.cfg.Bucket, err)
+			}
+			if time.Since(logged) > 10*time.Second {
+				n.log.Info().Err(err).Str("bucket", s.cfg.Bucket).Msg("waiting for a quorum of nodes")
+				logged = time.Now()
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(500 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// createBucket creates or adopts a bucket and turns its direct gets off: a direct get may be
+// answered by a replica that has not applied the latest write, and a key revoked on one node
+// must not read as valid through another, nor a ledger record as older than it is. Reads then
+// go through the stream's leader.
+func (n *Node) createBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+	// Bind when it exists: every node creating (or updating) it at once is slow to settle.
+	if _, err := n.js.KeyValue(ctx, cfg.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+		if _, err := n.js.CreateKeyValue(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
+			return nil, err
+		}
+	} else if err != nil {
+		return nil, err
+	}
+	stream, err := n.js.Stream(ctx, "KV_"+cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	sc := stream.CachedInfo().Config
+	if sc.AllowDirect {
+		sc.AllowDirect = false
+		if _, err := n.js.UpdateStream(ctx, sc); err != nil {
+			return nil, err
+		}
+	}
+	kv, err := n.js.KeyValue(ctx, cfg.Bucket)
+	if err != nil {
+		return nil, err
+	}
+	// Usable once a read is answered (the leader may move after the update).
+	if _, err := kv.Get(ctx, "probe"); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return nil, err
+	}
+	return kv, nil
+}
+
+func (n *Node) writeClientFile(token string) error {
+	dir := filepath.Join(n.cfg.DataDir, "cluster")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	addr, ok := n.srv.Addr().(*net.TCPAddr)
+	if !ok {
+		return errors.New("cluster: the nats server has no client address")
+	}
+	data, _ := json.Marshal(clientInfo{V: recordVersion, URL: "nats://" + addr.String(), Token: token})
+	tmp := filepath.Join(dir, ClientFile+".tmp")
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("cluster: %w", err)
+	}
+	return os.Rename(tmp, filepath.Join(dir, ClientFile))
+}
+
+// Healthy reports whether this node's last heartbeats were written to the replicated nodes
+// bucket: a node cut off from the quorum cannot write, so it cannot admit (its ledger writes
+// fail either) and should get no traffic. It turns false within about three heartbeats.
+func (n *Node) Healthy() bool {
+	last := n.lastBeat.Load()
+	return last != 0 && time.Since(time.Unix(0, last)) < 3*nodeHeartbeat
+}
+
+// NodeName is this node's name.
+func (n *Node) NodeName() string { return n.cfg.NodeName }
+
+// Replicas is the replica count the buckets were created with.
+func (n *Node) Replicas() int { return n.replicas }
+
+// Conn is the in-process connection.
+func (n *Node) Conn() *nats.Conn { return n.nc }
+
+// JetStream is the in-process JetStream context.
+func (n *Node) JetStream() jetstream.JetStream { return n.js }
+
+// heartbeat keeps this node's record in the nodes bucket; the bucket's TTL removes it when the
+// node stops refreshing it.
+func (n *Node) heartbeat() {
+	defer n.wg.Done()
+	t := time.NewTicker(nodeHeartbeat)
+	defer t.Stop()
+	for {
+		rec := nodeRecord{V: recordVersion, Name: n.cfg.NodeName, Version: n.cfg.Version, Listen: n.cfg.Listen,
+			Started: n.started, Seen: time.Now().UTC()}
+		if n.cfg.Plans != nil {
+			rec.Plans = n.cfg.Plans()
+		}
+		data, _ := json.Marshal(rec)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if _, err := n.Nodes.Put(ctx, n.cfg.NodeName, data); err != nil {
+			n.log.Debug().Err(err).Msg("node heartbeat")
+		} else {
+			n.lastBeat.Store(time.Now().UnixNano())
+		}
+		cancel()
+		select {
+		case <-n.stop:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// Close stops the heartbeat, drains the connection and shuts the server down, waiting for it
+// until ctx ends.
+func (n *Node) Close(ctx context.Context) error {
+	n.closeOnce.Do(func() { close(n.stop) })
+	n.wg.Wait()
+	done := make(chan struct{})
+	go func() {
+		n.shutdown()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("cluster: close: %w", ctx.Err())
+	}
+}
+
+func (n *Node) shutdown() {
+	if n.nc != nil {
+		n.nc.Close()
+	}
+	if n.srv != nil {
+		n.srv.Shutdown()
+		n.srv.WaitForShutdown()
+	}
+	_ = os.Remove(filepath.Join(n.cfg.DataDir, "cluster", ClientFile))
+}
+
+func randomHex(nBytes int) string {
+	b := make([]byte, nBytes)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// natsLogger writes the server's log lines through zerolog, lower-case like ours.
+type natsLogger struct{ log zerolog.Logger }
+
+func (l natsLogger) Noticef(f string, v ...any) { l.log.Info().Str("from", "nats").Msg(lower(f, v)) }
+func (l natsLogger) Warnf(f string, v ...any)   { l.log.Warn().Str("from", "nats").Msg(lower(f, v)) }
+func (l natsLogger) Fatalf(f string, v ...any)  { l.log.Error().Str("from", "nats").Msg(lower(f, v)) }
+func (l natsLogger) Errorf(f string, v ...any)  { l.log.Error().Str("from", "nats").Msg(lower(f, v)) }
+func (l natsLogger) Debugf(f string, v ...any)  { l.log.Debug().Str("from", "nats").Msg(lower(f, v)) }
+func (l natsLogger) Tracef(f string, v ...any)  { l.log.Trace().Str("from", "nats").Msg(lower(f, v)) }
+
+func lower(f string, v []any) string {
+	s := fmt.Sprintf(f, v...)
+	if s != "" {
+		s = strings.ToLower(s[:1]) + s[1:]
+	}
+	return s
+}

@@ -1,0 +1,123 @@
+package service
+
+import (
+	"context"
+	"io"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/cluster"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/store"
+)
+
+// clusterStartTimeout bounds the wait for a quorum of nodes at start (the first node of a new
+// cluster waits for a second one). Below the unit's TimeoutStartSec (120 s): serve exits with a
+// clear error and systemd restarts it, rather than killing a start that says nothing.
+const clusterStartTimeout = 100 * time.Second
+
+// clustered is what cluster mode adds to a node: the embedded NATS node, the accounts and keys
+// it shares, and the quota ledger. nil in single-node mode.
+type clustered struct {
+	node   *cluster.Node
+	book   *cluster.Book
+	ledger *cluster.Ledger
+	gate   *cluster.Gate
+}
+
+// startCluster joins the cluster that cfg.Cluster describes.
+func startCluster(ctx context.Context, cfg *config.Config, version string, plans func() map[string]shotd.Plan, log zerolog.Logger) (*clustered, error) {
+	c := cfg.Cluster
+	log = log.With().Str("component", "cluster").Logger()
+	sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
+	defer cancel()
+	node, err := cluster.Start(sctx, cluster.Config{NodeName: c.NodeName, Name: c.Name, Listen: c.Listen, Peers: c.Peers,
+		Replicas: c.Replicas, CertFile: c.CertFile, KeyFile: c.KeyFile, CAFile: c.CAFile, DataDir: cfg.DataDir, Log: log, Version: version,
+		Plans: func() string { return cluster.PlansDigest(plans()) }})
+	if err != nil {
+		return nil, err
+	}
+	book, err := cluster.OpenBook(sctx, node, log)
+	if err != nil {
+		_ = node.Close(context.Background())
+		return nil, err
+	}
+	return &clustered{node: node, book: book, ledger: cluster.NewLedger(node.Ledger, c.NodeName, cluster.LedgerConfig{Log: log})}, nil
+}
+
+// wrap puts the ledger in front of the node's own admission.
+func (c *clustered) wrap(a *actors.Accounts, log zerolog.Logger) httpd.Gate {
+	c.gate = cluster.NewGate(a, c.ledger, cluster.GateConfig{Log: log.With().Str("component", "cluster").Logger()})
+	return c.gate
+}
+
+// close stops the ledger's renewals, the watches and the node; call it after the HTTP servers
+// and the account actors, which settle through them.
+func (c *clustered) close(ctx context.Context, log zerolog.Logger) {
+	if c == nil {
+		return
+	}
+	if err := c.ledger.Close(ctx); err != nil {
+		log.Warn().Err(err).Msg("cluster ledger")
+	}
+	c.book.Close()
+	if err := c.node.Close(ctx); err != nil {
+		log.Warn().Err(err).Msg("cluster node")
+	}
+}
+
+// ready is /readyz's check in cluster mode: a browser can render and the node is current with
+// the cluster, so that a balancer's health check leaves out a node cut off from the quorum (it
+// could admit nothing).
+func (c *clustered) ready(browser func() bool) func() bool {
+	return func() bool { return browser() && c.node.Healthy() }
+}
+
+// accountList is where the accounts are: the node's store, or the cluster's Book.
+func (s *Service) accountList() interface {
+	Accounts(after string, limit int) ([]shotd.Account, error)
+} {
+	if s.cluster != nil {
+		return s.cluster.book
+	}
+	return s.store
+}
+
+// clusterAdminStore is the admin API's store in cluster mode: accounts and keys from the
+// cluster, the node's daily history and backups from its own database.
+type clusterAdminStore struct {
+	*cluster.Book
+	local *store.Store
+}
+
+func (s clusterAdminStore) DailyUsage(accountID string, days int, now time.Time) ([]shotd.DayUsage, error) {
+	return s.local.DailyUsage(accountID, days, now)
+}
+
+func (s clusterAdminStore) Backup(w io.Writer, size func(n int64) error) error {
+	return s.local.Backup(w, size)
+}
+
+func (s clusterAdminStore) BackupArchive(w io.Writer) error { return s.local.BackupArchive(w) }
+
+// Jobs stay in each node's database in cluster mode (async and bulk are refused there today), so
+// the look-ups read the local one.
+func (s clusterAdminStore) JobByID(jobID string) (shotd.Job, error) { return s.local.JobByID(jobID) }
+
+func (s clusterAdminStore) BatchByID(batchID string) (shotd.Batch, []shotd.Job, error) {
+	return s.local.BatchByID(batchID)
+}
+
+func (s clusterAdminStore) JobsOf(accountID, before string, limit int) ([]shotd.Job, string, error) {
+	return s.local.JobsOf(accountID, before, limit)
+}
+
+// DeleteAccount is not offered in cluster mode yet: the account lives in the cluster's bucket
+// and its files in the shared bucket, which the local deletion does not reach.
+func (s clusterAdminStore) DeleteAccount(id string) (shotd.AccountDeletion, error) {
+	return shotd.AccountDeletion{}, shotd.Errorf(shotd.CodeInvalidRequest, "deleting an account is not available in cluster mode yet; revoke its keys instead")
+}

@@ -1,0 +1,110 @@
+package service
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/internal/s3test"
+)
+
+// TestOpenCloseCluster: a node in cluster mode (a cluster of one) makes its first account in the
+// cluster's buckets, renders and bills through the ledger, stops its NATS server at Close, and
+// finds its accounts and usage again at the next start from data_dir/cluster.
+func TestOpenCloseCluster(t *testing.T) {
+	srv := s3test.Start(t, "results")
+	dir := t.TempDir()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	route := ln.Addr().String()
+	ln.Close()
+	open := func() *Service {
+		cfg := testConfig(dir)
+		cfg.Storage.S3 = config.S3{Endpoint: srv.Endpoint(), Region: s3test.Region, Bucket: "results", Addressing: "path",
+			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
+		cfg.Cluster = config.Cluster{NodeName: "n1", Name: "shotd", Listen: route, Replicas: 3}
+		cfg.Plans["extra"] = shotd.Plan{Name: "extra", MonthlyQuota: 5, RequestsPerMinute: 5, StatusRequestsPerMinute: 5,
+			Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1}
+		svc, err := Open(t.Context(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+		defer cancel()
+		if err := svc.WaitReady(ctx); err != nil {
+			t.Fatal(err)
+		}
+		return svc
+	}
+	closeIt := func(svc *Service) {
+		if err := svc.Close(context.Background()); err != nil {
+			t.Error(err)
+		}
+		noChromeLeft(t, dir)
+		if _, err := os.Stat(filepath.Join(dir, "cluster", "client.json")); !os.IsNotExist(err) {
+			t.Errorf("client.json after Close: %v", err)
+		}
+	}
+	used := func(svc *Service, key string) int {
+		t.Helper()
+		resp, err := http.Get("http://" + svc.PublicAddr().String() + "/api/v1/usage?access_key=" + url.QueryEscape(key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var u shotd.UsageReport
+		if err := json.NewDecoder(resp.Body).Decode(&u); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("usage: %d %v", resp.StatusCode, err)
+		}
+		return u.Quota.Used
+	}
+
+	svc := open()
+	fs := svc.FirstStart()
+	if fs == nil {
+		t.Fatal("no first start in an empty cluster")
+	}
+	if _, err := svc.Store().Keys("default"); err == nil {
+		t.Error("the first account went to bbolt, not to the cluster")
+	}
+	if code := get(t, "http://"+svc.PublicAddr().String()+"/readyz"); code != 200 {
+		t.Errorf("/readyz answered %d", code)
+	}
+	if a := render(t, svc, fs.AccessKey, url.Values{"html": {"<h1>one</h1>"}}); a.status != 200 {
+		t.Fatalf("render: %d %s", a.status, a.body)
+	}
+	if n := used(svc, fs.AccessKey); n != 1 {
+		t.Fatalf("used %d after one render, want 1", n)
+	}
+	closeIt(svc)
+
+	svc = open()
+	defer closeIt(svc)
+	if svc.FirstStart() != nil {
+		t.Error("a second first start: the cluster's accounts were not kept")
+	}
+	if n := used(svc, fs.AccessKey); n != 1 {
+		t.Fatalf("used %d after the restart, want 1", n)
+	}
+
+	// A reload that drops a plan an account of the cluster has is refused.
+	acc, err := svc.cluster.book.CreateAccount("x@example.test", "extra", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := testConfig(dir)
+	if err := svc.Reload(next); err == nil || !strings.Contains(err.Error(), acc.ID) {
+		t.Fatalf("reload without plan extra: %v, want a refusal naming %s", err, acc.ID)
+	}
+}
