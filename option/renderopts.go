@@ -67,8 +67,19 @@ func checkTemplate(v string) string {
 	if len(v) > maxTemplateBytes {
 		return fmt.Sprintf("is longer than %d bytes", maxTemplateBytes)
 	}
+	// A template that loads something fails Chrome's whole print, and a linked style sheet
+	// sometimes crashes the tab's renderer with it: refused here, before any Chrome work.
+	lower := strings.ToLower(v)
+	for _, tag := range templateLoaders {
+		if strings.Contains(lower, tag) {
+			return fmt.Sprintf("may load nothing (found %q): use inline styles, and data: URLs for images", tag)
+		}
+	}
 	return ""
 }
+
+// templateLoaders are the constructs of a header or footer template that make Chrome fetch.
+var templateLoaders = []string{"<link", "<script", "<iframe", "<object", "<embed", "@import"}
 
 var pageRangeRe = regexp.MustCompile(`^\s*(\d+)\s*(-\s*(\d*)\s*)?$`)
 

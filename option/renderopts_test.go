@@ -32,6 +32,8 @@ func TestRenderOptionRules(t *testing.T) {
 		{"outline untagged", []string{"pdf_outline", "true", "pdf_tagged", "false"}, "pdf_outline"},
 		{"scale too small", []string{"pdf_scale", "0.05"}, "pdf_scale"},
 		{"template too long", []string{"pdf_header", string(make([]byte, maxTemplateBytes+1))}, "pdf_header"},
+		{"template links a style sheet", []string{"pdf_footer", `<LINK rel="stylesheet" href="/s.css"><span class="pageNumber"></span>`}, "pdf_footer"},
+		{"template imports a style sheet", []string{"pdf_header", `<style>@import url(/s.css)</style>`}, "pdf_header"},
 		{"blank expression", []string{"wait_for_expression", "  "}, "wait_for_expression"},
 		{"hidden selector", []string{"wait_for_selector_hidden", ".spinner"}, ""},
 		{"javascript off with scripts", []string{"disable_javascript", "true", "scripts", "1"}, "scripts"},
