@@ -84,36 +84,11 @@ func (s *Sender) Send(job shotd.Job) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.Client.Timeout+time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, job.Webhook.URL, bytes.NewReader(raw))
-	if err != nil {
-		return err
-	}
-	ts := time.Now().Unix()
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("User-Agent", "shotd-webhook/1")
-	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("x-webhook-event", EventOf(job))
-	req.Header.Set("x-job-id", job.JobID)
-	req.Header.Set("x-webhook-attempt", strconv.Itoa(job.Webhook.Attempts))
+	signer := ""
 	if job.Webhook.Sign {
-		key, err := s.Keys.Key(job.AccessKey)
-		if err != nil {
-			return fmt.Errorf("signing key: %w", err)
-		}
-		req.Header.Set("x-signature", Sign(key.SecretKey, ts, raw))
+		signer = job.AccessKey
 	}
-	resp, err := s.Client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return fmt.Errorf("receiver answered %d", resp.StatusCode)
-	}
-	return nil
+	return s.post(job.Webhook.URL, raw, EventOf(job), "x-job-id", job.JobID, job.Webhook.Attempts, signer)
 }
 
 // BatchBody is what a batch's webhook_url receives once every job of the batch ended: the batch
@@ -130,9 +105,20 @@ func (s *Sender) SendBatch(b shotd.Batch, jobs []shotd.Job) error {
 	if err != nil {
 		return err
 	}
+	signer := ""
+	if len(jobs) > 0 { // a batch's delivery is always signed
+		signer = jobs[0].AccessKey
+	}
+	return s.post(b.Webhook.URL, raw, shotd.BatchDoneEvent, "x-batch-id", b.BatchID, b.Webhook.Attempts, signer)
+}
+
+// post makes one delivery of raw to url: the event, the id of what ended under idHeader, the
+// attempt's number, and, when signer names an access key, the signature with its secret. An
+// answer other than 2xx is an error.
+func (s *Sender) post(url string, raw []byte, event, idHeader, id string, attempt int, signer string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Client.Timeout+time.Second)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.Webhook.URL, bytes.NewReader(raw))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw))
 	if err != nil {
 		return err
 	}
@@ -140,11 +126,11 @@ func (s *Sender) SendBatch(b shotd.Batch, jobs []shotd.Job) error {
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("User-Agent", "shotd-webhook/1")
 	req.Header.Set("x-timestamp", strconv.FormatInt(ts, 10))
-	req.Header.Set("x-webhook-event", shotd.BatchDoneEvent)
-	req.Header.Set("x-batch-id", b.BatchID)
-	req.Header.Set("x-webhook-attempt", strconv.Itoa(b.Webhook.Attempts))
-	if len(jobs) > 0 { // a batch's delivery is always signed
-		key, err := s.Keys.Key(jobs[0].AccessKey)
+	req.Header.Set("x-webhook-event", event)
+	req.Header.Set(idHeader, id)
+	req.Header.Set("x-webhook-attempt", strconv.Itoa(attempt))
+	if signer != "" {
+		key, err := s.Keys.Key(signer)
 		if err != nil {
 			return fmt.Errorf("signing key: %w", err)
 		}
