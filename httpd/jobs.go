@@ -301,52 +301,58 @@ func (s *Server) bulkItems(body []byte, webhookURL *string) ([]*shotd.Options, e
 			o, err = option.ParseOptions(mergeDefaults(item, defaults), lim)
 		}
 		if err != nil {
-			e := shotd.AsError(err)
-			if e.Code == shotd.CodeContentTooLarge || e.Code == shotd.CodeHostNotAllowed {
-				return nil, e // not an option error: the whole request is refused with its own code
-			}
-			fields := e.Fields
-			if len(fields) == 0 {
-				fields = []shotd.FieldError{{Field: "url", Message: e.Message}}
-			}
-			for _, f := range fields {
-				f.Index = &index
-				errs = append(errs, f)
+			if whole := addItemError(&errs, index, err); whole != nil {
+				return nil, whole
 			}
 			continue
 		}
 		opts = append(opts, o)
 	}
-	if len(errs) > 0 {
-		return nil, &shotd.Error{Code: shotd.CodeInvalidOptions, Message: fmt.Sprintf("%d invalid options in requests; see errors", len(errs)), Fields: errs}
+	if err := itemsInvalid(errs); err != nil {
+		return nil, err
 	}
 	return opts, nil
+}
+
+// addItemError adds the field errors of item index's err to errs, or returns err whole when it
+// is not an option error (content_too_large, host_not_allowed): then the whole request is
+// refused with its own code.
+func addItemError(errs *[]shotd.FieldError, index int, err error) *shotd.Error {
+	e := shotd.AsError(err)
+	if e.Code == shotd.CodeContentTooLarge || e.Code == shotd.CodeHostNotAllowed {
+		return e
+	}
+	fields := e.Fields
+	if len(fields) == 0 {
+		fields = []shotd.FieldError{{Field: "url", Message: e.Message}}
+	}
+	for _, f := range fields {
+		f.Index = &index
+		*errs = append(*errs, f)
+	}
+	return nil
+}
+
+// itemsInvalid is the invalid_options error of a bulk request's item errors, nil without any.
+func itemsInvalid(errs []shotd.FieldError) *shotd.Error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: fmt.Sprintf("%d invalid options in requests; see errors", len(errs)), Fields: errs}
 }
 
 // checkItems runs checkTargets on every bulk item, with the errors of bulkItems.
 func (s *Server) checkItems(opts []*shotd.Options) error {
 	var errs []shotd.FieldError
 	for i, o := range opts {
-		index := i
-		err := s.checkTargets(o, index)
-		if err == nil {
-			continue
-		}
-		e := shotd.AsError(err)
-		if e.Code == shotd.CodeContentTooLarge || e.Code == shotd.CodeHostNotAllowed {
-			return e // not an option error: the whole request is refused with its own code
-		}
-		fields := e.Fields
-		if len(fields) == 0 {
-			fields = []shotd.FieldError{{Field: "url", Message: e.Message}}
-		}
-		for _, f := range fields {
-			f.Index = &index
-			errs = append(errs, f)
+		if err := s.checkTargets(o, i); err != nil {
+			if whole := addItemError(&errs, i, err); whole != nil {
+				return whole
+			}
 		}
 	}
-	if len(errs) > 0 {
-		return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: fmt.Sprintf("%d invalid options in requests; see errors", len(errs)), Fields: errs}
+	if err := itemsInvalid(errs); err != nil {
+		return err
 	}
 	return nil
 }
