@@ -62,19 +62,13 @@ func cacheHits(svc *service, target string, n int) ([]time.Duration, error) {
 	u := svc.base + "/api/v1/screenshot?" + url.Values{"access_key": {svc.key}, "url": {target}, "cache": {"true"}}.Encode()
 	client := &http.Client{}
 	get := func(want string) error {
-		resp, err := client.Get(u)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return err
-		}
-		if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != want {
-			return fmt.Errorf("cache: service answered %d, X-Cache %q, want 200 %s", resp.StatusCode, resp.Header.Get("X-Cache"), want)
-		}
-		svc.renders.Add(1)
-		return nil
+		return fetch(client, u, func(resp *http.Response) error {
+			if resp.StatusCode != 200 || resp.Header.Get("X-Cache") != want {
+				return fmt.Errorf("cache: service answered %d, X-Cache %q, want 200 %s", resp.StatusCode, resp.Header.Get("X-Cache"), want)
+			}
+			svc.renders.Add(1)
+			return nil
+		})
 	}
 	if err := get("MISS"); err != nil {
 		return nil, err
@@ -88,19 +82,26 @@ func asyncAccepts(svc *service, target string, n int) ([]time.Duration, time.Dur
 	u := svc.base + "/api/v1/screenshot?" + url.Values{"access_key": {svc.key}, "url": {target}, "async": {"true"}}.Encode()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: acceptClients}}
 	return parallel(acceptClients, n, 0, func() error {
-		resp, err := client.Get(u)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return err
-		}
-		if resp.StatusCode != http.StatusAccepted {
-			return fmt.Errorf("async: service answered %d", resp.StatusCode)
-		}
-		return nil
+		return fetch(client, u, func(resp *http.Response) error {
+			if resp.StatusCode != http.StatusAccepted {
+				return fmt.Errorf("async: service answered %d", resp.StatusCode)
+			}
+			return nil
+		})
 	})
+}
+
+// fetch GETs u, reads the whole answer and judges it with check.
+func fetch(client *http.Client, u string, check func(*http.Response) error) error {
+	resp, err := client.Get(u)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	return check(resp)
 }
 
 // memory is a resident set: all of it, and the part that is not file-backed (the binary's own

@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -324,19 +323,13 @@ func measureService(s *service, target string, r row, n int) ([]time.Duration, t
 	u := s.base + "/api/v1/screenshot?" + q.Encode()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: r.conc}}
 	return parallel(r.conc, n, r.gap, func() error {
-		resp, err := client.Get(u)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		if _, err := io.Copy(io.Discard, resp.Body); err != nil {
-			return err
-		}
-		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != want {
-			return fmt.Errorf("service answered %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
-		}
-		s.renders.Add(1)
-		return nil
+		return fetch(client, u, func(resp *http.Response) error {
+			if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != want {
+				return fmt.Errorf("service answered %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			s.renders.Add(1)
+			return nil
+		})
 	})
 }
 
