@@ -505,9 +505,6 @@ func (s *Service) Webhooks() *actors.Webhooks { return s.webhooks }
 // Guard is the egress guard every outbound connection goes through.
 func (s *Service) Guard() *egress.Guard { return s.guard }
 
-// Plans are the plans both APIs use; a reload replaces them.
-func (s *Service) Plans() *httpd.PlanBook { return s.plans }
-
 // ChromeConfig is how the pool launches each Chrome, for the bench's floor, which must run
 // Chrome the same way.
 func (s *Service) ChromeConfig() cdpclient.Config { return s.chrome }
