@@ -3,31 +3,21 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
+	"github.com/shotd/shotd/internal/freeport"
 )
 
-// freePorts reserves n loopback ports for route listeners. Another process may take one between
-// this and the listen; the tests run on loopback with few other listeners, and a taken port
-// fails the start loudly.
+// freePorts returns n loopback addresses for route listeners (internal/freeport: outside the
+// ephemeral range, so a route's own outgoing connection cannot take one before its node listens).
 func freePorts(t testing.TB, n int) []string {
 	t.Helper()
-	var ls []net.Listener
-	var addrs []string
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls = append(ls, l)
-		addrs = append(addrs, l.Addr().String())
-	}
-	for _, l := range ls {
-		_ = l.Close()
+	addrs := make([]string, n)
+	for i := range addrs {
+		addrs[i] = freeport.Addr(t)
 	}
 	return addrs
 }

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -17,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/shotd/shotd/internal/freeport"
 	"github.com/shotd/shotd/internal/proc"
 )
 
@@ -68,14 +68,7 @@ level = "info"
 	return r, os.WriteFile(r.Config, []byte(cfg), 0o600)
 }
 
-func freePort() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
+func freePort() (string, error) { return freeport.Get() }
 
 // Build builds cmd/shotd into dir and returns the binary's path.
 func Build(ctx context.Context, dir string) (string, error) {

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -21,6 +20,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd/internal/chaos"
+	"github.com/shotd/shotd/internal/freeport"
 	"github.com/shotd/shotd/internal/s3test"
 )
 
@@ -369,15 +369,7 @@ func newPage(t *testing.T) *page {
 	return p
 }
 
-func freePort(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+func freePort(t *testing.T) string { return freeport.Addr(t) }
 
 // makeAccount creates an account on plan and an unsigned key for it; it returns the access key.
 func makeAccount(t *testing.T, ctx context.Context, admin, plan string) string {

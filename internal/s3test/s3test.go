@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotd/shotd/internal/freeport"
 	"github.com/shotd/shotd/internal/proc"
 )
 
@@ -228,14 +229,7 @@ func (s *Server) Object(bucket, key string) ([]byte, error) {
 	return os.ReadFile(filepath.Join(s.Root, bucket, filepath.FromSlash(key)))
 }
 
-func freePort(t testing.TB) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
+func freePort(t testing.TB) string { return freeport.Addr(t) }
 
 // prefixWriter sends what versitygw prints on stderr to the test log.
 type prefixWriter struct{ t testing.TB }
