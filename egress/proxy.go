@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/internal/tunnel"
 	"github.com/shotd/shotd/internal/urlhost"
 )
 
@@ -460,18 +461,7 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(toUpstream, client)
-		// One side ended: end the other so that neither copy outlives the tunnel.
-		_ = upstream.Close()
-		_ = client.Close()
-	}()
-	_, _ = io.Copy(client, upstream)
-	_ = client.Close()
-	_ = upstream.Close()
-	<-done
+	tunnel.Join(client, upstream, toUpstream)
 }
 
 // connState keeps the set of the clients' connections that block ends.
