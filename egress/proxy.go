@@ -440,14 +440,14 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !p.track(client, upstream) {
-		_ = client.Close()
-		_ = upstream.Close()
+		closeBoth(client, upstream)
 		return
 	}
 	defer p.untrack(client, upstream)
 	// The server may have left its header read deadline on the connection.
 	_ = client.SetDeadline(time.Time{})
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		closeBoth(client, upstream)
 		return
 	}
 	var toUpstream io.Writer = upstream
@@ -458,10 +458,18 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if n := brw.Reader.Buffered(); n > 0 {
 		buf, _ := brw.Reader.Peek(n)
 		if _, err := toUpstream.Write(buf); err != nil {
+			closeBoth(client, upstream)
 			return
 		}
 	}
 	tunnel.Join(client, upstream, toUpstream)
+}
+
+// closeBoth ends a tunnel that failed before tunnel.Join took its two connections over (untrack
+// only forgets them).
+func closeBoth(client, upstream net.Conn) {
+	_ = client.Close()
+	_ = upstream.Close()
 }
 
 // connState keeps the set of the clients' connections that block ends.
