@@ -123,10 +123,11 @@ func composeFit(tiles []tile, dw, dh int, f fitted) (image.Image, error) {
 
 // encode writes img in the output format.
 func (r *render) encode(ctx context.Context, img image.Image) ([]byte, error) {
+	if media.IsStill(r.format) {
+		return media.EncodeStillImage(ctx, r.stillSpec(), img)
+	}
 	var buf bytes.Buffer
 	switch r.format {
-	case shotd.FormatAVIF, shotd.FormatJP2, shotd.FormatHEIF, shotd.FormatTIFF, shotd.FormatGIFStill:
-		return media.EncodeStillImage(ctx, r.stillSpec(), img)
 	case shotd.FormatJPEG:
 		if err := jpeg.Encode(&buf, img, &jpeg.Options{Quality: r.quality()}); err != nil {
 			return nil, fmt.Errorf("encode jpeg: %w", err)
