@@ -1,0 +1,206 @@
+package cdpclient
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mafredri/cdp/protocol/emulation"
+	"github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
+	"github.com/mafredri/cdp/protocol/storage"
+
+	"github.com/shotd/shotd/internal/proc"
+)
+
+// chromeCPU is the CPU time of every thread of every process in p's Chrome's process group, by
+// process type ("browser", "renderer", "gpu-process", "utility"...), from schedstat (nanoseconds,
+// not the 10 ms ticks of /proc/<pid>/stat).
+func chromeCPU(p *Process) map[string]time.Duration {
+	sum := map[string]time.Duration{}
+	for _, st := range proc.Members(p.pid) {
+		dir := "/proc/" + strconv.Itoa(st.PID)
+		kind := "browser"
+		if cmd, err := os.ReadFile(dir + "/cmdline"); err == nil {
+			// Child processes rewrite their arguments as one string, separated by spaces.
+			for _, arg := range strings.FieldsFunc(string(cmd), func(r rune) bool { return r == 0 || r == ' ' }) {
+				if v, ok := strings.CutPrefix(arg, "--type="); ok {
+					kind = v
+				}
+			}
+		}
+		tasks, _ := filepath.Glob(dir + "/task/*/schedstat")
+		for _, f := range tasks {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64); err == nil {
+				sum[kind] += time.Duration(ns)
+				sum[""] += time.Duration(ns)
+			}
+		}
+	}
+	return sum
+}
+
+// wipeCostSettle is how long each measured step is given to finish what Chrome does after its
+// answer (a paint, a task posted to another thread) before its CPU is read.
+const wipeCostSettle = 150 * time.Millisecond
+
+// BenchmarkWipeSteps measures the Chrome CPU of each step of the wipe of a small PDF render behind
+// the egress guard, one step at a time in the same tab, each followed by wipeCostSettle; an idle
+// step of the same length, among the wipe's steps, is subtracted from each. Iterations take turns: the wipe's steps one
+// by one, the whole wipe (Process.wipe), and the steps without the route's block (whose cost, the
+// connections the next render opens again, shows in that render). Run it with
+//
+//	chrome-slot go test ./cdpclient -run '^$' -bench WipeSteps -benchtime 60x
+//
+// Each figure is a mean in ms of Chrome CPU per render (cpu-ms/...).
+func BenchmarkWipeSteps(b *testing.B) {
+	srv := benchServer(b)
+	p := launchIsolatedGuarded(b, 1, IsolationWipe)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	t := <-p.ready
+	defer func() { p.ready <- t }()
+
+	sums := map[string]map[string]time.Duration{}
+	counts := map[string]int{}
+	var order []string
+	measure := func(name string, f func() error) {
+		b.Helper()
+		before := chromeCPU(p)
+		if err := f(); err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		time.Sleep(wipeCostSettle)
+		if _, ok := sums[name]; !ok {
+			order = append(order, name)
+			sums[name] = map[string]time.Duration{}
+		}
+		for kind, d := range chromeCPU(p) {
+			sums[name][kind] += d - before[kind]
+		}
+		counts[name]++
+	}
+	c := t.c
+	emulate := func() error {
+		t.over.touch, t.over.userAgent, t.over.media, t.over.timeZone = true, true, true, true
+		for _, err := range []error{
+			c.Emulation.SetTouchEmulationEnabled(ctx, emulation.NewSetTouchEmulationEnabledArgs(true)),
+			c.Emulation.SetUserAgentOverride(ctx, emulation.NewSetUserAgentOverrideArgs("Bench/1.0")),
+			c.Emulation.SetEmulatedMedia(ctx, emulation.NewSetEmulatedMediaArgs().SetFeatures([]emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}})),
+			c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs("Asia/Tokyo")),
+		} {
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	render := func() error {
+		t.origins.add(srv.URL, true)
+		nav, err := c.Page.Navigate(ctx, page.NewNavigateArgs(srv.URL+"/page"))
+		if err != nil {
+			return err
+		}
+		if err := t.awaitLoad(ctx, *nav.LoaderID); err != nil {
+			return err
+		}
+		pdf, err := c.Page.PrintToPDF(ctx, page.NewPrintToPDFArgs().SetTransferMode("ReturnAsStream"))
+		if err != nil {
+			return err
+		}
+		_, err = ReadStream(ctx, c, *pdf.Stream, 0)
+		return err
+	}
+	steps := func(block bool) {
+		if block {
+			measure("block", func() error { t.route.Block(); return nil })
+		}
+		measure("leave navigate", func() error {
+			nav, err := c.Page.Navigate(ctx, page.NewNavigateArgs(blankURL))
+			if err != nil {
+				return err
+			}
+			return t.awaitLoad(ctx, *nav.LoaderID)
+		})
+		measure("leave evaluate", func() error {
+			_, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(`window.name='';location.origin`).SetReturnByValue(true))
+			return err
+		})
+		measure("clear cookies", func() error { return c.Network.ClearBrowserCookies(ctx) })
+		measure("clear cache", func() error { return c.Network.ClearBrowserCache(ctx) })
+		measure("reset history", func() error { return c.Page.ResetNavigationHistory(ctx) })
+		// Nothing: what Chrome spends anyway in as long, subtracted from every step.
+		measure("idle", func() error { return nil })
+		origins, _ := t.origins.storageKeys()
+		measure("clear origin storage", func() error {
+			return c.Storage.ClearDataForOrigin(ctx, storage.NewClearDataForOriginArgs(origins[0], originStorage))
+		})
+		measure("reset touch", func() error {
+			return c.Emulation.SetTouchEmulationEnabled(ctx, emulation.NewSetTouchEmulationEnabledArgs(false))
+		})
+		measure("reset user agent", func() error {
+			return c.Emulation.SetUserAgentOverride(ctx, emulation.NewSetUserAgentOverrideArgs(""))
+		})
+		measure("reset media", func() error { return c.Emulation.SetEmulatedMedia(ctx, baselineMediaArgs()) })
+		measure("reset time zone", func() error {
+			return c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs(""))
+		})
+		t.over = overrides{}
+		if block {
+			measure("unblock", func() error { t.route.Unblock(); return nil })
+		}
+		if err := drainLifecycle(t); err != nil {
+			b.Fatal(err)
+		}
+	}
+
+	prev := "render after the whole wipe"
+	i := 0
+	for b.Loop() {
+		if err := emulate(); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(wipeCostSettle)
+		measure(prev, render)
+		time.Sleep(wipeCostSettle)
+		switch i % 3 {
+		case 0:
+			steps(true)
+			prev = "render after the steps"
+		case 1:
+			measure("whole wipe", func() error { return p.wipe(t) })
+			prev = "render after the whole wipe"
+		case 2:
+			steps(false)
+			prev = "render after the steps, no block"
+		}
+		i++
+	}
+	kinds := []string{"", "browser", "renderer", "gpu-process", "utility"}
+	mean := func(name, kind string) float64 {
+		d := sums[name][kind]/time.Duration(counts[name]) - sums["idle"][kind]/time.Duration(counts["idle"])
+		return float64(d.Microseconds()) / 1000
+	}
+	table := fmt.Sprintf("%-34s %7s %7s %7s %7s %7s\n", "ms of Chrome CPU, idle subtracted", "all", "browser", "render", "gpu", "utility")
+	for _, name := range order {
+		if name == "idle" {
+			continue
+		}
+		table += fmt.Sprintf("%-34s", name)
+		for _, k := range kinds {
+			table += fmt.Sprintf(" %7.2f", mean(name, k))
+		}
+		table += "\n"
+		b.ReportMetric(mean(name, ""), "cpu-ms/"+strings.ReplaceAll(name, " ", "_"))
+	}
+	b.Logf("idle %.2f ms per step\n%s", float64((sums["idle"][""]/time.Duration(counts["idle"])).Microseconds())/1000, table)
+}
