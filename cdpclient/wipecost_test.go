@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -203,4 +204,93 @@ func BenchmarkWipeSteps(b *testing.B) {
 		b.ReportMetric(mean(name, ""), "cpu-ms/"+strings.ReplaceAll(name, " ", "_"))
 	}
 	b.Logf("idle %.2f ms per step\n%s", float64((sums["idle"][""]/time.Duration(counts["idle"])).Microseconds())/1000, table)
+}
+
+// BenchmarkPausedPDF compares, on one Chrome behind the egress guard, a small PDF rendered with a
+// pause of 200 ms before each (as the bench's pdf:1+200ms row) four ways, each p50 in ms: the raw
+// loop on one reused target (navigate, load, print, read), the same with the guard's Fetch
+// patterns on, Render with the tabs handed out first in, first out (each renderer idle for as
+// many renders as the pool has tabs), and Render as the pool hands them out (the tab wiped last
+// first, putFirst). Blocks of 20 per way
+// take turns, three times.
+//
+//	chrome-slot go test ./cdpclient -run '^$' -bench PausedPDF -benchtime 1x
+func BenchmarkPausedPDF(b *testing.B) {
+	srv := benchServer(b)
+	p := launchIsolatedGuarded(b, 2, IsolationWipe)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	raw := func(fetch bool) func() error {
+		t, err := p.OpenTarget(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(t.Close)
+		if fetch {
+			if err := p.enableGuardFetch(ctx, t.t); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return func() error {
+			nav, err := t.Client.Page.Navigate(ctx, page.NewNavigateArgs(srv.URL+"/page"))
+			if err != nil {
+				return err
+			}
+			if err := t.AwaitLoad(ctx, *nav.LoaderID); err != nil {
+				return err
+			}
+			pdf, err := t.Client.Page.PrintToPDF(ctx, page.NewPrintToPDFArgs().SetTransferMode("ReturnAsStream"))
+			if err != nil {
+				return err
+			}
+			_, err = ReadStream(ctx, t.Client, *pdf.Stream, 0)
+			return err
+		}
+	}
+	o := opts(srv.URL + "/page")
+	o.Format = "pdf"
+	render := func(lifo bool) func() error {
+		return func() error {
+			for len(p.ready) < cap(p.ready) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			if !lifo {
+				// putFirst put the tab wiped last first: put it last, as a queue would.
+				tabs := make([]*tab, 0, cap(p.ready))
+				for len(p.ready) > 0 {
+					tabs = append(tabs, <-p.ready)
+				}
+				for _, t := range append(tabs[1:], tabs[0]) {
+					p.ready <- t
+				}
+			}
+			_, err := p.Render(ctx, o)
+			return err
+		}
+	}
+	ways := []struct {
+		name string
+		f    func() error
+	}{{"raw", raw(false)}, {"raw_fetch", raw(true)}, {"render_fifo", render(false)}, {"render_lifo", render(true)}}
+	durs := make([][]time.Duration, len(ways))
+	for b.Loop() {
+		for range 3 {
+			for i, w := range ways {
+				for j := range 21 {
+					time.Sleep(200 * time.Millisecond)
+					start := time.Now()
+					if err := w.f(); err != nil {
+						b.Fatalf("%s: %v", w.name, err)
+					}
+					if j > 0 { // the first of each block warms up
+						durs[i] = append(durs[i], time.Since(start))
+					}
+				}
+			}
+		}
+	}
+	for i, w := range ways {
+		slices.Sort(durs[i])
+		b.ReportMetric(float64(durs[i][len(durs[i])/2].Microseconds())/1000, "p50-ms/"+w.name)
+	}
 }
