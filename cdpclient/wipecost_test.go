@@ -164,6 +164,7 @@ func BenchmarkWipeSteps(b *testing.B) {
 		}
 	}
 
+	var wipeWall []time.Duration // of the whole wipe
 	prev := "render after the whole wipe"
 	i := 0
 	for b.Loop() {
@@ -178,7 +179,12 @@ func BenchmarkWipeSteps(b *testing.B) {
 			steps(true)
 			prev = "render after the steps"
 		case 1:
-			measure("whole wipe", func() error { return p.wipe(t) })
+			measure("whole wipe", func() error {
+				start := time.Now()
+				err := p.wipe(t)
+				wipeWall = append(wipeWall, time.Since(start))
+				return err
+			})
 			prev = "render after the whole wipe"
 		case 2:
 			steps(false)
@@ -203,6 +209,8 @@ func BenchmarkWipeSteps(b *testing.B) {
 		table += "\n"
 		b.ReportMetric(mean(name, ""), "cpu-ms/"+strings.ReplaceAll(name, " ", "_"))
 	}
+	slices.Sort(wipeWall)
+	b.ReportMetric(float64(wipeWall[len(wipeWall)/2].Microseconds())/1000, "wall-p50-ms/whole_wipe")
 	b.Logf("idle %.2f ms per step\n%s", float64((sums["idle"][""]/time.Duration(counts["idle"])).Microseconds())/1000, table)
 }
 
@@ -211,8 +219,9 @@ func BenchmarkWipeSteps(b *testing.B) {
 // loop on one reused target (navigate, load, print, read), the same with the guard's Fetch
 // patterns on, Render with the tabs handed out first in, first out (each renderer idle for as
 // many renders as the pool has tabs), and Render as the pool hands them out (the tab wiped last
-// first, putFirst). Blocks of 20 per way
-// take turns, three times.
+// first, putFirst), and the last two again back to back. Blocks of 20 per way
+// take turns, three times. The Chrome CPU per render (cpu-ms, the pauses' idle included) is
+// beside each.
 //
 //	chrome-slot go test ./cdpclient -run '^$' -bench PausedPDF -benchtime 1x
 func BenchmarkPausedPDF(b *testing.B) {
@@ -249,35 +258,51 @@ func BenchmarkPausedPDF(b *testing.B) {
 	}
 	o := opts(srv.URL + "/page")
 	o.Format = "pdf"
-	render := func(lifo bool) func() error {
+	// render renders o; paused, once the pool is full again (the last wipe done).
+	render := func(lifo, paused bool) func() error {
 		return func() error {
-			for len(p.ready) < cap(p.ready) {
+			for paused && len(p.ready) < cap(p.ready) {
 				time.Sleep(5 * time.Millisecond)
 			}
 			if !lifo {
 				// putFirst put the tab wiped last first: put it last, as a queue would.
+				p.readyMu.Lock()
 				tabs := make([]*tab, 0, cap(p.ready))
 				for len(p.ready) > 0 {
 					tabs = append(tabs, <-p.ready)
 				}
-				for _, t := range append(tabs[1:], tabs[0]) {
+				if len(tabs) > 0 {
+					tabs = append(tabs[1:], tabs[0])
+				}
+				for _, t := range tabs {
 					p.ready <- t
 				}
+				p.readyMu.Unlock()
 			}
 			_, err := p.Render(ctx, o)
 			return err
 		}
 	}
 	ways := []struct {
-		name string
-		f    func() error
-	}{{"raw", raw(false)}, {"raw_fetch", raw(true)}, {"render_fifo", render(false)}, {"render_lifo", render(true)}}
+		name  string
+		f     func() error
+		pause time.Duration
+	}{
+		{"raw", raw(false), 200 * time.Millisecond}, {"raw_fetch", raw(true), 200 * time.Millisecond},
+		{"render_fifo", render(false, true), 200 * time.Millisecond}, {"render_lifo", render(true, true), 200 * time.Millisecond},
+		{"render_fifo_b2b", render(false, false), 0}, {"render_lifo_b2b", render(true, false), 0},
+	}
 	durs := make([][]time.Duration, len(ways))
+	cpu := make([]time.Duration, len(ways))
 	for b.Loop() {
 		for range 3 {
 			for i, w := range ways {
+				var before time.Duration
 				for j := range 21 {
-					time.Sleep(200 * time.Millisecond)
+					if j == 1 {
+						before = chromeCPU(p)[""]
+					}
+					time.Sleep(w.pause)
 					start := time.Now()
 					if err := w.f(); err != nil {
 						b.Fatalf("%s: %v", w.name, err)
@@ -286,11 +311,14 @@ func BenchmarkPausedPDF(b *testing.B) {
 						durs[i] = append(durs[i], time.Since(start))
 					}
 				}
+				time.Sleep(200 * time.Millisecond) // the last wipe
+				cpu[i] += chromeCPU(p)[""] - before
 			}
 		}
 	}
 	for i, w := range ways {
 		slices.Sort(durs[i])
 		b.ReportMetric(float64(durs[i][len(durs[i])/2].Microseconds())/1000, "p50-ms/"+w.name)
+		b.ReportMetric(float64((cpu[i]/time.Duration(len(durs[i]))).Microseconds())/1000, "cpu-ms/"+w.name)
 	}
 }
