@@ -227,6 +227,10 @@ func BenchmarkWipeSteps(b *testing.B) {
 func BenchmarkPausedPDF(b *testing.B) {
 	srv := benchServer(b)
 	p := launchIsolatedGuarded(b, 2, IsolationWipe)
+	// Taken first, one tab would reach Config.TabReuse, and cost a new renderer process, many
+	// times sooner within the benchmark than the six of a queue; in a service both rates are one
+	// replacement per TabReuse renders.
+	p.cfg.TabReuse = 1 << 20
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	raw := func(fetch bool) func() error {
