@@ -209,6 +209,36 @@ func TestIdleBrowsersTakeTurns(t *testing.T) {
 	}
 }
 
+// TestSpacedRendersStayWarm renders one page at a time on a pool of two, each once every tab is
+// back in its pool: with no render in flight and no wipe under way anywhere, each goes to the
+// browser that served the last one, whose renderer is warm, instead of alternating.
+func TestSpacedRendersStayWarm(t *testing.T) {
+	l := newLauncher(t)
+	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
+	defer closePool()
+	waitUp(t, r, 2)
+	poolsFull(t, r)
+	srv := fixture(t)
+	const n = 4
+	for range n {
+		if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
+			t.Fatalf("render: %v", err)
+		}
+		poolsFull(t, r)
+	}
+	bs, err := r.Browsers(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := 0
+	for _, b := range bs {
+		served = max(served, b.Renders)
+	}
+	if served != n {
+		t.Errorf("spaced renders spread over browsers (most on one: %d of %d): %+v", served, n, bs)
+	}
+}
+
 // renderHeld starts a render of the fixture's held page with a timeout of seconds on a pool of
 // one Chrome, and returns the pid of that Chrome once the page is requested, and the render's
 // error when it ends.

@@ -121,12 +121,14 @@ func (s *supervisor) Receive(ctx actor.Context) {
 // dispatch sends w to a free slot, or queues it when queueing is allowed. It picks the browser
 // with the fewest renders in flight, then the least background work (a tab being wiped after
 // the previous answer holds Chrome's UI thread, which the next render's navigation needs), then
-// the one after the last pick, so that equal browsers take turns.
+// the last one picked: renders one after another alternate while each wipes, and renders spaced
+// out stay on one Chrome whose renderer and tab are still warm (an idle Chrome's first render is
+// the slower one).
 func (s *supervisor) dispatch(ctx actor.Context, w *waiter, queue bool) bool {
 	var best *slotState
 	bestBg := 0
 	for i := range s.browsers {
-		b := s.browsers[(s.lastPick+1+i)%len(s.browsers)]
+		b := s.browsers[(s.lastPick+i)%len(s.browsers)]
 		if !b.up || b.inflight >= s.cfg.SlotsPerBrowser {
 			continue
 		}
