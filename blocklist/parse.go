@@ -72,22 +72,23 @@ const (
 	hideSpecific
 )
 
-// netRule is one compiled network rule.
+// netRule is one compiled network rule. Rules are stored by value, one slice per list, and
+// their strings point into the list's text (parser.read): a rule costs its fields, not an
+// allocation of each part.
 type netRule struct {
-	text      string // as written, for MatchRule and $badfilter
-	pat       pattern
+	text      string  // as written, for MatchRule and $badfilter
+	pat       pattern // for a regex rule, pat.s is its expression, read for the index only
 	re        *regexp.Regexp
-	hostOnly  bool   // `||host^` and nothing else: the host index look-up is the whole match
 	host      string // the host the rule is indexed under, for `||host^...` rules
-	tokens    []string
-	types     typeMask
-	party     int8 // 1: third-party only, -1: first-party only
 	domains   *domainSet
+	types     typeMask
+	party     int8  // 1: third-party only, -1: first-party only
+	hideCtl   uint8 // hideGeneric and/or hideSpecific, on exceptions only
+	hostOnly  bool  // `||host^` and nothing else: the host index look-up is the whole match
 	matchCase bool
 	important bool
 	exception bool
-	docAllow  bool  // `@@...$document`: nothing is blocked on a matching page
-	hideCtl   uint8 // hideGeneric and/or hideSpecific, on exceptions only
+	docAllow  bool // `@@...$document`: nothing is blocked on a matching page
 	badfilter bool
 }
 
@@ -100,7 +101,7 @@ type cosRule struct {
 
 // parser accumulates the rules of one or more lists.
 type parser struct {
-	net     []*netRule
+	net     []netRule
 	cos     []*cosRule
 	skipped map[string]int
 }
@@ -298,7 +299,7 @@ func (p *parser) network(s string) {
 		if !p.regexRule(r, body[1:len(body)-1]) {
 			return
 		}
-		p.net = append(p.net, r)
+		p.net = append(p.net, *r)
 		return
 	}
 	hostAnchor, startAnchor, endAnchor := false, false, false
@@ -333,13 +334,22 @@ func (p *parser) network(s string) {
 		}
 		if h != "" && validDomain(h) && !strings.HasSuffix(h, ".") {
 			r.host = h
-			r.hostOnly = lower == h+"^" && !endAnchor
+			r.hostOnly = len(lower) == len(h)+1 && lower[len(h)] == '^' && !endAnchor
 		}
 	}
-	if r.host == "" {
-		r.tokens = patternTokens(lower, r.pat.hostAnchor || r.pat.startAnchor, r.pat.endAnchor)
+	p.net = append(p.net, *r)
+}
+
+// indexTokens lists the tokens r may be indexed under (build picks one): those every URL it
+// matches holds whole. A rule indexed by its host has none.
+func (r *netRule) indexTokens() []string {
+	switch {
+	case r.host != "":
+		return nil
+	case r.re != nil:
+		return regexTokens(r.pat.s)
 	}
-	p.net = append(p.net, r)
+	return patternTokens(asciiLower(r.pat.s), r.pat.hostAnchor || r.pat.startAnchor, r.pat.endAnchor)
 }
 
 // splitOptions cuts `pattern$options`. A regex rule `/.../` may hold `$` itself, so its options
@@ -463,7 +473,7 @@ func (p *parser) regexRule(r *netRule, expr string) bool {
 		return false
 	}
 	r.re = re
-	r.tokens = regexTokens(expr)
+	r.pat.s = expr
 	return true
 }
 
