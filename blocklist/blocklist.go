@@ -212,7 +212,7 @@ var badTokens = map[string]bool{
 }
 
 func build(names []string, rules []netRule, cos []*cosRule, parseSkipped map[string]int) *List {
-	if cap(rules) > len(rules)+len(rules)/8 {
+	if cap(rules) > len(rules) {
 		rules = slices.Clone(rules) // the parser's slice grew by doubling: keep no spare room
 	}
 	l := &List{names: names, rules: rules, cos: cos, parseSkipped: parseSkipped}
@@ -331,8 +331,8 @@ func (ib *indexBuilder) index(rules []netRule) index {
 
 // add indexes rule id, r, by its host, else under the rarest of its tokens, else as generic.
 func (ib *indexBuilder) add(r *netRule, id uint32, tokens []string, freq map[string]int) {
-	if r.host != "" {
-		ib.hosts = append(ib.hosts, keyed[uint64]{hostHash(r.host), id})
+	if h := r.host(); h != "" {
+		ib.hosts = append(ib.hosts, keyed[uint64]{hostHash(h), id})
 		return
 	}
 	best, bestScore := "", 0
@@ -570,8 +570,9 @@ func (r *netRule) matchesURL(c *matchCtx) bool {
 	if r.hostOnly {
 		// The host index found it by this host, but hideControl and pageAllowed scan rules
 		// directly; the check costs a compare.
-		if c.host != r.host && !(len(c.host) > len(r.host) && strings.HasSuffix(c.host, r.host) &&
-			c.host[len(c.host)-len(r.host)-1] == '.') {
+		h := r.host()
+		if c.host != h && !(len(c.host) > len(h) && strings.HasSuffix(c.host, h) &&
+			c.host[len(c.host)-len(h)-1] == '.') {
 			return false
 		}
 	} else {
@@ -579,12 +580,12 @@ func (r *netRule) matchesURL(c *matchCtx) bool {
 		if r.matchCase {
 			u = c.url
 		}
-		if r.re != nil {
+		if re := r.regex(); re != nil {
 			// A regex costs more than the domain look-up; most carry a $domain= list.
-			if r.domains != nil && !r.domains.match(c.pageHost) {
+			if d := r.domains(); d != nil && !d.match(c.pageHost) {
 				return false
 			}
-			if !r.re.MatchString(c.url) {
+			if !re.MatchString(c.url) {
 				return false
 			}
 		} else if !r.pat.match(u, c.hs, c.he) {
@@ -593,7 +594,7 @@ func (r *netRule) matchesURL(c *matchCtx) bool {
 	}
 	// The domain list can be long and the party needs the public suffix list: both come after
 	// the pattern, which turns most candidates down.
-	if r.domains != nil && !r.domains.match(c.pageHost) {
+	if d := r.domains(); d != nil && !d.match(c.pageHost) {
 		return false
 	}
 	switch r.party {

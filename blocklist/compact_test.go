@@ -29,7 +29,11 @@ func TestCompactMatchesReference(t *testing.T) {
 	}
 	reqs := corpus(lines)
 	if raceEnabled || testing.Short() {
-		reqs = reqs[:len(reqs)/20]
+		var some []Request // one in 20, from the whole lists
+		for i := 0; i < len(reqs); i += 20 {
+			some = append(some, reqs[i])
+		}
+		reqs = some
 	}
 	blocked, excepted, differ := 0, 0, 0
 	for _, req := range reqs {
@@ -47,7 +51,7 @@ func TestCompactMatchesReference(t *testing.T) {
 		}
 	}
 	t.Logf("%d requests from %d lines: %d blocked, %d excepted, %d differ", len(reqs), len(lines), blocked, excepted, differ)
-	if blocked < len(reqs)/4 || blocked > len(reqs)*9/10 || excepted < 100 {
+	if blocked < len(reqs)/4 || blocked > len(reqs)*9/10 || excepted*5000 < len(reqs) {
 		t.Fatalf("the corpus blocks %d and excepts %d of %d requests: it no longer reaches the rules", blocked, excepted, len(reqs))
 	}
 }
