@@ -147,10 +147,7 @@ func TestCreateJobsGroupCommitFailure(t *testing.T) {
 func TestUpdateJobsGroupCommit(t *testing.T) {
 	s, dir := openStore(t)
 	const writers = 16
-	jobs := make([]shotd.Job, writers)
-	for i := range jobs {
-		jobs[i] = createJob(t, s, "acc_a", true)
-	}
+	jobs := createJobs(t, s, writers, true)
 	rounds := holdFirstRound(t, s, writers-1)
 	created := make([]string, writers)
 	var wg sync.WaitGroup
@@ -204,10 +201,7 @@ func TestUpdateJobsGroupCommit(t *testing.T) {
 func TestUpdateJobsGroupRefusal(t *testing.T) {
 	s, _ := openStore(t)
 	const writers = 8
-	jobs := make([]shotd.Job, writers)
-	for i := range jobs {
-		jobs[i] = createJob(t, s, "acc_a", false)
-	}
+	jobs := createJobs(t, s, writers, false)
 	errOwn := errors.New("fn refuses")
 	fns := map[int]func(*shotd.Job) error{
 		1: func(*shotd.Job) error { return errOwn },
@@ -268,6 +262,39 @@ func TestUpdateJobsGroupRefusal(t *testing.T) {
 	checkIndexes(t, s)
 }
 
+// createJobs creates n jobs of acc_a, one by one.
+func createJobs(t *testing.T, s *Store, n int, webhook bool) []shotd.Job {
+	t.Helper()
+	jobs := make([]shotd.Job, n)
+	for i := range jobs {
+		jobs[i] = createJob(t, s, "acc_a", webhook)
+	}
+	return jobs
+}
+
+// crashChild is the command that runs the test helper in a child process, on a store in dir.
+func crashChild(t *testing.T, helper, env string) (cmd *exec.Cmd, dir string) {
+	dir = filepath.Join(t.TempDir(), "data")
+	cmd = exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	return cmd, dir
+}
+
+// openCrashChild opens the store of a child process in the directory the environment variable
+// env names, and skips the test when it is not set: it runs only as the child of parent.
+func openCrashChild(t *testing.T, env, parent string) *Store {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("runs only as the child of " + parent)
+	}
+	s, err := Open(dir, nopLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // updateCrashEnv names the data directory of TestUpdateCrashHelper, run in a child process.
 const updateCrashEnv = "STORE_TEST_UPDATE_CRASH_DIR"
 
@@ -275,14 +302,7 @@ const updateCrashEnv = "STORE_TEST_UPDATE_CRASH_DIR"
 // writers update a job each, over and over, printing each update once UpdateJob returned, until
 // the parent kills the process.
 func TestUpdateCrashHelper(t *testing.T) {
-	dir := os.Getenv(updateCrashEnv)
-	if dir == "" {
-		t.Skip("runs only as the child of TestUpdatesAfterKill")
-	}
-	s, err := Open(dir, nopLogger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openCrashChild(t, updateCrashEnv, "TestUpdatesAfterKill")
 	var mu sync.Mutex
 	for range 16 {
 		j := newJob("acc_a", false)
@@ -307,9 +327,7 @@ func TestUpdateCrashHelper(t *testing.T) {
 // TestUpdatesAfterKill: every update whose UpdateJob returned before the process was killed is
 // on disk at the next start, whatever commit it shared, and the indexes agree with the jobs.
 func TestUpdatesAfterKill(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestUpdateCrashHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), updateCrashEnv+"="+dir)
+	cmd, dir := crashChild(t, "TestUpdateCrashHelper", updateCrashEnv)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
