@@ -1,10 +1,10 @@
 package blocklist
 
 import (
-	"bufio"
-	"errors"
+	"cmp"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 
@@ -43,9 +43,10 @@ func (s Stats) Loaded() int { return s.Network + s.Exceptions + s.Hiding + s.Hid
 // concurrent use. A nil *List blocks and hides nothing.
 type List struct {
 	// What Parse produced, kept as it was for Merge: every network rule including $badfilter
-	// ones, the element rules, and the parse-time skip counts. build never changes a rule.
+	// ones (the index refers to the others by their place here), the element rules, and the
+	// parse-time skip counts. build never changes a rule.
 	names        []string
-	parsed       []*netRule
+	rules        []netRule
 	cos          []*cosRule
 	parseSkipped map[string]int
 	stats        Stats
@@ -56,13 +57,62 @@ type List struct {
 	cosmetic cosmeticIndex
 }
 
-// index finds the few rules worth checking for a URL: by host for `||host...` rules, by the
-// hash of one token of the pattern for the others, and the rest (no usable token) always. A
-// hash collision only adds a candidate; every candidate is checked in full.
+// index finds the few rules worth checking for a URL: by the hash of the host for `||host...`
+// rules, by the hash of one token of the pattern for the others, and the rest (no usable token)
+// always. A hash collision only adds a candidate; every candidate is checked in full.
 type index struct {
-	hosts   map[string][]*netRule
-	tokens  map[uint32][]*netRule
-	generic []*netRule
+	rules   []netRule // List.rules
+	hosts   buckets[uint64]
+	tokens  buckets[uint32]
+	generic []uint32
+}
+
+// buckets maps keys to runs of rule numbers: sorted keys, and for each the end of its run in
+// ids, a run in the rules' order. Three flat slices cost a fraction of a map of slices.
+type buckets[K uint32 | uint64] struct {
+	keys []K
+	ends []uint32
+	ids  []uint32
+}
+
+// keyed is one rule number under one key, while buckets are built.
+type keyed[K uint32 | uint64] struct {
+	key K
+	id  uint32
+}
+
+// makeBuckets groups the pairs by key, keeping their order within a key.
+func makeBuckets[K uint32 | uint64](pairs []keyed[K]) buckets[K] {
+	slices.SortStableFunc(pairs, func(a, b keyed[K]) int { return cmp.Compare(a.key, b.key) })
+	var b buckets[K]
+	b.ids = make([]uint32, len(pairs))
+	for i, p := range pairs {
+		if i == 0 || p.key != pairs[i-1].key {
+			if i > 0 {
+				b.ends = append(b.ends, uint32(i))
+			}
+			b.keys = append(b.keys, p.key)
+		}
+		b.ids[i] = p.id
+	}
+	if len(pairs) > 0 {
+		b.ends = append(b.ends, uint32(len(pairs)))
+	}
+	b.keys, b.ends = slices.Clip(b.keys), slices.Clip(b.ends)
+	return b
+}
+
+// get returns the rule numbers under k.
+func (b *buckets[K]) get(k K) []uint32 {
+	i, ok := slices.BinarySearch(b.keys, k)
+	if !ok {
+		return nil
+	}
+	start := uint32(0)
+	if i > 0 {
+		start = b.ends[i-1]
+	}
+	return b.ids[start:b.ends[i]]
 }
 
 // tokenHash is FNV-1a, computed by the URL scan as it reads each token.
@@ -74,12 +124,21 @@ func tokenHash(s string) uint32 {
 	return h
 }
 
+// hostHash is 64-bit FNV-1a: hosts are many, and a collision would only add candidates.
+func hostHash(s string) uint64 {
+	h := uint64(14695981039346656037)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint64(s[i])) * 1099511628211
+	}
+	return h
+}
+
 // Parse reads one filter list in Adblock Plus / uBlock Origin syntax. It is tolerant: rules it
 // cannot honour exactly are skipped and counted in Stats, never guessed at. The error is only
 // ever a read error.
 func Parse(r io.Reader, name string) (*List, error) {
 	var p parser
-	if err := p.read(r); err != nil {
+	if err := p.read(r, 0); err != nil {
 		return nil, shotd.Wrap(shotd.CodeInternalError, err, "cannot read block list "+name)
 	}
 	return build([]string{name}, p.net, p.cos, p.skipped), nil
@@ -93,7 +152,11 @@ func LoadFiles(paths ...string) (*List, error) {
 		if err != nil {
 			return nil, shotd.Wrap(shotd.CodeInternalError, err, "cannot open block list "+path)
 		}
-		err = p.read(f)
+		var size int64
+		if st, err := f.Stat(); err == nil {
+			size = st.Size()
+		}
+		err = p.read(f, size)
 		f.Close()
 		if err != nil {
 			return nil, shotd.Wrap(shotd.CodeInternalError, err, "cannot read block list "+path)
@@ -106,7 +169,7 @@ func LoadFiles(paths ...string) (*List, error) {
 // left out.
 func Merge(lists ...*List) *List {
 	var names []string
-	var net []*netRule
+	var net []netRule
 	var cos []*cosRule
 	skipped := map[string]int{}
 	for _, l := range lists {
@@ -114,7 +177,7 @@ func Merge(lists ...*List) *List {
 			continue
 		}
 		names = append(names, l.names...)
-		net = append(net, l.parsed...)
+		net = append(net, l.rules...)
 		cos = append(cos, l.cos...)
 		for k, v := range l.parseSkipped {
 			skipped[k] += v
@@ -123,20 +186,21 @@ func Merge(lists ...*List) *List {
 	return build(names, net, cos, skipped)
 }
 
-func (p *parser) read(r io.Reader) error {
-	br := bufio.NewReaderSize(r, 64*1024)
-	for {
-		line, err := br.ReadString('\n')
-		if line != "" {
-			p.line(line)
-		}
-		if errors.Is(err, io.EOF) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+// read parses a whole list, size bytes long when known (0: unknown). The text is read into one
+// string that the rules' strings then point into: a line costs no allocation of its own, and
+// what the rules keep of the text is one block instead of one for each rule.
+func (p *parser) read(r io.Reader, size int64) error {
+	var b strings.Builder
+	if size > 0 {
+		b.Grow(int(size) + 1)
 	}
+	if _, err := io.Copy(&b, r); err != nil {
+		return err
+	}
+	for line := range strings.Lines(b.String()) {
+		p.line(line)
+	}
+	return nil
 }
 
 // badTokens are in nearly every URL; a rule is indexed under one of them only when it has
@@ -147,23 +211,29 @@ var badTokens = map[string]bool{
 	"static": true, "assets": true, "wss": true, "ws": true, "min": true,
 }
 
-func build(names []string, parsed []*netRule, cos []*cosRule, parseSkipped map[string]int) *List {
-	l := &List{names: names, parsed: parsed, cos: cos, parseSkipped: parseSkipped}
+func build(names []string, rules []netRule, cos []*cosRule, parseSkipped map[string]int) *List {
+	if cap(rules) > len(rules) {
+		rules = slices.Clone(rules) // the parser's slice grew by doubling: keep no spare room
+	}
+	l := &List{names: names, rules: rules, cos: cos, parseSkipped: parseSkipped}
 	skipped := map[string]int{}
 	for k, v := range parseSkipped {
 		skipped[k] = v
 	}
-	net := applyBadfilters(parsed, skipped)
+	active := applyBadfilters(rules, skipped)
 
 	// Index each rule under its rarest token across all rules, so that no bucket grows long.
+	tokens := make([][]string, len(active))
 	freq := map[string]int{}
-	for _, r := range net {
-		for _, t := range r.tokens {
+	for i, id := range active {
+		tokens[i] = rules[id].indexTokens()
+		for _, t := range tokens[i] {
 			freq[t]++
 		}
 	}
-	l.index = index{hosts: map[string][]*netRule{}, tokens: map[uint32][]*netRule{}}
-	for _, r := range net {
+	var ib indexBuilder
+	for i, id := range active {
+		r := &rules[id]
 		if r.exception {
 			l.stats.Exceptions++
 			if r.hideCtl != 0 {
@@ -178,8 +248,9 @@ func build(names []string, parsed []*netRule, cos []*cosRule, parseSkipped map[s
 		} else {
 			l.stats.Network++
 		}
-		l.index.add(r, freq)
+		ib.add(r, id, tokens[i], freq)
 	}
+	l.index = ib.index(rules)
 	for _, c := range cos {
 		if c.exception {
 			l.stats.HidingExceptions++
@@ -197,9 +268,13 @@ func build(names []string, parsed []*netRule, cos []*cosRule, parseSkipped map[s
 	return l
 }
 
-// applyBadfilters drops each rule a `$badfilter` rule names (same pattern and options), and the
-// badfilter rules themselves.
-func applyBadfilters(net []*netRule, skipped map[string]int) []*netRule {
+// applyBadfilters returns the numbers of the rules in use: all but each rule a `$badfilter` rule
+// names (same pattern and options), and the badfilter rules themselves.
+func applyBadfilters(net []netRule, skipped map[string]int) []uint32 {
+	all := make([]uint32, len(net))
+	for i := range all {
+		all[i] = uint32(i)
+	}
 	bad, badBodies := map[string]bool{}, map[string]bool{}
 	for _, r := range net {
 		if r.badfilter {
@@ -209,17 +284,17 @@ func applyBadfilters(net []*netRule, skipped map[string]int) []*netRule {
 		}
 	}
 	if len(bad) == 0 {
-		return net
+		return all
 	}
-	out := make([]*netRule, 0, len(net))
-	for _, r := range net {
+	out := all[:0]
+	for i, r := range net {
 		switch {
 		case r.badfilter:
 			skipped["$badfilter directive (applied)"]++
 		case badBodies[ruleBody(r.text)] && bad[ruleKey(r.text)]:
 			skipped["disabled by $badfilter"]++
 		default:
-			out = append(out, r)
+			out = append(out, uint32(i))
 		}
 	}
 	return out
@@ -243,13 +318,25 @@ func ruleKey(text string) string {
 	return body + "$" + strings.Join(keep, ",")
 }
 
-func (ix *index) add(r *netRule, freq map[string]int) {
-	if r.host != "" {
-		ix.hosts[r.host] = append(ix.hosts[r.host], r)
+// indexBuilder gathers the index's keys, rule by rule in the rules' order.
+type indexBuilder struct {
+	hosts   []keyed[uint64]
+	tokens  []keyed[uint32]
+	generic []uint32
+}
+
+func (ib *indexBuilder) index(rules []netRule) index {
+	return index{rules: rules, hosts: makeBuckets(ib.hosts), tokens: makeBuckets(ib.tokens), generic: slices.Clip(ib.generic)}
+}
+
+// add indexes rule id, r, by its host, else under the rarest of its tokens, else as generic.
+func (ib *indexBuilder) add(r *netRule, id uint32, tokens []string, freq map[string]int) {
+	if h := r.host(); h != "" {
+		ib.hosts = append(ib.hosts, keyed[uint64]{hostHash(h), id})
 		return
 	}
 	best, bestScore := "", 0
-	for _, t := range r.tokens {
+	for _, t := range tokens {
 		score := freq[t]
 		if badTokens[t] {
 			score += 1 << 20
@@ -259,11 +346,10 @@ func (ix *index) add(r *netRule, freq map[string]int) {
 		}
 	}
 	if best == "" {
-		ix.generic = append(ix.generic, r)
+		ib.generic = append(ib.generic, id)
 		return
 	}
-	h := tokenHash(best)
-	ix.tokens[h] = append(ix.tokens[h], r)
+	ib.tokens = append(ib.tokens, keyed[uint32]{tokenHash(best), id})
 }
 
 // Stats reports what the list loaded and skipped.
@@ -435,10 +521,10 @@ func (c *matchCtx) thirdParty() bool {
 // scan offers v the candidates of c: the rules under the host and each parent domain, under
 // each token of the URL, and the generic ones.
 func (ix *index) scan(c *matchCtx, v *verdict) {
-	if len(ix.hosts) > 0 {
+	if len(ix.hosts.keys) > 0 {
 		for h := c.host; h != ""; {
-			for _, r := range ix.hosts[h] {
-				if v.consider(r, c) {
+			for _, id := range ix.hosts.get(hostHash(h)) {
+				if v.consider(&ix.rules[id], c) {
 					return
 				}
 			}
@@ -449,7 +535,7 @@ func (ix *index) scan(c *matchCtx, v *verdict) {
 			h = h[i+1:]
 		}
 	}
-	if len(ix.tokens) > 0 {
+	if len(ix.tokens.keys) > 0 {
 		u := c.lurl
 		for i := 0; i < len(u); {
 			if !isTokenChar(u[i]) {
@@ -460,15 +546,15 @@ func (ix *index) scan(c *matchCtx, v *verdict) {
 			for ; i < len(u) && isTokenChar(u[i]); i++ {
 				h = (h ^ uint32(u[i])) * 16777619
 			}
-			for _, r := range ix.tokens[h] {
-				if v.consider(r, c) {
+			for _, id := range ix.tokens.get(h) {
+				if v.consider(&ix.rules[id], c) {
 					return
 				}
 			}
 		}
 	}
-	for _, r := range ix.generic {
-		if v.consider(r, c) {
+	for _, id := range ix.generic {
+		if v.consider(&ix.rules[id], c) {
 			return
 		}
 	}
@@ -484,8 +570,9 @@ func (r *netRule) matchesURL(c *matchCtx) bool {
 	if r.hostOnly {
 		// The host index found it by this host, but hideControl and pageAllowed scan rules
 		// directly; the check costs a compare.
-		if c.host != r.host && !(len(c.host) > len(r.host) && strings.HasSuffix(c.host, r.host) &&
-			c.host[len(c.host)-len(r.host)-1] == '.') {
+		h := r.host()
+		if c.host != h && !(len(c.host) > len(h) && strings.HasSuffix(c.host, h) &&
+			c.host[len(c.host)-len(h)-1] == '.') {
 			return false
 		}
 	} else {
@@ -493,12 +580,12 @@ func (r *netRule) matchesURL(c *matchCtx) bool {
 		if r.matchCase {
 			u = c.url
 		}
-		if r.re != nil {
+		if re := r.regex(); re != nil {
 			// A regex costs more than the domain look-up; most carry a $domain= list.
-			if r.domains != nil && !r.domains.match(c.pageHost) {
+			if d := r.domains(); d != nil && !d.match(c.pageHost) {
 				return false
 			}
-			if !r.re.MatchString(c.url) {
+			if !re.MatchString(c.url) {
 				return false
 			}
 		} else if !r.pat.match(u, c.hs, c.he) {
@@ -507,7 +594,7 @@ func (r *netRule) matchesURL(c *matchCtx) bool {
 	}
 	// The domain list can be long and the party needs the public suffix list: both come after
 	// the pattern, which turns most candidates down.
-	if r.domains != nil && !r.domains.match(c.pageHost) {
+	if d := r.domains(); d != nil && !d.match(c.pageHost) {
 		return false
 	}
 	switch r.party {

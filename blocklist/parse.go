@@ -1,6 +1,7 @@
 package blocklist
 
 import (
+	"math"
 	"regexp"
 	"regexp/syntax"
 	"strings"
@@ -72,23 +73,61 @@ const (
 	hideSpecific
 )
 
-// netRule is one compiled network rule.
+// netRule is one compiled network rule. Rules are stored by value, one slice per list, and
+// their strings point into the list's text (parser.read): a rule costs its fields (64 bytes),
+// not an allocation of each part. What few rules have is behind ext.
 type netRule struct {
-	text      string // as written, for MatchRule and $badfilter
-	pat       pattern
-	re        *regexp.Regexp
-	hostOnly  bool   // `||host^` and nothing else: the host index look-up is the whole match
-	host      string // the host the rule is indexed under, for `||host^...` rules
-	tokens    []string
+	text      string  // as written, for MatchRule and $badfilter
+	pat       pattern // for a regex rule, pat.s is its expression, read for the index only
+	ext       *ruleExt
+	hostLen   uint16 // `||host^...` rules: pat.s[:hostLen] is the host they are indexed under
 	types     typeMask
-	party     int8 // 1: third-party only, -1: first-party only
-	domains   *domainSet
+	party     int8  // 1: third-party only, -1: first-party only
+	hideCtl   uint8 // hideGeneric and/or hideSpecific, on exceptions only
+	hostOnly  bool  // `||host^` and nothing else: the host index look-up is the whole match
 	matchCase bool
 	important bool
 	exception bool
-	docAllow  bool  // `@@...$document`: nothing is blocked on a matching page
-	hideCtl   uint8 // hideGeneric and/or hideSpecific, on exceptions only
+	docAllow  bool // `@@...$document`: nothing is blocked on a matching page
 	badfilter bool
+}
+
+// ruleExt holds the parts of a rule that most rules do not have.
+type ruleExt struct {
+	re      *regexp.Regexp
+	domains *domainSet
+	host    string // the host, when it is not the start of the pattern (a $match-case rule)
+}
+
+func (r *netRule) extra() *ruleExt {
+	if r.ext == nil {
+		r.ext = &ruleExt{}
+	}
+	return r.ext
+}
+
+// host is the host a `||host^...` rule is indexed under, "" for other rules.
+func (r *netRule) host() string {
+	if r.ext != nil && r.ext.host != "" {
+		return r.ext.host
+	}
+	return r.pat.s[:r.hostLen]
+}
+
+// domains is the rule's $domain= list, nil for none.
+func (r *netRule) domains() *domainSet {
+	if r.ext == nil {
+		return nil
+	}
+	return r.ext.domains
+}
+
+// regex is the compiled expression of a `/regex/` rule, nil for a pattern rule.
+func (r *netRule) regex() *regexp.Regexp {
+	if r.ext == nil {
+		return nil
+	}
+	return r.ext.re
 }
 
 // cosRule is one `##` or `#@#` rule.
@@ -100,7 +139,7 @@ type cosRule struct {
 
 // parser accumulates the rules of one or more lists.
 type parser struct {
-	net     []*netRule
+	net     []netRule
 	cos     []*cosRule
 	skipped map[string]int
 }
@@ -288,7 +327,7 @@ func (p *parser) network(s string) {
 	if strings.Trim(body, "|*^") == "" {
 		// `*`, `||`, `|*|` ...: only options can narrow such a rule. Without any, it would
 		// block every request.
-		if r.domains == nil && r.party == 0 && r.types == defaultTypes && r.hideCtl == 0 && !r.docAllow {
+		if r.domains() == nil && r.party == 0 && r.types == defaultTypes && r.hideCtl == 0 && !r.docAllow {
 			p.skip("matches everything")
 			return
 		}
@@ -298,7 +337,7 @@ func (p *parser) network(s string) {
 		if !p.regexRule(r, body[1:len(body)-1]) {
 			return
 		}
-		p.net = append(p.net, r)
+		p.net = append(p.net, *r)
 		return
 	}
 	hostAnchor, startAnchor, endAnchor := false, false, false
@@ -332,14 +371,27 @@ func (p *parser) network(s string) {
 			h = "" // `||ads` is a prefix of a host label, not a host
 		}
 		if h != "" && validDomain(h) && !strings.HasSuffix(h, ".") {
-			r.host = h
-			r.hostOnly = lower == h+"^" && !endAnchor
+			if strings.HasPrefix(r.pat.s, h) && len(h) <= math.MaxUint16 {
+				r.hostLen = uint16(len(h))
+			} else {
+				r.extra().host = h
+			}
+			r.hostOnly = len(lower) == len(h)+1 && lower[len(h)] == '^' && !endAnchor
 		}
 	}
-	if r.host == "" {
-		r.tokens = patternTokens(lower, r.pat.hostAnchor || r.pat.startAnchor, r.pat.endAnchor)
+	p.net = append(p.net, *r)
+}
+
+// indexTokens lists the tokens r may be indexed under (build picks one): those every URL it
+// matches holds whole. A rule indexed by its host has none.
+func (r *netRule) indexTokens() []string {
+	switch {
+	case r.host() != "":
+		return nil
+	case r.regex() != nil:
+		return regexTokens(r.pat.s)
 	}
-	p.net = append(p.net, r)
+	return patternTokens(asciiLower(r.pat.s), r.pat.hostAnchor || r.pat.startAnchor, r.pat.endAnchor)
 }
 
 // splitOptions cuts `pattern$options`. A regex rule `/.../` may hold `$` itself, so its options
@@ -406,7 +458,9 @@ func (p *parser) options(r *netRule, opts string) bool {
 				p.skip("unsupported $domain value")
 				return false
 			}
-			r.domains = ds
+			if ds != nil || r.ext != nil {
+				r.extra().domains = ds
+			}
 		case "generichide", "ghide":
 			r.hideCtl |= hideGeneric
 		case "elemhide", "ehide":
@@ -462,8 +516,8 @@ func (p *parser) regexRule(r *netRule, expr string) bool {
 		p.skip("regex RE2 cannot compile")
 		return false
 	}
-	r.re = re
-	r.tokens = regexTokens(expr)
+	r.extra().re = re
+	r.pat.s = expr
 	return true
 }
 

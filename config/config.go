@@ -4,6 +4,7 @@ import (
 	_ "embed"
 	"net"
 	"net/netip"
+	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -103,6 +104,25 @@ type Limits struct {
 	// MaxConnsPerAddress caps the open connections of one client address on the public listener
 	// (0: no cap). Behind a reverse proxy every client has the proxy's address: raise it or 0.
 	MaxConnsPerAddress int `toml:"max_conns_per_address"`
+	// ServiceMemoryMB is the soft memory limit of the service's own process, Chrome excluded:
+	// the Go runtime's (ApplyServiceMemory). 0: none set here (GOMEMLIMIT from the
+	// environment, if any, stays in force).
+	ServiceMemoryMB int `toml:"service_memory_mb"`
+}
+
+// MinServiceMemoryMB is the least limits.service_memory_mb: below it the collector would run
+// all the time (the service holds about 50 MB with EasyList and EasyPrivacy loaded).
+const MinServiceMemoryMB = 64
+
+// ApplyServiceMemory sets limits.service_memory_mb as the Go runtime's soft memory limit
+// (debug.SetMemoryLimit): as the service's heap nears it, the collector runs more often and
+// returns freed memory to the system sooner, so that a burst of large renders does not leave the
+// process holding its peak. 0 changes nothing. It returns the limit in force before.
+func (l Limits) ApplyServiceMemory() (previous int64) {
+	if l.ServiceMemoryMB <= 0 {
+		return debug.SetMemoryLimit(-1)
+	}
+	return debug.SetMemoryLimit(int64(l.ServiceMemoryMB) << 20)
 }
 
 // Webhooks is the [webhooks] table.

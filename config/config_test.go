@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"time"
@@ -431,6 +432,9 @@ func TestValidate(t *testing.T) {
 		{"metrics_auth unknown", func(c *Config) { c.MetricsAuth = "yes" }, `metrics_auth: must be "auto", "token" or "open", got "yes"`},
 		{"refused_per_address_per_minute negative", func(c *Config) { c.Limits.RefusedPerAddressPerMinute = -1 }, "limits.refused_per_address_per_minute: must be between 0 and 1000000, got -1"},
 		{"max_conns_per_address off", func(c *Config) { c.Limits.MaxConnsPerAddress = 0 }, ""},
+		{"service_memory_mb", func(c *Config) { c.Limits.ServiceMemoryMB = 256 }, ""},
+		{"service_memory_mb too small", func(c *Config) { c.Limits.ServiceMemoryMB = 32 }, "limits.service_memory_mb: must be 0 (none) or between 64 and 1048576, got 32"},
+		{"service_memory_mb negative", func(c *Config) { c.Limits.ServiceMemoryMB = -1 }, "limits.service_memory_mb: must be 0 (none) or between 64 and 1048576, got -1"},
 		{"plan unknown feature", func(c *Config) { setDefaultPlan(c, func(p *shotd.Plan) { p.Features = []string{"pdf", "PNG"} }) }, `plans.default.features[1]: unknown feature "PNG", want one of pdf, video, async, bulk, cache`},
 		{"plan duplicate feature", func(c *Config) {
 			setDefaultPlan(c, func(p *shotd.Plan) { p.Features = []string{"pdf", "bulk", "pdf"} })
@@ -704,5 +708,22 @@ func TestUnknownEnv(t *testing.T) {
 		"SHOTD_PLANS_PRO_MONTHLY_QUOTA=5", "HOME=/root", "SHOTD_STORAGE_S3_BUCKET=b", "SHOTD_NOPE"})
 	if len(got) != 1 || got[0] != "SHOTD_DATADIR" {
 		t.Errorf("UnknownEnv = %q, want [SHOTD_DATADIR]", got)
+	}
+}
+
+// TestApplyServiceMemory: limits.service_memory_mb becomes the Go runtime's soft memory limit;
+// 0 leaves the limit in force as it is.
+func TestApplyServiceMemory(t *testing.T) {
+	before := debug.SetMemoryLimit(-1)
+	t.Cleanup(func() { debug.SetMemoryLimit(before) })
+	if prev := (Limits{ServiceMemoryMB: 256}).ApplyServiceMemory(); prev != before {
+		t.Errorf("ApplyServiceMemory returned %d, the limit before was %d", prev, before)
+	}
+	if got := debug.SetMemoryLimit(-1); got != 256<<20 {
+		t.Fatalf("soft memory limit %d, want 256 MB", got)
+	}
+	Limits{}.ApplyServiceMemory()
+	if got := debug.SetMemoryLimit(-1); got != 256<<20 {
+		t.Fatalf("0 changed the limit to %d", got)
 	}
 }

@@ -135,6 +135,9 @@ func (c *Config) Validate() error {
 	v.between("limits.refused_per_address_per_minute", c.Limits.RefusedPerAddressPerMinute, 0, 1_000_000)
 	v.between("limits.refused_per_key_per_minute", c.Limits.RefusedPerKeyPerMinute, 0, 1_000_000)
 	v.between("limits.max_conns_per_address", c.Limits.MaxConnsPerAddress, 0, 1_000_000)
+	if m := c.Limits.ServiceMemoryMB; m != 0 && (m < MinServiceMemoryMB || m > 1<<20) {
+		v.addf("limits.service_memory_mb", "must be 0 (none) or between %d and %d, got %d", MinServiceMemoryMB, 1<<20, m)
+	}
 
 	for i, d := range c.Webhooks.RetryDelaysSeconds {
 		v.between(fmt.Sprintf("webhooks.retry_delays_seconds[%d]", i), d, 1, 7*24*3600)

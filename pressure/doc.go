@@ -5,5 +5,6 @@
 //
 // Chrome's memory is that of its process tree: the memory cgroup of the Chrome when it has one
 // (internal/cgroup, which also tells its OOM kills), else the resident memory of the Chrome
-// process and every process under it, from /proc.
+// process and every process under it, from /proc. A reading is served again for MemoryTTL
+// (2 s), so that load balancers probing /pressure share one scan of /proc.
 package pressure

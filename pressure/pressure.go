@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/shotd/shotd"
@@ -97,9 +99,53 @@ func (g Gauge) Read() Pressure {
 	return p
 }
 
+// MemoryTTL is how long a reading of a Chrome's memory is served again. /pressure is a load
+// balancer's health check, probed every second or two by each balancer, and without a cgroup a
+// reading scans every process in /proc: within MemoryTTL, probes share one scan.
+const MemoryTTL = 2 * time.Second
+
+// memCache holds the last reading of each pid, for MemoryTTL.
+var memCache = struct {
+	sync.Mutex
+	byPID map[int]memReading
+}{byPID: map[int]memReading{}}
+
+type memReading struct {
+	m  Memory
+	at time.Time
+}
+
+// Tests: the clock of memCache, and a count of the readings made.
+var (
+	now      = time.Now
+	readings atomic.Int64
+)
+
 // ReadMemory reads the memory of the process tree of pid: its memory cgroup when it is in one
-// of shotd's, else the resident memory of pid and its descendants.
+// of shotd's, else the resident memory of pid and its descendants. A reading younger than
+// MemoryTTL is returned again.
 func ReadMemory(pid int) Memory {
+	t := now()
+	memCache.Lock()
+	for p, r := range memCache.byPID { // the pids of Chromes that are gone, too
+		if t.Sub(r.at) >= MemoryTTL || t.Before(r.at) {
+			delete(memCache.byPID, p)
+		}
+	}
+	r, ok := memCache.byPID[pid]
+	memCache.Unlock()
+	if ok {
+		return r.m
+	}
+	m := readMemory(pid)
+	memCache.Lock()
+	memCache.byPID[pid] = memReading{m: m, at: t}
+	memCache.Unlock()
+	return m
+}
+
+func readMemory(pid int) Memory {
+	readings.Add(1)
 	if c, ok := cgroup.OfPID(pid); ok {
 		if n, ok := c.Current(); ok {
 			k, _ := c.OOMKills()

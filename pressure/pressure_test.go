@@ -75,3 +75,30 @@ func rssOf(pid int) int64 {
 	n, _ := strconv.ParseInt(f[1], 10, 64)
 	return n * int64(os.Getpagesize())
 }
+
+// TestReadMemoryCached: readings of a pid within MemoryTTL share one read of /proc (or of the
+// cgroup); an older one is read again, and a pid of its own is read on its own.
+func TestReadMemoryCached(t *testing.T) {
+	clock := time.Now().Add(time.Hour) // after every reading of the other tests
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	pid := os.Getpid()
+	first := readings.Load()
+	a := ReadMemory(pid)
+	clock = clock.Add(MemoryTTL / 2)
+	if b := ReadMemory(pid); b != a {
+		t.Errorf("a second reading within MemoryTTL: %+v, the first %+v", b, a)
+	}
+	if n := readings.Load() - first; n != 1 {
+		t.Fatalf("two probes within MemoryTTL read the memory %d times, want once", n)
+	}
+	ReadMemory(1 << 30)
+	if n := readings.Load() - first; n != 2 {
+		t.Fatalf("another pid: %d readings in all, want 2", n)
+	}
+	clock = clock.Add(MemoryTTL)
+	ReadMemory(pid)
+	if n := readings.Load() - first; n != 3 {
+		t.Fatalf("a reading older than MemoryTTL: %d readings in all, want 3", n)
+	}
+}

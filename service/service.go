@@ -75,6 +75,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 		opt(&o)
 	}
 	s := &Service{cfg: cfg, log: o.log, errc: make(chan error, 2)}
+	cfg.Limits.ApplyServiceMemory()
 	defer func() {
 		if err != nil {
 			closeListeners(o.public, o.admin)

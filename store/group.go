@@ -28,7 +28,9 @@ type groupWrite struct {
 
 // update runs fn in a write transaction that other writers may share: fn must only write through
 // tx, and may run twice (alone, after a round-mate failed), so it sets its results from what it
-// reads and writes, never from a previous run.
+// reads and writes, never from a previous run. An error fn returns fails the whole round (whose
+// writes are then committed one by one), unless it is a refusal (refuse): fn wrote nothing, the
+// error is its writer's alone and the round's other writes commit together.
 func (g *groupCommit) update(fn func(*bbolt.Tx) error) error {
 	w := &groupWrite{fn: fn, done: make(chan error, 1), lead: make(chan []*groupWrite, 1)}
 	g.mu.Lock()
@@ -54,23 +56,32 @@ func (g *groupCommit) commit(round []*groupWrite) {
 	if g.commits != nil {
 		g.commits(len(round))
 	}
+	refused := make([]error, len(round))
 	err := g.db.Update(func(tx *bbolt.Tx) error {
-		for _, w := range round {
-			if err := w.fn(tx); err != nil {
+		for i, w := range round {
+			err := w.fn(tx)
+			if r, ok := err.(refusal); ok {
+				refused[i] = r.err
+				continue
+			}
+			if err != nil {
 				return err
 			}
 		}
 		return nil
 	})
-	if err != nil && len(round) > 1 {
+	switch {
+	case err != nil && len(round) > 1:
 		// One write failed and took the round's transaction with it: each on its own, so
 		// that the failure is its writer's alone.
 		for _, w := range round {
-			w.done <- g.db.Update(w.fn)
+			w.done <- unrefuse(g.db.Update(w.fn))
 		}
-	} else {
-		for _, w := range round {
-			w.done <- err
+	case err != nil:
+		round[0].done <- unrefuse(err)
+	default:
+		for i, w := range round {
+			w.done <- refused[i]
 		}
 	}
 	g.mu.Lock()
@@ -83,4 +94,26 @@ func (g *groupCommit) commit(round []*groupWrite) {
 	if len(next) > 0 {
 		next[0].lead <- next
 	}
+}
+
+// refusal is the error of a write that wrote nothing: its writer gets err, and the round it
+// shares commits without it.
+type refusal struct{ err error }
+
+func (r refusal) Error() string { return r.err.Error() }
+
+// refuse marks err as a refusal; nil stays nil.
+func refuse(err error) error {
+	if err == nil {
+		return nil
+	}
+	return refusal{err}
+}
+
+// unrefuse returns the error a refusal carries, and any other error as it is.
+func unrefuse(err error) error {
+	if r, ok := err.(refusal); ok {
+		return r.err
+	}
+	return err
 }

@@ -1,10 +1,17 @@
 package store
 
 import (
+	"bufio"
 	"context"
 	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -130,6 +137,236 @@ func TestCreateJobsGroupCommitFailure(t *testing.T) {
 	}
 	if got, err := s.Job("acc_a", dup.JobID); err != nil || jobText(got) != jobText(dup) {
 		t.Errorf("the stored job changed: %+v, %v", got, err)
+	}
+	checkIndexes(t, s)
+}
+
+// TestUpdateJobsGroupCommit: status updates made while a commit is in flight share the next
+// commit, with job creations, and each returns the job as stored once it is: there after a
+// reopen.
+func TestUpdateJobsGroupCommit(t *testing.T) {
+	s, dir := openStore(t)
+	const writers = 16
+	jobs := createJobs(t, s, writers, true)
+	rounds := holdFirstRound(t, s, writers-1)
+	created := make([]string, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			if i == writers-1 { // a submit shares the round too
+				created[i] = createJob(t, s, "acc_a", false).JobID
+				return
+			}
+			next := succeed
+			if i%2 == 0 {
+				next = func(j *shotd.Job) { j.Status, j.StartedAt = shotd.JobRendering, time.Now().UTC() }
+			}
+			got, err := s.UpdateJob(jobs[i].JobID, func(j *shotd.Job) error { next(j); return nil })
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			if stored, err := s.JobByID(got.JobID); err != nil || jobText(stored) != jobText(got) {
+				t.Errorf("job %s: UpdateJob returned %+v, the store holds %+v (%v)", got.JobID, got, stored, err)
+			}
+		})
+	}
+	wg.Wait()
+	if got := rounds(); !slices.Equal(got, []int{1, writers - 1}) {
+		t.Fatalf("commits of %v writes, want [1 %d]: the updates queued during the first commit share one", got, writers-1)
+	}
+	checkIndexes(t, s)
+	want := map[string]string{created[writers-1]: shotd.JobQueued}
+	for i, j := range jobs[:writers-1] {
+		want[j.JobID] = shotd.JobSucceeded
+		if i%2 == 0 {
+			want[j.JobID] = shotd.JobRendering
+		}
+	}
+	s2 := reopen(t, s, dir)
+	defer s2.Close(context.Background())
+	for id, status := range want {
+		if j, err := s2.JobByID(id); err != nil || j.Status != status {
+			t.Errorf("job %s after reopen: %+v, %v; want %s", id, j, err, status)
+		}
+	}
+	if p, err := s2.PendingWebhooks(); err != nil || len(p) != writers/2-1 {
+		t.Errorf("%d pending webhooks after reopen (%v), want those of the %d succeeded jobs", len(p), err, writers/2-1)
+	}
+}
+
+// TestUpdateJobsGroupRefusal: an update refused in a shared commit (by its function, by the
+// store's rules, for a job that does not exist, or by a panic) fails alone, with its own error;
+// the others of its round are stored, and the panic is raised in its own caller.
+func TestUpdateJobsGroupRefusal(t *testing.T) {
+	s, _ := openStore(t)
+	const writers = 8
+	jobs := createJobs(t, s, writers, false)
+	errOwn := errors.New("fn refuses")
+	fns := map[int]func(*shotd.Job) error{
+		1: func(*shotd.Job) error { return errOwn },
+		2: func(j *shotd.Job) error { j.AccountID = "acc_b"; return nil },
+		3: func(*shotd.Job) error { panic("fn panics") },
+	}
+	rounds := holdFirstRound(t, s, writers-1)
+	errs := make([]error, writers)
+	panics := make([]any, writers)
+	var wg sync.WaitGroup
+	for i := range writers {
+		wg.Go(func() {
+			defer func() { panics[i] = recover() }()
+			id := jobs[i].JobID
+			if i == 4 {
+				id = NewJobID()
+			}
+			fn := fns[i]
+			if fn == nil {
+				fn = func(j *shotd.Job) error { j.Status = shotd.JobRendering; return nil }
+			}
+			_, errs[i] = s.UpdateJob(id, fn)
+		})
+	}
+	wg.Wait()
+	if got := rounds(); len(got) < 2 || got[1] != writers-1 {
+		t.Fatalf("commits of %v writes, want the %d queued updates in the second", got, writers-1)
+	}
+	for i, err := range errs {
+		status := shotd.JobQueued
+		switch i {
+		case 1:
+			if err != errOwn {
+				t.Errorf("update %d: %v, want fn's own error", i, err)
+			}
+		case 2:
+			if !errors.Is(err, ErrConflict) {
+				t.Errorf("update %d: %v, want ErrConflict", i, err)
+			}
+		case 3:
+			if panics[i] != "fn panics" {
+				t.Errorf("update %d: panic %v, want fn's in its caller", i, panics[i])
+			}
+		case 4:
+			if !errors.Is(err, shotd.ErrNotFound) {
+				t.Errorf("update %d: %v, want ErrNotFound", i, err)
+			}
+		default:
+			if err != nil || panics[i] != nil {
+				t.Errorf("update %d: %v, %v", i, err, panics[i])
+			}
+			status = shotd.JobRendering
+		}
+		if j, err := s.JobByID(jobs[i].JobID); err != nil || j.Status != status || j.AccountID != "acc_a" {
+			t.Errorf("job %d: %+v, %v; want %s", i, j, err, status)
+		}
+	}
+	checkIndexes(t, s)
+}
+
+// createJobs creates n jobs of acc_a, one by one.
+func createJobs(t *testing.T, s *Store, n int, webhook bool) []shotd.Job {
+	t.Helper()
+	jobs := make([]shotd.Job, n)
+	for i := range jobs {
+		jobs[i] = createJob(t, s, "acc_a", webhook)
+	}
+	return jobs
+}
+
+// crashChild is the command that runs the test helper in a child process, on a store in dir.
+func crashChild(t *testing.T, helper, env string) (cmd *exec.Cmd, dir string) {
+	dir = filepath.Join(t.TempDir(), "data")
+	cmd = exec.Command(os.Args[0], "-test.run=^"+helper+"$", "-test.count=1")
+	cmd.Env = append(os.Environ(), env+"="+dir)
+	return cmd, dir
+}
+
+// openCrashChild opens the store of a child process in the directory the environment variable
+// env names, and skips the test when it is not set: it runs only as the child of parent.
+func openCrashChild(t *testing.T, env, parent string) *Store {
+	t.Helper()
+	dir := os.Getenv(env)
+	if dir == "" {
+		t.Skip("runs only as the child of " + parent)
+	}
+	s, err := Open(dir, nopLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// updateCrashEnv names the data directory of TestUpdateCrashHelper, run in a child process.
+const updateCrashEnv = "STORE_TEST_UPDATE_CRASH_DIR"
+
+// TestUpdateCrashHelper is not a test: TestUpdatesAfterKill runs it in a child process, where 16
+// writers update a job each, over and over, printing each update once UpdateJob returned, until
+// the parent kills the process.
+func TestUpdateCrashHelper(t *testing.T) {
+	s := openCrashChild(t, updateCrashEnv, "TestUpdatesAfterKill")
+	var mu sync.Mutex
+	for range 16 {
+		j := newJob("acc_a", false)
+		if err := s.CreateJobs([]shotd.Job{j}, nil); err != nil {
+			t.Fatal(err)
+		}
+		go func() {
+			for n := 1; ; n++ {
+				if _, err := s.UpdateJob(j.JobID, func(j *shotd.Job) error { j.ErrorMessage = strconv.Itoa(n); return nil }); err != nil {
+					fmt.Printf("error %v\n", err)
+					return
+				}
+				mu.Lock()
+				fmt.Printf("updated %s %d\n", j.JobID, n) // one write(2): in the pipe before any kill
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Minute)
+}
+
+// TestUpdatesAfterKill: every update whose UpdateJob returned before the process was killed is
+// on disk at the next start, whatever commit it shared, and the indexes agree with the jobs.
+func TestUpdatesAfterKill(t *testing.T) {
+	cmd, dir := crashChild(t, "TestUpdateCrashHelper", updateCrashEnv)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	returned := map[string]int{} // job id: the last update that returned
+	sc := bufio.NewScanner(out)
+	for lines := 0; sc.Scan(); lines++ {
+		var id string
+		var n int
+		if _, err := fmt.Sscanf(sc.Text(), "updated %s %d", &id, &n); err != nil {
+			t.Errorf("child: %s", sc.Text())
+			continue
+		}
+		returned[id] = max(returned[id], n)
+		if lines == 2000 {
+			_ = cmd.Process.Signal(syscall.SIGKILL) // the lines already written are still read
+		}
+	}
+	_ = cmd.Wait()
+	if len(returned) != 16 {
+		t.Fatalf("updates of %d jobs returned, want 16", len(returned))
+	}
+	s, err := Open(dir, nopLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for id, n := range returned {
+		j, err := s.JobByID(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// At most one more: the update in flight when the process died may have committed.
+		if got, _ := strconv.Atoi(j.ErrorMessage); got != n && got != n+1 {
+			t.Errorf("job %s holds update %d after the kill; update %d had returned", id, got, n)
+		}
 	}
 	checkIndexes(t, s)
 }

@@ -280,8 +280,8 @@ func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
 }
 
 // UpdateJob applies fn to the job jobID in one transaction, sets UpdatedAt and returns the job as
-// stored. An error from fn aborts the change and is returned as it is. The indexes follow
-// whatever fn changed. Rules, each an error that aborts the change:
+// stored, once it is on disk. An error from fn aborts the change and is returned as it is. The
+// indexes follow whatever fn changed. Rules, each an error that aborts the change:
 //   - fn may not change JobID, AccountID, BatchID, Index or CreatedAt (ErrConflict);
 //   - Status must be a job state, and a final job (succeeded, failed) keeps its state
 //     (ErrConflict);
@@ -289,19 +289,29 @@ func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
 //
 // When the job ends with a webhook whose Status is "", the delivery becomes pending in the same
 // transaction (NextAttemptAt now unless fn set it), so that no ended job can lose its delivery.
+//
+// Concurrent updates (and job creations) share commits, as CreateJobs's do. fn is called with
+// the job as stored; it may be called a second time, on the job read again, when the commit it
+// shared failed for another update's reason: it sets fields, it does not count its calls.
 func (s *Store) UpdateJob(jobID string, fn func(*shotd.Job) error) (shotd.Job, error) {
 	var out shotd.Job
-	err := s.db.Update(func(tx *bbolt.Tx) error {
+	var panicked any
+	err := s.newJobs.update(func(tx *bbolt.Tx) error {
+		panicked = nil
 		old, err := getJob(tx, jobID)
 		if err != nil {
-			return err
+			return refuse(err)
 		}
 		j := old.job()
-		if err := fn(&j); err != nil {
-			return err
+		// Up to putJob nothing is written: a refusal leaves the shared commit to the others.
+		if p, err := applyUpdate(fn, &j); p != nil {
+			panicked = p
+			return refuse(errUpdatePanicked)
+		} else if err != nil {
+			return refuse(err)
 		}
 		if err := checkUpdate(old, &j); err != nil {
-			return err
+			return refuse(err)
 		}
 		j.UpdatedAt = now()
 		if w := j.Webhook; j.Status == shotd.JobFailed && !finalStatus(old.Status) && w != nil && w.SkipFailed {
@@ -320,10 +330,26 @@ func (s *Store) UpdateJob(jobID string, fn func(*shotd.Job) error) (shotd.Job, e
 		out = r.job()
 		return nil
 	})
+	if panicked != nil {
+		panic(panicked) // in the caller's goroutine, not in the one that committed the round
+	}
 	if err != nil {
 		return shotd.Job{}, err
 	}
 	return out, nil
+}
+
+var errUpdatePanicked = errors.New("store: update function panicked")
+
+// applyUpdate calls fn, turning a panic into a value: fn may run in another updater's goroutine,
+// which commits the round, and must not take that one down.
+func applyUpdate(fn func(*shotd.Job) error, j *shotd.Job) (panicked any, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			panicked = p
+		}
+	}()
+	return nil, fn(j)
 }
 
 // checkUpdate enforces UpdateJob's rules on j, the result of fn applied to old.

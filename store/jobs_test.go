@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"slices"
 	"sync"
@@ -563,14 +562,7 @@ const crashEnv = "STORE_TEST_CRASH_DIR"
 // TestCrashHelper is not a test: TestRequeueAfterKill runs it in a child process, which writes
 // jobs, leaves some rendering, and kills itself with SIGKILL while the store is open.
 func TestCrashHelper(t *testing.T) {
-	dir := os.Getenv(crashEnv)
-	if dir == "" {
-		t.Skip("runs only as the child of TestRequeueAfterKill")
-	}
-	s, err := Open(dir, nopLogger)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := openCrashChild(t, crashEnv, "TestRequeueAfterKill")
 	jobs := []shotd.Job{newJob("acc_a", true), newJob("acc_a", true), newJob("acc_a", true)}
 	b := shotd.Batch{BatchID: NewBatchID(), AccountID: "acc_a"}
 	if err := s.CreateJobs(jobs, &b); err != nil {
@@ -588,9 +580,7 @@ func TestCrashHelper(t *testing.T) {
 
 // TestRequeueAfterKill: what a process killed with SIGKILL committed is there at the next start.
 func TestRequeueAfterKill(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashHelper$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+dir)
+	cmd, dir := crashChild(t, "TestCrashHelper", crashEnv)
 	out, err := cmd.Output()
 	var exit *exec.ExitError
 	if !errors.As(err, &exit) || exit.Sys().(syscall.WaitStatus).Signal() != syscall.SIGKILL {

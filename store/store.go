@@ -62,7 +62,7 @@ type Store struct {
 	sw       sweeper                // removes expired files and cache entries
 
 	cacheObserver atomic.Pointer[func(hit bool)] // ObserveCache
-	newJobs       groupCommit                    // CreateJobs: concurrent submits share commits
+	newJobs       groupCommit                    // CreateJobs, UpdateJob: concurrent job writes share commits
 
 	closeOnce sync.Once
 	closed    chan struct{}
