@@ -1,8 +1,6 @@
 package httpd
 
 import (
-	"slices"
-
 	"github.com/shotd/shotd/option"
 )
 
@@ -10,7 +8,8 @@ import (
 // webhooks, and an example for every operation.
 
 // animateOperations are GET and POST /api/v1/animate: ScreenshotOne's animate names (those shotd
-// honours) beside the screenshot options, whose format is a video format.
+// honours) beside the screenshot options, whose format is a video format. The options include the
+// authentication parameters: GET lists them once, as a parameter must be (ogen refuses twice).
 func animateOperations(authQuery []any, withErrors errorsAdder) obj {
 	animate := map[string]bool{}
 	var params []any
@@ -46,7 +45,7 @@ func animateOperations(authQuery []any, withErrors errorsAdder) obj {
 	desc := "ScreenshotOne's animate endpoint: records the page as a video (mp4 by default, 5 seconds). scenario=scroll scrolls it top to bottom; the step-by-step scroll options are refused with invalid_options, saying why."
 	return obj{
 		"get": obj{"operationId": "animateGet", "tags": []string{"render"}, "summary": "Record a page as a video (options as query parameters)",
-			"description": desc, "parameters": append(slices.Clone(authQuery), params...), "responses": withErrors("animateGet", ok)},
+			"description": desc, "parameters": params, "responses": withErrors("animateGet", ok)},
 		"post": obj{"operationId": "animatePost", "tags": []string{"render"}, "summary": "Record a page as a video (options as a JSON object)",
 			"description": desc, "parameters": authQuery,
 			"requestBody": obj{"required": true, "content": obj{"application/json": obj{
@@ -95,6 +94,7 @@ func webhooks() obj {
 	}
 	return obj{"jobEnded": obj{"post": obj{
 		"operationId": "jobEnded", "summary": "A job ended (job.succeeded or job.failed)",
+		"security":    []any{}, // sent by the service: x-signature, not a key, authenticates it
 		"description": "POSTed to the job's webhook_url once the job ended: the job record as GET /api/v1/jobs/{id} shows it, plus event. Any 2xx answer ends the delivery; anything else is retried after each delay of webhooks.retry_delays_seconds. Check x-signature over the raw body before trusting it.",
 		"parameters": []any{
 			h("x-timestamp", "Unix seconds at which this attempt was signed.", true),
@@ -111,6 +111,7 @@ func webhooks() obj {
 		"responses": obj{"200": obj{"description": "Any 2xx answer: delivered."}},
 	}}, "batchDone": obj{"post": obj{
 		"operationId": "batchDone", "summary": "Every job of a batch ended (batch.done)",
+		"security":    []any{},
 		"description": "POSTed once to the webhook_url of a bulk request when every job of the batch ended: the batch record as GET /api/v1/batches/{id} shows it, plus event. Signed and retried as a job's delivery; x-batch-id instead of x-job-id.",
 		"parameters": []any{
 			h("x-timestamp", "Unix seconds at which this attempt was signed.", true),

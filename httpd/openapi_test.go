@@ -112,6 +112,51 @@ func TestOpenAPIDocument(t *testing.T) {
 			t.Errorf("%d %s: listed by an operation: %v", c.Status, c.Code, !anyPath)
 		}
 	}
+	// Webhooks are sent by the service: no access key authenticates them (ogen generates a
+	// client that does not build otherwise).
+	var hooks struct {
+		Webhooks map[string]map[string]struct {
+			Security *[]any `json:"security"`
+		} `json:"webhooks"`
+	}
+	if err := json.Unmarshal(served, &hooks); err != nil {
+		t.Fatal(err)
+	}
+	for name, item := range hooks.Webhooks {
+		for method, op := range item {
+			if op.Security == nil || len(*op.Security) != 0 {
+				t.Errorf("webhook %s %s: security %v, want []", name, method, op.Security)
+			}
+		}
+	}
+	// A parameter is listed once per operation (code generators refuse a second).
+	var params struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Ref  string `json:"$ref"`
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(served, &params); err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range params.Paths {
+		for method, op := range item {
+			seen := map[string]bool{}
+			for _, p := range op.Parameters {
+				key := p.In + " " + p.Name
+				if p.Ref != "" {
+					key = "query " + strings.TrimPrefix(p.Ref, "#/components/parameters/")
+				}
+				if seen[key] {
+					t.Errorf("%s %s lists the parameter %s twice", method, path, key)
+				}
+				seen[key] = true
+			}
+		}
+	}
 	for _, p := range []string{"/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/jobs/{id}", "/api/v1/batches/{id}", "/api/v1/files/{id}", "/api/v1/bulk"} {
 		if doc.Paths[p] == nil {
 			t.Errorf("path %s is missing", p)
