@@ -2,6 +2,7 @@ package httpd_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/url"
 	"slices"
@@ -10,7 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/httpd"
 )
 
 // docOperation is one operation of the served document, with its error answers.
@@ -187,4 +191,54 @@ func matchesPath(tmpl, path string) bool {
 		}
 	}
 	return true
+}
+
+// undocumentedAnswers are the error statuses this package's service answered on a path of the
+// document, over every test that ran, that no operation of that path lists (405s aside: they
+// answer the methods the document does not describe). TestMain fails the run on any: every test
+// of the package is a sample of what the handlers answer.
+func undocumentedAnswers() ([]string, error) {
+	resp, err := http.Get(env.admin + "/metrics")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	families, err := parser.TextToMetricFamilies(resp.Body)
+	if err != nil {
+		return nil, err
+	}
+	var doc struct {
+		Paths map[string]map[string]struct {
+			Responses map[string]any `json:"responses"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(httpd.OpenAPI("http://shotd.test"), &doc); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, m := range families["shotd_requests_total"].GetMetric() {
+		var route, status string
+		for _, l := range m.GetLabel() {
+			switch l.GetName() {
+			case "route":
+				route = l.GetValue()
+			case "status":
+				status = l.GetValue()
+			}
+		}
+		item, ok := doc.Paths[route]
+		if !ok || status < "400" || status == "405" {
+			continue
+		}
+		listed := false
+		for _, op := range item {
+			_, has := op.Responses[status]
+			listed = listed || has
+		}
+		if !listed {
+			out = append(out, fmt.Sprintf("%s answered %s (%v times), which no operation of it lists", route, status, m.GetCounter().GetValue()))
+		}
+	}
+	return out, nil
 }
