@@ -1,11 +1,18 @@
 package httpd_test
 
 import (
+	"context"
+	"encoding/json"
 	"html"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mafredri/cdp/protocol/network"
+	cdppage "github.com/mafredri/cdp/protocol/page"
+	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/option"
 )
@@ -90,5 +97,85 @@ func TestAPIDocsPage(t *testing.T) {
 	idx := do(t, "GET", env.base+"/docs", nil, nil)
 	if !strings.Contains(string(idx.body), `href="/docs/api"`) {
 		t.Error("/docs does not link /docs/api")
+	}
+}
+
+// TestAPIDocsInChromium opens /docs/api in real Chromium: the page is the only request it makes
+// (it works offline), and the browser's DOM holds a section per operation of the document, the
+// options table and the two signing snippets.
+func TestAPIDocsInChromium(t *testing.T) {
+	_, served := openAPIValidator(t)
+	ops := documentOperations(t, served)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	c := launchBrowser(ctx, t)
+	if err := c.Network.Enable(ctx, network.NewEnableArgs()); err != nil {
+		t.Fatal(err)
+	}
+	sent, err := c.Network.RequestWillBeSent(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sent.Close()
+	loaded, err := c.Page.LoadEventFired(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	if _, err := c.Page.Navigate(ctx, cdppage.NewNavigateArgs(env.base+"/docs/api")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded.Recv(); err != nil {
+		t.Fatal(err)
+	}
+	const script = `JSON.stringify({
+		ops: [...document.querySelectorAll("section.op")].map(s => s.id),
+		options: document.querySelectorAll("#options + p + table tr[id^=option-]").length,
+		snippets: [...document.querySelectorAll("pre code.snippet")].map(c => c.dataset.file),
+		resources: performance.getEntriesByType("resource").length,
+	})`
+	res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(script).SetReturnByValue(true))
+	if err != nil || res.ExceptionDetails != nil {
+		t.Fatalf("evaluate: %v %v", err, res.ExceptionDetails)
+	}
+	var text string
+	var got struct {
+		Ops       []string
+		Options   int
+		Snippets  []string
+		Resources int
+	}
+	if err := json.Unmarshal(res.Result.Value, &text); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(text), &got); err != nil {
+		t.Fatal(err)
+	}
+	for id := range ops {
+		if !slices.Contains(got.Ops, id) {
+			t.Errorf("operation %s: no section in the DOM", id)
+		}
+	}
+	if got.Options != len(option.OptionTable) || !slices.Equal(got.Snippets, []string{"sign.py", "sign.js"}) || got.Resources != 0 {
+		t.Errorf("DOM: %d option rows (want %d), snippets %v, %d resources loaded", got.Options, len(option.OptionTable), got.Snippets, got.Resources)
+	}
+	// The page itself, and nothing else. Every request of the page is sent before its load
+	// event, which came after them on the same connection: their events are buffered by now.
+	var urls []string
+	for {
+		select {
+		case <-sent.Ready():
+			ev, err := sent.Recv()
+			if err != nil {
+				t.Fatal(err)
+			}
+			urls = append(urls, ev.Request.URL)
+			continue
+		default:
+		}
+		break
+	}
+	if !slices.Equal(urls, []string{env.base + "/docs/api"}) {
+		t.Errorf("the page requested %v, want itself only", urls)
 	}
 }
