@@ -14,7 +14,8 @@ import (
 
 // The OpenAPI 3.1 document of the public API is generated, not written: the options come from
 // option.OptionTable and the error codes and statuses from shotd.Catalogue, the same tables the
-// parser and writeError use, so the document cannot drift from what the service does. It keeps
+// parser and writeError use, so the document cannot drift from what the service does; which
+// codes each operation answers comes from the steps its handler runs (openapi_errors.go). It keeps
 // to the part of 3.1 that 3.0 tools read too (no type arrays, no boolean exclusive bounds), so
 // that common code generators take it.
 
