@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/protocol/network"
 	cdppage "github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
@@ -117,17 +118,7 @@ func TestAPIDocsInChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer sent.Close()
-	loaded, err := c.Page.LoadEventFired(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loaded.Close()
-	if _, err := c.Page.Navigate(ctx, cdppage.NewNavigateArgs(env.base+"/docs/api")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := loaded.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	loadPage(ctx, t, c, env.base+"/docs/api")
 	const script = `JSON.stringify({
 		ops: [...document.querySelectorAll("section.op")].map(s => s.id),
 		options: document.querySelectorAll("#options + p + table tr[id^=option-]").length,
@@ -177,5 +168,21 @@ func TestAPIDocsInChromium(t *testing.T) {
 	}
 	if !slices.Equal(urls, []string{env.base + "/docs/api"}) {
 		t.Errorf("the page requested %v, want itself only", urls)
+	}
+}
+
+// loadPage navigates c to u and returns once the page's load event fired.
+func loadPage(ctx context.Context, t *testing.T, c *cdp.Client, u string) {
+	t.Helper()
+	loaded, err := c.Page.LoadEventFired(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loaded.Close()
+	if _, err := c.Page.Navigate(ctx, cdppage.NewNavigateArgs(u)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := loaded.Recv(); err != nil {
+		t.Fatal(err)
 	}
 }
