@@ -20,7 +20,6 @@ import (
 
 	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/devtool"
-	cdppage "github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 	"github.com/shotd/shotd"
@@ -68,17 +67,7 @@ func TestDashboardInChromium(t *testing.T) {
 	c := launchBrowser(ctx, t)
 	// The script clicks buttons whose handlers the page's own script sets at its end: run it only
 	// once the page has loaded.
-	loaded, err := c.Page.LoadEventFired(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loaded.Close()
-	if _, err := c.Page.Navigate(ctx, cdppage.NewNavigateArgs(sk.admBase+"/dashboard")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := loaded.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	loadPage(ctx, t, c, sk.admBase+"/dashboard")
 	tokenJSON, _ := json.Marshal(adminToken)
 	script := strings.Replace(dashboardScript, "TOKEN", string(tokenJSON), 1)
 	res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(script).SetAwaitPromise(true).SetReturnByValue(true))
@@ -303,17 +292,7 @@ func runDashboard(t *testing.T, sk *stack, script string, v any) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	c := launchBrowser(ctx, t)
-	loaded, err := c.Page.LoadEventFired(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer loaded.Close()
-	if _, err := c.Page.Navigate(ctx, cdppage.NewNavigateArgs(sk.admBase+"/dashboard")); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := loaded.Recv(); err != nil {
-		t.Fatal(err)
-	}
+	loadPage(ctx, t, c, sk.admBase+"/dashboard")
 	res, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(script).SetAwaitPromise(true).SetReturnByValue(true))
 	if err != nil {
 		t.Fatal(err)

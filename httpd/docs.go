@@ -55,8 +55,9 @@ const docsIndex = `<!doctype html>
 <ul>
 <li><a href="/docs/options">Options</a>: every render option, its type, bounds and default.</li>
 <li><a href="/docs/errors">Errors</a>: every error code, its HTTP status, and whether to retry.</li>
-<li><a href="/openapi.json">OpenAPI 3.1 document</a>: every endpoint with examples, and the webhooks a job sends;
-load it into any OpenAPI viewer or code generator.</li>
+<li><a href="/docs/api">API reference</a>: every endpoint with its parameters, answers, error codes and examples,
+the webhooks, and signing in Python and Node.js; one page that loads nothing else.</li>
+<li><a href="/openapi.json">OpenAPI 3.1 document</a>: the same for tools; load it into any OpenAPI viewer or code generator.</li>
 <li><a href="/pressure">Pressure</a>: how loaded this node is (200 with room, 503 when full).</li>
 </ul></body></html>
 `

@@ -110,7 +110,19 @@ func run(m *testing.M) (int, error) {
 
 	env.pages = httptest.NewServer(http.HandlerFunc(pages))
 	defer env.pages.Close()
-	return m.Run(), nil
+	code := m.Run()
+	if code == 0 {
+		// What every test of the package answered is checked against the OpenAPI document.
+		bad, err := undocumentedAnswers()
+		if err != nil {
+			return 1, err
+		}
+		for _, b := range bad {
+			fmt.Fprintln(os.Stderr, "httpd tests: the OpenAPI document omits an answer:", b)
+			code = 1
+		}
+	}
+	return code, nil
 }
 
 // testNames are the only names the service resolves in these tests: it never asks real DNS, so

@@ -1,8 +1,6 @@
 package httpd
 
 import (
-	"slices"
-
 	"github.com/shotd/shotd/option"
 )
 
@@ -10,8 +8,9 @@ import (
 // webhooks, and an example for every operation.
 
 // animateOperations are GET and POST /api/v1/animate: ScreenshotOne's animate names (those shotd
-// honours) beside the screenshot options, whose format is a video format.
-func animateOperations(authQuery []any, withErrors func(obj) obj) obj {
+// honours) beside the screenshot options, whose format is a video format. The options include the
+// authentication parameters: GET lists them once, as a parameter must be (ogen refuses twice).
+func animateOperations(authQuery []any, withErrors errorsAdder) obj {
 	animate := map[string]bool{}
 	var params []any
 	props := obj{}
@@ -46,19 +45,19 @@ func animateOperations(authQuery []any, withErrors func(obj) obj) obj {
 	desc := "ScreenshotOne's animate endpoint: records the page as a video (mp4 by default, 5 seconds). scenario=scroll scrolls it top to bottom; the step-by-step scroll options are refused with invalid_options, saying why."
 	return obj{
 		"get": obj{"operationId": "animateGet", "tags": []string{"render"}, "summary": "Record a page as a video (options as query parameters)",
-			"description": desc, "parameters": append(slices.Clone(authQuery), params...), "responses": withErrors(ok)},
+			"description": desc, "parameters": params, "responses": withErrors("animateGet", ok)},
 		"post": obj{"operationId": "animatePost", "tags": []string{"render"}, "summary": "Record a page as a video (options as a JSON object)",
 			"description": desc, "parameters": authQuery,
 			"requestBody": obj{"required": true, "content": obj{"application/json": obj{
 				"schema":  obj{"type": "object", "properties": props},
 				"example": obj{"url": "https://example.com", "scenario": "scroll", "duration": 5, "format": "mp4"},
 			}}},
-			"responses": withErrors(ok)},
+			"responses": withErrors("animatePost", ok)},
 	}
 }
 
 // pressureOperation is GET /pressure: for a load balancer's health check.
-func pressureOperation() obj {
+func pressureOperation(withErrors errorsAdder) obj {
 	content := func(ex obj) obj {
 		return obj{"application/json": obj{"schema": object1([]string{"pressure"}, obj{"pressure": ref("schemas", "Pressure")}),
 			"example": obj{"pressure": ex}}}
@@ -71,10 +70,17 @@ func pressureOperation() obj {
 	return obj{"get": obj{"operationId": "pressure", "tags": []string{"health"}, "security": []any{},
 		"summary":     "How loaded this node is, and whether it takes more work",
 		"description": "No key. 200 while a browser is up and a render slot is free, 503 otherwise, so that a load balancer's health check can take a full node out of rotation. Numbers only.",
-		"responses": obj{
+		"responses": withErrors("pressure", obj{
 			"200": obj{"description": "The node takes more work", "content": content(room)},
 			"503": obj{"description": "The node is full or has no browser", "content": content(full)},
-		}}}
+		})}}
+}
+
+// htmlOperation is a GET of one of the documentation pages.
+func htmlOperation(withErrors errorsAdder, id, summary, example string) obj {
+	return obj{"get": obj{"operationId": id, "tags": []string{"health"}, "summary": summary, "security": []any{},
+		"responses": withErrors(id, obj{"200": obj{"description": "HTML", "content": obj{"text/html": obj{"schema": obj{"type": "string"},
+			"example": example}}}})}}
 }
 
 func object1(required []string, properties obj) obj {
@@ -88,6 +94,7 @@ func webhooks() obj {
 	}
 	return obj{"jobEnded": obj{"post": obj{
 		"operationId": "jobEnded", "summary": "A job ended (job.succeeded or job.failed)",
+		"security":    []any{}, // sent by the service: x-signature, not a key, authenticates it
 		"description": "POSTed to the job's webhook_url once the job ended: the job record as GET /api/v1/jobs/{id} shows it, plus event. Any 2xx answer ends the delivery; anything else is retried after each delay of webhooks.retry_delays_seconds. Check x-signature over the raw body before trusting it.",
 		"parameters": []any{
 			h("x-timestamp", "Unix seconds at which this attempt was signed.", true),
@@ -104,6 +111,7 @@ func webhooks() obj {
 		"responses": obj{"200": obj{"description": "Any 2xx answer: delivered."}},
 	}}, "batchDone": obj{"post": obj{
 		"operationId": "batchDone", "summary": "Every job of a batch ended (batch.done)",
+		"security":    []any{},
 		"description": "POSTed once to the webhook_url of a bulk request when every job of the batch ended: the batch record as GET /api/v1/batches/{id} shows it, plus event. Signed and retried as a job's delivery; x-batch-id instead of x-job-id.",
 		"parameters": []any{
 			h("x-timestamp", "Unix seconds at which this attempt was signed.", true),

@@ -65,7 +65,7 @@ func openAPIValidator(t *testing.T) (validator.Validator, []byte) {
 func TestOpenAPIDocument(t *testing.T) {
 	_, served := openAPIValidator(t)
 	var doc struct {
-		Paths      map[string]map[string]struct{ Responses map[string]any } `json:"paths"`
+		Paths      map[string]any `json:"paths"`
 		Components struct {
 			Parameters map[string]any `json:"parameters"`
 			Schemas    struct {
@@ -93,12 +93,68 @@ func TestOpenAPIDocument(t *testing.T) {
 	if len(doc.Components.Schemas.Options.Properties) != len(option.OptionTable) {
 		t.Errorf("Options has %d properties, the option table %d rows", len(doc.Components.Schemas.Options.Properties), len(option.OptionTable))
 	}
+	// Every code is answered by some operation, under its status, but the two of requests that
+	// match no operation.
+	listed := map[string]bool{}
+	for _, op := range documentOperations(t, served) {
+		for st, r := range op.responses {
+			for _, code := range r.Codes {
+				listed[st+" "+code] = true
+			}
+		}
+	}
 	for _, c := range shotd.Catalogue {
 		if !slices.Contains(doc.Components.Schemas.ErrorCode.Enum, string(c.Code)) {
 			t.Errorf("error code %s is missing from ErrorCode", c.Code)
 		}
-		if doc.Paths["/api/v1/screenshot"]["get"].Responses[strconv.Itoa(c.Status)] == nil {
-			t.Errorf("status %d of %s is missing from GET /api/v1/screenshot", c.Status, c.Code)
+		anyPath := c.Code == shotd.CodeNotFound || c.Code == shotd.CodeMethodNotAllowed
+		if listed[strconv.Itoa(c.Status)+" "+string(c.Code)] == anyPath {
+			t.Errorf("%d %s: listed by an operation: %v", c.Status, c.Code, !anyPath)
+		}
+	}
+	// Webhooks are sent by the service: no access key authenticates them (ogen generates a
+	// client that does not build otherwise).
+	var hooks struct {
+		Webhooks map[string]map[string]struct {
+			Security *[]any `json:"security"`
+		} `json:"webhooks"`
+	}
+	if err := json.Unmarshal(served, &hooks); err != nil {
+		t.Fatal(err)
+	}
+	for name, item := range hooks.Webhooks {
+		for method, op := range item {
+			if op.Security == nil || len(*op.Security) != 0 {
+				t.Errorf("webhook %s %s: security %v, want []", name, method, op.Security)
+			}
+		}
+	}
+	// A parameter is listed once per operation (code generators refuse a second).
+	var params struct {
+		Paths map[string]map[string]struct {
+			Parameters []struct {
+				Ref  string `json:"$ref"`
+				Name string `json:"name"`
+				In   string `json:"in"`
+			} `json:"parameters"`
+		} `json:"paths"`
+	}
+	if err := json.Unmarshal(served, &params); err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range params.Paths {
+		for method, op := range item {
+			seen := map[string]bool{}
+			for _, p := range op.Parameters {
+				key := p.In + " " + p.Name
+				if p.Ref != "" {
+					key = "query " + strings.TrimPrefix(p.Ref, "#/components/parameters/")
+				}
+				if seen[key] {
+					t.Errorf("%s %s lists the parameter %s twice", method, path, key)
+				}
+				seen[key] = true
+			}
 		}
 	}
 	for _, p := range []string{"/api/v1/screenshot", "/api/v1/take", "/api/v1/usage", "/api/v1/jobs/{id}", "/api/v1/batches/{id}", "/api/v1/files/{id}", "/api/v1/bulk"} {

@@ -123,6 +123,8 @@ type Server struct {
 	bodies, keyless         *budget    // body bytes in flight (body.go)
 	openapiOnce             sync.Once  // serveOpenAPI
 	openapi                 []byte
+	apiDocsOnce             sync.Once // serveAPIDocs
+	apiDocs                 []byte
 }
 
 // New builds the public API server.
@@ -205,6 +207,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.GET("/docs", serveDocsIndex)
 	r.GET("/docs/errors", serveErrorDocs)
 	r.GET("/docs/options", serveOptionDocs)
+	r.GET("/docs/api", s.serveAPIDocs)
 	r.GET("/openapi.json", s.serveOpenAPI)
 	return s.wrap(r.Handler)
 }
@@ -392,7 +395,7 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/openapi.json":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/docs/api", "/openapi.json":
 		return p
 	}
 	return "other"

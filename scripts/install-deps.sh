@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Installs what shotd needs: from Debian, Chromium (and its headless shell, the faster choice of
+# Installs what shotd and its tests need: from Debian, Chromium (and its headless shell, the faster choice of
 # browser.path), ffmpeg, heif-enc (libheif-examples, for format=heif), fonts, curl and uBlock Origin's copies
 # of EasyList and EasyPrivacy; from the npm registry, DuckDuckGo's autoconsent (MPL-2.0), whose
 # standalone script answers cookie-consent dialogs for block_cookie_banners. Idempotent: does
@@ -8,6 +8,9 @@
 set -euo pipefail
 
 PACKAGES=(chromium chromium-headless-shell ffmpeg libheif-examples fonts-noto-color-emoji fonts-noto-cjk fonts-liberation webext-ublock-origin-chromium ca-certificates curl)
+# For the tests only: lintian checks the Debian package (packaging TestDeb), python3 and nodejs run
+# the signing snippets of the documentation against a real service (httpd TestSigningSnippets).
+PACKAGES+=(lintian python3 nodejs)
 
 # autoconsent is pinned: the tarball must match the registry's dist.integrity (sha512) of this
 # version, and the installed script the sha256 of the file inside it, so a re-run is a no-op and a
