@@ -53,6 +53,7 @@ const (
 	BucketLedger   = "shotd_ledger"   // account id "." period start (unix) -> ledgerRecord
 	BucketNodes    = "shotd_nodes"    // node name -> nodeRecord, expires unless refreshed
 	BucketFiles    = "shotd_files"    // file id -> fileRecord, expires with the file (per-key TTL)
+	BucketJobs     = "shotd_jobs"     // "j." job id -> jobRecord, "b." batch id -> batchRecord (jobs.go)
 )
 
 // nodeTTL: a node record not refreshed for this long disappears (the node is gone).
@@ -86,6 +87,7 @@ type Node struct {
 	Ledger   jetstream.KeyValue
 	Nodes    jetstream.KeyValue
 	Files    jetstream.KeyValue
+	Jobs     jetstream.KeyValue // job and batch records (jobs.go)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -265,6 +267,7 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Ledger, jetstream.KeyValueConfig{Bucket: BucketLedger, Description: "shotd quota ledger"}},
 		{&n.Nodes, jetstream.KeyValueConfig{Bucket: BucketNodes, Description: "shotd members", TTL: nodeTTL}},
 		{&n.Files, jetstream.KeyValueConfig{Bucket: BucketFiles, Description: "shotd stored files", LimitMarkerTTL: time.Minute}},
+		{&n.Jobs, jetstream.KeyValueConfig{Bucket: BucketJobs, Description: "shotd jobs and batches", LimitMarkerTTL: time.Minute}},
 	}
 	logged := time.Time{}
 	for _, s := range specs {
