@@ -28,7 +28,9 @@ type jobsNode struct {
 // renderFunc renders a job's page: the test decides when, and how it ends.
 type renderFunc func(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
 
-func (f renderFunc) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) { return f(ctx, o) }
+func (f renderFunc) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	return f(ctx, o)
+}
 
 func pngOut() *shotd.Output {
 	return &shotd.Output{Data: []byte("\x89PNG fake"), Format: "png", ContentType: "image/png", Width: 1, Height: 1}
