@@ -29,6 +29,10 @@ const (
 	consumerHk  = "hooks"
 )
 
+// hookAckWait is the ack wait of webhook deliveries: one whose node died is made again after
+// it (a delivery under way reports progress every third of it).
+const hookAckWait = 30 * time.Second
+
 // workMsg is a message of the work stream; its version lets a node refuse one it does not know.
 type workMsg struct {
 	V    int    `json:"v"`
@@ -108,7 +112,6 @@ func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 	j.life, j.cut = context.WithCancel(context.Background())
 	sc := jetstream.StreamConfig{Name: StreamWork, Description: "shotd jobs and webhooks", Subjects: []string{"shotd.work.>"},
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: n.Replicas(), Duplicates: 2 * time.Minute}
-	hookWait := 2 * time.Minute // above a delivery's timeout
 	for {
 		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		var err error
@@ -119,7 +122,7 @@ func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 		}
 		if err == nil {
 			j.hookCons, err = n.js.CreateOrUpdateConsumer(actx, StreamWork, jetstream.ConsumerConfig{Durable: consumerHk,
-				FilterSubject: subjectHook, AckPolicy: jetstream.AckExplicitPolicy, AckWait: hookWait, MaxDeliver: -1,
+				FilterSubject: subjectHook, AckPolicy: jetstream.AckExplicitPolicy, AckWait: hookAckWait, MaxDeliver: -1,
 				MaxAckPending: -1})
 		}
 		cancel()
@@ -498,7 +501,7 @@ func (j *Jobs) handleHook(msg jetstream.Msg) {
 	if !ok {
 		return
 	}
-	stop := keepAlive(msg, 2*time.Minute)
+	stop := keepAlive(msg, hookAckWait)
 	var wait time.Duration
 	var err error
 	if m.Kind == "batch" {

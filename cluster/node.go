@@ -23,6 +23,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd/store"
 )
 
 // Config starts a node. config.Cluster holds the operator's part of it.
@@ -267,7 +269,8 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Ledger, jetstream.KeyValueConfig{Bucket: BucketLedger, Description: "shotd quota ledger"}},
 		{&n.Nodes, jetstream.KeyValueConfig{Bucket: BucketNodes, Description: "shotd members", TTL: nodeTTL}},
 		{&n.Files, jetstream.KeyValueConfig{Bucket: BucketFiles, Description: "shotd stored files", LimitMarkerTTL: time.Minute}},
-		{&n.Jobs, jetstream.KeyValueConfig{Bucket: BucketJobs, Description: "shotd jobs and batches", LimitMarkerTTL: time.Minute}},
+		// A record lives JobRetention after its last change, as a finished job in bbolt.
+		{&n.Jobs, jetstream.KeyValueConfig{Bucket: BucketJobs, Description: "shotd jobs and batches", TTL: store.JobRetention}},
 	}
 	logged := time.Time{}
 	for _, s := range specs {
