@@ -53,7 +53,7 @@ type JobsConfig struct {
 	Sender   Sender             // nil: no deliveries
 	// RetryDelays are the waits before a webhook's attempt 2, 3, ...; then it fails.
 	RetryDelays []time.Duration
-	// Capacity is how many jobs this node renders at once (its render slots); Free, when set,
+	// Capacity is how many jobs this node renders at once (its render slots; -1: none); Free, when set,
 	// is how many render slots are free now (sync renders take them too). A node fetches jobs
 	// only while it has both.
 	Capacity int
@@ -102,8 +102,8 @@ func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 	if cfg.MaxDeliver <= 0 {
 		cfg.MaxDeliver = 20
 	}
-	if cfg.Capacity <= 0 {
-		cfg.Capacity = 1
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 1 // below 0: this node takes no job
 	}
 	if cfg.SlotRetry <= 0 {
 		cfg.SlotRetry = time.Second
@@ -144,7 +144,7 @@ func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 // room is how many more jobs this node takes now.
 func (j *Jobs) room() int {
 	n := j.cfg.Capacity - int(j.holding.Load())
-	if j.cfg.Free != nil {
+	if n > 0 && j.cfg.Free != nil {
 		n = min(n, j.cfg.Free()-int(j.waiting.Load()))
 	}
 	return n

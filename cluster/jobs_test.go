@@ -332,3 +332,53 @@ func TestJobsWebhooks(t *testing.T) {
 		t.Fatalf("job webhook %+v %v, want delivered at the second attempt", j0.Webhook, err)
 	}
 }
+
+// TestJobUpdatesCAS: changes of one job record made at once from three nodes are each applied
+// once (compare-and-swap, retried on a conflict): none is lost, none applied twice.
+func TestJobUpdatesCAS(t *testing.T) {
+	nodes := startCluster(t, 3)
+	var js []*jobsNode
+	for _, n := range nodes {
+		js = append(js, startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+			return pngOut(), nil
+		}, nil, func(c *JobsConfig) { c.Capacity = -1 })) // takes no job: the test alone writes
+	}
+	job := shotd.Job{JobID: store.NewJobID(), AccountID: "acc_cas", Status: shotd.JobQueued,
+		Webhook: &shotd.WebhookState{URL: "http://127.0.0.1:1/", Sign: true}}
+	if err := js[0].jobs.put(context.Background(), jobKey(job.JobID), &jobRecord{Job: job}, 0); err != nil {
+		t.Fatal(err)
+	}
+	const each = 10
+	var wg sync.WaitGroup
+	for _, n := range js {
+		for range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := n.jobs.updateJob(context.Background(), job.JobID, func(r *jobRecord) error {
+					r.Job.Webhook.Attempts++
+					return nil
+				}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	got, err := js[2].jobs.Job("acc_cas", job.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Webhook.Attempts != each*len(js) || !got.Webhook.Sign {
+		t.Fatalf("%d changes applied (sign %v), want %d", got.Webhook.Attempts, got.Webhook.Sign, each*len(js))
+	}
+	// A job's end makes its webhook pending in the same write, or drops it when the job failed
+	// with webhook_errors=false.
+	final, err := js[1].jobs.updateJob(context.Background(), job.JobID, func(r *jobRecord) error {
+		r.Job.Status = shotd.JobSucceeded
+		return nil
+	})
+	if err != nil || final.Job.Webhook.Status != shotd.WebhookPending {
+		t.Fatalf("ended job's webhook %+v %v, want pending", final.Job.Webhook, err)
+	}
+}
