@@ -227,6 +227,9 @@ func keepAlive(msg jetstream.Msg, wait time.Duration) func() {
 	return func() { close(done) }
 }
 
+// errStopping: the node stops before the job's render started.
+var errStopping = errors.New("cluster: the node is stopping")
+
 // errNotOwner: another node took the job over (this one was taken for dead); its outcome wins.
 var errNotOwner = errors.New("cluster: the job is another node's now")
 
@@ -249,7 +252,7 @@ func (j *Jobs) handleJob(msg jetstream.Msg) {
 		}
 	case errors.Is(err, errNotOwner):
 		// The message is the other node's delivery now: leave it.
-	case j.life.Err() != nil:
+	case j.life.Err() != nil, errors.Is(err, errStopping):
 		_ = msg.Nak() // shutting down: another node takes it at once
 	default:
 		j.log.Warn().Err(err).Str("job", m.ID).Msg("job not done; delivered again later")
@@ -290,6 +293,9 @@ func (j *Jobs) runJob(id string, last bool) error {
 			case <-ctx.Done():
 				j.waiting.Add(-1)
 				return ctx.Err()
+			case <-j.stopped:
+				j.waiting.Add(-1)
+				return errStopping // not started: another node takes it at once
 			case <-time.After(j.cfg.SlotRetry):
 			}
 			j.waiting.Add(-1)

@@ -382,3 +382,50 @@ func TestJobUpdatesCAS(t *testing.T) {
 		t.Fatalf("ended job's webhook %+v %v, want pending", final.Job.Webhook, err)
 	}
 }
+
+// TestJobWaitingForSlotLeavesAtClose: a node that stops while it holds a job waiting for a
+// concurrency slot gives the job back at once, rather than wait for the slot until its shutdown
+// deadline; another node renders it.
+func TestJobWaitingForSlotLeavesAtClose(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_leave", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		if o.URL == "http://127.0.0.1/held" {
+			once.Do(func() { close(started) })
+			<-release
+		}
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) { c.Capacity = 1 })
+	req := jobRequest(acc, plan, 1, false)
+	req.Options[0].URL = "http://127.0.0.1/held"
+	held, _, err := a.jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started // the account's one slot is taken
+	b := startJobsNode(t, nodes[1], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, nil)
+	waiting, _, err := b.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b.jobs.Stats().Queued == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err = b.jobs.Close(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("close with a job waiting for a slot: %v, want it given back at once", err)
+	}
+	close(release)
+	for _, id := range []string{held[0].JobID, waiting[0].JobID} {
+		if j := waitJob(t, a.jobs, acc.ID, id, 30*time.Second); j.Status != shotd.JobSucceeded {
+			t.Fatalf("job %s %s %s", id, j.Status, j.ErrorMessage)
+		}
+	}
+}
