@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -250,6 +251,17 @@ func TestJobsQuota(t *testing.T) {
 	}
 	if _, err := js[0].jobs.Job("acc_other", jobs[0].JobID); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("another account's job: %v, want not found", err)
+	}
+	// Cluster status shows the work stream: its consumers, nothing waiting once all ended.
+	st, err := nodes[2].Status(context.Background())
+	if err != nil || st.Work == nil || len(st.Work.Consumers) != 2 || st.Work.Consumers[0].Name != consumerJob ||
+		st.Work.Consumers[0].Waiting != 0 || len(st.Work.Replicas) != 2 {
+		t.Fatalf("work stream status %+v %v", st.Work, err)
+	}
+	var out strings.Builder
+	st.Print(&out)
+	if !strings.Contains(out.String(), "work stream "+StreamWork) {
+		t.Fatalf("status print lacks the work stream:\n%s", out.String())
 	}
 }
 
