@@ -441,3 +441,82 @@ func TestJobWaitingForSlotLeavesAtClose(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteAccount: an account with a job queued cannot be deleted; once its jobs ended, its
+// jobs, batch, shared file records, keys and the account go, and its key stops working on
+// another node.
+func TestDeleteAccount(t *testing.T) {
+	nodes := startCluster(t, 3)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	books := make([]*Book, 2)
+	for i := range books {
+		b, err := OpenBook(context.Background(), nodes[i], log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		books[i] = b
+	}
+	acc, err := books[0].CreateAccount("gone@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := books[0].CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.TempDir(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	files := NewFiles(st, nodes[0], log)
+	plan := shotd.Plan{MonthlyQuota: 10, Concurrency: 2}
+	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
+	jobs, batch, err := idle.jobs.Submit(jobRequest(acc, plan, 2, true), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DeleteAccount(books[0], idle.jobs, files, acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
+		t.Fatalf("delete with jobs queued: %v, want ErrAccountBusy", err)
+	}
+	worker := startJobsNode(t, nodes[1], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, nil)
+	for _, j := range jobs {
+		waitJob(t, worker.jobs, acc.ID, j.JobID, 30*time.Second)
+	}
+	rec := shotd.FileRecord{FileID: "file_gone", AccountID: acc.ID, Remote: true, ExpiresAt: time.Now().Add(time.Hour)}
+	files.share(rec)
+	if _, err := files.File(acc.ID, rec.FileID); err != nil {
+		t.Fatalf("shared file record: %v", err)
+	}
+	d, err := DeleteAccount(books[0], idle.jobs, files, acc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != (shotd.AccountDeletion{Keys: 1, Jobs: 2, Batches: 1, Files: 1}) {
+		t.Fatalf("deleted %+v, want 1 key, 2 jobs, 1 batch, 1 file", d)
+	}
+	if _, err := worker.jobs.Job(acc.ID, jobs[0].JobID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("job after the deletion: %v", err)
+	}
+	if _, _, err := worker.jobs.Batch(acc.ID, batch.BatchID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("batch after the deletion: %v", err)
+	}
+	if _, err := files.File(acc.ID, rec.FileID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("file record after the deletion: %v", err)
+	}
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, _, err := books[1].Lookup(key.AccessKey)
+		if errors.Is(err, shotd.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted account's key on another node: %v", err)
+		}
+	}
+	if _, err := books[1].Account(acc.ID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("account after the deletion: %v", err)
+	}
+}

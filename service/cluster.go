@@ -147,6 +147,7 @@ type clusterAdminStore struct {
 	*cluster.Book
 	local *store.Store
 	jobs  *cluster.Jobs
+	files *cluster.Files
 }
 
 func (s clusterAdminStore) DailyUsage(accountID string, days int, now time.Time) ([]shotd.DayUsage, error) {
@@ -171,8 +172,8 @@ func (s clusterAdminStore) JobsOf(accountID, before string, limit int) ([]shotd.
 	return s.local.JobsOf(accountID, before, limit)
 }
 
-// DeleteAccount is not offered in cluster mode yet: the account lives in the cluster's bucket
-// and its files in the shared bucket, which the local deletion does not reach.
+// DeleteAccount removes the account from the cluster (cluster.DeleteAccount): its keys stop
+// working on every node at once.
 func (s clusterAdminStore) DeleteAccount(id string) (shotd.AccountDeletion, error) {
-	return shotd.AccountDeletion{}, shotd.Errorf(shotd.CodeInvalidRequest, "deleting an account is not available in cluster mode yet; revoke its keys instead")
+	return cluster.DeleteAccount(s.Book, s.jobs, s.files, id)
 }

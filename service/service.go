@@ -326,7 +326,7 @@ func (s *Service) newServers(programs Programs) {
 		records httpd.JobRecords = s.store
 	)
 	if s.cluster != nil {
-		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store, jobs: s.cluster.jobs}
+		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store, jobs: s.cluster.jobs, files: s.cluster.files}
 		files = s.cluster.files
 		ready = s.cluster.ready(s.renderer.Ready)
 		jobs, records = s.cluster.jobs, s.cluster.jobs
