@@ -1,9 +1,12 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -134,4 +137,42 @@ func deleteKey(ctx context.Context, kv jetstream.KeyValue, key string) error {
 		return fmt.Errorf("cluster: delete %s: %w", redact(key), err)
 	}
 	return nil
+}
+
+// JobsOf lists the jobs of an account, newest first, as store.Store.JobsOf does (limit 1..100,
+// before the cursor of the previous page, next that of the following one, "" on the last). It
+// scans the jobs bucket: for the admin API, not a request path.
+func (j *Jobs) JobsOf(accountID, before string, limit int) ([]shotd.Job, string, error) {
+	if limit < 1 || limit > 100 {
+		limit = 100
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recs, _, err := j.accountRecords(ctx, accountID)
+	if err != nil {
+		return nil, "", err
+	}
+	all := make([]shotd.Job, len(recs))
+	for i, r := range recs {
+		all[i] = r.Job
+		all[i].Options = nil
+		all[i].Webhook = r.Hook.state()
+	}
+	slices.SortFunc(all, func(a, b shotd.Job) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.JobID, b.JobID))
+	})
+	start := 0
+	if before != "" {
+		start = len(all)
+		if i := slices.IndexFunc(all, func(x shotd.Job) bool { return x.JobID == before }); i >= 0 {
+			start = i + 1
+		}
+	}
+	page := all[start:]
+	next := ""
+	if len(page) > limit {
+		page = page[:limit]
+		next = page[limit-1].JobID
+	}
+	return page, next, nil
 }

@@ -486,6 +486,15 @@ func TestDeleteAccount(t *testing.T) {
 	for _, j := range jobs {
 		waitJob(t, worker.jobs, acc.ID, j.JobID, 30*time.Second)
 	}
+	// The admin API's list of the account's jobs, a page at a time.
+	page1, next, err := idle.jobs.JobsOf(acc.ID, "", 1)
+	if err != nil || len(page1) != 1 || next != page1[0].JobID {
+		t.Fatalf("first page %d jobs, next %q, %v", len(page1), next, err)
+	}
+	page2, next, err := idle.jobs.JobsOf(acc.ID, next, 1)
+	if err != nil || len(page2) != 1 || next != "" || page2[0].JobID == page1[0].JobID {
+		t.Fatalf("second page %d jobs, next %q, %v", len(page2), next, err)
+	}
 	rec := shotd.FileRecord{FileID: "file_gone", AccountID: acc.ID, Remote: true, ExpiresAt: time.Now().Add(time.Hour)}
 	files.share(rec)
 	if _, err := files.File(acc.ID, rec.FileID); err != nil {

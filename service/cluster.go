@@ -160,8 +160,7 @@ func (s clusterAdminStore) Backup(w io.Writer, size func(n int64) error) error {
 
 func (s clusterAdminStore) BackupArchive(w io.Writer) error { return s.local.BackupArchive(w) }
 
-// Jobs are the cluster's. The list of an account's jobs is not kept there (the bucket has no
-// index by account): JobsOf lists what the node's own database holds, none in cluster mode.
+// Jobs are the cluster's.
 func (s clusterAdminStore) JobByID(jobID string) (shotd.Job, error) { return s.jobs.JobByID(jobID) }
 
 func (s clusterAdminStore) BatchByID(batchID string) (shotd.Batch, []shotd.Job, error) {
@@ -169,7 +168,7 @@ func (s clusterAdminStore) BatchByID(batchID string) (shotd.Batch, []shotd.Job, 
 }
 
 func (s clusterAdminStore) JobsOf(accountID, before string, limit int) ([]shotd.Job, string, error) {
-	return s.local.JobsOf(accountID, before, limit)
+	return s.jobs.JobsOf(accountID, before, limit)
 }
 
 // DeleteAccount removes the account from the cluster (cluster.DeleteAccount): its keys stop
