@@ -542,19 +542,9 @@ func (j *Jobs) Close(ctx context.Context) error {
 	j.mu.Lock()
 	j.stopping = true
 	j.mu.Unlock()
-	done := make(chan struct{})
-	go func() { j.running.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-		j.cut()
-		select {
-		case <-done:
-		case <-time.After(cutWait):
-			return err // a render that ignores its cancellation: leave the actor to it
-		}
+	finished, err := proc.WaitOrCut(ctx, &j.running, j.cut, cutWait)
+	if !finished {
+		return err // a render that ignores its cancellation: leave the actor to it
 	}
 	j.cut() // nothing runs any more: this only releases the context
 	// Poison, not Stop: a Stop is a system message and would be handled before the jobDone

@@ -15,6 +15,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
 	"github.com/shotd/shotd/egress"
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // The work-queue stream of jobs and webhook deliveries: one message per job to render and per
@@ -529,27 +530,34 @@ func (j *Jobs) handleHook(msg jetstream.Msg) {
 
 var errNothingToDeliver = errors.New("cluster: nothing to deliver")
 
+// beginAttempt counts the next attempt of a pending delivery, in the write before it is made.
+func beginAttempt(w *shotd.WebhookState) error {
+	if w == nil || w.Status != shotd.WebhookPending {
+		return errNothingToDeliver
+	}
+	w.Attempts++
+	w.NextAttemptAt = time.Time{}
+	return nil
+}
+
+// attemptStarted reads the outcome of beginAttempt's write: stop when there is nothing to
+// deliver (done: err nil) or the write failed (err).
+func attemptStarted(err error) (stop bool, _ error) {
+	if errors.Is(err, errNothingToDeliver) || errors.Is(err, shotd.ErrNotFound) {
+		return true, nil
+	}
+	return err != nil, err
+}
+
 // attemptJob makes one attempt of a job's webhook: the attempt is recorded before it is sent,
 // so a node dying mid-way repeats at most that attempt (at least once, never lost).
 func (j *Jobs) attemptJob(id string) (time.Duration, error) {
 	ctx := context.Background()
-	var job shotd.Job
-	r, err := j.updateJob(ctx, id, func(r *jobRecord) error {
-		w := r.Job.Webhook
-		if w == nil || w.Status != shotd.WebhookPending {
-			return errNothingToDeliver
-		}
-		w.Attempts++
-		w.NextAttemptAt = time.Time{}
-		return nil
-	})
-	if errors.Is(err, errNothingToDeliver) || errors.Is(err, shotd.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
+	r, err := j.updateJob(ctx, id, func(r *jobRecord) error { return beginAttempt(r.Job.Webhook) })
+	if stop, err := attemptStarted(err); stop {
 		return 0, err
 	}
-	job = r.Job
+	job := r.Job
 	sendErr := j.cfg.Sender.Send(job)
 	return j.outcome(job.Webhook.Attempts, sendErr, func(status, lastErr string, next time.Time) error {
 		_, err := j.updateJob(ctx, id, func(r *jobRecord) error {
@@ -563,19 +571,8 @@ func (j *Jobs) attemptJob(id string) (time.Duration, error) {
 // attemptBatch makes one attempt of a batch's webhook, as attemptJob.
 func (j *Jobs) attemptBatch(id string) (time.Duration, error) {
 	ctx := context.Background()
-	b, err := j.updateBatch(ctx, id, func(r *batchRecord) error {
-		w := r.Batch.Webhook
-		if w == nil || w.Status != shotd.WebhookPending {
-			return errNothingToDeliver
-		}
-		w.Attempts++
-		w.NextAttemptAt = time.Time{}
-		return nil
-	})
-	if errors.Is(err, errNothingToDeliver) || errors.Is(err, shotd.ErrNotFound) {
-		return 0, nil
-	}
-	if err != nil {
+	b, err := j.updateBatch(ctx, id, func(r *batchRecord) error { return beginAttempt(r.Batch.Webhook) })
+	if stop, err := attemptStarted(err); stop {
 		return 0, err
 	}
 	jobs, err := j.batchJobs(ctx, b.Batch)
@@ -697,19 +694,7 @@ func (j *Jobs) Stats() shotd.JobStats {
 func (j *Jobs) Close(ctx context.Context) error {
 	j.once.Do(func() { close(j.stopped) })
 	j.loops.Wait()
-	done := make(chan struct{})
-	go func() { j.running.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-		j.cut()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-		}
-	}
+	_, err := proc.WaitOrCut(ctx, &j.running, j.cut, 5*time.Second)
 	j.cut()
 	return err
 }

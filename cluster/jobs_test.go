@@ -93,14 +93,17 @@ func waitJob(t *testing.T, j *Jobs, accountID, id string, within time.Duration) 
 	}
 }
 
-func billed(t *testing.T, l *Ledger, acc shotd.Account) LedgerState {
+// checkBilled checks that the account's ledger record has want billed and no reservation left.
+func checkBilled(t *testing.T, l *Ledger, acc shotd.Account, want int) {
 	t.Helper()
 	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
 	st, err := l.State(context.Background(), LedgerKey(acc.ID, start))
 	if err != nil {
 		t.Fatal(err)
 	}
-	return st
+	if st.Billed != want || st.Reservations != 0 {
+		t.Fatalf("ledger %+v, want %d billed and no reservation left", st, want)
+	}
 }
 
 // TestJobRedeliveredAfterNodeDies: a node takes a job and dies mid-render without acknowledging
@@ -143,9 +146,7 @@ func TestJobRedeliveredAfterNodeDies(t *testing.T) {
 	if r.Node != nodes[1].NodeName() || r.Starts != 2 || renders.Load() != 1 {
 		t.Fatalf("rendered by %s at start %d (%d renders), want %s at its second start", r.Node, r.Starts, renders.Load(), nodes[1].NodeName())
 	}
-	if st := billed(t, other.ledger, acc); st.Billed != 1 || st.Reservations != 0 {
-		t.Fatalf("ledger %+v, want 1 billed and no reservation left", st)
-	}
+	checkBilled(t, other.ledger, acc, 1)
 }
 
 // TestJobOneSuccess: a job delivered twice at once (its first node taken for dead while still
@@ -186,9 +187,7 @@ func TestJobOneSuccess(t *testing.T) {
 	if n := first.ended.Load() + second.ended.Load(); n != 1 || second.ended.Load() != 1 {
 		t.Fatalf("%d ends recorded (%d by the second node), want 1 by the second", n, second.ended.Load())
 	}
-	if st := billed(t, first.ledger, acc); st.Billed != 1 || st.Reservations != 0 {
-		t.Fatalf("ledger %+v, want 1 billed and no reservation left", st)
-	}
+	checkBilled(t, first.ledger, acc, 1)
 }
 
 // TestJobsQuota: jobs reserve their quota when queued, all of a request or none; renders claim
@@ -243,9 +242,7 @@ func TestJobsQuota(t *testing.T) {
 	if ok != 4 || bj[4].Status != shotd.JobFailed || bj[4].ErrorCode != string(shotd.CodeNavigationFailed) {
 		t.Fatalf("%d succeeded, last %s %s; want 4 and a navigation_failed", ok, bj[4].Status, bj[4].ErrorCode)
 	}
-	if st := billed(t, js[0].ledger, acc); st.Billed != 5 || st.Reservations != 0 {
-		t.Fatalf("ledger %+v, want 5 billed (4 of the batch and the single job) and no reservation", st)
-	}
+	checkBilled(t, js[0].ledger, acc, 5) // 4 of the batch and the single job
 	if peak.Load() > int64(plan.Concurrency) {
 		t.Fatalf("%d renders of the account at once, concurrency %d", peak.Load(), plan.Concurrency)
 	}

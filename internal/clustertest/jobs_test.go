@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/shotd/shotd/internal/chaos"
+	"github.com/shotd/shotd/view"
 	"github.com/shotd/shotd/webhook"
 )
 
@@ -87,24 +88,8 @@ func submitBulk(ctx context.Context, c *chaos.Client, url string, n int, hook, b
 	return r.BatchID, ids, nil
 }
 
-// batchRecord is the part of GET /api/v1/batches/{id} the checks compare.
-type batchRecord struct {
-	Status string `json:"status"`
-	Total  int    `json:"total"`
-	Counts struct {
-		Queued    int `json:"queued"`
-		Rendering int `json:"rendering"`
-		Succeeded int `json:"succeeded"`
-		Failed    int `json:"failed"`
-	} `json:"counts"`
-	Jobs []struct {
-		ID     string `json:"job_id"`
-		Status string `json:"status"`
-	} `json:"jobs"`
-}
-
-func getBatch(ctx context.Context, c *chaos.Client, id string) (batchRecord, error) {
-	var b batchRecord
+func getBatch(ctx context.Context, c *chaos.Client, id string) (view.BatchRecord, error) {
+	var b view.BatchRecord
 	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, c.Base+"/api/v1/batches/"+id, nil)
 	req.Header.Set("X-Access-Key", c.Key)
 	resp, err := c.HTTP.Do(req)
@@ -205,7 +190,7 @@ func checkJobs(t *testing.T, ctx context.Context, clients []*chaos.Client, live 
 		}
 		ok, failed := 0, 0
 		for _, j := range b.Jobs {
-			switch final[j.ID].Status {
+			switch final[j.JobID].Status {
 			case "succeeded":
 				ok++
 			case "failed":
@@ -217,4 +202,37 @@ func checkJobs(t *testing.T, ctx context.Context, clients []*chaos.Client, live 
 		}
 	}
 	return out
+}
+
+// accountJobs lists the ids of every job of an account through the admin API, page by page.
+func accountJobs(t *testing.T, ctx context.Context, admin, accountID string) []string {
+	t.Helper()
+	var ids []string
+	before := ""
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, admin+"/admin/v1/accounts/"+accountID+"/jobs?limit=100&before="+before, nil)
+		req.Header.Set("Authorization", "Bearer "+chaos.AdminToken)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var page struct {
+			Jobs []struct {
+				ID string `json:"job_id"`
+			} `json:"jobs"`
+			Next string `json:"next_before"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&page)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 {
+			t.Fatalf("list of the account's jobs: status %d, %v", resp.StatusCode, err)
+		}
+		for _, j := range page.Jobs {
+			ids = append(ids, j.ID)
+		}
+		if page.Next == "" {
+			return ids
+		}
+		before = page.Next
+	}
 }
