@@ -526,3 +526,46 @@ func TestDeleteAccount(t *testing.T) {
 		t.Fatalf("account after the deletion: %v", err)
 	}
 }
+
+// TestJobReservationOutlivesItsNode: the quota a job reserved when it was queued stays reserved
+// after the node that queued it dies (it renews nothing), so that the job, taken by another
+// node, renders rather than fail for a quota that others took meanwhile.
+func TestJobReservationOutlivesItsNode(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_outlive", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 2, Concurrency: 2}
+	short := LedgerConfig{Lease: 300 * time.Millisecond, NoRenew: true}
+	var dying *Ledger
+	queued := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) {
+		c.Capacity = -1
+		dying = NewLedger(nodes[0].Ledger, nodes[0].NodeName(), short)
+		c.Ledger = dying
+	})
+	jobs, _, err := queued.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = dying.Close(context.Background())
+	time.Sleep(3 * short.Lease) // well past the node's own leases
+	other := NewLedger(nodes[1].Ledger, nodes[1].NodeName(), LedgerConfig{})
+	defer other.Close(context.Background())
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	key := LedgerKey(acc.ID, start)
+	h, _, err := other.Reserve(context.Background(), key, plan.MonthlyQuota, plan.Concurrency, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Reserve(context.Background(), key, plan.MonthlyQuota, plan.Concurrency, true); shotd.CodeOf(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("a second render beside the queued job: %v, want quota_exceeded", err)
+	}
+	if _, err := other.Settle(context.Background(), h, true); err != nil {
+		t.Fatal(err)
+	}
+	worker := startJobsNode(t, nodes[2], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, nil)
+	if j := waitJob(t, worker.jobs, acc.ID, jobs[0].JobID, 30*time.Second); j.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s %s, want succeeded", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	checkBilled(t, worker.ledger, acc, 2)
+}

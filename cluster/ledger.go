@@ -175,14 +175,19 @@ func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int
 // the job settles that one reservation, so that a job is billed at most once.
 func JobHoldID(jobID string) string { return "job-" + jobID }
 
+// JobLease is the lease of a queued job's reservation. Nobody renews it: the job's message is
+// taken by some node whatever node dies, and that node claims the reservation (Claim, with the
+// ordinary lease) or drops it at the job's end. A job queued longer than this takes its quota
+// again when it starts, if there is room.
+const JobLease = time.Hour
+
 // ReserveJobs takes one unit of quota for each job of jobIDs, without concurrency slots, in one
-// compare-and-swap: all of them or none (quota_exceeded). This node renews them until a node
-// that runs a job claims its reservation (Claim).
+// compare-and-swap: all of them or none (quota_exceeded). Each holds for JobLease, or until a
+// node that runs its job claims it (Claim); the node that queued them may die meanwhile.
 func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs []string) ([]Hold, LedgerState, error) {
 	hs := make([]Hold, len(jobIDs))
 	for i, id := range jobIDs {
 		hs[i] = Hold{Key: key, ID: JobHoldID(id), Quota: quota}
-		l.hold(hs[i])
 	}
 	st, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
 		if _, ok := r.Res[hs[0].ID]; ok {
@@ -195,14 +200,11 @@ func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs 
 			r.Res = map[string]reservation{}
 		}
 		for _, h := range hs {
-			r.Res[h.ID] = reservation{Node: l.node, Expires: now.Add(l.lease)}
+			r.Res[h.ID] = reservation{Node: l.node, Expires: now.Add(JobLease)}
 		}
 		return nil
 	})
 	if err != nil {
-		for _, h := range hs {
-			l.release(h)
-		}
 		return nil, st, err
 	}
 	return hs, st, nil
@@ -458,7 +460,7 @@ func (l *Ledger) renew() {
 					v.Expires = now.Add(l.lease)
 					r.Res[id] = v
 				} else if ok {
-					others = append(others, id) // a job's, claimed by the node that runs it
+					others = append(others, id) // a job's, taken over by the node that runs it now
 				}
 			}
 			return nil
