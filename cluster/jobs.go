@@ -14,7 +14,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
-	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/internal/proc"
 )
 
@@ -589,20 +588,16 @@ func (j *Jobs) attemptBatch(id string) (time.Duration, error) {
 	}, j.log.With().Str("batch", id).Logger())
 }
 
-// outcome records attempt n's result through set and returns the wait before the next attempt
-// (0: none): delivered; failed after the last retry delay, or at once when the egress guard
-// refused the receiver; else pending with its next attempt's time.
+// outcome records attempt n's result through set (the schedule is actors.NextAttempt's, as on
+// a single node) and returns the wait before the next attempt (0: none).
 func (j *Jobs) outcome(n int, sendErr error, set func(status, lastErr string, next time.Time) error, log zerolog.Logger) (time.Duration, error) {
-	var wait time.Duration
-	status, lastErr, next, outcome := shotd.WebhookDelivered, "", time.Time{}, "delivered"
+	status, wait, outcome := actors.NextAttempt(n, sendErr, j.cfg.RetryDelays)
+	lastErr, next := "", time.Time{}
 	if sendErr != nil {
 		lastErr = sendErr.Error()
-		if n > len(j.cfg.RetryDelays) || egress.IsRefused(sendErr) {
-			status, outcome = shotd.WebhookFailed, "failed"
-		} else {
-			wait = j.cfg.RetryDelays[n-1]
-			status, next, outcome = shotd.WebhookPending, time.Now().Add(wait).UTC(), "retry"
-		}
+	}
+	if status == shotd.WebhookPending {
+		next = time.Now().Add(wait).UTC()
 	}
 	if err := set(status, lastErr, next); err != nil {
 		log.Error().Err(err).Msg("webhook outcome not recorded")
