@@ -507,6 +507,10 @@ func (j *Jobs) handleHook(msg jetstream.Msg) {
 	if !ok {
 		return
 	}
+	if j.cfg.Sender == nil { // a node without deliveries leaves them to the others
+		_ = msg.NakWithDelay(hookAckWait)
+		return
+	}
 	stop := keepAlive(msg, hookAckWait)
 	var wait time.Duration
 	var err error
