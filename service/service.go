@@ -302,10 +302,15 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, QueueWaited: s.metrics.JobQueueWaited, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
 		return err
 	}
-	s.metrics.WatchJobs(s.jobs)
 	if s.cluster != nil {
-		return s.cluster.startJobs(s, retryDelays, log)
+		// The node's job actor stays idle: /metrics counts the jobs this node holds of the cluster's.
+		if err := s.cluster.startJobs(s, retryDelays, log); err != nil {
+			return err
+		}
+		s.metrics.WatchJobs(s.cluster.jobs)
+		return nil
 	}
+	s.metrics.WatchJobs(s.jobs)
 	return nil
 }
 
