@@ -569,3 +569,36 @@ func TestJobReservationOutlivesItsNode(t *testing.T) {
 	}
 	checkBilled(t, worker.ledger, acc, 2)
 }
+
+// TestWorkMessageOfAnUnknownVersion: a work message written by a newer node is left in the
+// stream for a node that reads it (a rolling restart), not dropped and not misread.
+func TestWorkMessageOfAnUnknownVersion(t *testing.T) {
+	nodes := startCluster(t, 3)
+	var renders atomic.Int64
+	n := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return pngOut(), nil
+	}, nil, nil)
+	data, _ := json.Marshal(workMsg{V: recordVersion + 1, Kind: "job", ID: "job_from_the_future"})
+	if _, err := nodes[1].js.Publish(context.Background(), subjectJob, data); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := nodes[2].Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Taken once (in progress or given back), and still in the stream.
+		c := st.Work.Consumers[0]
+		if st.Work.Messages == 1 && c.Waiting+uint64(c.InProgress) == 1 && c.Redelivered+c.InProgress >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("work stream %+v: the message was not taken, or not left in the stream", st.Work)
+		}
+	}
+	if renders.Load() != 0 || n.ended.Load() != 0 {
+		t.Fatalf("%d renders, %d ends of a message this node cannot read", renders.Load(), n.ended.Load())
+	}
+}
