@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/shotd/shotd"
-	"github.com/shotd/shotd/egress"
 )
 
 // BatchSender makes one delivery attempt of a batch's webhook: webhook.Sender implements it.
@@ -68,36 +67,12 @@ func (a *webhookActor) attemptBatch(batchID string, resume bool) (time.Duration,
 		log.Error().Err(err).Msg("batch webhook attempt not recorded; retrying later")
 		return 30 * time.Second, true
 	}
-	n := b.Webhook.Attempts
 	sendErr := sender.SendBatch(b, jobs)
-	final := sendErr == nil || n > len(a.cfg.RetryDelays) || egress.IsRefused(sendErr)
-	var wait time.Duration
-	if !final {
-		wait = a.cfg.RetryDelays[n-1]
-	}
-	if _, err := a.cfg.Store.UpdateBatch(batchID, func(b *shotd.Batch, _ []shotd.Job) error {
-		switch {
-		case sendErr == nil:
-			b.Webhook.Status, b.Webhook.LastError = shotd.WebhookDelivered, ""
-		case final:
-			b.Webhook.Status, b.Webhook.LastError = shotd.WebhookFailed, sendErr.Error()
-		default:
-			b.Webhook.LastError, b.Webhook.NextAttemptAt = sendErr.Error(), time.Now().Add(wait).UTC()
-		}
-		return nil
-	}); err != nil {
-		log.Error().Err(err).Msg("batch webhook outcome not recorded")
-	}
-	switch {
-	case sendErr == nil:
-		log.Info().Int("attempt", n).Msg("batch webhook delivered")
-		a.attempted("delivered")
-	case final:
-		log.Warn().Err(sendErr).Int("attempt", n).Msg("batch webhook failed")
-		a.attempted("failed")
-	default:
-		log.Warn().Err(sendErr).Int("attempt", n).Msg("batch webhook attempt failed")
-		a.attempted("retry")
-	}
-	return wait, !final
+	return a.settleAttempt(log, b.Webhook.Attempts, sendErr, func(apply func(w *shotd.WebhookState)) error {
+		_, err := a.cfg.Store.UpdateBatch(batchID, func(b *shotd.Batch, _ []shotd.Job) error {
+			apply(b.Webhook)
+			return nil
+		})
+		return err
+	})
 }

@@ -170,31 +170,10 @@ func (a *jobActor) restoreJobs(ctx actor.Context) {
 }
 
 func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
-	now := time.Now().UTC()
-	jobs := make([]shotd.Job, 0, len(m.Options))
-	var batch *shotd.Batch
-	if m.Batch {
-		batch = &shotd.Batch{BatchID: store.NewBatchID(), AccountID: m.Account.ID, CreatedAt: now}
-		if m.BatchWebhookURL != "" {
-			batch.Webhook = &shotd.WebhookState{URL: m.BatchWebhookURL} // always signed
-		}
-	}
-	for i, o := range m.Options {
-		raw, err := a.marshalOptions(o)
-		if err != nil {
-			ctx.Respond(&SubmitJobsResult{Err: shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")})
-			return
-		}
-		j := shotd.Job{JobID: store.NewJobID(), AccountID: m.Account.ID, AccessKey: m.AccessKey, Index: i,
-			Status: shotd.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.ExternalIdentifier}
-		if batch != nil {
-			j.BatchID = batch.BatchID
-			batch.JobIDs = append(batch.JobIDs, j.JobID)
-		}
-		if o.WebhookURL != "" {
-			j.Webhook = &shotd.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.NoWebhookErrors}
-		}
-		jobs = append(jobs, j)
+	jobs, batch, err := NewJobRecords(m.JobRequest, a.cfg.Secrets, time.Now().UTC())
+	if err != nil {
+		ctx.Respond(&SubmitJobsResult{Err: err})
+		return
 	}
 	sender, self, root, st, acc, plan := ctx.Sender(), ctx.Self(), ctx.ActorSystem().Root, a.cfg.Store, m.Account, m.Plan
 	accounts := a.cfg.Accounts.PID()
@@ -221,6 +200,37 @@ func (a *jobActor) submit(ctx actor.Context, m *SubmitJobs) {
 		}
 		ctx.Respond(&SubmitJobsResult{Err: shotd.Errorf(shotd.CodeServiceUnavailable, "the service is stopping")})
 	}
+}
+
+// NewJobRecords makes the queued records of req's jobs, and their batch when req.Batch, each
+// job's options as JSON with their credentials sealed by secrets. Both job queues (this actor's
+// and the cluster's) make them here.
+func NewJobRecords(req shotd.JobRequest, secrets Secrets, now time.Time) ([]shotd.Job, *shotd.Batch, error) {
+	jobs := make([]shotd.Job, 0, len(req.Options))
+	var batch *shotd.Batch
+	if req.Batch {
+		batch = &shotd.Batch{BatchID: store.NewBatchID(), AccountID: req.Account.ID, CreatedAt: now}
+		if req.BatchWebhookURL != "" {
+			batch.Webhook = &shotd.WebhookState{URL: req.BatchWebhookURL} // always signed
+		}
+	}
+	for i, o := range req.Options {
+		raw, err := marshalOptions(secrets, o)
+		if err != nil {
+			return nil, nil, shotd.Wrap(shotd.CodeInternalError, err, "the job could not be stored")
+		}
+		j := shotd.Job{JobID: store.NewJobID(), AccountID: req.Account.ID, AccessKey: req.AccessKey, Index: i,
+			Status: shotd.JobQueued, CreatedAt: now, UpdatedAt: now, Options: raw, ExternalIdentifier: o.ExternalIdentifier}
+		if batch != nil {
+			j.BatchID = batch.BatchID
+			batch.JobIDs = append(batch.JobIDs, j.JobID)
+		}
+		if o.WebhookURL != "" {
+			j.Webhook = &shotd.WebhookState{URL: o.WebhookURL, Sign: o.WebhookSign, SkipFailed: o.NoWebhookErrors}
+		}
+		jobs = append(jobs, j)
+	}
+	return jobs, batch, nil
 }
 
 // run renders one job and records its end; it runs in a goroutine.
@@ -315,25 +325,51 @@ func (a *jobActor) failRestored(jobs []shotd.Job, err error) {
 	})
 }
 
-// render renders (or serves from the cache) and stores the file. A busy or restarting browser
-// pool is waited out: a job waits, it does not fail for the service's own load.
+// render renders one job's page with this actor's store and settings.
 func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult, shotd.Outcome, error) {
+	r := JobRenderer{Files: a.cfg.Store, Render: a.cfg.Render, FileTTL: a.cfg.FileTTL, RenderGrace: a.cfg.RenderGrace,
+		BusyRetry: a.cfg.BusyRetry, MaxOutputBytes: a.cfg.MaxOutputBytes}
+	return r.Run(a.owner.life, o, accountID)
+}
+
+// JobFiles is where a job's file and the response cache are: store.Store, or cluster.Files.
+type JobFiles interface {
+	CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error)
+	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (shotd.FileRecord, error)
+	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (shotd.FileRecord, error)
+	ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult
+}
+
+// JobRenderer renders the page of a job, as both job queues (this actor's and the cluster's) do.
+type JobRenderer struct {
+	Files          JobFiles
+	Render         shotd.Renderer
+	FileTTL        time.Duration
+	RenderGrace    time.Duration
+	BusyRetry      time.Duration // how long a busy or restarting browser pool is waited out
+	MaxOutputBytes int
+}
+
+// Run renders (or serves from the cache) and stores the file. A busy or restarting browser
+// pool is waited out: a job waits, it does not fail for the service's own load. life's end
+// cancels the render (a shutdown).
+func (r JobRenderer) Run(life context.Context, o *shotd.Options, accountID string) (*shotd.JobResult, shotd.Outcome, error) {
 	var cacheKey string
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
 		// A copy older than this job's cache_ttl is a miss: the render below replaces it.
-		if rec, ok, err := a.cfg.Store.CacheGet(cacheKey, o.CacheTTL); err == nil && ok {
-			r := a.cfg.Store.ResultOf(rec, "HIT")
-			return &r, shotd.OutcomeCacheHit, nil
+		if rec, ok, err := r.Files.CacheGet(cacheKey, o.CacheTTL); err == nil && ok {
+			res := r.Files.ResultOf(rec, "HIT")
+			return &res, shotd.OutcomeCacheHit, nil
 		}
 	}
-	deadline := time.Now().Add(a.cfg.BusyRetry)
+	deadline := time.Now().Add(r.BusyRetry)
 	var out *shotd.Output
 	var err error
 	lost := 0
 	for attempt := 0; ; attempt++ {
-		ctx, cancel := context.WithTimeout(a.owner.life, o.RenderBudget()+a.cfg.RenderGrace)
-		out, err = a.cfg.Render.Render(ctx, o)
+		ctx, cancel := context.WithTimeout(life, o.RenderBudget()+r.RenderGrace)
+		out, err = r.Render.Render(ctx, o)
 		cancel()
 		if err == nil {
 			break // shotd.CodeOf(nil) would panic
@@ -352,12 +388,12 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 		}
 		select {
 		case <-time.After(backoff(min(attempt, 3))):
-		case <-a.owner.life.Done():
+		case <-life.Done():
 			return nil, shotd.OutcomeReleased, err
 		}
 	}
-	if err == nil && a.cfg.MaxOutputBytes > 0 && out.Size() > a.cfg.MaxOutputBytes {
-		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), a.cfg.MaxOutputBytes)
+	if err == nil && r.MaxOutputBytes > 0 && out.Size() > r.MaxOutputBytes {
+		err = shotd.Errorf(shotd.CodeContentTooLarge, "the rendered %s is %d bytes; the limit is %d", out.Format, out.Size(), r.MaxOutputBytes)
 	}
 	if err != nil {
 		return nil, shotd.OutcomeOf(err), err
@@ -365,15 +401,15 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 	// The cache may keep the file longer than the file TTL: the result shows the real expiry.
 	var rec shotd.FileRecord
 	if o.Cache {
-		rec, err = a.cfg.Store.PutCachedFile(accountID, out, a.cfg.FileTTL, cacheKey, o.CacheTTL)
+		rec, err = r.Files.PutCachedFile(accountID, out, r.FileTTL, cacheKey, o.CacheTTL)
 	} else {
-		rec, err = a.cfg.Store.PutFile(accountID, out, a.cfg.FileTTL)
+		rec, err = r.Files.PutFile(accountID, out, r.FileTTL)
 	}
 	if err != nil {
 		return nil, shotd.OutcomeReleased, shotd.StoredError(err) // the service's own storage: not the client's failure
 	}
-	r := a.cfg.Store.ResultOf(rec, "MISS")
-	return &r, shotd.OutcomeSucceeded, nil
+	res := r.Files.ResultOf(rec, "MISS")
+	return &res, shotd.OutcomeSucceeded, nil
 }
 
 // Jobs is the front of the job actor.
@@ -506,19 +542,9 @@ func (j *Jobs) Close(ctx context.Context) error {
 	j.mu.Lock()
 	j.stopping = true
 	j.mu.Unlock()
-	done := make(chan struct{})
-	go func() { j.running.Wait(); close(done) }()
-	var err error
-	select {
-	case <-done:
-	case <-ctx.Done():
-		err = ctx.Err()
-		j.cut()
-		select {
-		case <-done:
-		case <-time.After(cutWait):
-			return err // a render that ignores its cancellation: leave the actor to it
-		}
+	finished, err := proc.WaitOrCut(ctx, &j.running, j.cut, cutWait)
+	if !finished {
+		return err // a render that ignores its cancellation: leave the actor to it
 	}
 	j.cut() // nothing runs any more: this only releases the context
 	// Poison, not Stop: a Stop is a system message and would be handled before the jobDone

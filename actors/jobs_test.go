@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"image"
 	"image/png"
@@ -652,6 +653,31 @@ func TestJobBrowserLostBounded(t *testing.T) {
 		}
 		if time.Now().After(end) {
 			t.Fatalf("usage %+v: want one failure", u.Renders)
+		}
+	}
+}
+
+// TestNextAttempt: the schedule of deliveries that job and batch webhooks share, on a single
+// node and in a cluster.
+func TestNextAttempt(t *testing.T) {
+	delays := []time.Duration{time.Second, time.Minute}
+	refused := shotd.Errorf(shotd.CodeHostNotAllowed, "refused by the egress guard")
+	for _, c := range []struct {
+		n       int
+		err     error
+		status  string
+		wait    time.Duration
+		outcome string
+	}{
+		{1, nil, shotd.WebhookDelivered, 0, "delivered"},
+		{1, errors.New("503"), shotd.WebhookPending, time.Second, "retry"},
+		{2, errors.New("503"), shotd.WebhookPending, time.Minute, "retry"},
+		{3, errors.New("503"), shotd.WebhookFailed, 0, "failed"},
+		{1, refused, shotd.WebhookFailed, 0, "failed"},
+	} {
+		status, wait, outcome := actors.NextAttempt(c.n, c.err, delays)
+		if status != c.status || wait != c.wait || outcome != c.outcome {
+			t.Errorf("attempt %d, %v: %s %v %s, want %s %v %s", c.n, c.err, status, wait, outcome, c.status, c.wait, c.outcome)
 		}
 	}
 }

@@ -16,12 +16,12 @@ type Secrets interface {
 
 // marshalOptions is the JSON of o for the job record, its credentials sealed: a record never
 // holds them in clear (their fields are left out of JSON).
-func (a *jobActor) marshalOptions(o *shotd.Options) ([]byte, error) {
+func marshalOptions(secrets Secrets, o *shotd.Options) ([]byte, error) {
 	if o.HasSecrets() {
-		if a.cfg.Secrets == nil {
+		if secrets == nil {
 			return nil, errors.New("actors: a job with credentials but no sealer for them")
 		}
-		sealed, err := a.cfg.Secrets.SealOptions(o)
+		sealed, err := secrets.SealOptions(o)
 		if err != nil {
 			return nil, err
 		}

@@ -85,41 +85,54 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 		return 30 * time.Second, true
 	}
 	sendErr := a.cfg.Sender.Send(job)
-	if sendErr == nil {
-		if _, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
-			j.Webhook.Status, j.Webhook.LastError = shotd.WebhookDelivered, ""
+	return a.settleAttempt(log, n, sendErr, func(apply func(w *shotd.WebhookState)) error {
+		_, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
+			apply(j.Webhook)
 			return nil
-		}); err != nil {
-			log.Error().Err(err).Msg("webhook delivered, state not recorded")
-		}
-		log.Info().Int("attempt", n).Msg("webhook delivered")
-		a.attempted("delivered")
-		return 0, false
+		})
+		return err
+	})
+}
+
+// NextAttempt decides what attempt n of a delivery (of a job's or a batch's webhook), which
+// ended with sendErr, leaves: delivered; failed, after the last of delays or at once when the
+// egress guard refused the receiver (retrying would only knock again); or still pending, with
+// the wait before the next attempt. outcome names it for metrics: delivered, failed or retry.
+// Both schedulers of deliveries (this actor's and the cluster's) decide here.
+func NextAttempt(n int, sendErr error, delays []time.Duration) (status string, wait time.Duration, outcome string) {
+	switch {
+	case sendErr == nil:
+		return shotd.WebhookDelivered, 0, "delivered"
+	case n > len(delays) || egress.IsRefused(sendErr):
+		return shotd.WebhookFailed, 0, "failed"
+	default:
+		return shotd.WebhookPending, delays[n-1], "retry"
 	}
-	var wait time.Duration
-	// A receiver the egress guard refuses stays refused: retrying would only knock again.
-	final := n > len(a.cfg.RetryDelays) || egress.IsRefused(sendErr)
-	if !final {
-		wait = a.cfg.RetryDelays[n-1]
-	}
-	if _, err := a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
-		j.Webhook.LastError = sendErr.Error()
-		if final {
-			j.Webhook.Status = shotd.WebhookFailed
-		} else {
-			j.Webhook.NextAttemptAt = time.Now().Add(wait).UTC()
+}
+
+// settleAttempt records the outcome of attempt n through update, which applies it to the
+// delivery's state in one write; it logs it and returns the wait before the next attempt, if
+// one follows. Job and batch deliveries share it.
+func (a *webhookActor) settleAttempt(log zerolog.Logger, n int, sendErr error, update func(apply func(w *shotd.WebhookState)) error) (time.Duration, bool) {
+	status, wait, outcome := NextAttempt(n, sendErr, a.cfg.RetryDelays)
+	if err := update(func(w *shotd.WebhookState) {
+		w.Status, w.LastError = status, ""
+		if sendErr != nil {
+			w.LastError = sendErr.Error()
 		}
-		return nil
+		if status == shotd.WebhookPending {
+			w.NextAttemptAt = time.Now().Add(wait).UTC()
+		}
 	}); err != nil {
-		log.Error().Err(err).Msg("webhook failure not recorded")
+		log.Error().Err(err).Str("outcome", outcome).Msg("webhook outcome not recorded")
 	}
-	log.Warn().Err(sendErr).Int("attempt", n).Bool("final", final).Msg("webhook attempt failed")
-	if final {
-		a.attempted("failed")
+	if sendErr == nil {
+		log.Info().Int("attempt", n).Msg("webhook delivered")
 	} else {
-		a.attempted("retry")
+		log.Warn().Err(sendErr).Int("attempt", n).Bool("final", status == shotd.WebhookFailed).Msg("webhook attempt failed")
 	}
-	return wait, !final
+	a.attempted(outcome)
+	return wait, status == shotd.WebhookPending
 }
 
 func (a *webhookActor) attempted(outcome string) {

@@ -11,9 +11,16 @@
 //   - the records of stored files (Files), so that any node serves a file that another stored
 //     in the shared S3 bucket;
 //   - the members (node records with a TTL), for `shotd cluster status` and for Healthy, which
-//     /readyz asks: a node whose heartbeats no longer reach the quorum takes no traffic.
+//     /readyz asks: a node whose heartbeats no longer reach the quorum takes no traffic;
+//   - job and batch records (Jobs), each change one compare-and-swap, with their work in a
+//     work-queue stream: a message per job to render and per webhook to deliver, pulled by a
+//     node only while it has free render slots, delivered again to another node when the one
+//     holding it dies. A job's quota is reserved in the ledger when it is queued, its render
+//     claims a concurrency slot there, and its success is billed before it is shown.
 //
-// Every record carries a version; a record of an unknown version is refused with a log line,
+// DeleteAccount removes an account with its keys, jobs, batches and file records.
+//
+// Every record and work message carries a version; a record of an unknown version is refused with a log line,
 // never a crash, so nodes of two versions can run side by side during a rolling restart.
 //
 // Gate wraps the single node's admission (the account actors) with the ledger, so that the actors

@@ -65,15 +65,15 @@ func (g *Gate) key(acc shotd.Account) (string, time.Time) {
 	return LedgerKey(acc.ID, start), end
 }
 
-// Admit lets a request in when both the node and the cluster do. Jobs and bulk are refused in
-// cluster mode until they are replicated work (issue 28, phase 2): admitted on one node only,
-// their quota would not be exact.
+// Admit lets a request in when both the node and the cluster do. Jobs (async, bulk) pass the
+// node's checks (rate, failures, features) here and give the node's places back at once: their
+// quota is reserved in the ledger by Jobs.Submit, all of them or none, and each job's render
+// claims a concurrency slot of the account's across the cluster when it starts.
 func (g *Gate) Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error) {
-	if req.Kind == shotd.AdmitJobs {
-		e := shotd.Errorf(shotd.CodeServiceUnavailable, "async jobs and bulk are not available in cluster mode yet; render synchronously")
-		return nil, shotd.LimitsSnapshot{}, e
-	}
 	res, lim, err := g.inner.Admit(req)
+	if err == nil && req.Kind == shotd.AdmitJobs {
+		g.inner.ReleaseJobs(req.Account.ID, max(req.Jobs, 1))
+	}
 	if err != nil || req.Kind != shotd.AdmitRender {
 		return res, lim, err
 	}
@@ -154,9 +154,9 @@ func (e NotBilledError) Unwrap() error { return e.Err }
 // NotBilled reports that the success was not billed.
 func (e NotBilledError) NotBilled() bool { return true }
 
-// ReleaseJobs gives back jobs the node admitted and did not queue (none in cluster mode, which
-// refuses jobs; passed on for the interface).
-func (g *Gate) ReleaseJobs(accountID string, n int) { g.inner.ReleaseJobs(accountID, n) }
+// ReleaseJobs does nothing: Admit gave the node's places of jobs back already, and their quota
+// is reserved only once they are queued.
+func (g *Gate) ReleaseJobs(string, int) {}
 
 // Usage is the node's report with the cluster's billed count and reservations.
 func (g *Gate) Usage(acc shotd.Account, plan shotd.Plan) (*shotd.UsageReport, error) {

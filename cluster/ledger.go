@@ -171,6 +171,84 @@ func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int
 	return h, st, nil
 }
 
+// JobHoldID names the reservation of a job in its account's ledger record: whichever node runs
+// the job settles that one reservation, so that a job is billed at most once.
+func JobHoldID(jobID string) string { return "job-" + jobID }
+
+// JobLease is the lease of a queued job's reservation. Nobody renews it: the job's message is
+// taken by some node whatever node dies, and that node claims the reservation (Claim, with the
+// ordinary lease) or drops it at the job's end. A job queued longer than this takes its quota
+// again when it starts, if there is room.
+const JobLease = time.Hour
+
+// ReserveJobs takes one unit of quota for each job of jobIDs, without concurrency slots, in one
+// compare-and-swap: all of them or none (quota_exceeded). Each holds for JobLease, or until a
+// node that runs its job claims it (Claim); the node that queued them may die meanwhile.
+func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs []string) ([]Hold, LedgerState, error) {
+	hs := make([]Hold, len(jobIDs))
+	for i, id := range jobIDs {
+		hs[i] = Hold{Key: key, ID: JobHoldID(id), Quota: quota}
+	}
+	st, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
+		if _, ok := r.Res[hs[0].ID]; ok {
+			return errSettled // a try whose answer was lost had made it
+		}
+		if res, _ := r.live(now); r.Billed+res+len(hs) > quota {
+			return shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up", quota)
+		}
+		if r.Res == nil {
+			r.Res = map[string]reservation{}
+		}
+		for _, h := range hs {
+			r.Res[h.ID] = reservation{Node: l.node, Expires: now.Add(JobLease)}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, st, err
+	}
+	return hs, st, nil
+}
+
+// ErrBilled: Claim finds the job billed already (a node billed it and died before it recorded
+// the job's success).
+var ErrBilled = errors.New("cluster: the job is billed already")
+
+// Claim makes a job's reservation this node's and gives it a concurrency slot, for the job's
+// render: when the reservation expired meanwhile (the node that held it died), a new one is
+// taken if the quota still has room (else quota_exceeded); when every slot of the account is
+// taken, concurrency_limit. ErrBilled when the reservation was billed already.
+func (l *Ledger) Claim(ctx context.Context, h Hold, concurrency int) (LedgerState, error) {
+	l.hold(h)
+	st, err := l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
+		if slices.Contains(r.Done, h.ID) {
+			return ErrBilled
+		}
+		v, ok := r.Res[h.ID]
+		if ok && v.Node == l.node && v.Slot {
+			return errSettled // a try whose answer was lost had made it
+		}
+		res, slots := r.live(now)
+		if !ok && r.Billed+res >= h.Quota {
+			return shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up", h.Quota)
+		}
+		if slots >= concurrency && !v.Slot {
+			e := shotd.Errorf(shotd.CodeConcurrencyLimit, "%d renders are running; the plan allows %d at once", slots, concurrency)
+			e.RetryAfter = 1
+			return e
+		}
+		if r.Res == nil {
+			r.Res = map[string]reservation{}
+		}
+		r.Res[h.ID] = reservation{Node: l.node, Slot: true, Expires: now.Add(l.lease)}
+		return nil
+	})
+	if err != nil {
+		l.release(h)
+	}
+	return st, err
+}
+
 // errLost: a success to bill whose reservation expired (its node could not renew it) and that
 // no longer fits in the quota. It is not billed.
 var errLost = errors.New("cluster: the reservation expired before the render ended")
@@ -372,18 +450,25 @@ func (l *Ledger) renew() {
 		}
 	}
 	l.mu.Unlock()
+	var others []string
 	for key, ids := range keys {
 		ctx, cancel := context.WithTimeout(context.Background(), l.lease/3)
 		_, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
+			others = others[:0]
 			for _, id := range ids {
-				if v, ok := r.Res[id]; ok {
+				if v, ok := r.Res[id]; ok && v.Node == l.node {
 					v.Expires = now.Add(l.lease)
 					r.Res[id] = v
+				} else if ok {
+					others = append(others, id) // a job's, taken over by the node that runs it now
 				}
 			}
 			return nil
 		})
 		cancel()
+		for _, id := range others {
+			l.release(Hold{Key: key, ID: id})
+		}
 		if err != nil {
 			l.log.Warn().Err(err).Str("ledger", key).Msg("reservation leases not renewed")
 		}

@@ -23,6 +23,8 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd/store"
 )
 
 // Config starts a node. config.Cluster holds the operator's part of it.
@@ -53,6 +55,7 @@ const (
 	BucketLedger   = "shotd_ledger"   // account id "." period start (unix) -> ledgerRecord
 	BucketNodes    = "shotd_nodes"    // node name -> nodeRecord, expires unless refreshed
 	BucketFiles    = "shotd_files"    // file id -> fileRecord, expires with the file (per-key TTL)
+	BucketJobs     = "shotd_jobs"     // "j." job id -> jobRecord, "b." batch id -> batchRecord (jobs.go)
 )
 
 // nodeTTL: a node record not refreshed for this long disappears (the node is gone).
@@ -86,6 +89,7 @@ type Node struct {
 	Ledger   jetstream.KeyValue
 	Nodes    jetstream.KeyValue
 	Files    jetstream.KeyValue
+	Jobs     jetstream.KeyValue // job and batch records (jobs.go)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -265,6 +269,8 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Ledger, jetstream.KeyValueConfig{Bucket: BucketLedger, Description: "shotd quota ledger"}},
 		{&n.Nodes, jetstream.KeyValueConfig{Bucket: BucketNodes, Description: "shotd members", TTL: nodeTTL}},
 		{&n.Files, jetstream.KeyValueConfig{Bucket: BucketFiles, Description: "shotd stored files", LimitMarkerTTL: time.Minute}},
+		// A record lives JobRetention after its last change, as a finished job in bbolt.
+		{&n.Jobs, jetstream.KeyValueConfig{Bucket: BucketJobs, Description: "shotd jobs and batches", TTL: store.JobRetention}},
 	}
 	logged := time.Time{}
 	for _, s := range specs {

@@ -29,6 +29,26 @@ type Status struct {
 	Now        time.Time      `json:"now"`
 	// PlansDiffer: the members run with different plans (each node reads its own config file).
 	PlansDiffer bool `json:"plans_differ,omitempty"`
+	// Work is the work-queue stream of jobs and webhooks; nil before a node created it.
+	Work *WorkStatus `json:"work,omitempty"`
+}
+
+// WorkStatus is the state of the work stream: its leader and replicas, the messages it holds,
+// and each consumer's figures.
+type WorkStatus struct {
+	BucketStatus
+	Messages  uint64           `json:"messages"`
+	Consumers []ConsumerStatus `json:"consumers"`
+}
+
+// ConsumerStatus is a consumer of the work stream: messages waiting for a node, delivered and
+// not acknowledged yet (being worked on), and delivered more than once (a node died or gave
+// them back).
+type ConsumerStatus struct {
+	Name        string `json:"name"`
+	Waiting     uint64 `json:"waiting"`
+	InProgress  int    `json:"in_progress"`
+	Redelivered int    `json:"redelivered"`
 }
 
 // MemberStatus is a node as the JetStream meta group and the nodes bucket see it.
@@ -142,7 +162,7 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 			plans = m.Plans
 		}
 	}
-	for _, kv := range []jetstream.KeyValue{n.Accounts, n.Keys, n.Ledger, n.Nodes, n.Files} {
+	for _, kv := range []jetstream.KeyValue{n.Accounts, n.Keys, n.Ledger, n.Nodes, n.Files, n.Jobs} {
 		s, err := kv.Status(ctx)
 		if err != nil {
 			st.Buckets = append(st.Buckets, BucketStatus{Name: kv.Bucket(), Leader: "unavailable: " + err.Error()})
@@ -162,7 +182,33 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 		}
 		st.Buckets = append(st.Buckets, bs)
 	}
+	st.Work = n.workStatus(ctx)
 	return st, nil
+}
+
+// workStatus reads the work stream and its consumers; nil when there is none yet.
+func (n *Node) workStatus(ctx context.Context) *WorkStatus {
+	stream, err := n.js.Stream(ctx, StreamWork)
+	if err != nil {
+		return nil
+	}
+	info := stream.CachedInfo()
+	ws := &WorkStatus{BucketStatus: BucketStatus{Name: StreamWork, Leader: n.cfg.NodeName, Bytes: info.State.Bytes}, Messages: info.State.Msgs}
+	if ci := info.Cluster; ci != nil && ci.Leader != "" {
+		ws.Leader = ci.Leader
+		for _, r := range ci.Replicas {
+			ws.Replicas = append(ws.Replicas, ReplicaStatus{Name: r.Name, Current: r.Current, Offline: r.Offline, Lag: r.Lag})
+		}
+	}
+	for _, name := range []string{consumerJob, consumerHk} {
+		c, err := stream.Consumer(ctx, name)
+		if err != nil {
+			continue
+		}
+		ci := c.CachedInfo()
+		ws.Consumers = append(ws.Consumers, ConsumerStatus{Name: name, Waiting: ci.NumPending, InProgress: ci.NumAckPending, Redelivered: ci.NumRedelivered})
+	}
+	return ws
 }
 
 // metaSubject is where a node answers with its view of the JetStream meta group.
@@ -257,18 +303,32 @@ func (st Status) Print(w io.Writer) {
 	tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "  NAME\tLEADER\tKEYS\tBYTES\tREPLICAS")
 	for _, b := range st.Buckets {
-		var reps []string
-		for _, r := range b.Replicas {
-			s := r.Name + ":current"
-			switch {
-			case r.Offline:
-				s = r.Name + ":offline"
-			case !r.Current:
-				s = fmt.Sprintf("%s:lag %d", r.Name, r.Lag)
-			}
-			reps = append(reps, s)
-		}
-		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\n", b.Name, b.Leader, b.Keys, b.Bytes, strings.Join(reps, " "))
+		fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\n", b.Name, b.Leader, b.Keys, b.Bytes, replicaList(b.Replicas))
 	}
 	_ = tw.Flush()
+	if wk := st.Work; wk != nil {
+		fmt.Fprintf(w, "\nwork stream %s: leader %s, %d messages, replicas %s\n", wk.Name, wk.Leader, wk.Messages, replicaList(wk.Replicas))
+		tw = tabwriter.NewWriter(w, 2, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "  CONSUMER\tWAITING\tIN PROGRESS\tREDELIVERED")
+		for _, c := range wk.Consumers {
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\n", c.Name, c.Waiting, c.InProgress, c.Redelivered)
+		}
+		_ = tw.Flush()
+	}
+}
+
+// replicaList is a stream's followers as "name:current", "name:offline" or "name:lag n".
+func replicaList(rs []ReplicaStatus) string {
+	var reps []string
+	for _, r := range rs {
+		s := r.Name + ":current"
+		switch {
+		case r.Offline:
+			s = r.Name + ":offline"
+		case !r.Current:
+			s = fmt.Sprintf("%s:lag %d", r.Name, r.Lag)
+		}
+		reps = append(reps, s)
+	}
+	return strings.Join(reps, " ")
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/store"
+	"github.com/shotd/shotd/webhook"
 )
 
 // clusterStartTimeout bounds the wait for a quorum of nodes at start (the first node of a new
@@ -27,10 +28,12 @@ type clustered struct {
 	book   *cluster.Book
 	ledger *cluster.Ledger
 	gate   *cluster.Gate
+	files  *cluster.Files
+	jobs   *cluster.Jobs // nil until startJobs
 }
 
 // startCluster joins the cluster that cfg.Cluster describes.
-func startCluster(ctx context.Context, cfg *config.Config, version string, plans func() map[string]shotd.Plan, log zerolog.Logger) (*clustered, error) {
+func startCluster(ctx context.Context, cfg *config.Config, store cluster.LocalFiles, version string, plans func() map[string]shotd.Plan, log zerolog.Logger) (*clustered, error) {
 	c := cfg.Cluster
 	log = log.With().Str("component", "cluster").Logger()
 	sctx, cancel := context.WithTimeout(ctx, clusterStartTimeout)
@@ -46,7 +49,57 @@ func startCluster(ctx context.Context, cfg *config.Config, version string, plans
 		_ = node.Close(context.Background())
 		return nil, err
 	}
-	return &clustered{node: node, book: book, ledger: cluster.NewLedger(node.Ledger, c.NodeName, cluster.LedgerConfig{Log: log})}, nil
+	return &clustered{node: node, book: book, ledger: cluster.NewLedger(node.Ledger, c.NodeName, cluster.LedgerConfig{Log: log}),
+		files: cluster.NewFiles(store, node, log)}, nil
+}
+
+// startJobs starts the cluster's job queue, which takes jobs while this node has free render
+// slots. The node's own job actor still runs, idle: nothing is submitted to it.
+func (c *clustered) startJobs(s *Service, retryDelays []time.Duration, log zerolog.Logger) error {
+	cfg := s.cfg
+	slots := max(cfg.Browser.RendersPerProcess, 1)
+	free := func() int {
+		bs, err := s.renderer.Browsers(time.Second)
+		if err != nil {
+			return 0
+		}
+		n := 0
+		for _, b := range bs {
+			if b.Up {
+				n += slots - b.Inflight
+			}
+		}
+		return n
+	}
+	sender := &webhook.Sender{Client: webhook.NewClient(s.guard.DialContext, cfg.Webhooks.Timeout()), Keys: bookKeys{c.book}, PublicURL: cfg.PublicURL}
+	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
+	defer cancel()
+	var err error
+	c.jobs, err = cluster.OpenJobs(ctx, c.node, cluster.JobsConfig{Ledger: c.ledger, Sender: sender, RetryDelays: retryDelays,
+		Renderer: actors.JobRenderer{Files: c.files, Render: s.jobRender, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
+			BusyRetry: 10 * time.Minute, MaxOutputBytes: cfg.Limits.MaxOutputBytes},
+		Capacity: cfg.Browser.PoolSize * slots, Free: free, Ended: s.renders.AddJob, Attempted: s.metrics.WebhookAttempted,
+		Log: log.With().Str("component", "cluster-jobs").Logger()})
+	return err
+}
+
+// closeJobs stops taking jobs and waits, up to ctx, for those this node renders; those still
+// running then go back to the cluster, for another node.
+func (c *clustered) closeJobs(ctx context.Context, log zerolog.Logger) {
+	if c == nil || c.jobs == nil {
+		return
+	}
+	if err := c.jobs.Close(ctx); err != nil {
+		log.Warn().Err(err).Msg("cluster jobs still running at the deadline go to another node")
+	}
+}
+
+// bookKeys finds the key that signs a webhook in the cluster's Book.
+type bookKeys struct{ book *cluster.Book }
+
+func (k bookKeys) Key(accessKey string) (shotd.Key, error) {
+	key, _, err := k.book.Lookup(accessKey)
+	return key, err
 }
 
 // wrap puts the ledger in front of the node's own admission.
@@ -61,6 +114,7 @@ func (c *clustered) close(ctx context.Context, log zerolog.Logger) {
 	if c == nil {
 		return
 	}
+	c.closeJobs(ctx, log)
 	if err := c.ledger.Close(ctx); err != nil {
 		log.Warn().Err(err).Msg("cluster ledger")
 	}
@@ -92,6 +146,8 @@ func (s *Service) accountList() interface {
 type clusterAdminStore struct {
 	*cluster.Book
 	local *store.Store
+	jobs  *cluster.Jobs
+	files *cluster.Files
 }
 
 func (s clusterAdminStore) DailyUsage(accountID string, days int, now time.Time) ([]shotd.DayUsage, error) {
@@ -104,20 +160,19 @@ func (s clusterAdminStore) Backup(w io.Writer, size func(n int64) error) error {
 
 func (s clusterAdminStore) BackupArchive(w io.Writer) error { return s.local.BackupArchive(w) }
 
-// Jobs stay in each node's database in cluster mode (async and bulk are refused there today), so
-// the look-ups read the local one.
-func (s clusterAdminStore) JobByID(jobID string) (shotd.Job, error) { return s.local.JobByID(jobID) }
+// Jobs are the cluster's.
+func (s clusterAdminStore) JobByID(jobID string) (shotd.Job, error) { return s.jobs.JobByID(jobID) }
 
 func (s clusterAdminStore) BatchByID(batchID string) (shotd.Batch, []shotd.Job, error) {
-	return s.local.BatchByID(batchID)
+	return s.jobs.BatchByID(batchID)
 }
 
 func (s clusterAdminStore) JobsOf(accountID, before string, limit int) ([]shotd.Job, string, error) {
-	return s.local.JobsOf(accountID, before, limit)
+	return s.jobs.JobsOf(accountID, before, limit)
 }
 
-// DeleteAccount is not offered in cluster mode yet: the account lives in the cluster's bucket
-// and its files in the shared bucket, which the local deletion does not reach.
+// DeleteAccount removes the account from the cluster (cluster.DeleteAccount): its keys stop
+// working on every node at once.
 func (s clusterAdminStore) DeleteAccount(id string) (shotd.AccountDeletion, error) {
-	return shotd.AccountDeletion{}, shotd.Errorf(shotd.CodeInvalidRequest, "deleting an account is not available in cluster mode yet; revoke its keys instead")
+	return cluster.DeleteAccount(s.Book, s.jobs, s.files, id)
 }

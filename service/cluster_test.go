@@ -87,6 +87,43 @@ func TestOpenCloseCluster(t *testing.T) {
 	if n := used(svc, fs.AccessKey); n != 1 {
 		t.Fatalf("used %d after one render, want 1", n)
 	}
+	// An async job is the cluster's: queued, rendered, billed through the same ledger.
+	q := url.Values{"html": {"<h1>two</h1>"}, "async": {"true"}, "access_key": {fs.AccessKey}}
+	resp, err := http.Get("http://" + svc.PublicAddr().String() + "/api/v1/screenshot?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted struct {
+		JobID string `json:"job_id"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&accepted)
+	resp.Body.Close()
+	if resp.StatusCode != 202 || err != nil {
+		t.Fatalf("async: %d %v", resp.StatusCode, err)
+	}
+	jobStatus := func(svc *Service) string {
+		t.Helper()
+		resp, err := http.Get("http://" + svc.PublicAddr().String() + "/api/v1/jobs/" + accepted.JobID + "?access_key=" + url.QueryEscape(fs.AccessKey))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var j struct {
+			Status string `json:"status"`
+		}
+		if err := json.NewDecoder(resp.Body).Decode(&j); err != nil || resp.StatusCode != 200 {
+			t.Fatalf("job: %d %v", resp.StatusCode, err)
+		}
+		return j.Status
+	}
+	for deadline := time.Now().Add(60 * time.Second); jobStatus(svc) != shotd.JobSucceeded; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: %s, not succeeded", accepted.JobID, jobStatus(svc))
+		}
+	}
+	if n := used(svc, fs.AccessKey); n != 2 {
+		t.Fatalf("used %d after a render and a job, want 2", n)
+	}
 	closeIt(svc)
 
 	svc = open()
@@ -94,8 +131,11 @@ func TestOpenCloseCluster(t *testing.T) {
 	if svc.FirstStart() != nil {
 		t.Error("a second first start: the cluster's accounts were not kept")
 	}
-	if n := used(svc, fs.AccessKey); n != 1 {
-		t.Fatalf("used %d after the restart, want 1", n)
+	if n := used(svc, fs.AccessKey); n != 2 {
+		t.Fatalf("used %d after the restart, want 2", n)
+	}
+	if st := jobStatus(svc); st != shotd.JobSucceeded {
+		t.Fatalf("job after the restart: %s", st)
 	}
 
 	// A reload that drops a plan an account of the cluster has is refused.

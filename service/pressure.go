@@ -13,7 +13,11 @@ import (
 // Pressure is the gauge of this node's load that /pressure and the admin API serve; a cluster
 // of nodes reads the same gauge.
 func (s *Service) Pressure() pressure.Gauge {
-	return pressure.Gauge{Pool: s.renderer, Jobs: s.jobs, SlotsPerBrowser: s.cfg.Browser.RendersPerProcess}
+	var jobs pressure.JobCounter = s.jobs
+	if s.cluster != nil && s.cluster.jobs != nil {
+		jobs = s.cluster.jobs // the jobs this node holds of the cluster's
+	}
+	return pressure.Gauge{Pool: s.renderer, Jobs: jobs, SlotsPerBrowser: s.cfg.Browser.RendersPerProcess}
 }
 
 // readyChecks are what /readyz checks beside the browser: the database answers and its file is

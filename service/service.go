@@ -143,7 +143,7 @@ func (s *Service) openStore(ctx context.Context, version string) (string, error)
 			}
 			return s.cfg.Plans
 		}
-		if s.cluster, err = startCluster(ctx, s.cfg, version, plans, s.log); err != nil {
+		if s.cluster, err = startCluster(ctx, s.cfg, s.store, version, plans, s.log); err != nil {
 			return "", err
 		}
 		book = s.cluster.book
@@ -303,6 +303,14 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, QueueWaited: s.metrics.JobQueueWaited, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
 		return err
 	}
+	if s.cluster != nil {
+		// The node's job actor stays idle: /metrics counts the jobs this node holds of the cluster's.
+		if err := s.cluster.startJobs(s, retryDelays, log); err != nil {
+			return err
+		}
+		s.metrics.WatchJobs(s.cluster.jobs)
+		return nil
+	}
 	s.metrics.WatchJobs(s.jobs)
 	return nil
 }
@@ -319,18 +327,22 @@ func (s *Service) newServers(programs Programs) {
 		admin httpd.AdminStore = s.store
 		files httpd.Files      = s.store
 		ready                  = s.renderer.Ready
+		jobs  httpd.JobQueue   = s.jobs
+		// records httpd.JobRecords
+		records httpd.JobRecords = s.store
 	)
 	if s.cluster != nil {
-		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store}
-		files = cluster.NewFiles(s.store, s.cluster.node, log.With().Str("component", "cluster").Logger())
+		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store, jobs: s.cluster.jobs, files: s.cluster.files}
+		files = s.cluster.files
 		ready = s.cluster.ready(s.renderer.Ready)
+		jobs, records = s.cluster.jobs, s.cluster.jobs
 	}
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
 		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: s.syncRender, Ready: ready,
-			Gate: gate, Files: files, Jobs: s.jobs, Records: s.store, URLs: httpd.GuardURLs{Guard: s.guard},
+			Gate: gate, Files: files, Jobs: jobs, Records: records, URLs: httpd.GuardURLs{Guard: s.guard},
 			Metrics: s.metrics, Renders: s.renders, ReadyChecks: s.readyChecks(programs), Pressure: gauge.Read, Log: log})
 	s.plans = s.public.Plans()
 	s.plansBook.Store(s.plans)
@@ -406,6 +418,7 @@ func (s *Service) Close(ctx context.Context) error {
 		if err := s.jobs.Close(sctx); err != nil {
 			log.Warn().Err(err).Msg("jobs still running at the deadline stay queued for the next start")
 		}
+		s.cluster.closeJobs(sctx, log)
 		cancel()
 	} else if s.jobs != nil {
 		sctx, cancel := context.WithTimeout(ctx, s.cfg.ShutdownTimeout())

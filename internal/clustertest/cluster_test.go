@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,17 +30,22 @@ type load struct {
 	quota, concurrency int
 	maxAttempts        int
 	workers            int
-	killAt             int // A's 200s when the ledger's leader gets SIGKILL
+	killAt             int // A's 200s and jobs accepted when the ledger's leader gets SIGKILL
+	bulk               int // jobs of A's bulk, sent first
+	jobEvery           int // every jobEvery-th request of A is an async job
 }
 
 func (l load) String() string {
-	return fmt.Sprintf("quota %d, concurrency %d, %d workers, at most %d attempts, kill at %d", l.quota, l.concurrency,
-		l.workers, l.maxAttempts, l.killAt)
+	return fmt.Sprintf("quota %d, concurrency %d, %d workers, at most %d attempts, kill at %d, bulk %d, one async in %d", l.quota, l.concurrency,
+		l.workers, l.maxAttempts, l.killAt, l.bulk, l.jobEvery)
 }
 
 // TestClusterQuota starts three nodes, renders for account A round-robin over them (and for an
 // account B with room to spare, beside) and kills with SIGKILL the node that leads the quota
 // ledger: halfway through A's quota, or in the long runs at random halfway or five before it.
+// A sends a bulk with webhooks first, then sync renders and every third an async job with a
+// webhook: every job ends on every node's view, every webhook arrives signed, and A's successes
+// (200s and succeeded jobs) never pass the quota and equal the usage every node reports.
 func TestClusterQuota(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three shotd processes with a Chrome each")
@@ -47,9 +53,9 @@ func TestClusterQuota(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command to build shotd")
 	}
-	l := load{quota: 10, concurrency: 2, maxAttempts: 1000, workers: 5, killAt: 5}
+	l := load{quota: 16, concurrency: 2, maxAttempts: 1000, workers: 5, killAt: 8, bulk: 4, jobEvery: 3}
 	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
-		l = load{quota: 100, concurrency: 4, maxAttempts: 20000, workers: 10, killAt: 50}
+		l = load{quota: 100, concurrency: 4, maxAttempts: 20000, workers: 10, killAt: 50, bulk: 20, jobEvery: 3}
 		if rand.IntN(2) == 0 {
 			l.killAt = l.quota - 5
 		}
@@ -87,6 +93,11 @@ renders_per_process = 2
 refused_per_address_per_minute = 0
 refused_per_key_per_minute = 0
 
+# Jobs' webhooks retry soon, so that a delivery to a node that died is made again in the run.
+[webhooks]
+retry_delays_seconds = [1, 2, 2, 2, 2, 2]
+timeout_seconds = 5
+
 [storage.s3]
 endpoint = %q
 bucket = "shots"
@@ -108,7 +119,7 @@ monthly_quota = %d
 requests_per_minute = 100000
 status_requests_per_minute = 100000
 concurrency = %d
-queue_limit = 10
+queue_limit = 100
 failures_per_minute = 10000
 `, s3.Endpoint(), s3test.AccessKey, s3test.SecretKey, i+1, routes[i], peers, l.quota, l.concurrency)
 		r, err := chaos.NewRoot(extra)
@@ -171,7 +182,7 @@ failures_per_minute = 10000
 	t.Logf("shotd cluster status:\n%s", statusOut)
 
 	// Account A, made through node 1's admin API; its key works on every node.
-	key := makeAccount(t, ctx, svcs[0].Admin, "small")
+	key, secret, accA := makeAccount(t, ctx, svcs[0].Admin, "small")
 	clients := make([]*chaos.Client, n)
 	for i, s := range svcs {
 		clients[i] = &chaos.Client{Base: s.Base, Key: key, HTTP: &http.Client{Timeout: 60 * time.Second}}
@@ -179,7 +190,7 @@ failures_per_minute = 10000
 	waitKey(t, ctx, clients)
 
 	// Account B renders a JSON result through node 1; nodes 2 and 3 serve its file.
-	keyB := makeAccount(t, ctx, svcs[1].Admin, "big")
+	keyB, _, _ := makeAccount(t, ctx, svcs[1].Admin, "big")
 	checkFilesEverywhere(t, ctx, svcs, keyB, page.URL+"/b")
 	clientsB := make([]*chaos.Client, n)
 	for i, s := range svcs {
@@ -214,38 +225,71 @@ failures_per_minute = 10000
 		}()
 	}
 
+	// A's bulk, through node 2, before anything else: its jobs run while the node dies.
+	rcv := newReceiver(t, secret)
+	batchID, jobIDs, err := submitBulk(ctx, clients[1], page.URL+"/a", l.bulk, rcv.URL+"/job", rcv.URL+"/batch")
+	if err != nil {
+		t.Fatal(err)
+	}
 	var (
 		next, oks, inflight, attempts atomic.Int64
+		accepted                      atomic.Int64 // A's jobs answered 202
+		maybe                         atomic.Int64 // A's job requests whose answer was lost: queued, or not
+		killedAt                      time.Time
 		killed                        atomic.Bool
 		victim                        atomic.Int64
 		mu                            sync.Mutex
 		labels                        = map[string]int{}
 		early                         []string // quota_exceeded that came too soon
 	)
+	accepted.Store(int64(l.bulk))
 	start := time.Now()
 	var work sync.WaitGroup
 	for range l.workers {
 		work.Add(1)
 		go func() {
 			defer work.Done()
-			for ctx.Err() == nil && oks.Load() < int64(l.quota) {
+			for ctx.Err() == nil && oks.Load()+accepted.Load() < int64(l.quota) {
 				i := next.Add(1)
 				if attempts.Add(1) > int64(l.maxAttempts) {
 					return
 				}
-				if oks.Load() >= int64(l.killAt) && !killed.Swap(true) {
+				if oks.Load()+accepted.Load() >= int64(l.killAt) && !killed.Swap(true) {
 					v := ledgerLeader(t, ctx, bin, roots)
 					victim.Store(int64(v))
 					svcs[v].Kill9() // the ledger's leader dies mid-render
 					alive[v].Store(false)
+					mu.Lock()
+					killedAt = time.Now()
+					mu.Unlock()
 				}
 				node := int(i) % n
 				for !alive[node].Load() {
 					node = (node + 1) % n
 				}
+				shot := chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/a?n=" + strconv.FormatInt(i, 10)}
+				if i%int64(l.jobEvery) == 0 {
+					id, err := clients[node].Submit(ctx, shot, rcv.URL+"/job")
+					mu.Lock()
+					switch {
+					case err == nil:
+						accepted.Add(1)
+						jobIDs = append(jobIDs, id)
+						labels["202 job"]++
+					case strings.HasPrefix(err.Error(), "async render: status"):
+						labels["job refused: "+err.Error()]++
+					default:
+						maybe.Add(1)
+						labels["job: transport error"]++
+					}
+					mu.Unlock()
+					if err != nil {
+						time.Sleep(200 * time.Millisecond)
+					}
+					continue
+				}
 				inflight.Add(1)
-				out := clients[node].Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240,
-					URL: page.URL + "/a?n=" + strconv.FormatInt(i, 10)})
+				out := clients[node].Render(ctx, shot)
 				if out.OK {
 					oks.Add(1)
 				}
@@ -258,8 +302,8 @@ failures_per_minute = 10000
 					if killed.Load() {
 						held = int64(l.concurrency)
 					}
-					if oks.Load()+inflight.Load()-1+held < int64(l.quota) {
-						early = append(early, fmt.Sprintf("attempt %d: %d ok, %d in flight", i, oks.Load(), inflight.Load()-1))
+					if oks.Load()+accepted.Load()+maybe.Load()+inflight.Load()-1+held < int64(l.quota) {
+						early = append(early, fmt.Sprintf("attempt %d: %d ok, %d jobs, %d in flight", i, oks.Load(), accepted.Load(), inflight.Load()-1))
 					}
 				}
 				mu.Unlock()
@@ -278,9 +322,28 @@ failures_per_minute = 10000
 	workB.Wait()
 	elapsed := time.Since(start)
 
+	// Every job ends (those of the killed node on another, after the ack wait), seen alike on
+	// every node, with its webhook; the batch's counts are right everywhere.
+	// A request whose answer was lost with the killed node may have queued its job: the admin
+	// API lists every job of A, those the clients never heard of too, and all must end.
+	live := func(i int) bool { return alive[i].Load() }
+	admin := svcs[(victim.Load()+1)%n].Admin
+	all := accountJobs(t, ctx, admin, accA)
+	unheard := len(all) - len(jobIDs)
+	for _, id := range jobIDs {
+		if !slices.Contains(all, id) {
+			t.Errorf("job %s answered 202 is not among the account's jobs", id)
+		}
+	}
+	jobs := checkJobs(t, ctx, clients, live, all, batchID, rcv, 3*time.Minute)
+	successes := oks.Load() + int64(jobs.succeeded)
+
 	// After the leases of the killed node's reservations, every live node reports A's usage as
-	// the 200s the clients counted, and no reservation is left.
-	time.Sleep(16 * time.Second)
+	// the 200s the clients counted and the jobs that succeeded, and no reservation is left.
+	mu.Lock()
+	sinceKill := time.Since(killedAt)
+	mu.Unlock()
+	time.Sleep(max(16*time.Second-sinceKill, 0))
 	for i, c := range clients {
 		if !alive[i].Load() {
 			continue
@@ -289,8 +352,8 @@ failures_per_minute = 10000
 		if err != nil {
 			t.Fatalf("node %d usage: %v", i+1, err)
 		}
-		if u.Quota.Used != int(oks.Load()) {
-			t.Errorf("node %d reports %d used; the clients got %d 200s", i+1, u.Quota.Used, oks.Load())
+		if u.Quota.Used != int(successes) {
+			t.Errorf("node %d reports %d used; the clients got %d 200s and %d jobs succeeded", i+1, u.Quota.Used, oks.Load(), jobs.succeeded)
 		}
 		ub, err := usage(ctx, clientsB[i])
 		if err != nil {
@@ -302,17 +365,17 @@ failures_per_minute = 10000
 		if u.Quota.Remaining != max(l.quota-u.Quota.Used, 0) {
 			t.Errorf("node %d: remaining %d with %d used of %d: a reservation is left", i+1, u.Quota.Remaining, u.Quota.Used, l.quota)
 		}
-		if oks.Load() == int64(l.quota) {
+		if successes == int64(l.quota) {
 			if out := c.Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/a?n=last" + strconv.Itoa(i)}); out.Label != "402 quota_exceeded" {
 				t.Errorf("node %d after the quota: %s, want 429 quota_exceeded", i+1, out.Label)
 			}
 		}
 	}
-	if oks.Load() > int64(l.quota) {
-		t.Errorf("%d 200s for a quota of %d", oks.Load(), l.quota)
+	if successes > int64(l.quota) {
+		t.Errorf("%d 200s and %d succeeded jobs for a quota of %d", oks.Load(), jobs.succeeded, l.quota)
 	}
-	if oks.Load() < int64(l.quota) {
-		t.Errorf("only %d 200s of a quota of %d in %d attempts: the cluster refused too much", oks.Load(), l.quota, attempts.Load())
+	if oks.Load()+accepted.Load() < int64(l.quota) {
+		t.Errorf("only %d 200s and %d jobs of a quota of %d in %d attempts: the cluster refused too much", oks.Load(), accepted.Load(), l.quota, attempts.Load())
 	}
 	if p := page.peak.Load(); p > int64(l.concurrency) {
 		t.Errorf("%d of A's renders ran at once; its concurrency is %d", p, l.concurrency)
@@ -328,8 +391,9 @@ failures_per_minute = 10000
 			t.Logf("node %d log tail:\n%s", i+1, s.Tail())
 		}
 	}
-	figures := fmt.Sprintf("cluster run: %s; killed n%d; A: %d attempts in %v, %d 200s, peak %d renders at once, answers %v; B: %d 200s",
-		l, victim.Load()+1, attempts.Load(), elapsed.Round(time.Millisecond), oks.Load(), page.peak.Load(), labels, okB.Load()+int64(okB0))
+	figures := fmt.Sprintf("cluster run: %s; killed n%d; A: %d attempts in %v, %d 200s, %d jobs (%d succeeded, failed %v, %d whose 202 was lost), peak %d renders at once, answers %v; B: %d 200s",
+		l, victim.Load()+1, attempts.Load(), elapsed.Round(time.Millisecond), oks.Load(), accepted.Load(), jobs.succeeded, jobs.codes, unheard,
+		page.peak.Load(), labels, okB.Load()+int64(okB0))
 	t.Log(figures)
 	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
 		fmt.Println(figures)
@@ -371,8 +435,9 @@ func newPage(t *testing.T) *page {
 
 func freePort(t *testing.T) string { return freeport.Addr(t) }
 
-// makeAccount creates an account on plan and an unsigned key for it; it returns the access key.
-func makeAccount(t *testing.T, ctx context.Context, admin, plan string) string {
+// makeAccount creates an account on plan and an unsigned key for it; it returns the access key,
+// its secret and the account's id.
+func makeAccount(t *testing.T, ctx context.Context, admin, plan string) (string, string, string) {
 	t.Helper()
 	var acc struct {
 		ID string `json:"id"`
@@ -380,9 +445,10 @@ func makeAccount(t *testing.T, ctx context.Context, admin, plan string) string {
 	adminDo(t, ctx, admin, "/admin/v1/accounts", map[string]any{"email": "a@example.test", "plan": plan, "email_verified": true}, &acc)
 	var key struct {
 		AccessKey string `json:"access_key"`
+		SecretKey string `json:"secret_key"`
 	}
 	adminDo(t, ctx, admin, "/admin/v1/accounts/"+acc.ID+"/keys", map[string]any{"name": "load"}, &key)
-	return key.AccessKey
+	return key.AccessKey, key.SecretKey, acc.ID
 }
 
 func adminDo(t *testing.T, ctx context.Context, admin, path string, in, out any) {

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -99,5 +100,24 @@ func WaitGroup(ctx context.Context, wg *sync.WaitGroup) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	}
+}
+
+// WaitOrCut waits for wg up to ctx; past it, it calls cut (which cancels what wg waits for) and
+// waits up to grace more. It reports whether wg is done, and ctx's error when ctx ended first.
+func WaitOrCut(ctx context.Context, wg *sync.WaitGroup, cut func(), grace time.Duration) (bool, error) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return true, nil
+	case <-ctx.Done():
+	}
+	cut()
+	select {
+	case <-done:
+		return true, ctx.Err()
+	case <-time.After(grace):
+		return false, ctx.Err()
 	}
 }

@@ -2,6 +2,7 @@ package proc
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
 	"strconv"
@@ -92,5 +93,38 @@ func TestWaitGroup(t *testing.T) {
 	close(release)
 	if err := WaitGroup(context.Background(), &wg); err != nil {
 		t.Errorf("WaitGroup = %v, want nil", err)
+	}
+}
+
+// TestWaitOrCut: work that ends in time is waited for; work past the deadline is cut and waited
+// for a grace; work that ignores the cut is left after the grace.
+func TestWaitOrCut(t *testing.T) {
+	run := func(ctx context.Context, honour bool) (bool, error) {
+		var wg sync.WaitGroup
+		cut := make(chan struct{})
+		never := make(chan struct{})
+		defer close(never)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if honour {
+				<-cut
+			} else {
+				<-never
+			}
+		}()
+		return WaitOrCut(ctx, &wg, func() { close(cut) }, 50*time.Millisecond)
+	}
+	var wg sync.WaitGroup
+	if done, err := WaitOrCut(context.Background(), &wg, func() { t.Error("cut with nothing running") }, time.Second); !done || err != nil {
+		t.Fatalf("nothing running: %v %v", done, err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if done, err := run(ctx, true); !done || !errors.Is(err, context.Canceled) {
+		t.Fatalf("cut work: %v %v, want done and the context's error", done, err)
+	}
+	if done, err := run(ctx, false); done || !errors.Is(err, context.Canceled) {
+		t.Fatalf("work that ignores the cut: %v %v, want not done", done, err)
 	}
 }

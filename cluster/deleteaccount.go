@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shotd/shotd"
+)
+
+// DeleteAccount removes account id from the cluster: its jobs and batches, the shared records
+// of its files, its keys (which stop working on every node at once) and the account. An account
+// with a job queued or rendering is refused (shotd.ErrAccountBusy), with nothing removed. The
+// objects of its files stay in the S3 bucket until the node that stored each file sweeps it at
+// its expiry (or the bucket's lifecycle rule does): no key can fetch them any more. Its usage
+// in the ledger stays, as a record of what it was billed, until the period's record is unused.
+func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDeletion, error) {
+	var d shotd.AccountDeletion
+	if _, err := b.Account(id); err != nil {
+		return d, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	jobs, batches, err := j.accountRecords(ctx, id)
+	if err != nil {
+		return d, err
+	}
+	for _, r := range jobs {
+		if !r.Job.Final() {
+			return d, shotd.ErrAccountBusy
+		}
+	}
+	keys, err := b.Keys(id)
+	if err != nil {
+		return d, err
+	}
+	for _, k := range keys {
+		if err := deleteKey(ctx, b.keys, k.AccessKey); err != nil {
+			return d, err
+		}
+		d.Keys++
+	}
+	if err := deleteKey(ctx, b.accounts, id); err != nil {
+		return d, err
+	}
+	for _, r := range jobs {
+		if err := deleteKey(ctx, j.kv, jobKey(r.Job.JobID)); err != nil {
+			return d, err
+		}
+		d.Jobs++
+	}
+	for _, id := range batches {
+		if err := deleteKey(ctx, j.kv, batchKey(id)); err != nil {
+			return d, err
+		}
+		d.Batches++
+	}
+	n, err := deleteMatching(ctx, files.kv, ">", func(data []byte, key string) bool {
+		var r fileRecord
+		return decode(files.log, "file", key, data, &r) == nil && r.Record.AccountID == id
+	})
+	d.Files = n
+	return d, err
+}
+
+// accountRecords lists the job records and batch ids of an account: a scan of the jobs bucket,
+// an operator's rare act.
+func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecord, []string, error) {
+	var jobs []jobRecord
+	var batches []string
+	err := scan(ctx, j.kv, "j.*", func(key string, data []byte) {
+		var r jobRecord
+		if decode(j.log, "job", key, data, &r) == nil && r.Job.AccountID == accountID {
+			jobs = append(jobs, r)
+		}
+	})
+	if err == nil {
+		err = scan(ctx, j.kv, "b.*", func(key string, data []byte) {
+			var r batchRecord
+			if decode(j.log, "batch", key, data, &r) == nil && r.Batch.AccountID == accountID {
+				batches = append(batches, r.Batch.BatchID)
+			}
+		})
+	}
+	return jobs, batches, err
+}
+
+// scan reads every value of kv whose key matches filter.
+func scan(ctx context.Context, kv jetstream.KeyValue, filter string, f func(key string, data []byte)) error {
+	l, err := kv.ListKeysFiltered(ctx, filter)
+	if errors.Is(err, jetstream.ErrNoKeysFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("cluster: list %s: %w", filter, err)
+	}
+	defer func() { _ = l.Stop() }()
+	for key := range l.Keys() {
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("cluster: read %s: %w", key, err)
+		}
+		f(key, e.Value())
+	}
+	return nil
+}
+
+// deleteMatching deletes the values of kv under filter that match; it returns how many.
+func deleteMatching(ctx context.Context, kv jetstream.KeyValue, filter string, match func(data []byte, key string) bool) (int, error) {
+	var keys []string
+	if err := scan(ctx, kv, filter, func(key string, data []byte) {
+		if match(data, key) {
+			keys = append(keys, key)
+		}
+	}); err != nil {
+		return 0, err
+	}
+	for i, k := range keys {
+		if err := deleteKey(ctx, kv, k); err != nil {
+			return i, err
+		}
+	}
+	return len(keys), nil
+}
+
+func deleteKey(ctx context.Context, kv jetstream.KeyValue, key string) error {
+	if err := kv.Delete(ctx, key); err != nil && !errors.Is(err, jetstream.ErrKeyNotFound) {
+		return fmt.Errorf("cluster: delete %s: %w", redact(key), err)
+	}
+	return nil
+}
+
+// JobsOf lists the jobs of an account, newest first, as store.Store.JobsOf does (limit 1..100,
+// before the cursor of the previous page, next that of the following one, "" on the last). It
+// scans the jobs bucket: for the admin API, not a request path.
+func (j *Jobs) JobsOf(accountID, before string, limit int) ([]shotd.Job, string, error) {
+	if limit < 1 || limit > 100 {
+		limit = 100
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	recs, _, err := j.accountRecords(ctx, accountID)
+	if err != nil {
+		return nil, "", err
+	}
+	all := make([]shotd.Job, len(recs))
+	for i, r := range recs {
+		all[i] = r.Job
+		all[i].Options = nil
+		all[i].Webhook = r.Hook.state()
+	}
+	slices.SortFunc(all, func(a, b shotd.Job) int {
+		return cmp.Or(b.CreatedAt.Compare(a.CreatedAt), strings.Compare(a.JobID, b.JobID))
+	})
+	start := 0
+	if before != "" {
+		start = len(all)
+		if i := slices.IndexFunc(all, func(x shotd.Job) bool { return x.JobID == before }); i >= 0 {
+			start = i + 1
+		}
+	}
+	page := all[start:]
+	next := ""
+	if len(page) > limit {
+		page = page[:limit]
+		next = page[limit-1].JobID
+	}
+	return page, next, nil
+}

@@ -1,0 +1,291 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shotd/shotd"
+)
+
+// hookState is a webhook's delivery state as the jobs bucket keeps it: shotd.WebhookState
+// leaves its private fields out of JSON.
+type hookState struct {
+	URL        string    `json:"url"`
+	Status     string    `json:"status,omitempty"`
+	Attempts   int       `json:"attempts,omitempty"`
+	Sign       bool      `json:"sign,omitempty"`
+	SkipFailed bool      `json:"skip_failed,omitempty"`
+	Next       time.Time `json:"next,omitzero"`
+	LastError  string    `json:"last_error,omitempty"`
+}
+
+func hookOf(w *shotd.WebhookState) *hookState {
+	if w == nil {
+		return nil
+	}
+	return &hookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign, SkipFailed: w.SkipFailed,
+		Next: w.NextAttemptAt, LastError: w.LastError}
+}
+
+func (h *hookState) state() *shotd.WebhookState {
+	if h == nil {
+		return nil
+	}
+	return &shotd.WebhookState{URL: h.URL, Status: h.Status, Attempts: h.Attempts, Sign: h.Sign, SkipFailed: h.SkipFailed,
+		NextAttemptAt: h.Next, LastError: h.LastError}
+}
+
+// jobRecord is a job in the jobs bucket ("j." + job id). Every change is one compare-and-swap on
+// its revision, as every change of a bbolt job is one transaction.
+type jobRecord struct {
+	V    int        `json:"v"`
+	Job  shotd.Job  `json:"job"` // its Webhook is in Hook
+	Hook *hookState `json:"hook,omitempty"`
+	// Hold is the job's quota reservation in its account's ledger record, taken at submission;
+	// Concurrency the plan's limit of renders at once, which the job's render claims a slot of.
+	Hold        Hold `json:"hold"`
+	Concurrency int  `json:"concurrency"`
+	// Node renders the job's Starts-th render. A node whose render ends changes the record
+	// only while both are still its own: a job redelivered to another node (its first node
+	// stopped acknowledging) has one owner, and at most one success.
+	Node   string `json:"node,omitempty"`
+	Starts int    `json:"starts,omitempty"`
+	// Billing: the render succeeded and its result is kept here, the bill is not confirmed yet.
+	// The job shows as rendering until the bill is written, so that a success is never shown
+	// unbilled; a node that dies here leaves it to the next delivery, which bills (at most
+	// once: the ledger remembers the bills it made) and records the success.
+	Billing bool             `json:"billing,omitempty"`
+	Result  *shotd.JobResult `json:"result,omitempty"`
+}
+
+func (r *jobRecord) encode() ([]byte, error) {
+	c := *r
+	c.V = recordVersion
+	c.Hook = hookOf(r.Job.Webhook)
+	c.Job.Webhook = nil
+	return json.Marshal(c)
+}
+
+// batchRecord is a batch in the jobs bucket ("b." + batch id). Its counts are not kept: they
+// follow from its jobs' records, read when it is shown.
+type batchRecord struct {
+	V     int         `json:"v"`
+	Batch shotd.Batch `json:"batch"`
+	Hook  *hookState  `json:"hook,omitempty"`
+}
+
+func (r *batchRecord) encode() ([]byte, error) {
+	c := *r
+	c.V = recordVersion
+	c.Hook = hookOf(r.Batch.Webhook)
+	c.Batch.Webhook = nil
+	return json.Marshal(c)
+}
+
+func jobKey(id string) string   { return "j." + id }
+func batchKey(id string) string { return "b." + id }
+
+// errUnchanged: an update's fn leaves the record as it is; update returns it without a write.
+var errUnchanged = errors.New("cluster: unchanged")
+
+// getJob reads a job's record: shotd.ErrNotFound when there is none.
+func (j *Jobs) getJob(ctx context.Context, id string) (jobRecord, uint64, error) {
+	var r jobRecord
+	rev, err := j.get(ctx, "job", jobKey(id), &r)
+	if err == nil {
+		r.Job.Webhook = r.Hook.state()
+	}
+	return r, rev, err
+}
+
+func (j *Jobs) getBatch(ctx context.Context, id string) (batchRecord, uint64, error) {
+	var r batchRecord
+	rev, err := j.get(ctx, "batch", batchKey(id), &r)
+	if err == nil {
+		r.Batch.Webhook = r.Hook.state()
+	}
+	return r, rev, err
+}
+
+func (j *Jobs) get(ctx context.Context, kind, key string, v any) (uint64, error) {
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	e, err := j.kv.Get(actx, key)
+	switch {
+	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrInvalidKey):
+		return 0, shotd.ErrNotFound
+	case err != nil:
+		return 0, fmt.Errorf("cluster: %s %s: %w", kind, key, err)
+	}
+	if err := decode(j.log, kind, key, e.Value(), v); err != nil {
+		return 0, err
+	}
+	return e.Revision(), nil
+}
+
+// updateJob applies fn to a job's record and writes it by compare-and-swap, reading again and
+// retrying when another node wrote first or no answer came, until ctx ends. fn's error is
+// returned with nothing written (errUnchanged: nil and the record as it is). As in the bbolt
+// store, a job that ends gets its webhook pending, or none when it failed with
+// webhook_errors=false.
+func (j *Jobs) updateJob(ctx context.Context, id string, fn func(r *jobRecord) error) (jobRecord, error) {
+	for attempt := 0; ; attempt++ {
+		r, rev, err := j.getJob(ctx, id)
+		if errors.Is(err, shotd.ErrNotFound) || errors.Is(err, ErrUnknownVersion) {
+			return r, err
+		}
+		if err == nil {
+			wasFinal := r.Job.Final()
+			if ferr := fn(&r); errors.Is(ferr, errUnchanged) {
+				return r, nil
+			} else if ferr != nil {
+				return r, ferr
+			}
+			r.Job.UpdatedAt = time.Now().UTC()
+			if w := r.Job.Webhook; r.Job.Status == shotd.JobFailed && !wasFinal && w != nil && w.SkipFailed {
+				r.Job.Webhook = nil
+			}
+			if w := r.Job.Webhook; r.Job.Final() && w != nil && w.Status == "" {
+				w.Status = shotd.WebhookPending
+			}
+			err = j.put(ctx, jobKey(id), &r, rev)
+			if err == nil {
+				return r, nil
+			}
+		}
+		if !j.pause(ctx, attempt) {
+			return r, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's job record could not be written")
+		}
+	}
+}
+
+// updateBatch is updateJob for a batch's record.
+func (j *Jobs) updateBatch(ctx context.Context, id string, fn func(r *batchRecord) error) (batchRecord, error) {
+	for attempt := 0; ; attempt++ {
+		r, rev, err := j.getBatch(ctx, id)
+		if errors.Is(err, shotd.ErrNotFound) || errors.Is(err, ErrUnknownVersion) {
+			return r, err
+		}
+		if err == nil {
+			if ferr := fn(&r); errors.Is(ferr, errUnchanged) {
+				return r, nil
+			} else if ferr != nil {
+				return r, ferr
+			}
+			err = j.put(ctx, batchKey(id), &r, rev)
+			if err == nil {
+				return r, nil
+			}
+		}
+		if !j.pause(ctx, attempt) {
+			return r, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's batch record could not be written")
+		}
+	}
+}
+
+type encoder interface{ encode() ([]byte, error) }
+
+// put writes a record: created when rev is 0, else only over revision rev.
+func (j *Jobs) put(ctx context.Context, key string, r encoder, rev uint64) error {
+	data, err := r.encode()
+	if err != nil {
+		return err
+	}
+	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+	defer cancel()
+	if rev == 0 {
+		_, err = j.kv.Create(actx, key, data)
+	} else {
+		_, err = j.kv.Update(actx, key, data, rev)
+	}
+	return err
+}
+
+// pause waits before another try: a few ms doubled per attempt up to a quarter second; false
+// when ctx ends first.
+func (j *Jobs) pause(ctx context.Context, attempt int) bool {
+	d := time.Duration(1+min(attempt, 8)) * time.Duration(1<<min(attempt, 5)) * time.Millisecond
+	select {
+	case <-ctx.Done():
+		return false
+	case <-j.stopped:
+		return false
+	case <-time.After(min(d, 250*time.Millisecond)):
+		return true
+	}
+}
+
+// Job reads a job of accountID: the same answer on every node (the bucket is read through its
+// stream's leader).
+func (j *Jobs) Job(accountID, jobID string) (shotd.Job, error) {
+	job, err := j.JobByID(jobID)
+	if err == nil && job.AccountID != accountID {
+		return shotd.Job{}, shotd.ErrNotFound
+	}
+	return job, err
+}
+
+// Batch reads a batch of accountID with its jobs, in request order.
+func (j *Jobs) Batch(accountID, batchID string) (shotd.Batch, []shotd.Job, error) {
+	b, jobs, err := j.BatchByID(batchID)
+	if err == nil && b.AccountID != accountID {
+		return shotd.Batch{}, nil, shotd.ErrNotFound
+	}
+	return b, jobs, err
+}
+
+// batchJobs reads the jobs of b, a few at once.
+func (j *Jobs) batchJobs(ctx context.Context, b shotd.Batch) ([]shotd.Job, error) {
+	jobs := make([]shotd.Job, len(b.JobIDs))
+	err := parallel(len(b.JobIDs), func(i int) error {
+		r, _, err := j.getJob(ctx, b.JobIDs[i])
+		jobs[i] = r.Job
+		return err
+	})
+	return jobs, err
+}
+
+// parallel runs f(0..n-1), eight at a time, and returns the first error.
+func parallel(n int, f func(i int) error) error {
+	sem := make(chan struct{}, 8)
+	errs := make(chan error, n)
+	for i := range n {
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem }()
+			errs <- f(i)
+		}()
+	}
+	var first error
+	for range n {
+		if err := <-errs; err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+// JobByID reads a job whatever its account (the admin API's look-up).
+func (j *Jobs) JobByID(jobID string) (shotd.Job, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	r, _, err := j.getJob(ctx, jobID)
+	return r.Job, err
+}
+
+// BatchByID reads a batch and its jobs whatever its account (the admin API's look-up).
+func (j *Jobs) BatchByID(batchID string) (shotd.Batch, []shotd.Job, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	b, _, err := j.getBatch(ctx, batchID)
+	if err != nil {
+		return shotd.Batch{}, nil, err
+	}
+	jobs, err := j.batchJobs(ctx, b.Batch)
+	return b.Batch, jobs, err
+}

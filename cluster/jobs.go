@@ -1,0 +1,699 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/internal/proc"
+)
+
+// The work-queue stream of jobs and webhook deliveries: one message per job to render and per
+// webhook to deliver, each taken by one node at a time through a durable pull consumer and
+// removed when that node acknowledges it. A node that dies without acknowledging leaves its
+// messages to be delivered again, to another node, once their ack wait passes.
+const (
+	StreamWork  = "SHOTD_WORK"
+	subjectJob  = "shotd.work.job"
+	subjectHook = "shotd.work.hook"
+	consumerJob = "jobs"
+	consumerHk  = "hooks"
+)
+
+// hookAckWait is the ack wait of webhook deliveries: one whose node died is made again after
+// it (a delivery under way reports progress every third of it).
+const hookAckWait = 30 * time.Second
+
+// workMsg is a message of the work stream; its version lets a node refuse one it does not know.
+type workMsg struct {
+	V    int    `json:"v"`
+	Kind string `json:"kind"` // "job" (render it), "hook" (a job's webhook), "batch" (a batch's)
+	ID   string `json:"id"`
+}
+
+// Sender makes one attempt of a webhook delivery: webhook.Sender.
+type Sender interface {
+	Send(job shotd.Job) error
+	SendBatch(b shotd.Batch, jobs []shotd.Job) error
+}
+
+// JobsConfig wires the cluster's job queue.
+type JobsConfig struct {
+	Ledger   *Ledger
+	Renderer actors.JobRenderer // renders a job's page and stores its file (cluster.Files)
+	Sender   Sender             // nil: no deliveries
+	// RetryDelays are the waits before a webhook's attempt 2, 3, ...; then it fails.
+	RetryDelays []time.Duration
+	// Capacity is how many jobs this node renders at once (its render slots; -1: none); Free, when set,
+	// is how many render slots are free now (sync renders take them too). A node fetches jobs
+	// only while it has both.
+	Capacity int
+	Free     func() int
+	// AckWait: a job whose node neither acknowledges nor reports progress for this long is
+	// delivered again (default 30 s; a rendering node reports every third of it).
+	AckWait time.Duration
+	// MaxDeliver bounds the deliveries of a job's message (default 20): the last one fails the
+	// job rather than leave it queued. A job's renders are bounded apart from it, by
+	// shotd.MaxJobInterruptions starts.
+	MaxDeliver int
+	// SlotRetry is the wait between claims of a concurrency slot of the job's account (1 s).
+	SlotRetry time.Duration
+	Ended     func(shotd.Job) // hears every job whose end this node recorded
+	Attempted func(string)    // hears every webhook attempt: delivered, retry, failed
+	Log       zerolog.Logger
+}
+
+// Jobs is the job queue of cluster mode: job and batch records in the replicated jobs bucket,
+// their work in the work-queue stream. It serves httpd's JobQueue and JobRecords.
+type Jobs struct {
+	cfg  JobsConfig
+	node string
+	kv   jetstream.KeyValue
+	js   jetstream.JetStream
+	log  zerolog.Logger
+
+	jobCons, hookCons jetstream.Consumer
+
+	life    context.Context // cancelled when Close gives up waiting: the renders stop
+	cut     context.CancelFunc
+	stopped chan struct{} // closed by Close: no more fetching
+	once    sync.Once
+	loops   sync.WaitGroup
+	running sync.WaitGroup
+
+	holding, waiting  atomic.Int64 // jobs this node holds; of them, waiting for a slot
+	succeeded, failed atomic.Uint64
+}
+
+// OpenJobs creates (or adopts) the work stream and its consumers and starts fetching.
+func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
+	if cfg.AckWait <= 0 {
+		cfg.AckWait = 30 * time.Second
+	}
+	if cfg.MaxDeliver <= 0 {
+		cfg.MaxDeliver = 20
+	}
+	if cfg.Capacity == 0 {
+		cfg.Capacity = 1 // below 0: this node takes no job
+	}
+	if cfg.SlotRetry <= 0 {
+		cfg.SlotRetry = time.Second
+	}
+	j := &Jobs{cfg: cfg, node: n.NodeName(), kv: n.Jobs, js: n.js, log: cfg.Log, stopped: make(chan struct{})}
+	j.life, j.cut = context.WithCancel(context.Background())
+	sc := jetstream.StreamConfig{Name: StreamWork, Description: "shotd jobs and webhooks", Subjects: []string{"shotd.work.>"},
+		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: n.Replicas(), Duplicates: 2 * time.Minute}
+	for {
+		actx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var err error
+		if _, err = n.js.CreateOrUpdateStream(actx, sc); err == nil {
+			j.jobCons, err = n.js.CreateOrUpdateConsumer(actx, StreamWork, jetstream.ConsumerConfig{Durable: consumerJob,
+				FilterSubject: subjectJob, AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+				MaxAckPending: -1})
+		}
+		if err == nil {
+			j.hookCons, err = n.js.CreateOrUpdateConsumer(actx, StreamWork, jetstream.ConsumerConfig{Durable: consumerHk,
+				FilterSubject: subjectHook, AckPolicy: jetstream.AckExplicitPolicy, AckWait: hookAckWait, MaxDeliver: -1,
+				MaxAckPending: -1})
+		}
+		cancel()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil, fmt.Errorf("cluster: work stream: %w", err)
+		}
+		j.log.Info().Err(err).Msg("waiting for the work stream")
+		time.Sleep(500 * time.Millisecond)
+	}
+	j.loops.Add(2)
+	go j.fetchLoop(j.jobCons, func() int { return j.room() }, j.handleJob)
+	go j.fetchLoop(j.hookCons, func() int { return 4 }, j.handleHook)
+	return j, nil
+}
+
+// room is how many more jobs this node takes now.
+func (j *Jobs) room() int {
+	n := j.cfg.Capacity - int(j.holding.Load())
+	if n > 0 && j.cfg.Free != nil {
+		n = min(n, j.cfg.Free()-int(j.waiting.Load()))
+	}
+	return n
+}
+
+// fetchLoop pulls at most room() messages at a time and handles each in its own goroutine.
+func (j *Jobs) fetchLoop(c jetstream.Consumer, room func() int, handle func(jetstream.Msg)) {
+	defer j.loops.Done()
+	var sem atomic.Int64 // handlers of this loop
+	for {
+		select {
+		case <-j.stopped:
+			return
+		default:
+		}
+		n := room()
+		if c == j.hookCons {
+			n -= int(sem.Load())
+		}
+		if n <= 0 {
+			select {
+			case <-j.stopped:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			continue
+		}
+		batch, err := c.Fetch(n, jetstream.FetchMaxWait(time.Second))
+		if err != nil {
+			select {
+			case <-j.stopped:
+				return
+			case <-time.After(500 * time.Millisecond):
+			}
+			continue
+		}
+		for msg := range batch.Messages() {
+			sem.Add(1)
+			if c == j.jobCons {
+				j.holding.Add(1)
+			}
+			j.running.Add(1)
+			go func() {
+				defer j.running.Done()
+				defer sem.Add(-1)
+				if c == j.jobCons {
+					defer j.holding.Add(-1)
+				}
+				handle(msg)
+			}()
+		}
+	}
+}
+
+// readMsg reads a work message; one of a version this node does not know is left to another.
+func (j *Jobs) readMsg(msg jetstream.Msg) (workMsg, bool) {
+	var m workMsg
+	if err := decode(j.log, "work message", msg.Subject(), msg.Data(), &m); err != nil {
+		_ = msg.NakWithDelay(10 * time.Second)
+		return m, false
+	}
+	return m, true
+}
+
+// keepAlive reports progress on msg every third of wait until the returned func is called.
+func keepAlive(msg jetstream.Msg, wait time.Duration) func() {
+	done := make(chan struct{})
+	go func() {
+		t := time.NewTicker(wait / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+				_ = msg.InProgress()
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// errStopping: the node stops before the job's render started.
+var errStopping = errors.New("cluster: the node is stopping")
+
+// errNotOwner: another node took the job over (this one was taken for dead); its outcome wins.
+var errNotOwner = errors.New("cluster: the job is another node's now")
+
+func (j *Jobs) handleJob(msg jetstream.Msg) {
+	m, ok := j.readMsg(msg)
+	if !ok {
+		return
+	}
+	last := false
+	if md, err := msg.Metadata(); err == nil {
+		last = md.NumDelivered >= uint64(j.cfg.MaxDeliver)
+	}
+	stop := keepAlive(msg, j.cfg.AckWait)
+	err := j.runJob(m.ID, last)
+	stop()
+	switch {
+	case err == nil:
+		if aerr := msg.DoubleAck(context.Background()); aerr != nil {
+			j.log.Warn().Err(aerr).Str("job", m.ID).Msg("job message not acknowledged; it comes again, and finds the job ended")
+		}
+	case errors.Is(err, errNotOwner):
+		// The message is the other node's delivery now: leave it.
+	case j.life.Err() != nil, errors.Is(err, errStopping):
+		_ = msg.Nak() // shutting down: another node takes it at once
+	default:
+		j.log.Warn().Err(err).Str("job", m.ID).Msg("job not done; delivered again later")
+		_ = msg.NakWithDelay(2 * time.Second)
+	}
+}
+
+// runJob takes a job through its render to its end. nil: the message is done with (the job
+// ended, or was gone); an error leaves it to a later delivery.
+func (j *Jobs) runJob(id string, last bool) error {
+	ctx := j.life
+	r, _, err := j.getJob(ctx, id)
+	switch {
+	case errors.Is(err, shotd.ErrNotFound):
+		return nil
+	case err != nil:
+		return err
+	case r.Job.Final():
+		return j.afterEnd(ctx, r) // its node died before it passed the end on
+	case r.Billing:
+		return j.bill(ctx, r, r.Node, r.Starts)
+	case r.Starts >= shotd.MaxJobInterruptions || last:
+		e := shotd.Errorf(shotd.CodeInternalError, "the nodes rendering this job stopped %d times; it is not tried again", r.Starts)
+		return j.fail(ctx, r, "", r.Starts, e)
+	}
+	// A concurrency slot of the account, across the cluster: the job waits for one.
+	for {
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err := j.cfg.Ledger.Claim(cctx, r.Hold, r.Concurrency)
+		cancel()
+		if err == nil {
+			break
+		}
+		switch shotd.CodeOf(err) {
+		case shotd.CodeConcurrencyLimit:
+			j.waiting.Add(1)
+			select {
+			case <-ctx.Done():
+				j.waiting.Add(-1)
+				return ctx.Err()
+			case <-j.stopped:
+				j.waiting.Add(-1)
+				return errStopping // not started: another node takes it at once
+			case <-time.After(j.cfg.SlotRetry):
+			}
+			j.waiting.Add(-1)
+			continue
+		case shotd.CodeQuotaExceeded:
+			// Its reservation lapsed (the node that held it died) and the quota filled since.
+			e := shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots was used up before the job could render", r.Hold.Quota)
+			return j.fail(ctx, r, "", r.Starts, e)
+		}
+		if errors.Is(err, ErrBilled) {
+			return j.fail(ctx, r, "", r.Starts, shotd.Errorf(shotd.CodeInternalError, "the job's render was billed and its result lost"))
+		}
+		return err
+	}
+	starts := r.Starts + 1
+	r, err = j.updateJob(ctx, id, func(r *jobRecord) error {
+		if r.Job.Final() || r.Billing || r.Starts >= starts {
+			return errNotOwner // another delivery got here first
+		}
+		r.Job.Status, r.Job.StartedAt, r.Node, r.Starts = shotd.JobRendering, time.Now().UTC(), j.node, starts
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var o shotd.Options
+	var result *shotd.JobResult
+	outcome := shotd.OutcomeFailed
+	err = json.Unmarshal(r.Job.Options, &o)
+	if err != nil {
+		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
+	} else {
+		result, outcome, err = j.cfg.Renderer.Run(ctx, &o, r.Job.AccountID)
+	}
+	if ctx.Err() != nil {
+		// Cut by the shutdown: the job is queued again for another node; its reservation
+		// stays, which that node claims.
+		_, _ = j.updateJob(context.Background(), id, func(r *jobRecord) error {
+			if r.Node != j.node || r.Starts != starts || r.Job.Final() || r.Billing {
+				return errUnchanged
+			}
+			r.Job.Status, r.Starts = shotd.JobQueued, starts-1
+			return nil
+		})
+		return ctx.Err()
+	}
+	if err != nil {
+		return j.fail(ctx, r, j.node, starts, err)
+	}
+	if outcome == shotd.OutcomeCacheHit { // served from the cache: not billed, as a sync hit
+		return j.end(ctx, r, j.node, starts, result, nil)
+	}
+	r, err = j.updateJob(ctx, id, func(r *jobRecord) error {
+		if r.Node != j.node || r.Starts != starts || r.Job.Final() || r.Billing {
+			return errNotOwner
+		}
+		r.Billing, r.Result = true, result
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return j.bill(ctx, r, j.node, starts)
+}
+
+// bill bills a rendered job and records its success; a reservation lost past the quota ends it
+// failed instead (the quota holds). Settle is idempotent, so a job whose node died between the
+// bill and the record of its success is not billed again.
+func (j *Jobs) bill(ctx context.Context, r jobRecord, node string, starts int) error {
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	_, err := j.cfg.Ledger.Settle(sctx, r.Hold, true)
+	cancel()
+	if errors.Is(err, errLost) {
+		e := shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots was used up while the job's reservation was lost", r.Hold.Quota)
+		return j.finish(ctx, r, node, starts, nil, e, false)
+	}
+	if err != nil {
+		return err
+	}
+	return j.finish(ctx, r, node, starts, r.Result, nil, false)
+}
+
+// fail ends a job failed with err and drops its reservation unbilled.
+func (j *Jobs) fail(ctx context.Context, r jobRecord, node string, starts int, err error) error {
+	return j.end(ctx, r, node, starts, nil, err)
+}
+
+// end records a job's end that needs no bill and drops its reservation.
+func (j *Jobs) end(ctx context.Context, r jobRecord, node string, starts int, result *shotd.JobResult, err error) error {
+	return j.finish(ctx, r, node, starts, result, err, true)
+}
+
+// finish records the end of a job whose render (if any) was node's starts-th: succeeded with
+// result, or failed with err; drop: its reservation is dropped unbilled once the end is
+// recorded. Then the end is passed on (afterEnd).
+func (j *Jobs) finish(ctx context.Context, r jobRecord, node string, starts int, result *shotd.JobResult, err error, drop bool) error {
+	final, uerr := j.updateJob(ctx, r.Job.JobID, func(r *jobRecord) error {
+		if r.Job.Final() {
+			return errNotOwner
+		}
+		if node != "" && (r.Node != node || r.Starts != starts) {
+			return errNotOwner
+		}
+		if err != nil {
+			e := shotd.AsError(err)
+			r.Job.Status, r.Job.ErrorCode, r.Job.ErrorMessage, r.Job.Result = shotd.JobFailed, string(e.Code), e.Message, nil
+		} else {
+			r.Job.Status, r.Job.Result, r.Job.ErrorCode, r.Job.ErrorMessage = shotd.JobSucceeded, result, "", ""
+		}
+		r.Billing, r.Result = false, nil
+		return nil
+	})
+	if errors.Is(uerr, errNotOwner) && final.Job.Final() {
+		return j.afterEnd(ctx, final)
+	}
+	if uerr != nil {
+		return uerr
+	}
+	if drop {
+		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		if _, serr := j.cfg.Ledger.Settle(sctx, r.Hold, false); serr != nil {
+			j.log.Warn().Err(serr).Str("job", r.Job.JobID).Msg("reservation of an ended job not dropped; its lease ends it")
+		}
+		cancel()
+	}
+	if final.Job.Status == shotd.JobSucceeded {
+		j.succeeded.Add(1)
+	} else {
+		j.failed.Add(1)
+		j.log.Info().Str("job", r.Job.JobID).Str("code", final.Job.ErrorCode).Msg("job failed")
+	}
+	if j.cfg.Ended != nil {
+		j.cfg.Ended(final.Job)
+	}
+	return j.afterEnd(ctx, final)
+}
+
+// afterEnd queues the deliveries an ended job calls for: its webhook, and its batch's once
+// every job of the batch ended. Run again after a node died here, it queues them again: the
+// stream drops a duplicate published within two minutes, and a delivery already made is not
+// made again (its record says so).
+func (j *Jobs) afterEnd(ctx context.Context, r jobRecord) error {
+	if j.cfg.Sender == nil {
+		return nil
+	}
+	if w := r.Job.Webhook; w != nil && w.Status == shotd.WebhookPending {
+		if err := j.publish(ctx, workMsg{Kind: "hook", ID: r.Job.JobID}); err != nil {
+			return err
+		}
+	}
+	if r.Job.BatchID == "" {
+		return nil
+	}
+	b, _, err := j.getBatch(ctx, r.Job.BatchID)
+	if err != nil || b.Batch.Webhook == nil || b.Batch.Webhook.Status == shotd.WebhookDelivered || b.Batch.Webhook.Status == shotd.WebhookFailed {
+		return err
+	}
+	if b.Batch.Webhook.Status == "" {
+		jobs, err := j.batchJobs(ctx, b.Batch)
+		if err != nil {
+			return err
+		}
+		for _, bj := range jobs {
+			if !bj.Final() {
+				return nil // its last job queues it
+			}
+		}
+		// Two last jobs ending at once on two nodes both get here: one delivery.
+		if _, err := j.updateBatch(ctx, b.Batch.BatchID, func(b *batchRecord) error {
+			if b.Batch.Webhook.Status != "" {
+				return errUnchanged
+			}
+			b.Batch.Webhook.Status = shotd.WebhookPending
+			return nil
+		}); err != nil {
+			return err
+		}
+	}
+	return j.publish(ctx, workMsg{Kind: "batch", ID: b.Batch.BatchID})
+}
+
+// publish puts a message on the work stream, retried until ctx ends; its id makes a retry (or
+// a second node's publish of it) a duplicate that the stream drops.
+func (j *Jobs) publish(ctx context.Context, m workMsg) error {
+	m.V = recordVersion
+	data, _ := json.Marshal(m)
+	subject := subjectJob
+	if m.Kind != "job" {
+		subject = subjectHook
+	}
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		_, err := j.js.Publish(actx, subject, data, jetstream.WithMsgID(m.Kind+"-"+m.ID))
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if attempt >= 10 || !j.pause(ctx, attempt) {
+			return fmt.Errorf("cluster: queue %s %s: %w", m.Kind, m.ID, err)
+		}
+	}
+}
+
+// handleHook makes one attempt of a webhook delivery; a failed one comes back after the retry
+// delay (a negative acknowledgement with that delay), and the attempts are counted in the
+// record, so that the schedule survives any node's death.
+func (j *Jobs) handleHook(msg jetstream.Msg) {
+	m, ok := j.readMsg(msg)
+	if !ok {
+		return
+	}
+	if j.cfg.Sender == nil { // a node without deliveries leaves them to the others
+		_ = msg.NakWithDelay(hookAckWait)
+		return
+	}
+	stop := keepAlive(msg, hookAckWait)
+	var wait time.Duration
+	var err error
+	if m.Kind == "batch" {
+		wait, err = j.attemptBatch(m.ID)
+	} else {
+		wait, err = j.attemptJob(m.ID)
+	}
+	stop()
+	switch {
+	case err != nil:
+		j.log.Warn().Err(err).Str("id", m.ID).Msg("webhook attempt not recorded; tried again later")
+		_ = msg.NakWithDelay(5 * time.Second)
+	case wait > 0:
+		_ = msg.NakWithDelay(wait)
+	default:
+		_ = msg.Ack()
+	}
+}
+
+var errNothingToDeliver = errors.New("cluster: nothing to deliver")
+
+// beginAttempt counts the next attempt of a pending delivery, in the write before it is made.
+func beginAttempt(w *shotd.WebhookState) error {
+	if w == nil || w.Status != shotd.WebhookPending {
+		return errNothingToDeliver
+	}
+	w.Attempts++
+	w.NextAttemptAt = time.Time{}
+	return nil
+}
+
+// attemptStarted reads the outcome of beginAttempt's write: stop when there is nothing to
+// deliver (done: err nil) or the write failed (err).
+func attemptStarted(err error) (stop bool, _ error) {
+	if errors.Is(err, errNothingToDeliver) || errors.Is(err, shotd.ErrNotFound) {
+		return true, nil
+	}
+	return err != nil, err
+}
+
+// attemptJob makes one attempt of a job's webhook: the attempt is recorded before it is sent,
+// so a node dying mid-way repeats at most that attempt (at least once, never lost).
+func (j *Jobs) attemptJob(id string) (time.Duration, error) {
+	ctx := context.Background()
+	r, err := j.updateJob(ctx, id, func(r *jobRecord) error { return beginAttempt(r.Job.Webhook) })
+	if stop, err := attemptStarted(err); stop {
+		return 0, err
+	}
+	job := r.Job
+	sendErr := j.cfg.Sender.Send(job)
+	return j.outcome(job.Webhook.Attempts, sendErr, func(status, lastErr string, next time.Time) error {
+		_, err := j.updateJob(ctx, id, func(r *jobRecord) error {
+			r.Job.Webhook.Status, r.Job.Webhook.LastError, r.Job.Webhook.NextAttemptAt = status, lastErr, next
+			return nil
+		})
+		return err
+	}, j.log.With().Str("job", id).Logger())
+}
+
+// attemptBatch makes one attempt of a batch's webhook, as attemptJob.
+func (j *Jobs) attemptBatch(id string) (time.Duration, error) {
+	ctx := context.Background()
+	b, err := j.updateBatch(ctx, id, func(r *batchRecord) error { return beginAttempt(r.Batch.Webhook) })
+	if stop, err := attemptStarted(err); stop {
+		return 0, err
+	}
+	jobs, err := j.batchJobs(ctx, b.Batch)
+	if err != nil {
+		return 0, err
+	}
+	sendErr := j.cfg.Sender.SendBatch(b.Batch, jobs)
+	return j.outcome(b.Batch.Webhook.Attempts, sendErr, func(status, lastErr string, next time.Time) error {
+		_, err := j.updateBatch(ctx, id, func(r *batchRecord) error {
+			r.Batch.Webhook.Status, r.Batch.Webhook.LastError, r.Batch.Webhook.NextAttemptAt = status, lastErr, next
+			return nil
+		})
+		return err
+	}, j.log.With().Str("batch", id).Logger())
+}
+
+// outcome records attempt n's result through set (the schedule is actors.NextAttempt's, as on
+// a single node) and returns the wait before the next attempt (0: none).
+func (j *Jobs) outcome(n int, sendErr error, set func(status, lastErr string, next time.Time) error, log zerolog.Logger) (time.Duration, error) {
+	status, wait, outcome := actors.NextAttempt(n, sendErr, j.cfg.RetryDelays)
+	lastErr, next := "", time.Time{}
+	if sendErr != nil {
+		lastErr = sendErr.Error()
+	}
+	if status == shotd.WebhookPending {
+		next = time.Now().Add(wait).UTC()
+	}
+	if err := set(status, lastErr, next); err != nil {
+		log.Error().Err(err).Msg("webhook outcome not recorded")
+	}
+	if sendErr != nil {
+		log.Warn().Err(sendErr).Int("attempt", n).Str("outcome", outcome).Msg("webhook attempt failed")
+	} else {
+		log.Info().Int("attempt", n).Msg("webhook delivered")
+	}
+	if j.cfg.Attempted != nil {
+		j.cfg.Attempted(outcome)
+	}
+	return wait, nil
+}
+
+// Submit queues the jobs of req: their quota is reserved in the ledger (all or none:
+// quota_exceeded), their records written, their messages queued; then they are the cluster's,
+// and each ends succeeded or failed whatever node dies. timeout bounds the whole.
+func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job, *shotd.Batch, error) {
+	for _, o := range req.Options {
+		if o.HasSecrets() {
+			// Sealed with this node's key, they could not be opened by the node that renders.
+			return nil, nil, shotd.Errorf(shotd.CodeInvalidRequest, "async jobs with store=true or a proxy are not available in cluster mode yet; render synchronously")
+		}
+	}
+	now := time.Now().UTC()
+	jobs, batch, err := actors.NewJobRecords(req, nil, now)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+10*time.Second)
+	defer cancel()
+	start, end := shotd.BillingPeriod(req.Account.CreatedAt, now)
+	key := LedgerKey(req.Account.ID, start)
+	ids := make([]string, len(jobs))
+	for i, jb := range jobs {
+		ids[i] = jb.JobID
+	}
+	rctx, rcancel := context.WithTimeout(ctx, timeout)
+	holds, _, err := j.cfg.Ledger.ReserveJobs(rctx, key, req.Plan.MonthlyQuota, ids)
+	rcancel()
+	if shotd.CodeOf(err) == shotd.CodeQuotaExceeded {
+		return nil, nil, shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up until %s",
+			req.Plan.MonthlyQuota, end.Format(time.RFC3339))
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	undo := func(cause error) ([]shotd.Job, *shotd.Batch, error) {
+		for _, h := range holds {
+			_, _ = j.cfg.Ledger.Settle(context.Background(), h, false)
+		}
+		j.log.Error().Err(cause).Msg("jobs not queued")
+		return nil, nil, shotd.Wrap(shotd.CodeServiceUnavailable, cause, "the cluster could not queue the jobs; try again")
+	}
+	if batch != nil {
+		if err := j.put(ctx, batchKey(batch.BatchID), &batchRecord{Batch: *batch}, 0); err != nil {
+			return undo(err)
+		}
+	}
+	err = parallel(len(jobs), func(i int) error {
+		return j.put(ctx, jobKey(jobs[i].JobID), &jobRecord{Job: jobs[i], Hold: holds[i], Concurrency: req.Plan.Concurrency}, 0)
+	})
+	if err != nil {
+		return undo(err) // records without a message stay queued in the bucket, never run
+	}
+	// A job whose message could not be queued fails, so that every job of the answer ends.
+	_ = parallel(len(jobs), func(i int) error {
+		if err := j.publish(ctx, workMsg{Kind: "job", ID: jobs[i].JobID}); err != nil {
+			e := shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job could not be queued")
+			if ferr := j.fail(context.Background(), jobRecord{Job: jobs[i], Hold: holds[i]}, "", 0, e); ferr != nil {
+				j.log.Error().Err(ferr).Str("job", jobs[i].JobID).Msg("job neither queued nor failed")
+			}
+		}
+		return nil
+	})
+	return jobs, batch, nil
+}
+
+// Stats counts this node's jobs: Queued are those it holds waiting for a concurrency slot of
+// their account (the cluster's queue is the work stream).
+func (j *Jobs) Stats() shotd.JobStats {
+	w := j.waiting.Load()
+	return shotd.JobStats{Queued: w, Rendering: j.holding.Load() - w, Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
+}
+
+// Close stops fetching and waits, up to ctx, for the jobs and deliveries under way; then it
+// cancels the renders, whose jobs go back to the stream at once for another node.
+func (j *Jobs) Close(ctx context.Context) error {
+	j.once.Do(func() { close(j.stopped) })
+	j.loops.Wait()
+	_, err := proc.WaitOrCut(ctx, &j.running, j.cut, 5*time.Second)
+	j.cut()
+	return err
+}

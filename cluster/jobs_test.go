@@ -1,0 +1,604 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/store"
+)
+
+// jobsNode is one node's job queue on its ledger, with a renderer the test drives (no browser:
+// these tests are about the queue, not the page) and a real bbolt store for the files.
+type jobsNode struct {
+	jobs   *Jobs
+	ledger *Ledger
+	ended  *atomic.Int64
+}
+
+// renderFunc renders a job's page: the test decides when, and how it ends.
+type renderFunc func(ctx context.Context, o *shotd.Options) (*shotd.Output, error)
+
+func (f renderFunc) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	return f(ctx, o)
+}
+
+func pngOut() *shotd.Output {
+	return &shotd.Output{Data: []byte("\x89PNG fake"), Format: "png", ContentType: "image/png", Width: 1, Height: 1}
+}
+
+func startJobsNode(t *testing.T, n *Node, render renderFunc, sender Sender, change func(*JobsConfig)) *jobsNode {
+	t.Helper()
+	st, err := store.Open(t.TempDir(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel).With().Str("node", n.NodeName()).Logger()
+	l := NewLedger(n.Ledger, n.NodeName(), LedgerConfig{Log: log})
+	var ended atomic.Int64
+	cfg := JobsConfig{Ledger: l, Sender: sender, Capacity: 2, AckWait: 2 * time.Second, SlotRetry: 100 * time.Millisecond,
+		RetryDelays: []time.Duration{100 * time.Millisecond, 100 * time.Millisecond},
+		Renderer:    actors.JobRenderer{Files: st, Render: render, FileTTL: time.Hour, RenderGrace: time.Second, BusyRetry: time.Second},
+		Ended:       func(shotd.Job) { ended.Add(1) }, Log: log}
+	if change != nil {
+		change(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	j, err := OpenJobs(ctx, n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cctx, ccancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer ccancel()
+		_ = j.Close(cctx)
+		_ = l.Close(cctx)
+		_ = st.Close(cctx)
+	})
+	return &jobsNode{jobs: j, ledger: l, ended: &ended}
+}
+
+func jobRequest(acc shotd.Account, plan shotd.Plan, n int, batch bool) shotd.JobRequest {
+	req := shotd.JobRequest{Account: acc, Plan: plan, AccessKey: "key", Batch: batch}
+	for range n {
+		req.Options = append(req.Options, &shotd.Options{URL: "http://127.0.0.1/", Format: "png"})
+	}
+	return req
+}
+
+// waitJob waits until the job ends on every node's view and returns it.
+func waitJob(t *testing.T, j *Jobs, accountID, id string, within time.Duration) shotd.Job {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		job, err := j.Job(accountID, id)
+		if err == nil && job.Final() {
+			return job
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %s: %+v %v, not ended", id, job, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// checkBilled checks that the account's ledger record has want billed and no reservation left.
+func checkBilled(t *testing.T, l *Ledger, acc shotd.Account, want int) {
+	t.Helper()
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	st, err := l.State(context.Background(), LedgerKey(acc.ID, start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Billed != want || st.Reservations != 0 {
+		t.Fatalf("ledger %+v, want %d billed and no reservation left", st, want)
+	}
+}
+
+// TestJobRedeliveredAfterNodeDies: a node takes a job and dies mid-render without acknowledging
+// it; the job's message comes back after the ack wait, another node claims the dead node's
+// reservation and renders it, and the job ends succeeded, billed once.
+func TestJobRedeliveredAfterNodeDies(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_redeliver", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	started := make(chan struct{})
+	release := make(chan struct{})
+	defer close(release)
+	dying := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		close(started)
+		<-release // it never answers before its node is gone
+		return pngOut(), nil
+	}, nil, nil)
+	jobs, _, err := dying.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	// The node dies: its NATS server stops, as with kill -9 nothing is acknowledged.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = nodes[0].Close(ctx)
+	cancel()
+	var renders atomic.Int64
+	other := startJobsNode(t, nodes[1], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return pngOut(), nil
+	}, nil, nil)
+	job := waitJob(t, other.jobs, acc.ID, jobs[0].JobID, 60*time.Second)
+	if job.Status != shotd.JobSucceeded || job.Result == nil {
+		t.Fatalf("job %s %s %s, want succeeded with a result", job.Status, job.ErrorCode, job.ErrorMessage)
+	}
+	r, _, err := other.jobs.getJob(context.Background(), job.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Node != nodes[1].NodeName() || r.Starts != 2 || renders.Load() != 1 {
+		t.Fatalf("rendered by %s at start %d (%d renders), want %s at its second start", r.Node, r.Starts, renders.Load(), nodes[1].NodeName())
+	}
+	checkBilled(t, other.ledger, acc, 1)
+}
+
+// TestJobOneSuccess: a job delivered twice at once (its first node taken for dead while still
+// rendering) renders on two nodes; only the newer owner's end is recorded, and it is billed once.
+func TestJobOneSuccess(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_one", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 2}
+	firstIn, firstOut := make(chan struct{}), make(chan struct{})
+	secondIn := make(chan struct{})
+	first := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		close(firstIn)
+		<-firstOut
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) { c.Capacity = 1 }) // busy with the job: the second delivery goes elsewhere
+	jobs, _, err := first.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-firstIn
+	second := startJobsNode(t, nodes[1], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		close(secondIn)
+		return pngOut(), nil
+	}, nil, nil)
+	// A second delivery of the same job, as the stream makes when the first node stops
+	// acknowledging (a message id of its own, past the duplicate window).
+	data, _ := json.Marshal(workMsg{V: recordVersion, Kind: "job", ID: jobs[0].JobID})
+	if _, err := nodes[2].js.Publish(context.Background(), subjectJob, data, jetstream.WithMsgID("again")); err != nil {
+		t.Fatal(err)
+	}
+	<-secondIn
+	job := waitJob(t, second.jobs, acc.ID, jobs[0].JobID, 30*time.Second)
+	close(firstOut) // the first render ends after the second node recorded its own
+	time.Sleep(500 * time.Millisecond)
+	if job.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s", job.Status, job.ErrorMessage)
+	}
+	if n := first.ended.Load() + second.ended.Load(); n != 1 || second.ended.Load() != 1 {
+		t.Fatalf("%d ends recorded (%d by the second node), want 1 by the second", n, second.ended.Load())
+	}
+	checkBilled(t, first.ledger, acc, 1)
+}
+
+// TestJobsQuota: jobs reserve their quota when queued, all of a request or none; renders claim
+// the account's concurrency across nodes; what fails is not billed.
+func TestJobsQuota(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_quota", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 6, Concurrency: 2}
+	var running, peak atomic.Int64
+	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		n := running.Add(1)
+		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+		}
+		time.Sleep(100 * time.Millisecond)
+		running.Add(-1)
+		if o.URL == "http://127.0.0.1/fail" {
+			return nil, shotd.Errorf(shotd.CodeNavigationFailed, "no page")
+		}
+		return pngOut(), nil
+	}
+	var js []*jobsNode
+	for _, n := range nodes {
+		js = append(js, startJobsNode(t, n, render, nil, nil))
+	}
+	req := jobRequest(acc, plan, 5, true)
+	req.Options[4].URL = "http://127.0.0.1/fail"
+	jobs, batch, err := js[0].jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 5 of 6 reserved: a bulk of 2 is refused whole, a single job fits.
+	if _, _, err := js[1].jobs.Submit(jobRequest(acc, plan, 2, true), 5*time.Second); shotd.CodeOf(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("bulk past the quota: %v, want quota_exceeded", err)
+	}
+	more, _, err := js[2].jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, jb := range append(jobs, more...) {
+		waitJob(t, js[1].jobs, acc.ID, jb.JobID, 30*time.Second)
+	}
+	b, bj, err := js[2].jobs.Batch(acc.ID, batch.BatchID)
+	if err != nil || len(bj) != 5 || b.BatchID != batch.BatchID {
+		t.Fatalf("batch %+v %d jobs %v", b, len(bj), err)
+	}
+	ok := 0
+	for _, jb := range bj {
+		if jb.Status == shotd.JobSucceeded {
+			ok++
+		}
+	}
+	if ok != 4 || bj[4].Status != shotd.JobFailed || bj[4].ErrorCode != string(shotd.CodeNavigationFailed) {
+		t.Fatalf("%d succeeded, last %s %s; want 4 and a navigation_failed", ok, bj[4].Status, bj[4].ErrorCode)
+	}
+	checkBilled(t, js[0].ledger, acc, 5) // 4 of the batch and the single job
+	if peak.Load() > int64(plan.Concurrency) {
+		t.Fatalf("%d renders of the account at once, concurrency %d", peak.Load(), plan.Concurrency)
+	}
+	if _, err := js[0].jobs.Job("acc_other", jobs[0].JobID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("another account's job: %v, want not found", err)
+	}
+	// Cluster status shows the work stream: its consumers, nothing waiting once all ended.
+	st, err := nodes[2].Status(context.Background())
+	if err != nil || st.Work == nil || len(st.Work.Consumers) != 2 || st.Work.Consumers[0].Name != consumerJob ||
+		st.Work.Consumers[0].Waiting != 0 || len(st.Work.Replicas) != 2 {
+		t.Fatalf("work stream status %+v %v", st.Work, err)
+	}
+	var out strings.Builder
+	st.Print(&out)
+	if !strings.Contains(out.String(), "work stream "+StreamWork) {
+		t.Fatalf("status print lacks the work stream:\n%s", out.String())
+	}
+}
+
+// recordingSender fails the first attempt of each delivery, then records it.
+type recordingSender struct {
+	mu      sync.Mutex
+	tried   map[string]int
+	jobs    map[string]int
+	batches map[string][]shotd.Job
+}
+
+func (s *recordingSender) Send(j shotd.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tried[j.JobID]++; s.tried[j.JobID] == 1 {
+		return errors.New("receiver down")
+	}
+	s.jobs[j.JobID]++
+	return nil
+}
+
+func (s *recordingSender) SendBatch(b shotd.Batch, jobs []shotd.Job) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tried[b.BatchID]++; s.tried[b.BatchID] == 1 {
+		return errors.New("receiver down")
+	}
+	s.batches[b.BatchID] = jobs
+	return nil
+}
+
+// TestJobsWebhooks: the webhooks of jobs and of their batch are delivered once the jobs end,
+// whichever nodes ran them, a failed attempt retried after its delay; the batch's once, with
+// every job ended.
+func TestJobsWebhooks(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_hooks", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 100, Concurrency: 4}
+	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	var js []*jobsNode
+	for _, n := range nodes {
+		js = append(js, startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+			time.Sleep(20 * time.Millisecond)
+			return pngOut(), nil
+		}, s, nil))
+	}
+	req := jobRequest(acc, plan, 6, true)
+	req.BatchWebhookURL = "http://127.0.0.1:1/batch"
+	for _, o := range req.Options {
+		o.WebhookURL = "http://127.0.0.1:1/job"
+	}
+	jobs, batch, err := js[1].jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.mu.Lock()
+		done := len(s.jobs) == len(jobs) && s.batches[batch.BatchID] != nil
+		s.mu.Unlock()
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries: %d jobs of %d, batch %v", len(s.jobs), len(jobs), s.batches[batch.BatchID] != nil)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, jb := range s.batches[batch.BatchID] {
+		if !jb.Final() {
+			t.Fatalf("batch delivered with job %s %s", jb.JobID, jb.Status)
+		}
+	}
+	b, _, err := js[2].jobs.Batch(acc.ID, batch.BatchID)
+	if err != nil || b.Webhook == nil || b.Webhook.Status != shotd.WebhookDelivered || b.Webhook.Attempts != 2 {
+		t.Fatalf("batch webhook %+v %v, want delivered at the second attempt", b.Webhook, err)
+	}
+	j0, err := js[0].jobs.Job(acc.ID, jobs[0].JobID)
+	if err != nil || j0.Webhook.Status != shotd.WebhookDelivered || j0.Webhook.Attempts != 2 {
+		t.Fatalf("job webhook %+v %v, want delivered at the second attempt", j0.Webhook, err)
+	}
+}
+
+// TestJobUpdatesCAS: changes of one job record made at once from three nodes are each applied
+// once (compare-and-swap, retried on a conflict): none is lost, none applied twice.
+func TestJobUpdatesCAS(t *testing.T) {
+	nodes := startCluster(t, 3)
+	var js []*jobsNode
+	for _, n := range nodes {
+		js = append(js, startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+			return pngOut(), nil
+		}, nil, func(c *JobsConfig) { c.Capacity = -1 })) // takes no job: the test alone writes
+	}
+	job := shotd.Job{JobID: store.NewJobID(), AccountID: "acc_cas", Status: shotd.JobQueued,
+		Webhook: &shotd.WebhookState{URL: "http://127.0.0.1:1/", Sign: true}}
+	if err := js[0].jobs.put(context.Background(), jobKey(job.JobID), &jobRecord{Job: job}, 0); err != nil {
+		t.Fatal(err)
+	}
+	const each = 10
+	var wg sync.WaitGroup
+	for _, n := range js {
+		for range each {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if _, err := n.jobs.updateJob(context.Background(), job.JobID, func(r *jobRecord) error {
+					r.Job.Webhook.Attempts++
+					return nil
+				}); err != nil {
+					t.Error(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	got, err := js[2].jobs.Job("acc_cas", job.JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Webhook.Attempts != each*len(js) || !got.Webhook.Sign {
+		t.Fatalf("%d changes applied (sign %v), want %d", got.Webhook.Attempts, got.Webhook.Sign, each*len(js))
+	}
+	// A job's end makes its webhook pending in the same write, or drops it when the job failed
+	// with webhook_errors=false.
+	final, err := js[1].jobs.updateJob(context.Background(), job.JobID, func(r *jobRecord) error {
+		r.Job.Status = shotd.JobSucceeded
+		return nil
+	})
+	if err != nil || final.Job.Webhook.Status != shotd.WebhookPending {
+		t.Fatalf("ended job's webhook %+v %v, want pending", final.Job.Webhook, err)
+	}
+}
+
+// TestJobWaitingForSlotLeavesAtClose: a node that stops while it holds a job waiting for a
+// concurrency slot gives the job back at once, rather than wait for the slot until its shutdown
+// deadline; another node renders it.
+func TestJobWaitingForSlotLeavesAtClose(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_leave", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	started, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	a := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		if o.URL == "http://127.0.0.1/held" {
+			once.Do(func() { close(started) })
+			<-release
+		}
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) { c.Capacity = 1 })
+	req := jobRequest(acc, plan, 1, false)
+	req.Options[0].URL = "http://127.0.0.1/held"
+	held, _, err := a.jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started // the account's one slot is taken
+	b := startJobsNode(t, nodes[1], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, nil)
+	waiting, _, err := b.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for b.jobs.Stats().Queued == 0 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	err = b.jobs.Close(ctx)
+	cancel()
+	if err != nil {
+		t.Fatalf("close with a job waiting for a slot: %v, want it given back at once", err)
+	}
+	close(release)
+	for _, id := range []string{held[0].JobID, waiting[0].JobID} {
+		if j := waitJob(t, a.jobs, acc.ID, id, 30*time.Second); j.Status != shotd.JobSucceeded {
+			t.Fatalf("job %s %s %s", id, j.Status, j.ErrorMessage)
+		}
+	}
+}
+
+// TestDeleteAccount: an account with a job queued cannot be deleted; once its jobs ended, its
+// jobs, batch, shared file records, keys and the account go, and its key stops working on
+// another node.
+func TestDeleteAccount(t *testing.T) {
+	nodes := startCluster(t, 3)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	books := make([]*Book, 2)
+	for i := range books {
+		b, err := OpenBook(context.Background(), nodes[i], log)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		books[i] = b
+	}
+	acc, err := books[0].CreateAccount("gone@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := books[0].CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := store.Open(t.TempDir(), zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = st.Close(context.Background()) })
+	files := NewFiles(st, nodes[0], log)
+	plan := shotd.Plan{MonthlyQuota: 10, Concurrency: 2}
+	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
+	jobs, batch, err := idle.jobs.Submit(jobRequest(acc, plan, 2, true), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DeleteAccount(books[0], idle.jobs, files, acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
+		t.Fatalf("delete with jobs queued: %v, want ErrAccountBusy", err)
+	}
+	worker := startJobsNode(t, nodes[1], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, nil)
+	for _, j := range jobs {
+		waitJob(t, worker.jobs, acc.ID, j.JobID, 30*time.Second)
+	}
+	// The admin API's list of the account's jobs, a page at a time.
+	page1, next, err := idle.jobs.JobsOf(acc.ID, "", 1)
+	if err != nil || len(page1) != 1 || next != page1[0].JobID {
+		t.Fatalf("first page %d jobs, next %q, %v", len(page1), next, err)
+	}
+	page2, next, err := idle.jobs.JobsOf(acc.ID, next, 1)
+	if err != nil || len(page2) != 1 || next != "" || page2[0].JobID == page1[0].JobID {
+		t.Fatalf("second page %d jobs, next %q, %v", len(page2), next, err)
+	}
+	rec := shotd.FileRecord{FileID: "file_gone", AccountID: acc.ID, Remote: true, ExpiresAt: time.Now().Add(time.Hour)}
+	files.share(rec)
+	if _, err := files.File(acc.ID, rec.FileID); err != nil {
+		t.Fatalf("shared file record: %v", err)
+	}
+	d, err := DeleteAccount(books[0], idle.jobs, files, acc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d != (shotd.AccountDeletion{Keys: 1, Jobs: 2, Batches: 1, Files: 1}) {
+		t.Fatalf("deleted %+v, want 1 key, 2 jobs, 1 batch, 1 file", d)
+	}
+	if _, err := worker.jobs.Job(acc.ID, jobs[0].JobID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("job after the deletion: %v", err)
+	}
+	if _, _, err := worker.jobs.Batch(acc.ID, batch.BatchID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("batch after the deletion: %v", err)
+	}
+	if _, err := files.File(acc.ID, rec.FileID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("file record after the deletion: %v", err)
+	}
+	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, _, err := books[1].Lookup(key.AccessKey)
+		if errors.Is(err, shotd.ErrNotFound) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the deleted account's key on another node: %v", err)
+		}
+	}
+	if _, err := books[1].Account(acc.ID); !errors.Is(err, shotd.ErrNotFound) {
+		t.Fatalf("account after the deletion: %v", err)
+	}
+}
+
+// TestJobReservationOutlivesItsNode: the quota a job reserved when it was queued stays reserved
+// after the node that queued it dies (it renews nothing), so that the job, taken by another
+// node, renders rather than fail for a quota that others took meanwhile.
+func TestJobReservationOutlivesItsNode(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_outlive", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 2, Concurrency: 2}
+	short := LedgerConfig{Lease: 300 * time.Millisecond, NoRenew: true}
+	var dying *Ledger
+	queued := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) {
+		c.Capacity = -1
+		dying = NewLedger(nodes[0].Ledger, nodes[0].NodeName(), short)
+		c.Ledger = dying
+	})
+	jobs, _, err := queued.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = dying.Close(context.Background())
+	time.Sleep(3 * short.Lease) // well past the node's own leases
+	other := NewLedger(nodes[1].Ledger, nodes[1].NodeName(), LedgerConfig{})
+	defer other.Close(context.Background())
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	key := LedgerKey(acc.ID, start)
+	h, _, err := other.Reserve(context.Background(), key, plan.MonthlyQuota, plan.Concurrency, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := other.Reserve(context.Background(), key, plan.MonthlyQuota, plan.Concurrency, true); shotd.CodeOf(err) != shotd.CodeQuotaExceeded {
+		t.Fatalf("a second render beside the queued job: %v, want quota_exceeded", err)
+	}
+	if _, err := other.Settle(context.Background(), h, true); err != nil {
+		t.Fatal(err)
+	}
+	worker := startJobsNode(t, nodes[2], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, nil)
+	if j := waitJob(t, worker.jobs, acc.ID, jobs[0].JobID, 30*time.Second); j.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s %s, want succeeded", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	checkBilled(t, worker.ledger, acc, 2)
+}
+
+// TestWorkMessageOfAnUnknownVersion: a work message written by a newer node is left in the
+// stream for a node that reads it (a rolling restart), not dropped and not misread.
+func TestWorkMessageOfAnUnknownVersion(t *testing.T) {
+	nodes := startCluster(t, 3)
+	var renders atomic.Int64
+	n := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return pngOut(), nil
+	}, nil, nil)
+	data, _ := json.Marshal(workMsg{V: recordVersion + 1, Kind: "job", ID: "job_from_the_future"})
+	if _, err := nodes[1].js.Publish(context.Background(), subjectJob, data); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := nodes[2].Status(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Taken once (in progress or given back), and still in the stream.
+		c := st.Work.Consumers[0]
+		if st.Work.Messages == 1 && c.Waiting+uint64(c.InProgress) == 1 && c.Redelivered+c.InProgress >= 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("work stream %+v: the message was not taken, or not left in the stream", st.Work)
+		}
+	}
+	if renders.Load() != 0 || n.ended.Load() != 0 {
+		t.Fatalf("%d renders, %d ends of a message this node cannot read", renders.Load(), n.ended.Load())
+	}
+}
