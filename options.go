@@ -146,6 +146,11 @@ type Options struct {
 	FailIfContentContains string
 	FailIfContentMissing  string
 	FailIfRequestFailed   []string
+	// ScreenshotOne's softer and stricter ends (error_on_*_not_found=false, ignore_host_errors=
+	// false): a selector, click or hover that matches nothing is skipped rather than failing the
+	// render, and an HTTP error status of the page's document fails it (host_returned_error).
+	SelectorOptional, ClickOptional, HoverOptional bool
+	FailOnHostError                                bool
 
 	// Page behaviour.
 	DarkMode      bool
