@@ -12,7 +12,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/option"
-	"github.com/shotd/shotd/view"
 	"github.com/valyala/fasthttp"
 )
 
@@ -164,12 +163,16 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.P
 	}
 	log := logOf(ctx).With().Str("account", who.account.ID).Logger()
 	ctx.SetUserValue(logKey, &log)
+	lim := option.Limits{MaxSourceBytes: s.set.MaxSourceBytes}
+	if isS1(ctx) {
+		lim = option.S1Limits(lim, s1IsAsync(ps))
+	}
 	if translate != nil {
 		if ps, err = translate(ps); err != nil {
 			return nil, nil, err
 		}
 	}
-	o, err := option.ParseOptions(ps, option.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	o, err := option.ParseOptions(ps, lim)
 	return who, o, err
 }
 
@@ -239,8 +242,12 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	}
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
-	if o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, view.NewResultView(s.files.ResultOf(rec, "MISS"), s.set.PublicURL))
+	switch o.ResponseType {
+	case "json":
+		s.writeResult(ctx, o, s.files.ResultOf(rec, "MISS"))
+		return
+	case "empty":
+		ctx.SetStatusCode(fasthttp.StatusOK) // rendered (and stored, when asked); no body
 		return
 	}
 	ctx.SetStatusCode(fasthttp.StatusOK)
@@ -305,9 +312,13 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	}
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "HIT")
-	if o.ResponseType == "json" {
+	if o.ResponseType == "json" || o.ResponseType == "empty" {
 		f.Close() // opened only to know that the file is there
-		writeJSON(ctx, fasthttp.StatusOK, view.NewResultView(s.files.ResultOf(rec, "HIT"), s.set.PublicURL))
+		if o.ResponseType == "json" {
+			s.writeResult(ctx, o, s.files.ResultOf(rec, "HIT"))
+		} else {
+			ctx.SetStatusCode(fasthttp.StatusOK)
+		}
 		return true
 	}
 	setAttachment(ctx, o)

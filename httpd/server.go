@@ -196,6 +196,13 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.GET("/api/v1/batches/{id}", s.batch)
 	r.GET("/api/v1/files/{id}", s.file)
 	r.POST("/api/v1/bulk", s.bulk)
+	// ScreenshotOne's paths (s1.go).
+	r.GET("/take", s.s1Take)
+	r.POST("/take", s.s1Take)
+	r.GET("/animate", s.s1Animate)
+	r.POST("/animate", s.s1Animate)
+	r.POST("/bulk", s.bulk)
+	r.GET("/usage", s.s1UsageHandler)
 
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
 	r.GET("/readyz", s.readyz)
@@ -392,7 +399,8 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/openapi.json":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz",
+		"/take", "/animate", "/bulk", "/usage", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/openapi.json":
 		return p
 	}
 	return "other"

@@ -110,7 +110,7 @@ func (s *OptionSpec) checked(fn func(string) string) *OptionSpec { s.check = fn;
 // The values each enumerated option accepts.
 var (
 	Formats         = []string{shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF, shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV}
-	ResponseTypes   = []string{"by_format", "json"}
+	ResponseTypes   = []string{"by_format", "json", "empty"}
 	PNGCompressions = []string{shotd.PNGFast, shotd.PNGBest}
 	WaitConditions  = []string{shotd.WaitLoad, shotd.WaitDOMContentLoaded, shotd.WaitNetworkIdle, shotd.WaitCommit}
 	MediaTypes      = []string{"screen", "print"}
@@ -147,7 +147,7 @@ var OptionTable = slices.Concat([]*OptionSpec{
 		func(o *draft, v string) { o.PNGCompression = v }),
 	boolean("Output", "omit_background", "false", "Transparent page background (png, webp).",
 		func(o *draft, v bool) { o.OmitBackground = v }),
-	enum("Output", "response_type", "by_format", "Return the file itself, or JSON with a link to it.", ResponseTypes,
+	enum("Output", "response_type", "by_format", "Return the file itself, JSON with a link to it, or nothing (empty: render, store if asked, answer 200 without a body).", ResponseTypes,
 		func(o *draft, v string) { o.ResponseType = v }).nonRender(),
 
 	// Viewport.

@@ -9,7 +9,7 @@ import (
 // only take and animate, so the form is not offered where a ScreenshotOne client never sends it.
 // The form covers the query alone, so a link signed for one of them also works on the other;
 // /api/v1/screenshot, shotd's own name, takes shotd's form alone, which binds the path.
-var RenderPaths = []string{"/api/v1/take", "/api/v1/animate"}
+var RenderPaths = []string{"/api/v1/take", "/api/v1/animate", "/take", "/animate"}
 
 // UnsignedQuery is the raw query string as sent, without its signature parameters: the bytes
 // ScreenshotOne's SDKs sign (they build the query, sign its text, then append &signature=...).
