@@ -35,6 +35,7 @@ var s1Bounds = map[string][2]float64{
 	"device_scale_factor": {1, 5},
 	"timeout":             {1, 90},
 	"image_quality":       {1, 100},
+	"cache_ttl":           {14400, 2592000},
 }
 
 // S1Limits is lim with ScreenshotOne's bounds; async raises timeout to their 600 s.
@@ -187,6 +188,7 @@ func s1Common(ps Params) *params {
 			q.fail(p.Name, notHere+why)
 		}
 	}
+	q.refuseTheirs()
 	// Their defaults where shotd's differ.
 	q.setDefault("timeout", "60")
 	if t, err := strconv.ParseFloat(q.get("timeout"), 64); err == nil && t == 0 {
@@ -224,6 +226,88 @@ func s1Common(ps Params) *params {
 	}
 	return q
 }
+
+// alnum is ScreenshotOne's rule for identifiers: letters and digits only.
+func alnum(v string, max int) bool {
+	if v == "" || len(v) > max {
+		return false
+	}
+	for _, c := range v {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+// refuseTheirs refuses what ScreenshotOne refuses and shotd alone would take: their paths
+// answer as they do.
+func (q *params) refuseTheirs() {
+	if q.has("cache_ttl") && !q.isTrue("cache") || q.has("cache_key") && !q.isTrue("cache") {
+		q.fail("cache", "cache_ttl and cache_key need cache=true")
+	}
+	if v := q.get("cache_key"); q.has("cache_key") && !alnum(v, 250) {
+		q.fail("cache_key", "must be 1 to 250 letters and digits")
+	}
+	if v := q.get("external_identifier"); q.has("external_identifier") && !alnum(v, 64) {
+		q.fail("external_identifier", "must be 1 to 64 letters and digits")
+	}
+	if v := q.get("storage_acl"); v != "" && v != "public-read" {
+		q.fail("storage_acl", "must be public-read or empty")
+	}
+	if q.has("storage_path") && !q.isTrue("store") {
+		q.fail("storage_path", "needs store=true")
+	}
+	if q.isTrue("store") && !q.has("storage_path") {
+		q.fail("storage_path", "is required with store=true")
+	}
+	if q.has("webhook_url") && strings.EqualFold(q.get("response_type"), "empty") {
+		q.fail("webhook_url", "is not accepted with response_type=empty")
+	}
+	if q.has("metadata_content_format") && !q.isTrue("metadata_content") {
+		q.fail("metadata_content_format", "needs metadata_content=true")
+	}
+	for _, p := range q.ps {
+		if p.Name != "scripts_wait_until" {
+			continue
+		}
+		for _, v := range p.Values {
+			for _, it := range strings.Split(v, ",") {
+				if it = strings.TrimSpace(it); it != "" && !slices.Contains(ScriptsWaitConditions, it) {
+					q.fail(p.Name, fmt.Sprintf("%q is not one of %s", clip(it), strings.Join(ScriptsWaitConditions, ", ")))
+				}
+			}
+		}
+	}
+	q.number("navigation_timeout", 0, 30)
+	q.number("geolocation_latitude", -90, 90)
+	q.number("geolocation_longitude", -180, 180)
+	q.number("geolocation_accuracy", 0, 1e7)
+	if !q.has("url") {
+		for _, n := range []string{"metadata_http_response_status_code", "metadata_http_response_headers"} {
+			if q.has(n) {
+				q.fail(n, "needs url")
+			}
+		}
+	}
+}
+
+// number refuses a value of n that is not a number within their bounds: an option their paths
+// may drop is checked before.
+func (q *params) number(n string, lo, hi float64) {
+	if !q.has(n) {
+		return
+	}
+	f, err := strconv.ParseFloat(q.get(n), 64)
+	if err != nil || f < lo || f > hi {
+		q.fail(n, fmt.Sprintf("must be a number between %s and %s", fmtNum(lo), fmtNum(hi)))
+	}
+}
+
+// s1Easings are the scroll_easing values of their /animate.
+var s1Easings = []string{"linear", "ease_in_quad", "ease_out_quad", "ease_in_out_quad", "ease_in_cubic",
+	"ease_out_cubic", "ease_in_out_cubic", "ease_in_quart", "ease_out_quart", "ease_in_out_quart",
+	"ease_in_quint", "ease_out_quint", "ease_in_out_quint"}
 
 // foldList reads one of ScreenshotOne's array options that shotd takes as one value: an empty
 // array is the default, one item is that value; several are refused, naming the option.
@@ -268,12 +352,37 @@ func S1Take(ps Params) (Params, error) {
 	if format == shotd.FormatJPEG || format == shotd.FormatWebP {
 		q.setDefault("image_quality", "100")
 	}
+	f = strings.ToLower(f)
+	if q.has("omit_background") && f != "png" {
+		q.fail("omit_background", "only with format=png")
+	}
+	if q.has("image_quality") && !slices.Contains([]string{"jpeg", "jpg", "webp", "png", "tiff", "jp2", "avif", "heif"}, f) {
+		q.fail("image_quality", "only with image formats")
+	}
+	if q.has("selector") && f == "pdf" {
+		q.fail("selector", "rendering PDFs by selector is not allowed")
+	}
+	if q.isTrue("full_page_slices") && !q.isTrue("full_page") {
+		q.fail("full_page_slices", "needs full_page=true")
+	}
+	if q.isTrue("full_page_slices") && q.isTrue("store") {
+		q.fail("full_page_slices", "does not support store=true")
+	}
+	for _, n := range []string{"full_page_scroll", "full_page_scroll_delay", "full_page_scroll_by", "full_page_max_height", "full_page_algorithm"} {
+		if q.has(n) && !q.isTrue("full_page") {
+			q.fail(n, "needs full_page=true")
+		}
+	}
+	for _, n := range []string{"selector_algorithm", "selector_scroll_into_view"} {
+		if q.has(n) && !q.has("selector") {
+			q.fail(n, "needs selector")
+		}
+	}
 	q.setDefault("error_on_selector_not_found", "false")
 	q.dropUnless(q.has("scroll_into_view"), "scroll_into_view_adjust_top")
-	q.dropUnless(q.isTrue("full_page"), "full_page_scroll", "full_page_algorithm", "full_page_max_height")
-	q.dropUnless(q.isTrue("full_page") && (!q.has("full_page_scroll") || q.isTrue("full_page_scroll")), "full_page_scroll_delay", "full_page_scroll_by")
+	q.dropUnless(!q.has("full_page_scroll") || q.isTrue("full_page_scroll"), "full_page_scroll_delay", "full_page_scroll_by")
 	q.dropUnless(q.isTrue("full_page_slices"), "full_page_slice_height", "full_page_slice_overlap_height")
-	q.dropUnless(q.has("selector"), "selector_algorithm", "selector_scroll_into_view")
+	q.dropUnless(q.has("selector") || q.has("clip_width") && q.has("clip_height"), ClipOptions...)
 	if q.has("capture_beyond_viewport") {
 		if !q.isTrue("capture_beyond_viewport") && q.isTrue("full_page") {
 			// Their false captures the page viewport by viewport.
@@ -304,6 +413,33 @@ var s1AnimateIgnored = []string{"scroll_duration", "scroll_delay", "scroll_by", 
 // (mp4, 5 s, 4:3, scroll back on), their step timing played as one continuous scroll.
 func S1Animate(ps Params) (Params, error) {
 	q := s1Common(ps)
+	f := strings.ToLower(strings.TrimSpace(q.get("format")))
+	if q.has("format") {
+		q.set("format", f)
+	}
+	if v := strings.ToLower(strings.TrimSpace(q.get("scroll_easing"))); q.has("scroll_easing") && !slices.Contains(s1Easings, v) {
+		q.fail("scroll_easing", "must be one of "+strings.Join(s1Easings, ", "))
+	}
+	if q.has("omit_background") && f != "mov" {
+		q.fail("omit_background", "only with format=mov")
+	}
+	if q.has("scroll_stop_after_duration") && (!q.has("scroll_back") || q.isTrue("scroll_back")) {
+		q.fail("scroll_stop_after_duration", "needs scroll_back=false")
+	}
+	if q.has("scroll_stop_after_duration") && q.has("scroll_back_after_duration") {
+		q.fail("scroll_back_after_duration", "conflicts with scroll_stop_after_duration")
+	}
+	if q.has("scroll_to_end_after") && strings.ToLower(q.get("scenario")) != "scroll" {
+		q.fail("scroll_to_end_after", "needs scenario=scroll")
+	}
+	if r := q.get("aspect_ratio"); q.has("aspect_ratio") && r != "4:3" && r != "16:9" {
+		q.fail("aspect_ratio", "must be 4:3 or 16:9")
+	}
+	for _, n := range ClipOptions {
+		if q.has(n) && f != "gif" {
+			q.fail(n, "only with format=gif")
+		}
+	}
 	q.drop(s1AnimateIgnored...)
 	if v := strings.ToLower(strings.TrimSpace(q.get("scenario"))); v == "" {
 		q.drop("scenario")
@@ -328,9 +464,6 @@ func S1Animate(ps Params) (Params, error) {
 			h = w * 9 / 16
 		}
 		q.set("viewport_height", strconv.Itoa(max(h, 100)))
-	}
-	if f := strings.ToLower(q.get("format")); f != "gif" {
-		q.drop(ClipOptions...) // their clip is for gif alone
 	}
 	if !q.has("clip_width") || !q.has("clip_height") {
 		q.drop(ClipOptions...)
