@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-
 )
 
 // s1Error is ScreenshotOne's error body.
@@ -73,7 +72,7 @@ func TestScreenshotOneRootErrors(t *testing.T) {
 		{"their rule", "/take", q("url", site.URL, "omit_background", "true"), 400, "request_not_valid", "omit_background"},
 		{"cloud only", "/take", q("url", site.URL, "openai_api_key", "sk"), 400, "request_not_valid", "openai_api_key"},
 		{"animate option", "/animate", q("url", site.URL, "aspect_ratio", "1:1"), 400, "request_not_valid", "aspect_ratio"},
-		{"host error", "/take", q("url", site.URL + "/gone"), 400, "host_returned_error", ""},
+		{"host error", "/take", q("url", site.URL+"/gone"), 400, "host_returned_error", ""},
 		{"selector", "/take", q("url", site.URL, "selector", "#nope", "error_on_selector_not_found", "true", "timeout", "2"), 400, "selector_not_found", ""},
 		{"network", "/take", q("url", "http://"+nowhere+"/"), 500, "network_error", ""},
 		{"not a path", "/takes", q(), 404, "request_not_valid", ""},
@@ -146,7 +145,7 @@ func TestScreenshotOneRootAnswers(t *testing.T) {
 	r = get(t, "/usage", a.q())
 	var u struct {
 		Total, Available, Used *int
-		Concurrency           struct{ Limit, Remaining *int }
+		Concurrency            struct{ Limit, Remaining *int }
 	}
 	if err := json.Unmarshal(r.body, &u); err != nil || r.status != 200 || u.Total == nil || u.Available == nil || u.Used == nil || u.Concurrency.Limit == nil {
 		t.Fatalf("usage: %d %s", r.status, r.body)
