@@ -255,6 +255,10 @@ type Options struct {
 	Expires    int64
 	HasExpires bool
 
+	// Dialect is "s1" for a request made on ScreenshotOne's paths, whose job answers their way
+	// (their webhook body and signature); "" for shotd's own.
+	Dialect string `json:",omitempty"`
+
 	// Given lists the option names that the request set explicitly, in table order. The cache
 	// key and bulk defaults use it.
 	Given []string

@@ -173,6 +173,9 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.P
 		}
 	}
 	o, err := option.ParseOptions(ps, lim)
+	if err == nil && isS1(ctx) {
+		o.Dialect = shotd.DialectS1 // set while the options are still being made
+	}
 	return who, o, err
 }
 

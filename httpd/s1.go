@@ -21,59 +21,6 @@ func isS1(ctx *fasthttp.RequestCtx) bool { return s1Paths[string(ctx.Path())] }
 func (s *Server) s1Take(ctx *fasthttp.RequestCtx)    { s.render(ctx, option.S1Take) }
 func (s *Server) s1Animate(ctx *fasthttp.RequestCtx) { s.render(ctx, option.S1Animate) }
 
-// s1Code is one row of the table from shotd's catalogue to ScreenshotOne's error codes, with
-// the status they answer it with.
-type s1Code struct {
-	code   string
-	status int
-}
-
-// s1Codes maps every code of shotd's catalogue to ScreenshotOne's (their error documentation,
-// https://screenshotone.com/docs/errors/): client errors are 400 there, whatever their kind,
-// except what has no counterpart of theirs (an unknown path, a method), which keeps its status.
-var s1Codes = map[shotd.Code]s1Code{
-	shotd.CodeInvalidURL:          {"request_not_valid", 400},
-	shotd.CodeInvalidOptions:      {"request_not_valid", 400},
-	shotd.CodeInvalidRequest:      {"request_not_valid", 400},
-	shotd.CodeAccessKeyRequired:   {"access_key_required", 400},
-	shotd.CodeAccessKeyInvalid:    {"access_key_invalid", 400},
-	shotd.CodeQuotaExceeded:       {"screenshots_limit_reached", 400},
-	shotd.CodeHostNotAllowed:      {"request_not_valid", 400},
-	shotd.CodeSignatureRequired:   {"signature_is_required", 400},
-	shotd.CodeSignatureInvalid:    {"signature_is_not_valid", 400},
-	shotd.CodeEmailNotVerified:    {"access_key_invalid", 400},
-	shotd.CodeFeatureNotAvailable: {"request_not_valid", 400},
-	shotd.CodeRequestExpired:      {"signature_is_not_valid", 400},
-	shotd.CodeNotFound:            {"request_not_valid", 404},
-	shotd.CodeJobNotFound:         {"request_not_valid", 404},
-	shotd.CodeFileNotFound:        {"request_not_valid", 404},
-	shotd.CodeMethodNotAllowed:    {"request_not_valid", 405},
-	shotd.CodeContentTooLarge:     {"resulting_image_too_large", 400},
-	shotd.CodeSelectorNotFound:    {"selector_not_found", 400},
-	shotd.CodeContentCheckFailed:  {"content_contains_specified_string", 400},
-	shotd.CodeHostReturnedError:   {"host_returned_error", 400},
-	shotd.CodePageCrashed:         {"internal_application_error", 500},
-	shotd.CodeRateLimited:         {"concurrency_limit_reached", 400},
-	shotd.CodeConcurrencyLimit:    {"concurrency_limit_reached", 400},
-	shotd.CodeQueueLimit:          {"concurrency_limit_reached", 400},
-	shotd.CodeFailureLimit:        {"concurrency_limit_reached", 400},
-	shotd.CodeInternalError:       {"internal_application_error", 500},
-	shotd.CodeNavigationFailed:    {"network_error", 500},
-	shotd.CodeStorageFailed:       {"storage_returned_transient_error", 500},
-	shotd.CodeRendererBusy:        {"temporary_unavailable", 503},
-	shotd.CodeRendererUnavailable: {"temporary_unavailable", 503},
-	shotd.CodeServiceUnavailable:  {"temporary_unavailable", 503},
-	shotd.CodeTimeout:             {"timeout_error", 500},
-}
-
-// s1CodeOf is ScreenshotOne's code and status for a catalogue code.
-func s1CodeOf(c shotd.Code) s1Code {
-	if x, ok := s1Codes[c]; ok {
-		return x
-	}
-	return s1Codes[shotd.CodeInternalError]
-}
-
 // s1ErrorBody is ScreenshotOne's error body. error_details lists each invalid option of
 // request_not_valid; returned_status_code is the page's status of host_returned_error.
 type s1ErrorBody struct {
@@ -89,39 +36,20 @@ type s1ErrorBody struct {
 func newS1Error(publicURL string, err error) (int, s1ErrorBody) {
 	e := shotd.AsError(err)
 	info := shotd.Info(e.Code)
-	x := s1CodeOf(info.Code)
+	x := shotd.S1CodeOf(info.Code)
 	msg := e.Message
 	if msg == "" {
 		msg = info.Doc
 	}
-	return x.status, s1ErrorBody{ErrorCode: x.code, ErrorMessage: msg, ErrorDetails: e.Fields,
+	return x.Status, s1ErrorBody{ErrorCode: x.Code, ErrorMessage: msg, ErrorDetails: e.Fields,
 		DocumentationURL: publicURL + "/docs/errors#" + string(info.Code), ReturnedStatusCode: e.HostStatus}
-}
-
-// s1Result is ScreenshotOne's JSON answer of a render (response_type=json): the link to the
-// file, the cache's when the cache kept it, the upload's location, the metadata asked for.
-type s1Result struct {
-	ScreenshotURL string          `json:"screenshot_url"`
-	CacheURL      string          `json:"cache_url,omitempty"`
-	Store         *view.StoreView `json:"store,omitempty"`
-	Metadata      *shotd.Metadata `json:"metadata,omitempty"`
-}
-
-// newS1Result is ScreenshotOne's JSON answer of r.
-func newS1Result(r shotd.JobResult, publicURL string, cached bool) s1Result {
-	v := view.NewResultView(r, publicURL)
-	out := s1Result{ScreenshotURL: v.URL, Store: v.Store, Metadata: v.Metadata}
-	if cached {
-		out.CacheURL = v.URL
-	}
-	return out
 }
 
 // writeResult answers a render's stored result as JSON: shotd's result view, or
 // ScreenshotOne's on their paths.
 func (s *Server) writeResult(ctx *fasthttp.RequestCtx, o *shotd.Options, r shotd.JobResult) {
 	if isS1(ctx) {
-		writeJSON(ctx, fasthttp.StatusOK, newS1Result(r, s.set.PublicURL, o.Cache))
+		writeJSON(ctx, fasthttp.StatusOK, view.NewS1Result(r, s.set.PublicURL, o.Cache))
 		return
 	}
 	writeJSON(ctx, fasthttp.StatusOK, view.NewResultView(r, s.set.PublicURL))

@@ -1,8 +1,12 @@
 package httpd_test
 
 import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -11,6 +15,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 )
 
 // s1Error is ScreenshotOne's error body.
@@ -243,4 +248,80 @@ func scalarOf(v any) string {
 		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
 	return fmt.Sprint(v)
+}
+
+// s1Receiver is a webhook receiver written from ScreenshotOne's webhook documentation: it
+// verifies X-ScreenshotOne-Signature, the hex HMAC-SHA256 of the raw body with the secret key,
+// and keeps the bodies that verify.
+type s1Receiver struct {
+	srv    *httptest.Server
+	bodies chan []byte
+}
+
+func newS1Receiver(t *testing.T, secret string) *s1Receiver {
+	rc := &s1Receiver{bodies: make(chan []byte, 8)}
+	rc.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		raw, _ := io.ReadAll(r.Body)
+		mac := hmac.New(sha256.New, []byte(secret))
+		mac.Write(raw)
+		want := hex.EncodeToString(mac.Sum(nil))
+		if !hmac.Equal([]byte(want), []byte(r.Header.Get("X-ScreenshotOne-Signature"))) {
+			http.Error(w, "bad signature", http.StatusUnauthorized)
+			return
+		}
+		rc.bodies <- raw
+	}))
+	t.Cleanup(rc.srv.Close)
+	return rc
+}
+
+// next waits for a verified delivery.
+func (rc *s1Receiver) next(t *testing.T) []byte {
+	t.Helper()
+	select {
+	case b := <-rc.bodies:
+		return b
+	case <-time.After(30 * time.Second):
+		t.Fatal("no verified webhook delivery")
+		return nil
+	}
+}
+
+// TestScreenshotOneWebhooks: a job made on their paths sends their webhook body, signed their
+// way, which their documented check verifies; a failed one their error body.
+func TestScreenshotOneWebhooks(t *testing.T) {
+	a := newAccount(t, "jobs", true)
+	rc := newS1Receiver(t, a.key.SecretKey)
+	r := get(t, "/take", a.q("url", page("/"), "viewport_width", "200", "viewport_height", "150", "async", "true",
+		"webhook_url", rc.srv.URL+"/hook", "external_identifier", "order42", "metadata_page_title", "true"))
+	if r.status != 200 || !strings.Contains(string(r.body), `"is_successful":true`) {
+		t.Fatalf("async take: %d %s", r.status, r.body)
+	}
+	var ok struct {
+		IsSuccessful       bool   `json:"is_successful"`
+		ScreenshotURL      string `json:"screenshot_url"`
+		ExternalIdentifier string `json:"external_identifier"`
+		Metadata           struct {
+			PageTitle string `json:"page_title"`
+		} `json:"metadata"`
+	}
+	if err := json.Unmarshal(rc.next(t), &ok); err != nil {
+		t.Fatal(err)
+	}
+	if !ok.IsSuccessful || !strings.HasPrefix(ok.ScreenshotURL, "http://shotd.test/api/v1/files/") ||
+		ok.ExternalIdentifier != "order42" || ok.Metadata.PageTitle != "fixture" {
+		t.Errorf("webhook %+v", ok)
+	}
+	// A failed job, with webhook_errors=true: their error body.
+	get(t, "/take", a.q("url", "http://"+nowhere+"/", "async", "true", "webhook_url", rc.srv.URL+"/hook", "webhook_errors", "true"))
+	var bad struct {
+		IsSuccessful *bool  `json:"is_successful"`
+		ErrorCode    string `json:"error_code"`
+	}
+	if err := json.Unmarshal(rc.next(t), &bad); err != nil {
+		t.Fatal(err)
+	}
+	if bad.IsSuccessful == nil || *bad.IsSuccessful || bad.ErrorCode != "network_error" {
+		t.Errorf("failed job's webhook %+v", bad)
+	}
 }

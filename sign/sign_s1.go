@@ -43,3 +43,7 @@ func SignQueryS1(secret, rawQuery string) string {
 func VerifyQueryS1(secret, rawQuery, signature string) bool {
 	return hmac.Equal([]byte(SignQueryS1(secret, rawQuery)), []byte(strings.ToLower(signature)))
 }
+
+// SignWebhookS1 is X-ScreenshotOne-Signature of a webhook body: the lower-case hex HMAC-SHA256
+// of the raw body, keyed with the secret, as ScreenshotOne signs theirs.
+func SignWebhookS1(secret string, body []byte) string { return hexHMAC(secret, string(body)) }
