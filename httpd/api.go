@@ -189,15 +189,37 @@ func onlyKey(ps option.Params, ak string) bool {
 	return true
 }
 
-// renderNow renders o while the client waits: admitted by the account first, settled whatever
-// happens (a panic or an early return still frees the slot and the reservation), the file kept
-// when the answer links to it or the cache keeps it.
+// renderNow renders o while the client waits and answers it (renderKept).
 func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, cacheKey string) {
+	rec, out, err := s.renderKept(ctx, who, o, cacheKey)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
+	ctx.Response.Header.Set("X-Cache", "MISS")
+	switch o.ResponseType {
+	case "json":
+		s.writeResult(ctx, o, s.files.ResultOf(rec, "MISS"))
+		return
+	case "empty":
+		ctx.SetStatusCode(fasthttp.StatusOK) // rendered (and stored, when asked); no body
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType(out.ContentType)
+	ctx.SetBody(out.Data)
+	setAttachment(ctx, o)
+}
+
+// renderKept renders o while the client waits: admitted by the account first, settled whatever
+// happens (a panic or an early return still frees the slot and the reservation), the file kept
+// when the answer links to it or the cache keeps it. The limit headers are set on ctx.
+func (s *Server) renderKept(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, cacheKey string) (shotd.FileRecord, *shotd.Output, error) {
 	adm, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitRender, Features: o.Features()})
 	if err != nil {
 		setLimitHeaders(ctx, limits, true)
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
 	outcome := shotd.OutcomeReleased
 	settled := false
@@ -218,45 +240,27 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 
 	// Converted and resolved once admitted: a key past its rate or quota takes no converter slot.
 	if err := s.checkTargets(o, -1); err != nil {
-		settle()
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
 	out, err := s.renderBounded(o)
 	if err != nil {
 		outcome = shotd.OutcomeOf(err)
 		settle()
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
 	rec, err := s.keepFile(o, who.account.ID, cacheKey, out)
 	if err != nil {
 		settle() // released: the file is rendered, keeping it is what failed
-		s.fail(ctx, shotd.StoredError(err))
-		return
+		return shotd.FileRecord{}, nil, shotd.StoredError(err)
 	}
 	outcome = shotd.OutcomeSucceeded
 	// A success that could not be billed (cluster mode: the quota ledger lost its reservation)
 	// is not answered as one, or the account would get more than its quota.
 	var nb interface{ NotBilled() bool }
 	if err := settle(); errors.As(err, &nb) && nb.NotBilled() {
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
-	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
-	ctx.Response.Header.Set("X-Cache", "MISS")
-	switch o.ResponseType {
-	case "json":
-		s.writeResult(ctx, o, s.files.ResultOf(rec, "MISS"))
-		return
-	case "empty":
-		ctx.SetStatusCode(fasthttp.StatusOK) // rendered (and stored, when asked); no body
-		return
-	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType(out.ContentType)
-	ctx.SetBody(out.Data)
-	setAttachment(ctx, o)
+	return rec, out, nil
 }
 
 // renderBounded renders o within its budget and the server's output limit.

@@ -325,3 +325,80 @@ func TestScreenshotOneWebhooks(t *testing.T) {
 		t.Errorf("failed job's webhook %+v", bad)
 	}
 }
+
+// TestScreenshotOneBulk: their bulk answers signed links to /take that work, executes when
+// asked, and refuses past their item limit.
+func TestScreenshotOneBulk(t *testing.T) {
+	a := newAccount(t, "jobs", true)
+	post := func(v any) answer {
+		b, _ := json.Marshal(v)
+		return do(t, http.MethodPost, env.base+"/bulk", b, map[string]string{"Content-Type": "application/json"})
+	}
+	body := map[string]any{"access_key": a.key.AccessKey, "optimize": true,
+		"options":  map[string]any{"url": page("/"), "viewport_width": 200, "viewport_height": 150, "format": "png"},
+		"requests": []any{map[string]any{"viewport_width": 120}, map[string]any{"html": "<p>x</p>", "block_ads": true}}}
+	r := post(body)
+	var links struct {
+		Responses []struct {
+			URL      string          `json:"url"`
+			Response json.RawMessage `json:"response"`
+		} `json:"responses"`
+	}
+	if err := json.Unmarshal(r.body, &links); err != nil || r.status != 200 || len(links.Responses) != 2 {
+		t.Fatalf("bulk: %d %s", r.status, r.body)
+	}
+	for i, l := range links.Responses {
+		if !strings.HasPrefix(l.URL, "http://shotd.test/take?") || len(l.Response) != 0 {
+			t.Fatalf("item %d: %+v", i, l)
+		}
+		// The link works on this server, signature and all.
+		got := do(t, http.MethodGet, env.base+strings.TrimPrefix(l.URL, "http://shotd.test"), nil, nil)
+		if got.status != 200 || got.header.Get("Content-Type") != "image/png" {
+			t.Fatalf("item %d's link: %d %.200s", i, got.status, got.body)
+		}
+		if i == 0 {
+			if w, _ := imageSize(t, "png", got.body); w != 120 {
+				t.Errorf("item 0 is %d wide, want its own 120", w)
+			}
+		}
+	}
+	// execute: each rendered, their answer beside its link.
+	body["execute"] = true
+	body["requests"] = []any{map[string]any{"viewport_width": 120}, map[string]any{"url": "http://" + nowhere + "/"}}
+	r = post(body)
+	var done struct {
+		Responses []struct {
+			URL      string `json:"url"`
+			Response struct {
+				IsSuccessful  bool   `json:"is_successful"`
+				ScreenshotURL string `json:"screenshot_url"`
+				ErrorCode     string `json:"error_code"`
+			} `json:"response"`
+		} `json:"responses"`
+	}
+	if err := json.Unmarshal(r.body, &done); err != nil || r.status != 200 || len(done.Responses) != 2 {
+		t.Fatalf("execute: %d %s", r.status, r.body)
+	}
+	if x := done.Responses[0].Response; !x.IsSuccessful || !strings.HasPrefix(x.ScreenshotURL, "http://shotd.test/api/v1/files/") {
+		t.Errorf("executed item 0: %+v", x)
+	}
+	if x := done.Responses[1].Response; x.IsSuccessful || x.ErrorCode != "network_error" {
+		t.Errorf("executed item 1: %+v", x)
+	}
+	// Their refusals: an invalid item names its index; too many items; no key.
+	body["execute"] = false
+	body["requests"] = []any{map[string]any{}, map[string]any{"device_scale_factor": 9}}
+	e := wantS1Error(t, post(body), 400, "request_not_valid")
+	if len(e.ErrorDetails) == 0 || e.ErrorDetails[0].Field != "device_scale_factor" {
+		t.Errorf("error_details %+v", e.ErrorDetails)
+	}
+	many := make([]any, 6) // the test server's bulk_max_items is 5, below their 20
+	for i := range many {
+		many[i] = map[string]any{}
+	}
+	body["requests"] = many
+	wantS1Error(t, post(body), 400, "request_not_valid")
+	delete(body, "access_key")
+	body["requests"] = []any{map[string]any{}}
+	wantS1Error(t, post(body), 400, "access_key_required")
+}

@@ -201,7 +201,7 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	r.POST("/take", s.s1Take)
 	r.GET("/animate", s.s1Animate)
 	r.POST("/animate", s.s1Animate)
-	r.POST("/bulk", s.bulk)
+	r.POST("/bulk", s.s1Bulk)
 	r.GET("/usage", s.s1UsageHandler)
 
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
