@@ -36,7 +36,7 @@ type s1ErrorBody struct {
 func newS1Error(publicURL string, err error) (int, s1ErrorBody) {
 	e := shotd.AsError(err)
 	info := shotd.Info(e.Code)
-	x := shotd.S1CodeOf(info.Code)
+	x := shotd.S1CodeOfError(&shotd.Error{Code: info.Code, Message: e.Message})
 	msg := e.Message
 	if msg == "" {
 		msg = info.Doc

@@ -79,7 +79,9 @@ func TestScreenshotOneRootErrors(t *testing.T) {
 		{"animate option", "/animate", q("url", site.URL, "aspect_ratio", "1:1"), 400, "request_not_valid", "aspect_ratio"},
 		{"host error", "/take", q("url", site.URL+"/gone"), 400, "host_returned_error", ""},
 		{"selector", "/take", q("url", site.URL, "selector", "#nope", "error_on_selector_not_found", "true", "timeout", "2"), 400, "selector_not_found", ""},
-		{"network", "/take", q("url", "http://"+nowhere+"/"), 500, "network_error", ""},
+		{"name not resolved", "/take", q("url", "http://"+nowhere+"/"), 400, "name_not_resolved", ""},
+		{"network", "/take", q("url", "http://127.0.0.1:"+closedPort(t)+"/"), 500, "network_error", ""},
+		{"content missing", "/take", q("url", site.URL, "fail_if_content_missing", "welcome"), 500, "content_missing_specified_string", ""},
 		{"not a path", "/takes", q(), 404, "request_not_valid", ""},
 	}
 	for _, c := range cases {
@@ -321,7 +323,7 @@ func TestScreenshotOneWebhooks(t *testing.T) {
 	if err := json.Unmarshal(rc.next(t), &bad); err != nil {
 		t.Fatal(err)
 	}
-	if bad.IsSuccessful == nil || *bad.IsSuccessful || bad.ErrorCode != "network_error" {
+	if bad.IsSuccessful == nil || *bad.IsSuccessful || bad.ErrorCode != "name_not_resolved" {
 		t.Errorf("failed job's webhook %+v", bad)
 	}
 }
@@ -382,7 +384,7 @@ func TestScreenshotOneBulk(t *testing.T) {
 	if x := done.Responses[0].Response; !x.IsSuccessful || !strings.HasPrefix(x.ScreenshotURL, "http://shotd.test/api/v1/files/") {
 		t.Errorf("executed item 0: %+v", x)
 	}
-	if x := done.Responses[1].Response; x.IsSuccessful || x.ErrorCode != "network_error" {
+	if x := done.Responses[1].Response; x.IsSuccessful || x.ErrorCode != "name_not_resolved" {
 		t.Errorf("executed item 1: %+v", x)
 	}
 	// Their refusals: an invalid item names its index; too many items; no key.

@@ -31,7 +31,7 @@ func NewS1Body(job shotd.Job, publicURL string) ([]byte, error) {
 	case job.Status == shotd.JobSucceeded && job.Result != nil:
 		b.S1Result = view.NewS1Result(*job.Result, publicURL, false)
 	default:
-		b.ErrorCode = shotd.S1CodeOf(shotd.Code(job.ErrorCode)).Code
+		b.ErrorCode = shotd.S1CodeOfError(&shotd.Error{Code: shotd.Code(job.ErrorCode), Message: job.ErrorMessage}).Code
 		b.ErrorMessage = job.ErrorMessage
 	}
 	return json.Marshal(b)
