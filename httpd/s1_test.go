@@ -404,3 +404,28 @@ func TestScreenshotOneBulk(t *testing.T) {
 	body["requests"] = []any{map[string]any{}}
 	wantS1Error(t, post(body), 400, "access_key_required")
 }
+
+// TestScreenshotOneAcceptLanguage: an Accept-Language header sets the page's locale as their
+// localization guide describes (navigator.language(s), Intl), and the next render of the tab is
+// back to the browser's own.
+func TestScreenshotOneAcceptLanguage(t *testing.T) {
+	a := newAccount(t, "jobs", true)
+	site := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprintf(w, `<body><p>header=%s</p><script>document.write('lang=' + navigator.language +
+' langs=' + navigator.languages.join('+') + ' intl=' + Intl.DateTimeFormat().resolvedOptions().locale)</script></body>`,
+			r.Header.Get("Accept-Language"))
+	}))
+	defer site.Close()
+	small := []string{"url", site.URL, "viewport_width", "200", "viewport_height", "150", "format", "png"}
+	r := get(t, "/take", a.q(append(small, "headers", "Accept-Language: de-DE,de;q=0.9",
+		"fail_if_content_missing", "lang=de-DE langs=de-DE+de intl=de-DE")...))
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	for i := 0; i < 2; i++ { // the pool's tabs: neither keeps the locale
+		r = get(t, "/take", a.q(append(small, "fail_if_content_contains", "de-DE")...))
+		if r.status != 200 {
+			t.Fatalf("a render after: %d %s", r.status, r.body)
+		}
+	}
+}
