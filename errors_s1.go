@@ -68,6 +68,7 @@ var s1Splits = []struct {
 	s1   S1Code
 }{
 	{CodeNavigationFailed, "could not be resolved", S1Code{"name_not_resolved", 400}},
+	{CodeNavigationFailed, "no such host", S1Code{"name_not_resolved", 400}},
 	{CodeContentCheckFailed, "fail_if_content_missing", S1Code{"content_missing_specified_string", 500}},
 	{CodeContentTooLarge, "the request", S1Code{"request_body_too_large", 413}},
 }

@@ -77,7 +77,7 @@ func TestScreenshotOneRootErrors(t *testing.T) {
 		{"their rule", "/take", q("url", site.URL, "omit_background", "true"), 400, "request_not_valid", "omit_background"},
 		{"cloud only", "/take", q("url", site.URL, "openai_api_key", "sk"), 400, "request_not_valid", "openai_api_key"},
 		{"animate option", "/animate", q("url", site.URL, "aspect_ratio", "1:1"), 400, "request_not_valid", "aspect_ratio"},
-		{"host error", "/take", q("url", site.URL+"/gone"), 400, "host_returned_error", ""},
+		{"host error", "/take", q("url", site.URL+"/gone"), 500, "host_returned_error", ""},
 		{"selector", "/take", q("url", site.URL, "selector", "#nope", "error_on_selector_not_found", "true", "timeout", "2"), 400, "selector_not_found", ""},
 		{"name not resolved", "/take", q("url", "http://"+nowhere+"/"), 400, "name_not_resolved", ""},
 		{"network", "/take", q("url", "http://127.0.0.1:"+closedPort(t)+"/"), 500, "network_error", ""},
@@ -319,12 +319,13 @@ func TestScreenshotOneWebhooks(t *testing.T) {
 	var bad struct {
 		IsSuccessful *bool  `json:"is_successful"`
 		ErrorCode    string `json:"error_code"`
+		ErrorMessage string `json:"error_message"`
 	}
 	if err := json.Unmarshal(rc.next(t), &bad); err != nil {
 		t.Fatal(err)
 	}
 	if bad.IsSuccessful == nil || *bad.IsSuccessful || bad.ErrorCode != "name_not_resolved" {
-		t.Errorf("failed job's webhook %+v", bad)
+		t.Errorf("failed job's webhook %s %+v", bad.ErrorMessage, bad)
 	}
 }
 
