@@ -401,16 +401,24 @@ func (s *Server) statusAuth(ctx *fasthttp.RequestCtx) (*principal, bool) {
 }
 
 func (s *Server) usage(ctx *fasthttp.RequestCtx) {
+	if u, ok := s.usageReport(ctx); ok {
+		writeJSON(ctx, fasthttp.StatusOK, u)
+	}
+}
+
+// usageReport authenticates a usage request and reports the account's usage; on a refusal it
+// has answered.
+func (s *Server) usageReport(ctx *fasthttp.RequestCtx) (*shotd.UsageReport, bool) {
 	who, ok := s.statusAuth(ctx)
 	if !ok {
-		return
+		return nil, false
 	}
 	u, err := s.gate.Usage(who.account, who.plan)
 	if err != nil {
 		s.fail(ctx, err)
-		return
+		return nil, false
 	}
-	writeJSON(ctx, fasthttp.StatusOK, u)
+	return u, true
 }
 
 func (s *Server) file(ctx *fasthttp.RequestCtx) {

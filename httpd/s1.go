@@ -83,16 +83,9 @@ func s1UsageOf(u *shotd.UsageReport, now time.Time) s1Usage {
 
 // s1UsageHandler serves GET /usage in ScreenshotOne's shape.
 func (s *Server) s1UsageHandler(ctx *fasthttp.RequestCtx) {
-	who, ok := s.statusAuth(ctx)
-	if !ok {
-		return
+	if u, ok := s.usageReport(ctx); ok {
+		writeJSON(ctx, fasthttp.StatusOK, s1UsageOf(u, s.now()))
 	}
-	u, err := s.gate.Usage(who.account, who.plan)
-	if err != nil {
-		s.fail(ctx, err)
-		return
-	}
-	writeJSON(ctx, fasthttp.StatusOK, s1UsageOf(u, s.now()))
 }
 
 // s1Async is ScreenshotOne's answer to an accepted async request, with shotd's job id beside it

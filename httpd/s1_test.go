@@ -12,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -240,16 +239,14 @@ func TestScreenshotOneSchemaSample(t *testing.T) {
 	}
 }
 
+// scalarOf is a JSON scalar of the table as query text: strings as they are, numbers and
+// booleans as JSON writes them.
 func scalarOf(v any) string {
-	switch x := v.(type) {
-	case string:
+	if x, ok := v.(string); ok {
 		return x
-	case bool:
-		return strconv.FormatBool(x)
-	case float64:
-		return strconv.FormatFloat(x, 'f', -1, 64)
 	}
-	return fmt.Sprint(v)
+	b, _ := json.Marshal(v)
+	return string(b)
 }
 
 // s1Receiver is a webhook receiver written from ScreenshotOne's webhook documentation: it
