@@ -180,9 +180,33 @@ func TestScreenshotOneSchemaSample(t *testing.T) {
 			Values     []any          `json:"values"`
 			Companions map[string]any `json:"companions"`
 		}
+		Refused []struct {
+			Path    string         `json:"path"`
+			Request map[string]any `json:"request"`
+			Why     string         `json:"why"`
+		}
 	}
 	if err := json.Unmarshal(b, &s); err != nil {
 		t.Fatal(err)
+	}
+	// Every sample of what they refuse comes back as their request_not_valid, naming an option.
+	b0 := newAccount(t, "jobs", true)
+	for _, r := range s.Refused {
+		t.Run("refused "+r.Path+" "+r.Why, func(t *testing.T) {
+			req := map[string]any{"access_key": b0.key.AccessKey, "url": page("/")}
+			for k, v := range r.Request {
+				if v == nil {
+					delete(req, k)
+				} else {
+					req[k] = v
+				}
+			}
+			body, _ := json.Marshal(req)
+			got := do(t, http.MethodPost, env.base+"/"+r.Path, body, map[string]string{"Content-Type": "application/json"})
+			if e := wantS1Error(t, got, 400, "request_not_valid"); len(e.ErrorDetails) == 0 {
+				t.Errorf("no error_details: %s", got.body)
+			}
+		})
 	}
 	// What reaches beyond loopback or needs what a test has not: left to the validation test.
 	skip := map[string]bool{"proxy": true, "webhook_url": true, "store": true, "storage_acl": true, "storage_class": true,
