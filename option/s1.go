@@ -104,16 +104,21 @@ func foldWaitUntil(ps Params) Params {
 	return ps
 }
 
-// S1Format maps a format name of ScreenshotOne's /take to shotd's, or says why it is refused.
-// Their gif on /take is a still image, not shotd's video.
+// gifStill is shotd's one-frame gif (shotd.FormatGIFStill where the still formats are built):
+// what ScreenshotOne's /take means by gif.
+const gifStill = "gif_still"
+
+// S1Format maps a format name of ScreenshotOne's /take to shotd's, or says why it is refused:
+// their names that are shotd's formats (beside video), jpg, and their gif, a still image on
+// /take rather than shotd's video.
 func S1Format(v string) (string, string) {
 	v = strings.ToLower(strings.TrimSpace(v))
 	switch v {
 	case "jpg":
 		return shotd.FormatJPEG, ""
 	case "gif":
-		if slices.Contains(Formats, "gif_image") {
-			return "gif_image", ""
+		if slices.Contains(Formats, gifStill) {
+			return gifStill, ""
 		}
 		return "", "a still gif is not produced by this server; use png, jpeg or webp (the scrolling gif is on /animate)"
 	}
