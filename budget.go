@@ -12,6 +12,10 @@ import "time"
 const (
 	RenderSlack = 10 * time.Second
 
+	// StillEncodeAllowance is added for a still image that an encoder process writes (avif, jp2,
+	// heif, gif_still): x265 takes about 5 s of CPU for a 1100x17000 page, more on a busy host.
+	StillEncodeAllowance = 20 * time.Second
+
 	// Defaults for Options that did not come through the parser.
 	DefaultTimeout          = 30 * time.Second
 	DefaultVideoMaxDuration = 30 * time.Second
@@ -44,6 +48,10 @@ func (o *Options) VideoLength() time.Duration {
 // RenderBudget is the longest the browser may spend on a render of o; see above.
 func (o *Options) RenderBudget() time.Duration {
 	b := o.LoadTimeout() + max(o.Delay, 0) + RenderSlack
+	switch o.Format {
+	case FormatAVIF, FormatJP2, FormatHEIF, FormatGIFStill:
+		b += StillEncodeAllowance
+	}
 	if IsVideo(o.Format) {
 		b += VideoRecordAllowance(o.VideoLength())
 	}

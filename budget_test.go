@@ -18,6 +18,9 @@ func TestRenderBudget(t *testing.T) {
 		{"video following the page", Options{Format: FormatGIF, Timeout: s, VideoMaxDuration: 10 * s}, s + RenderSlack + 50*s},
 		{"video without lengths", Options{Format: FormatWebM}, 30*s + RenderSlack + 90*s},
 		{"pdf is no video", Options{Format: FormatPDF, VideoDuration: 20 * s}, 30*s + RenderSlack},
+		{"heif has its encoder's time", Options{Format: FormatHEIF, Timeout: s}, s + RenderSlack + StillEncodeAllowance},
+		{"a still gif is no video", Options{Format: FormatGIFStill, Timeout: s, VideoDuration: 20 * s}, s + RenderSlack + StillEncodeAllowance},
+		{"tiff is encoded in Go", Options{Format: FormatTIFF, Timeout: s}, s + RenderSlack},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

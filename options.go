@@ -15,6 +15,20 @@ const (
 	FormatWebM = "webm"
 	FormatGIF  = "gif"
 	FormatMOV  = "mov" // H.264 in a QuickTime container, as mp4 (ScreenshotOne's animate offers it)
+
+	// Still images that Chrome does not encode: the capture, taken as PNG, goes through media's
+	// encoders. FormatGIFStill is a one-frame GIF, what ScreenshotOne's /take means by gif
+	// (shotd's own gif is the scrolling video).
+	FormatGIFStill = "gif_still"
+	FormatAVIF     = "avif"
+	FormatTIFF     = "tiff"
+	FormatJP2      = "jp2"
+	FormatHEIF     = "heif"
+
+	// The rendered page as text: its DOM serialized after the waits, scripts and hiding, or that
+	// DOM converted to Markdown.
+	FormatHTML     = "html"
+	FormatMarkdown = "markdown"
 )
 
 // ContentTypes maps each format to the Content-Type of its file.
@@ -27,11 +41,40 @@ var ContentTypes = map[string]string{
 	FormatWebM: "video/webm",
 	FormatGIF:  "image/gif",
 	FormatMOV:  "video/quicktime",
+
+	FormatGIFStill: "image/gif",
+	FormatAVIF:     "image/avif",
+	FormatTIFF:     "image/tiff",
+	FormatJP2:      "image/jp2",
+	FormatHEIF:     "image/heif",
+	FormatHTML:     "text/html; charset=utf-8",
+	FormatMarkdown: "text/markdown; charset=utf-8",
+}
+
+// extensions are the file extensions that are not the format's own name.
+var extensions = map[string]string{FormatGIFStill: "gif", FormatMarkdown: "md"}
+
+// Extension is the file extension (without the dot) of a file in format.
+func Extension(format string) string {
+	if e, ok := extensions[format]; ok {
+		return e
+	}
+	return format
 }
 
 // IsVideo reports whether format records a video.
 func IsVideo(format string) bool {
 	return format == FormatMP4 || format == FormatWebM || format == FormatGIF || format == FormatMOV
+}
+
+// IsDocument reports whether format is the page's DOM as text (html, markdown) rather than a
+// capture of what it shows.
+func IsDocument(format string) bool { return format == FormatHTML || format == FormatMarkdown }
+
+// IsImage reports whether format is a still image: neither a video, a PDF nor a document.
+func IsImage(format string) bool {
+	_, known := ContentTypes[format]
+	return known && !IsVideo(format) && !IsDocument(format) && format != FormatPDF
 }
 
 // PNG encodings of png_compression: Chrome's fast zlib setting, which takes about a third off the

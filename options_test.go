@@ -37,3 +37,43 @@ func TestOptionsLegacyS1Record(t *testing.T) {
 		t.Fatalf("round trip: %v\n%+v", err, again)
 	}
 }
+
+func TestFormatKinds(t *testing.T) {
+	tests := []struct {
+		name                   string
+		format                 string
+		image, document, video bool
+		contentType, extension string
+	}{
+		{"png", FormatPNG, true, false, false, "image/png", "png"},
+		{"still gif", FormatGIFStill, true, false, false, "image/gif", "gif"},
+		{"gif video", FormatGIF, false, false, true, "image/gif", "gif"},
+		{"avif", FormatAVIF, true, false, false, "image/avif", "avif"},
+		{"tiff", FormatTIFF, true, false, false, "image/tiff", "tiff"},
+		{"jp2", FormatJP2, true, false, false, "image/jp2", "jp2"},
+		{"heif", FormatHEIF, true, false, false, "image/heif", "heif"},
+		{"html", FormatHTML, false, true, false, "text/html; charset=utf-8", "html"},
+		{"markdown", FormatMarkdown, false, true, false, "text/markdown; charset=utf-8", "md"},
+		{"pdf", FormatPDF, false, false, false, "application/pdf", "pdf"},
+		{"unknown", "bmp", false, false, false, "", "bmp"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := IsImage(tt.format); got != tt.image {
+				t.Errorf("IsImage = %v", got)
+			}
+			if got := IsDocument(tt.format); got != tt.document {
+				t.Errorf("IsDocument = %v", got)
+			}
+			if got := IsVideo(tt.format); got != tt.video {
+				t.Errorf("IsVideo = %v", got)
+			}
+			if got := ContentTypes[tt.format]; got != tt.contentType {
+				t.Errorf("ContentTypes = %q", got)
+			}
+			if got := Extension(tt.format); got != tt.extension {
+				t.Errorf("Extension = %q", got)
+			}
+		})
+	}
+}

@@ -136,6 +136,23 @@ type result struct {
 	renders   int
 }
 
+// rawSide launches a Chrome of its own for a raw loop, or the clean floor's (clean), so that
+// each side's CPU is its own; stop ends that Chrome.
+func rawSide(cfg cdpclient.Config, clean bool) (sd side, stop func(), err error) {
+	kind := "raw"
+	if clean {
+		kind = "clean"
+	}
+	p, err := cdpclient.Launch(context.Background(), cfg)
+	if err != nil {
+		return side{}, nil, fmt.Errorf("%s loop on %s: %w", kind, cfg.Path, err)
+	}
+	sd = side{name: kind + " " + filepath.Base(cfg.Path), measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
+		return measureRaw(p, target, r, n, clean)
+	}, pids: func() []int { return []int{p.PID()} }}
+	return sd, func() { p.Close(context.Background()) }, nil
+}
+
 func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []row, extraFlags []string, b beyond) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
@@ -162,26 +179,18 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	for i, fp := range floors {
 		fcfg := ccfg
 		fcfg.Path = fp
-		raw, err := cdpclient.Launch(context.Background(), fcfg)
-		if err != nil {
-			return fmt.Errorf("raw loop on %s: %w", fp, err)
+		loops := []bool{false}
+		if i == 0 {
+			loops = append(loops, true) // the clean floor, on the first path only
 		}
-		defer raw.Close(context.Background())
-		sides = append(sides, side{name: "raw " + filepath.Base(fp), measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
-			return measureRaw(raw, target, r, n, false)
-		}, pids: func() []int { return []int{raw.PID()} }})
-		if i > 0 {
-			continue
+		for _, clean := range loops {
+			sd, stop, err := rawSide(fcfg, clean)
+			if err != nil {
+				return err
+			}
+			defer stop()
+			sides = append(sides, sd)
 		}
-		// The clean floor, on a Chrome of its own so that each side's CPU is its own.
-		clean, err := cdpclient.Launch(context.Background(), fcfg)
-		if err != nil {
-			return fmt.Errorf("clean loop on %s: %w", fp, err)
-		}
-		defer clean.Close(context.Background())
-		sides = append(sides, side{name: "clean " + filepath.Base(fp), measure: func(target string, r row, n int) ([]time.Duration, time.Duration, error) {
-			return measureRaw(clean, target, r, n, true)
-		}, pids: func() []int { return []int{clean.PID()} }})
 	}
 
 	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side, service: pool_size %d, isolation %s, %s\n",

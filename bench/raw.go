@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sync"
 	"time"
 
 	"github.com/mafredri/cdp"
@@ -104,13 +103,15 @@ func rawClean(ctx context.Context, t *cdpclient.Target, pageURL string) error {
 			return c.Storage.ClearDataForOrigin(ctx, storage.NewClearDataForOriginArgs(u.Scheme+"://"+u.Host, originStorage))
 		},
 	}
-	errs := make([]error, len(calls))
-	var wg sync.WaitGroup
-	for i, f := range calls {
-		wg.Go(func() { errs[i] = f() })
+	errs := make(chan error, len(calls))
+	for _, f := range calls {
+		go func() { errs <- f() }()
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	var all error
+	for range calls {
+		all = errors.Join(all, <-errs)
+	}
+	return all
 }
 
 // pageSizeJS measures the viewport's width and the page's height, as the service does before a

@@ -3,12 +3,14 @@ package cdpclient
 import (
 	"context"
 	"fmt"
+	"image"
 	"math"
 	"time"
 
 	"github.com/mafredri/cdp/protocol/page"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/media"
 )
 
 // Limits of a capture, in device pixels.
@@ -29,6 +31,18 @@ var maxDimension = map[string]int{
 	shotd.FormatPNG:  1 << 30, // no limit of its own; maxCapturePixels bounds it
 	shotd.FormatJPEG: 65535,
 	shotd.FormatWebP: 16383,
+	// The formats media encodes from a PNG. heif: x265 writes one HEVC picture, whose
+	// levels end near 16,888 px a side.
+	shotd.FormatGIFStill: 65535,
+	shotd.FormatAVIF:     65536,
+	shotd.FormatTIFF:     1 << 30,
+	shotd.FormatJP2:      1 << 30,
+	shotd.FormatHEIF:     16384,
+}
+
+// chromeEncodes reports whether Chrome's capture writes format itself.
+func chromeEncodes(format string) bool {
+	return format == shotd.FormatPNG || format == shotd.FormatJPEG || format == shotd.FormatWebP
 }
 
 // area is a part of the page in CSS pixels, document coordinates.
@@ -46,7 +60,7 @@ func (r *render) screenshot(ctx context.Context) error {
 	resize := r.o.ImageWidth > 0 || r.o.ImageHeight > 0
 	if a == nil {
 		// The viewport as it is (a click may have scrolled it), encoded by Chrome.
-		if !resize {
+		if !resize && chromeEncodes(r.format) {
 			r.data, err = r.shoot(ctx, r.format, nil)
 			return err
 		}
@@ -86,7 +100,7 @@ func (r *render) screenshot(ctx context.Context) error {
 		}
 		return r.finish(ctx, tiles, dw, dh)
 	}
-	if !resize && dh <= maxSingleShot {
+	if !resize && dh <= maxSingleShot && chromeEncodes(r.format) {
 		r.data, err = r.shoot(ctx, r.format, a.clip())
 		return err
 	}
@@ -109,9 +123,26 @@ func (r *render) finish(ctx context.Context, tiles []tile, dw, dh int) error {
 	if int64(ow)*int64(oh) > maxCapturePixels {
 		return shotd.Errorf(shotd.CodeContentTooLarge, "the image would be %dx%d px, more than %d pixels", ow, oh, maxCapturePixels)
 	}
+	if media.IsStill(r.format) && len(tiles) == 1 {
+		// A capture as it is goes to the encoder as Chrome wrote it, without a decode.
+		if w, h, err := imageSize(shotd.FormatPNG, tiles[0].data); err == nil && f.at == image.Rect(0, 0, w, h) && w == ow && h == oh {
+			return r.encodeStill(ctx, tiles[0].data, w, h)
+		}
+	}
 	img, err := composeFit(tiles, dw, dh, f)
 	if err != nil {
 		return err
+	}
+	if media.IsStill(r.format) {
+		b := img.Bounds()
+		if r.o.Slices {
+			data, err := fastPNG(img)
+			if err != nil {
+				return err
+			}
+			return r.encodeStill(ctx, data, b.Dx(), b.Dy())
+		}
+		r.stillSize = image.Pt(b.Dx(), b.Dy())
 	}
 	r.data, err = r.encode(ctx, img)
 	return err

@@ -47,7 +47,9 @@
 // hide_selectors/styles/the Blocker's CSS, then scripts, then click), settle (delay), capture (a
 // PDF with its templates, ranges and paper, or the viewport, a clip, an element or the full page,
 // resized and fitted as image_width, image_height and image_fit ask; by sections or cut into
-// slices, fullpage.go), finish (the metadata of the JSON answer, metadata.go, and the slices,
+// slices, fullpage.go; avif, jp2, heif, tiff and gif_still captured as PNG and encoded by
+// package media; html and markdown serialize the DOM instead, without what the render hid,
+// document.go), finish (the metadata of the JSON answer, metadata.go, and the slices,
 // finish.go). Beside them: the watch of Network events for fail_if_request_failed and the
 // document's answer (netwatch.go), navigation_timeout and scripts_wait_until (navwait.go), and
 // block_socials and block_banners_by_heuristics (hide.go). disable_javascript turns

@@ -30,7 +30,7 @@ func (r *render) afterCapture(ctx context.Context) error {
 			return err
 		}
 	}
-	if s.Slices && r.o.FullPage && r.video == nil && r.format != shotd.FormatPDF {
+	if s.Slices && r.o.FullPage && r.video == nil && r.format != shotd.FormatPDF && !shotd.IsDocument(r.format) {
 		return r.slice(ctx)
 	}
 	return nil

@@ -27,7 +27,11 @@ func (r *render) slice(ctx context.Context) error {
 	overlap := min(max(r.o.SliceOverlap, 0), h-1)
 	// The page's height decides the count: refused from the image's header, before a single
 	// slice is decoded or encoded.
-	iw, ih, err := imageSize(r.format, r.data)
+	src, srcFormat := r.data, r.format
+	if r.stillPNG != nil {
+		src, srcFormat = r.stillPNG, shotd.FormatPNG // media's formats have no Go decoder
+	}
+	iw, ih, err := imageSize(srcFormat, src)
 	if err != nil {
 		return fmt.Errorf("read the capture's size to slice it: %w", err)
 	}
@@ -37,7 +41,7 @@ func (r *render) slice(ctx context.Context) error {
 	if px := int64(shotd.SliceRows(ih, h, overlap)) * int64(iw); px > maxCapturePixels {
 		return shotd.Errorf(shotd.CodeContentTooLarge, "the slices of the %dx%d px image would hold %d pixels, more than %d (lower full_page_slice_overlap_height)", iw, ih, px, maxCapturePixels)
 	}
-	img, _, err := image.Decode(bytes.NewReader(r.data))
+	img, _, err := image.Decode(bytes.NewReader(src))
 	if err != nil {
 		return fmt.Errorf("decode the capture to slice it: %w", err)
 	}
@@ -80,7 +84,7 @@ func (r *render) slice(ctx context.Context) error {
 	zw := zip.NewWriter(&buf)
 	ext := map[string]string{shotd.FormatJPEG: "jpg"}[r.format]
 	if ext == "" {
-		ext = r.format
+		ext = shotd.Extension(r.format)
 	}
 	for i, f := range files {
 		w, err := zw.CreateHeader(&zip.FileHeader{Name: fmt.Sprintf("slice-%03d.%s", i, ext), Method: zip.Store})

@@ -20,6 +20,7 @@ import (
 	"golang.org/x/image/draw"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/media"
 )
 
 // Stitching and resizing happen in Go on lossless PNG captures: png and jpeg are then encoded
@@ -122,6 +123,9 @@ func composeFit(tiles []tile, dw, dh int, f fitted) (image.Image, error) {
 
 // encode writes img in the output format.
 func (r *render) encode(ctx context.Context, img image.Image) ([]byte, error) {
+	if media.IsStill(r.format) {
+		return media.EncodeStillImage(ctx, r.stillSpec(), img)
+	}
 	var buf bytes.Buffer
 	switch r.format {
 	case shotd.FormatJPEG:
@@ -131,11 +135,11 @@ func (r *render) encode(ctx context.Context, img image.Image) ([]byte, error) {
 		return buf.Bytes(), nil
 	case shotd.FormatWebP:
 		// Speed over size: the PNG only carries the pixels to Chrome.
-		enc := png.Encoder{CompressionLevel: png.BestSpeed}
-		if err := enc.Encode(&buf, img); err != nil {
-			return nil, fmt.Errorf("encode png: %w", err)
+		data, err := fastPNG(img)
+		if err != nil {
+			return nil, err
 		}
-		return r.webpInChrome(ctx, buf.Bytes())
+		return r.webpInChrome(ctx, data)
 	default:
 		// BestSpeed: on a tall stitched page it takes about 40% less time than the default
 		// level for files about 5% larger.
@@ -199,4 +203,32 @@ func (r *render) webpInChrome(ctx context.Context, pngData []byte) ([]byte, erro
 		return nil, errors.New("encode webp: not a webp file")
 	}
 	return data, nil
+}
+
+// fastPNG is img as a PNG that only carries its pixels to an encoder: speed over size.
+func fastPNG(img image.Image) ([]byte, error) {
+	var buf bytes.Buffer
+	if err := (&png.Encoder{CompressionLevel: png.BestSpeed}).Encode(&buf, img); err != nil {
+		return nil, fmt.Errorf("encode png: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+// stillSpec is how media encodes the render's still image.
+func (r *render) stillSpec() media.StillSpec {
+	return media.StillSpec{Format: r.format, Quality: r.quality(), TempDir: r.p.cfg.Dir}
+}
+
+// encodeStill has media encode the w x h PNG capture pngData as the render's format; it keeps
+// the PNG for full_page_slices, which cuts the pixels, not the encoded file.
+func (r *render) encodeStill(ctx context.Context, pngData []byte, w, h int) error {
+	data, err := media.EncodeStill(ctx, r.stillSpec(), pngData)
+	if err != nil {
+		return err
+	}
+	r.data, r.stillSize = data, image.Pt(w, h)
+	if r.o.Slices {
+		r.stillPNG = pngData
+	}
+	return nil
 }

@@ -8,9 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	htmltomarkdown "github.com/JohannesKaufmann/html-to-markdown/v2"
-	"github.com/JohannesKaufmann/html-to-markdown/v2/converter"
-
 	"github.com/shotd/shotd"
 )
 
@@ -137,9 +134,9 @@ func (r *render) contentFile(html string) (*shotd.FileRef, error) {
 	}
 	x := shotd.Extra{Data: []byte(html), Format: "html", ContentType: "text/html; charset=utf-8"}
 	if r.o.MetaContentFormat == "markdown" {
-		md, err := htmltomarkdown.ConvertString(html, converter.WithDomain(r.pageURL()))
+		md, err := r.toMarkdown(html) // document.go
 		if err != nil {
-			return nil, fmt.Errorf("convert the content to markdown: %w", err)
+			return nil, err
 		}
 		x = shotd.Extra{Data: []byte(md), Format: "md", ContentType: "text/markdown; charset=utf-8"}
 	}

@@ -37,7 +37,7 @@ func launchGuardedFlags(t *testing.T, flags []string, allow ...string) *Process 
 
 // guardFor makes an egress guard that allows only 127.0.0.1 or the allow prefixes, and starts
 // its proxy, closed with the test; the flags put a Chrome behind it.
-func guardFor(t *testing.T, allow ...string) (*egress.Guard, []string) {
+func guardFor(t testing.TB, allow ...string) (*egress.Guard, []string) {
 	t.Helper()
 	if len(allow) == 0 {
 		allow = []string{"127.0.0.1/32"}
@@ -57,7 +57,7 @@ func guardFor(t *testing.T, allow ...string) (*egress.Guard, []string) {
 
 // launchConfig launches a Process of cfg in a dir of the test's, closed and checked gone at the
 // end of the test.
-func launchConfig(t *testing.T, cfg Config) *Process {
+func launchConfig(t testing.TB, cfg Config) *Process {
 	t.Helper()
 	cfg.Dir = t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

@@ -75,6 +75,7 @@ type Process struct {
 	pauseAll bool
 
 	ready   chan *tab     // tabs ready for a render: pre-warmed, or wiped after one
+	readyMu sync.Mutex    // orders ready: held by putFirst and by acquire's take
 	tabs    sync.Map      // browser.ContextID -> *tab, for the origins of watchTargets
 	slots   chan struct{} // one token per pair the pre-warmer may create
 	loading atomic.Int32  // renders between their start and the end of their wait step

@@ -28,7 +28,7 @@ func launchOwn(t *testing.T, prewarm int) *Process {
 }
 
 // launchIsolated is launchOwn with the isolation given.
-func launchIsolated(t *testing.T, prewarm int, isolation string) *Process {
+func launchIsolated(t testing.TB, prewarm int, isolation string) *Process {
 	t.Helper()
 	return launchConfig(t, Config{Path: testenv.Browser(), Isolation: isolation, Prewarm: prewarm,
 		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
@@ -36,7 +36,7 @@ func launchIsolated(t *testing.T, prewarm int, isolation string) *Process {
 
 // launchIsolatedGuarded is launchIsolated behind an egress guard that allows loopback, as the
 // service runs Chrome: every tab's browser context then has an egress route of its own.
-func launchIsolatedGuarded(t *testing.T, prewarm int, isolation string) *Process {
+func launchIsolatedGuarded(t testing.TB, prewarm int, isolation string) *Process {
 	t.Helper()
 	guard, flags := guardFor(t, "127.0.0.1/32", "::1/128")
 	return launchConfig(t, Config{Path: testenv.Browser(), Isolation: isolation, Prewarm: prewarm, Guard: guard,

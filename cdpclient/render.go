@@ -25,6 +25,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/markdown"
+	"github.com/shotd/shotd/media"
 )
 
 // Fallbacks for options the parser normally fills in.
@@ -70,6 +71,11 @@ type render struct {
 	blocker   Blocker          // list-based blocking; nil when the render asks for none
 	video     *video           // the recording of mp4, webm and gif; nil for the other formats
 	data      []byte
+
+	// A still image that media encodes (avif, jp2, heif, tiff, gif_still): its size, and the
+	// PNG it was encoded from, kept for full_page_slices only.
+	stillSize image.Point
+	stillPNG  []byte
 
 	// workers announces the page's dedicated workers while WebSockets are blocked (workers.go).
 	workers target.AttachedToTargetClient
@@ -199,7 +205,9 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 		w, h = r.width, r.height // record set them to the video's size
 	case r.side.zipped:
 		w, h = r.side.width, r.side.height
-	case r.format != shotd.FormatPDF:
+	case media.IsStill(r.format):
+		w, h = r.stillSize.X, r.stillSize.Y
+	case r.format != shotd.FormatPDF && !shotd.IsDocument(r.format):
 		w, h, err = imageSize(r.format, r.data)
 		if err != nil {
 			p.log.Warn().Err(err).Str("format", r.format).Msg("read captured image size")
@@ -271,6 +279,12 @@ func newRender(p *Process, o *shotd.Options) (*render, error) {
 	case shotd.IsVideo(o.Format):
 		r.initVideo()
 	case r.format == shotd.FormatPNG, r.format == shotd.FormatJPEG, r.format == shotd.FormatWebP, r.format == shotd.FormatPDF:
+	case shotd.IsDocument(r.format): // document.go
+	case media.IsStill(r.format):
+		// Refused before a tab is taken: heif needs heif-enc, which the host may lack.
+		if err := media.StillAvailable(r.format); err != nil {
+			return nil, err
+		}
 	default:
 		e := shotd.Errorf(shotd.CodeInvalidOptions, "format %s is not supported yet", r.format)
 		e.Fields = []shotd.FieldError{{Field: "format", Message: "not supported yet"}}
@@ -680,10 +694,14 @@ func (r *render) settle(ctx context.Context) error {
 	}
 }
 
-// capture produces the file: a PDF, or an image of the area the options ask for.
+// capture produces the file: a PDF, the page's DOM as text, or an image of the area the options
+// ask for.
 func (r *render) capture(ctx context.Context) error {
 	if r.format == shotd.FormatPDF {
 		return r.printPDF(ctx)
+	}
+	if shotd.IsDocument(r.format) {
+		return r.captureDocument(ctx)
 	}
 	return r.screenshot(ctx)
 }

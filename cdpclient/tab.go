@@ -378,9 +378,27 @@ func (p *Process) recycle(t *tab) {
 		p.discard(t)
 		return
 	}
-	p.ready <- t // never blocks: t holds its slot's place
+	p.putFirst(t)
 	if p.life.Err() != nil {
 		p.drainReady() // Close may have drained ready already
+	}
+}
+
+// putFirst puts t, just wiped, before the other ready tabs, so that the next render takes it:
+// each tab has a renderer process of its own, and the one that served last is the warmest. Taken
+// first in, first out, a render at low load met a renderer that had been idle for as many
+// renders as the pool has tabs. A fresh pre-warmed tab goes last. It never blocks: t holds its
+// slot's place.
+func (p *Process) putFirst(t *tab) {
+	p.readyMu.Lock()
+	defer p.readyMu.Unlock()
+	rest := make([]*tab, 0, len(p.ready))
+	for len(p.ready) > 0 {
+		rest = append(rest, <-p.ready)
+	}
+	p.ready <- t
+	for _, r := range rest {
+		p.ready <- r
 	}
 }
 
@@ -431,8 +449,10 @@ func (p *Process) drainReady() {
 // acquire returns a ready tab, or creates one inline when none is ready.
 func (p *Process) acquire(ctx context.Context) (*tab, error) {
 	for {
+		p.readyMu.Lock() // not while putFirst has the ready tabs out
 		select {
 		case t := <-p.ready:
+			p.readyMu.Unlock()
 			t.slot = true
 			if t.conn.Context().Err() != nil {
 				p.discard(t) // its target died while waiting
@@ -441,6 +461,7 @@ func (p *Process) acquire(ctx context.Context) (*tab, error) {
 			t.uses++
 			return t, nil
 		default:
+			p.readyMu.Unlock()
 		}
 		t, err := p.newTab(ctx)
 		if err == nil {

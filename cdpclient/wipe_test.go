@@ -717,3 +717,20 @@ func lateLoad(t *testing.T, tb *tab, what string) {
 		}
 	}
 }
+
+// TestWipedTabServesNext: once wiped, the tab of the last render is the one the next render
+// takes, though other tabs are ready: its renderer process is the warmest (putFirst).
+func TestWipedTabServesNext(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<p>warm</p>`))
+	srv, _ := server(t, mux)
+	p := launchIsolated(t, 2, IsolationWipe)
+	for i := range 3 {
+		poolFull(t, p)
+		used := renderContext(t, p, opts(srv.URL+"/"))
+		poolFull(t, p)
+		if got := renderContext(t, p, opts(srv.URL+"/")); got != used {
+			t.Fatalf("round %d: the next render ran in context %s, not in the tab wiped last (%s)", i, got, used)
+		}
+	}
+}

@@ -20,6 +20,7 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/internal/tunnel"
 	"github.com/shotd/shotd/internal/urlhost"
 )
 
@@ -439,14 +440,14 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !p.track(client, upstream) {
-		_ = client.Close()
-		_ = upstream.Close()
+		closeBoth(client, upstream)
 		return
 	}
 	defer p.untrack(client, upstream)
 	// The server may have left its header read deadline on the connection.
 	_ = client.SetDeadline(time.Time{})
 	if _, err := io.WriteString(client, "HTTP/1.1 200 Connection Established\r\n\r\n"); err != nil {
+		closeBoth(client, upstream)
 		return
 	}
 	var toUpstream io.Writer = upstream
@@ -457,21 +458,18 @@ func (p *Proxy) serveConnect(w http.ResponseWriter, r *http.Request) {
 	if n := brw.Reader.Buffered(); n > 0 {
 		buf, _ := brw.Reader.Peek(n)
 		if _, err := toUpstream.Write(buf); err != nil {
+			closeBoth(client, upstream)
 			return
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		_, _ = io.Copy(toUpstream, client)
-		// One side ended: end the other so that neither copy outlives the tunnel.
-		_ = upstream.Close()
-		_ = client.Close()
-	}()
-	_, _ = io.Copy(client, upstream)
+	tunnel.Join(client, upstream, toUpstream)
+}
+
+// closeBoth ends a tunnel that failed before tunnel.Join took its two connections over (untrack
+// only forgets them).
+func closeBoth(client, upstream net.Conn) {
 	_ = client.Close()
 	_ = upstream.Close()
-	<-done
 }
 
 // connState keeps the set of the clients' connections that block ends.

@@ -224,6 +224,22 @@ func (a *Admin) storeErr(err error, what string) error {
 	}
 }
 
+// answer writes v with status, or, when the store failed, what err means for the record what.
+func (a *Admin) answer(ctx *fasthttp.RequestCtx, status int, v any, err error, what string) {
+	if err != nil {
+		a.fail(ctx, a.storeErr(err, what))
+		return
+	}
+	writeJSON(ctx, status, v)
+}
+
+// setIf sets *field to *v when the PATCH body sent v: a field it leaves out keeps its value.
+func setIf[T any](field *T, v *T) {
+	if v != nil {
+		*field = *v
+	}
+}
+
 func (a *Admin) checkPlan(plan string) error {
 	if _, ok := a.plans.Get(plan); !ok {
 		return &shotd.Error{Code: shotd.CodeInvalidOptions, Message: "unknown plan " + plan,
@@ -250,11 +266,7 @@ func (a *Admin) createAccount(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	acc, err := a.store.CreateAccount(in.Email, in.Plan, in.EmailVerified)
-	if err != nil {
-		a.fail(ctx, a.storeErr(err, "account"))
-		return
-	}
-	writeJSON(ctx, 201, acc)
+	a.answer(ctx, 201, acc, err, "account")
 }
 
 // listAccounts serves GET /admin/v1/accounts?after=<id>&limit=<n> (beside the documented
@@ -325,22 +337,12 @@ func (a *Admin) patchAccount(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	acc, err := a.store.UpdateAccount(ctx.UserValue("id").(string), func(acc *shotd.Account) error {
-		if in.Plan != nil {
-			acc.Plan = *in.Plan
-		}
-		if in.EmailVerified != nil {
-			acc.EmailVerified = *in.EmailVerified
-		}
-		if in.BonusScreenshots != nil {
-			acc.BonusScreenshots = *in.BonusScreenshots
-		}
+		setIf(&acc.Plan, in.Plan)
+		setIf(&acc.EmailVerified, in.EmailVerified)
+		setIf(&acc.BonusScreenshots, in.BonusScreenshots)
 		return nil
 	})
-	if err != nil {
-		a.fail(ctx, a.storeErr(err, "account"))
-		return
-	}
-	writeJSON(ctx, 200, acc)
+	a.answer(ctx, 200, acc, err, "account")
 }
 
 func (a *Admin) createKey(ctx *fasthttp.RequestCtx) {
@@ -358,11 +360,7 @@ func (a *Admin) createKey(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	k, err := a.store.CreateKey(id, in.Name, in.RequireSignature)
-	if err != nil {
-		a.fail(ctx, a.storeErr(err, "account"))
-		return
-	}
-	writeJSON(ctx, 201, k)
+	a.answer(ctx, 201, k, err, "account")
 }
 
 func (a *Admin) listKeys(ctx *fasthttp.RequestCtx) {
@@ -392,20 +390,12 @@ func (a *Admin) patchKey(ctx *fasthttp.RequestCtx) {
 		return
 	}
 	k, err := a.store.UpdateKey(ctx.UserValue("access_key").(string), func(k *shotd.Key) error {
-		if in.Name != nil {
-			k.Name = *in.Name
-		}
-		if in.RequireSignature != nil {
-			k.RequireSignature = *in.RequireSignature
-		}
+		setIf(&k.Name, in.Name)
+		setIf(&k.RequireSignature, in.RequireSignature)
 		return nil
 	})
-	if err != nil {
-		a.fail(ctx, a.storeErr(err, "key"))
-		return
-	}
 	k.SecretKey = ""
-	writeJSON(ctx, 200, k)
+	a.answer(ctx, 200, k, err, "key")
 }
 
 func (a *Admin) revokeKey(ctx *fasthttp.RequestCtx) {

@@ -210,6 +210,9 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	ctx.SetContentType(out.ContentType)
 	ctx.SetBody(out.Data)
 	setAttachment(ctx, o)
+	if !inlineType(out.ContentType) {
+		fileHeaders(&ctx.Response.Header, out.ContentType) // format=html is the page's own document
+	}
 }
 
 // renderKept renders o while the client waits: admitted by the account first, settled whatever
@@ -355,13 +358,19 @@ func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord) {
 func sendFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord, f *os.File) {
 	ctx.SetStatusCode(fasthttp.StatusOK)
 	ctx.SetContentType(rec.ContentType)
-	h := &ctx.Response.Header
+	fileHeaders(&ctx.Response.Header, rec.ContentType)
+	ctx.SetBodyStream(f, int(rec.SizeBytes))
+}
+
+// fileHeaders keeps a file of content type ct from being sniffed into another type or running
+// scripts on the API's origin, and has a browser download what it would display as a document
+// (under the attachment_name a header already set, if any).
+func fileHeaders(h *fasthttp.ResponseHeader, ct string) {
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Set("Content-Security-Policy", "sandbox")
-	if !inlineType(rec.ContentType) && len(h.Peek("Content-Disposition")) == 0 {
+	if !inlineType(ct) && len(h.Peek("Content-Disposition")) == 0 {
 		h.Set("Content-Disposition", "attachment")
 	}
-	ctx.SetBodyStream(f, int(rec.SizeBytes))
 }
 
 // inlineType reports whether a stored file of content type ct may be shown inline: images, PDF

@@ -330,7 +330,8 @@ func retryNote(c shotd.CodeInfo) string {
 func binaryContent() obj {
 	out := obj{}
 	for _, f := range option.Formats {
-		out[shotd.ContentTypes[f]] = obj{"schema": obj{"type": "string", "format": "binary"}}
+		mt, _, _ := strings.Cut(shotd.ContentTypes[f], ";") // html and markdown's charset
+		out[mt] = obj{"schema": obj{"type": "string", "format": "binary"}}
 	}
 	return out
 }

@@ -1,11 +1,14 @@
 package media
 
 import (
+	"bytes"
 	"context"
 	"image"
 	"image/color"
 	"testing"
 	"time"
+
+	"github.com/shotd/shotd"
 )
 
 // scrollingFrames renders n frames of a synthetic page (bands of colour and rows of text-like
@@ -66,6 +69,30 @@ func BenchmarkEncode(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/video.Seconds(), "ms/video-s")
 			b.ReportMetric(float64(bytes)/video.Seconds()/1024, "KiB/video-s")
+		})
+	}
+}
+
+// BenchmarkEncodeStill reports the time and size of each still format for a 1280x1024 capture of
+// a synthetic page (as from Chrome: a PNG), the process start included.
+func BenchmarkEncodeStill(b *testing.B) {
+	page := scrollingFrames(b, 1280, 1024, 1)[0] // a JPEG: made a PNG below, as Chrome's capture
+	img, _, err := image.Decode(bytes.NewReader(page))
+	if err != nil {
+		b.Fatal(err)
+	}
+	pngData := encodePNG(b, img)
+	for _, format := range []string{shotd.FormatAVIF, shotd.FormatJP2, shotd.FormatHEIF, shotd.FormatTIFF, shotd.FormatGIFStill} {
+		b.Run(format, func(b *testing.B) {
+			var size int
+			for b.Loop() {
+				data, err := EncodeStill(context.Background(), StillSpec{Format: format}, pngData)
+				if err != nil {
+					b.Fatal(err)
+				}
+				size = len(data)
+			}
+			b.ReportMetric(float64(size), "bytes")
 		})
 	}
 }

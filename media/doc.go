@@ -3,6 +3,10 @@
 // Probe reads a file back through ffprobe, and ScrollPosition and DurationFor give the scroll
 // motion and the length of a scrolling recording. FindFFmpeg and UseFFmpeg pick the binary.
 //
+// It also writes the still images Chrome does not encode (still.go): EncodeStill turns a PNG
+// capture into avif, jp2 or gif_still through ffmpeg, heif through heif-enc, tiff in Go;
+// StillAvailable says whether this server can write a format at all.
+//
 // # Constant frame rate
 //
 // Chrome sends a screencast frame only when the page changes, at irregular times. The Encoder

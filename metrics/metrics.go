@@ -45,12 +45,10 @@ func New(browsersUp func() float64) *Metrics {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	m := &Metrics{
 		reg: reg,
-		requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shotd_requests_total", Help: "Public API answers by route and status.",
-		}, []string{"route", "status"}),
-		refusedCode: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shotd_refusals_total", Help: "Public API answers with an error, by error code (rate_limited, renderer_busy, timeout, ...).",
-		}, []string{"code"}),
+		requests: counters("shotd_requests_total",
+			"Public API answers by route and status.", "route", "status"),
+		refusedCode: counters("shotd_refusals_total",
+			"Public API answers with an error, by error code (rate_limited, renderer_busy, timeout, ...).", "code"),
 		slotWait: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "shotd_render_slot_wait_seconds", Help: "Time a render waited for a free slot of the browser pool before it started (0 when one was free).",
 			Buckets: waitBuckets,
@@ -63,21 +61,16 @@ func New(browsersUp func() float64) *Metrics {
 			Name: "shotd_render_duration_seconds", Help: "Time in the browser pool of every render, sync and job, by format and outcome (success or error).",
 			Buckets: renderBuckets,
 		}, []string{"format", "outcome"}),
-		renderErrs: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shotd_render_errors_total", Help: "Renders that failed in the browser pool, by error code.",
-		}, []string{"code"}),
-		webhooks: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shotd_webhook_attempts_total", Help: "Webhook delivery attempts by outcome: delivered, retry (another attempt follows) or failed (the last one).",
-		}, []string{"outcome"}),
-		chromeDown: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shotd_chrome_restarts_total", Help: "Chrome processes replaced, by reason (recycled after browser.recycle_after renders, process exited, cdp connection closed, unresponsive, ...).",
-		}, []string{"reason"}),
-		refusals: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shotd_egress_refusals_total", Help: "Connections the egress guard refused (URL checks, page requests, webhook dials) by reason.",
-		}, []string{"reason"}),
-		cacheLookup: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "shotd_cache_lookups_total", Help: "Response cache lookups (cache=true), sync and job, by result: hit or miss.",
-		}, []string{"result"}),
+		renderErrs: counters("shotd_render_errors_total",
+			"Renders that failed in the browser pool, by error code.", "code"),
+		webhooks: counters("shotd_webhook_attempts_total",
+			"Webhook delivery attempts by outcome: delivered, retry (another attempt follows) or failed (the last one).", "outcome"),
+		chromeDown: counters("shotd_chrome_restarts_total",
+			"Chrome processes replaced, by reason (recycled after browser.recycle_after renders, process exited, cdp connection closed, unresponsive, ...).", "reason"),
+		refusals: counters("shotd_egress_refusals_total",
+			"Connections the egress guard refused (URL checks, page requests, webhook dials) by reason.", "reason"),
+		cacheLookup: counters("shotd_cache_lookups_total",
+			"Response cache lookups (cache=true), sync and job, by result: hit or miss.", "result"),
 	}
 	reg.MustRegister(m.requests, m.refusedCode, m.slotWait, m.queueWait, m.duration, m.renderErrs, m.webhooks, m.chromeDown, m.refusals, m.cacheLookup)
 	if browsersUp != nil {
@@ -86,6 +79,11 @@ func New(browsersUp func() float64) *Metrics {
 		}, browsersUp))
 	}
 	return m
+}
+
+// counters declares a counter series of one or more labels.
+func counters(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
 }
 
 // Registry is what /metrics serves.

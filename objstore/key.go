@@ -9,16 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/option"
 )
 
 // ObjectKey expands a storage_path template for one file (shotd.StoragePlaceholders): the time
-// in UTC, a random uuid, the SHA-256 of data, its extension (the format's name) and format. When
+// in UTC, a random uuid, the SHA-256 of data, its extension (shotd.Extension) and format. When
 // the template does not use {{extension}} and does not already end with it, "." and the
 // extension are appended, so that a plain name still opens as its type.
 func ObjectKey(tmpl, format string, data []byte, now time.Time) string {
 	now = now.UTC()
 	sum := sha256.Sum256(data)
+	ext := shotd.Extension(format)
 	vals := map[string]string{
 		"year":        fmt.Sprintf("%04d", now.Year()),
 		"month":       fmt.Sprintf("%02d", int(now.Month())),
@@ -30,13 +32,13 @@ func ObjectKey(tmpl, format string, data []byte, now time.Time) string {
 		"timestamp":   strconv.FormatInt(now.Unix(), 10),
 		"uuid":        newUUID(),
 		"hash":        hex.EncodeToString(sum[:]),
-		"extension":   format,
+		"extension":   ext,
 		"format":      format,
 	}
 	key := option.ExpandStoragePath(tmpl, vals)
 	usesExt := option.ExpandStoragePath(tmpl, map[string]string{"extension": ""}) != tmpl
-	if !usesExt && !strings.HasSuffix(key, "."+format) {
-		key += "." + format
+	if !usesExt && !strings.HasSuffix(key, "."+ext) {
+		key += "." + ext
 	}
 	return key
 }

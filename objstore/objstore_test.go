@@ -447,3 +447,17 @@ func TestSealProxyOptions(t *testing.T) {
 		t.Fatalf("a proxy without credentials came back with some: %+v (%v)", back.Proxy, err)
 	}
 }
+
+// TestObjectKeyExtension: a key ends with the file's extension, not the format's name, where
+// they differ.
+func TestObjectKeyExtension(t *testing.T) {
+	now := time.Unix(1763774400, 0)
+	for format, want := range map[string]string{"gif_still": `^k\.gif$`, "markdown": `^k\.md$`, "png": `^k\.png$`} {
+		if key := ObjectKey("k", format, nil, now); !regexp.MustCompile(want).MatchString(key) {
+			t.Errorf("%s: key %q does not match %s", format, key, want)
+		}
+		if key := ObjectKey("k.{{extension}}", format, nil, now); !regexp.MustCompile(want).MatchString(key) {
+			t.Errorf("%s: key %q does not match %s", format, key, want)
+		}
+	}
+}

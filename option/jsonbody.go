@@ -44,14 +44,8 @@ func ReadJSONParams(body []byte, lim Limits) (Params, error) {
 	}
 	var ps Params
 	index := map[string]int{}
-	for members := 0; ; members++ {
-		s.space()
-		if s.next('}') {
-			break
-		}
-		s.next(',')
-		s.space()
-		rawName := s.str()
+	for members := 0; s.more('}'); members++ {
+		rawName := s.name()
 		if len(rawName) > maxNameBytes+2 {
 			name := clip(string(rawName[1 : maxNameBytes+1]))
 			return nil, fieldsError(shotd.FieldError{Field: name, Message: fmt.Sprintf("unknown option %q", name)})
@@ -61,9 +55,6 @@ func ReadJSONParams(body []byte, lim Limits) (Params, error) {
 		if members == len(OptionTable) {
 			return nil, fieldsError(shotd.FieldError{Field: clip(name), Message: fmt.Sprintf("more members than the %d options there are", len(OptionTable))})
 		}
-		s.space()
-		s.next(':')
-		s.space()
 		p, err := s.param(name, lim)
 		if err != nil {
 			return nil, err
@@ -106,13 +97,7 @@ func (s *jsonScanner) param(name string, lim Limits) (*Param, error) {
 	case '[':
 		p.Array = true
 		s.i++
-		for items := 0; ; items++ {
-			s.space()
-			if s.next(']') {
-				break
-			}
-			s.next(',')
-			s.space()
+		for items := 0; s.more(']'); items++ {
 			if items == MaxListItems {
 				return nil, fieldsError(shotd.FieldError{Field: clip(name), Message: fmt.Sprintf("at most %d items", MaxListItems)})
 			}
@@ -201,6 +186,28 @@ func (s *jsonScanner) next(c byte) bool {
 		return true
 	}
 	return false
+}
+
+// more moves to the next member or item of valid JSON, past white space and the comma before
+// it; false at end (the closing brace or bracket), which it consumes.
+func (s *jsonScanner) more(end byte) bool {
+	s.space()
+	if s.next(end) {
+		return false
+	}
+	s.next(',')
+	s.space()
+	return true
+}
+
+// name consumes a member's name of valid JSON and the colon after it, and returns the name raw,
+// quotes included.
+func (s *jsonScanner) name() []byte {
+	raw := s.str()
+	s.space()
+	s.next(':')
+	s.space()
+	return raw
 }
 
 // str consumes the string at the scanner and returns it raw, quotes included.
@@ -314,26 +321,22 @@ func SplitJSON(body []byte, max int) (parts []RawMember, kind byte, more bool, e
 		return nil, kind, false, nil
 	}
 	s.i++
-	for {
-		s.space()
-		if s.next('}') || s.next(']') {
-			return parts, kind, false, nil
-		}
-		s.next(',')
-		s.space()
+	end := byte('}')
+	if kind == '[' {
+		end = ']'
+	}
+	for s.more(end) {
 		if len(parts) == max {
 			return parts, kind, true, nil
 		}
 		var m RawMember
 		if kind == '{' {
-			_ = json.Unmarshal(s.str(), &m.Name) // valid JSON: cannot fail
-			s.space()
-			s.next(':')
-			s.space()
+			_ = json.Unmarshal(s.name(), &m.Name) // valid JSON: cannot fail
 		}
 		start := s.i
 		s.skip()
 		m.Value = s.b[start:s.i]
 		parts = append(parts, m)
 	}
+	return parts, kind, false, nil
 }

@@ -109,7 +109,10 @@ func (s *OptionSpec) checked(fn func(string) string) *OptionSpec { s.check = fn;
 
 // The values each enumerated option accepts.
 var (
-	Formats         = []string{shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF, shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV}
+	// Formats: the spec's, then mov and the still and document formats born of ScreenshotOne's
+	// list (formats.go), which the spec does not contradict.
+	Formats = []string{shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF, shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV,
+		shotd.FormatGIFStill, shotd.FormatAVIF, shotd.FormatTIFF, shotd.FormatJP2, shotd.FormatHEIF, shotd.FormatHTML, shotd.FormatMarkdown}
 	ResponseTypes   = []string{"by_format", "json", "empty"}
 	PNGCompressions = []string{shotd.PNGFast, shotd.PNGBest}
 	WaitConditions  = []string{shotd.WaitLoad, shotd.WaitDOMContentLoaded, shotd.WaitNetworkIdle, shotd.WaitCommit}
@@ -129,9 +132,9 @@ var OptionTable = slices.Concat([]*OptionSpec{
 	str("Source", "markdown", "", "Markdown rendered as a styled page.", func(o *draft, v string) { o.Markdown = v }),
 
 	// Output.
-	withAliases(enum("Output", "format", shotd.FormatPNG, "Result format; mp4, webm, gif and mov record a video. jpg is read as jpeg.", Formats,
+	withAliases(enum("Output", "format", shotd.FormatPNG, "Result format; mp4, webm, gif and mov record a video; gif_still is a one-frame gif; html and markdown are the rendered page as text. jpg is read as jpeg.", Formats,
 		func(o *draft, v string) { o.Format = v }), map[string]string{"jpg": shotd.FormatJPEG}),
-	integer("Output", "image_quality", "80", "Compression for jpeg and webp.",
+	integer("Output", "image_quality", "80", "Compression for jpeg, webp, avif, jp2 and heif.",
 		func(o *draft, v int) { o.ImageQuality = v }).withBounds(1, 100),
 	integer("Output", "image_width", "", "Resize final image width.",
 		func(o *draft, v int) { o.ImageWidth = v }).withBounds(1, 8000),

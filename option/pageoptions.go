@@ -164,7 +164,7 @@ func checkRefinements(d *draft, given map[string]bool, fail func(string, string,
 	if s.MetaContentFormat == "" {
 		s.MetaContentFormat = "html"
 	}
-	notImage := shotd.IsVideo(o.Format) || o.Format == shotd.FormatPDF
+	notImage := shotd.IsVideo(o.Format) || o.Format == shotd.FormatPDF || shotd.IsDocument(o.Format)
 	if s.MetaImageSize && notImage {
 		fail("metadata_image_size", "applies to images only")
 	}

@@ -198,7 +198,7 @@ func checkRenderOptions(o *shotd.Options, given map[string]bool, fail func(strin
 	if given["image_background"] && o.Format == shotd.FormatJPEG && o.ImageBackground[3] != 255 {
 		fail("image_background", "jpeg has no transparency: give an opaque colour")
 	}
-	if shotd.IsVideo(o.Format) || o.Format == shotd.FormatPDF {
+	if shotd.IsVideo(o.Format) || o.Format == shotd.FormatPDF || shotd.IsDocument(o.Format) {
 		for _, n := range []string{"image_fit", "image_position", "image_background"} {
 			if given[n] {
 				fail(n, "applies to images only")

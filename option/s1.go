@@ -2,6 +2,7 @@ package option
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -104,28 +105,14 @@ func foldWaitUntil(ps Params) Params {
 	return ps
 }
 
-// gifStill is shotd's one-frame gif (shotd.FormatGIFStill where the still formats are built):
-// what ScreenshotOne's /take means by gif.
-const gifStill = "gif_still"
-
-// S1Format maps a format name of ScreenshotOne's /take to shotd's, or says why it is refused:
-// their names that are shotd's formats (beside video), jpg, and their gif, a still image on
-// /take rather than shotd's video.
+// S1Format maps a format name of ScreenshotOne's /take to shotd's (S1TakeFormats), or says why
+// it is refused.
 func S1Format(v string) (string, string) {
 	v = strings.ToLower(strings.TrimSpace(v))
-	switch v {
-	case "jpg":
-		return shotd.FormatJPEG, ""
-	case "gif":
-		if slices.Contains(Formats, gifStill) {
-			return gifStill, ""
-		}
-		return "", "a still gif is not produced by this server; use png, jpeg or webp (the scrolling gif is on /animate)"
+	if f, ok := S1TakeFormats[v]; ok {
+		return f, ""
 	}
-	if slices.Contains(Formats, v) && !shotd.IsVideo(v) {
-		return v, ""
-	}
-	return "", fmt.Sprintf("%s is not produced by this server", v)
+	return "", fmt.Sprintf("%q is not one of %s", clip(v), strings.Join(slices.Sorted(maps.Keys(S1TakeFormats)), ", "))
 }
 
 // params is an editable view of a request's options by name.

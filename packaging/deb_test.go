@@ -65,7 +65,7 @@ func TestDeb(t *testing.T) {
 		t.Errorf("file name %s", filepath.Base(deb))
 	}
 	depends := strings.Split(field("Depends"), ", ")
-	for _, want := range []string{"chromium-headless-shell | chromium", "ffmpeg", "fonts-liberation", "fonts-noto-color-emoji",
+	for _, want := range []string{"chromium-headless-shell | chromium", "ffmpeg", "libheif-examples", "fonts-liberation", "fonts-noto-color-emoji",
 		"fonts-noto-cjk", "webext-ublock-origin-chromium", "ca-certificates", "adduser (>= 3.134)"} {
 		if !slices.Contains(depends, want) {
 			t.Errorf("Depends %q lacks %q", depends, want)

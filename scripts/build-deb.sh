@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the Debian package of shotd from a built binary, with dpkg-deb (no other tool): an
-# air-gapped host installs it with apt, which pulls Chromium's headless shell, ffmpeg, the fonts
+# air-gapped host installs it with apt, which pulls Chromium's headless shell, ffmpeg, heif-enc, the fonts
 # and the filter lists from its Debian mirror; autoconsent, which Debian does not ship, is inside.
 #
 #   scripts/build-deb.sh BIN VERSION OUTDIR
@@ -98,7 +98,7 @@ Version: $debver
 Architecture: $ARCH
 Maintainer: $MAINTAINER
 Installed-Size: $size
-Depends: adduser (>= 3.134), chromium-headless-shell | chromium, ffmpeg, fonts-liberation, fonts-noto-color-emoji, fonts-noto-cjk, webext-ublock-origin-chromium, ca-certificates
+Depends: adduser (>= 3.134), chromium-headless-shell | chromium, ffmpeg, libheif-examples, fonts-liberation, fonts-noto-color-emoji, fonts-noto-cjk, webext-ublock-origin-chromium, ca-certificates
 Section: web
 Priority: optional
 Homepage: https://github.com/shotd/shotd

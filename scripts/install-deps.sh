@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Installs what shotd needs: from Debian, Chromium (and its headless shell, the faster choice of
-# browser.path), ffmpeg, fonts, curl and uBlock Origin's copies
+# browser.path), ffmpeg, heif-enc (libheif-examples, for format=heif), fonts, curl and uBlock Origin's copies
 # of EasyList and EasyPrivacy; from the npm registry, DuckDuckGo's autoconsent (MPL-2.0), whose
 # standalone script answers cookie-consent dialogs for block_cookie_banners. Idempotent: does
 # nothing when everything is installed. Downloads can fail once on a fresh machine, so every
 # download is retried.
 set -euo pipefail
 
-PACKAGES=(chromium chromium-headless-shell ffmpeg fonts-noto-color-emoji fonts-noto-cjk fonts-liberation webext-ublock-origin-chromium ca-certificates curl)
+PACKAGES=(chromium chromium-headless-shell ffmpeg libheif-examples fonts-noto-color-emoji fonts-noto-cjk fonts-liberation webext-ublock-origin-chromium ca-certificates curl)
 
 # autoconsent is pinned: the tarball must match the registry's dist.integrity (sha512) of this
 # version, and the installed script the sha256 of the file inside it, so a re-run is a no-op and a

@@ -430,12 +430,10 @@ func (s *Service) Close(ctx context.Context) error {
 	}
 	s.cluster.close(fctx, log) // after the account actors: nothing settles through it any more
 	if s.renderer != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), browserCloseTimeout)
-		if err := s.renderer.Close(cctx); err != nil {
+		if err := closeWithin(ctx, browserCloseTimeout, s.renderer.Close); err != nil {
 			log.Error().Err(err).Msg("stop browsers")
 			errs = append(errs, err)
 		}
-		cancel()
 	}
 	s.saveRenders()
 	if s.sys != nil {
@@ -445,20 +443,24 @@ func (s *Service) Close(ctx context.Context) error {
 		s.storage.close()
 	}
 	if s.proxy != nil {
-		pctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), proxyCloseTimeout)
-		s.proxy.Close(pctx)
-		cancel()
+		_ = closeWithin(ctx, proxyCloseTimeout, s.proxy.Close)
 	}
 	if s.store != nil {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), storeCloseTimeout)
-		if err := s.store.Close(cctx); err != nil {
+		if err := closeWithin(ctx, storeCloseTimeout, s.store.Close); err != nil {
 			log.Error().Err(err).Msg("close store")
 			errs = append(errs, err)
 		}
-		cancel()
 	}
 	log.Info().Msg("stopped")
 	return errors.Join(errs...)
+}
+
+// closeWithin calls close on a deadline of its own, d from now, that ctx's end does not cut
+// short: a part skipped at shutdown would lose writes or leave processes behind.
+func closeWithin(ctx context.Context, d time.Duration, close func(context.Context) error) error {
+	cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), d)
+	defer cancel()
+	return close(cctx)
 }
 
 // Err delivers the error of a listener that stopped serving before Close; Close does not

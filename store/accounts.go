@@ -69,16 +69,8 @@ func getAccount(tx *bbolt.Tx, id string) (shotd.Account, error) {
 // error from fn aborts the change and is returned as it is. fn may not change ID or CreatedAt
 // (ErrConflict) nor empty the plan. The key cache sees the change before UpdateAccount returns.
 func (s *Store) UpdateAccount(id string, fn func(*shotd.Account) error) (shotd.Account, error) {
-	var a shotd.Account
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		old, err := getAccount(tx, id)
-		if err != nil {
-			return err
-		}
-		a = old
-		if err := fn(&a); err != nil {
-			return err
-		}
+	get := func(tx *bbolt.Tx) (shotd.Account, error) { return getAccount(tx, id) }
+	a, err := update(s, get, fn, func(tx *bbolt.Tx, old, a shotd.Account) error {
 		if a.ID != old.ID || !a.CreatedAt.Equal(old.CreatedAt) {
 			return fmt.Errorf("store: account %s: id and created_at cannot change: %w", id, ErrConflict)
 		}
@@ -87,11 +79,10 @@ func (s *Store) UpdateAccount(id string, fn func(*shotd.Account) error) (shotd.A
 		}
 		return putJSON(tx.Bucket(bucketAccounts), id, a)
 	})
-	if err != nil {
-		return shotd.Account{}, err
+	if err == nil {
+		s.cache.invalidateAccount(id)
 	}
-	s.cache.invalidateAccount(id)
-	return a, nil
+	return a, err
 }
 
 // CountAccounts returns the number of accounts (serve creates the default account when it is 0).

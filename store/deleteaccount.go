@@ -33,14 +33,8 @@ func (s *Store) DeleteAccount(id string) (Deleted, error) {
 		if tx.Bucket(bucketAccounts).Get([]byte(id)) == nil {
 			return fmt.Errorf("store: account %s: %w", id, shotd.ErrNotFound)
 		}
-		var jobs []jobRecord
-		if err := tx.Bucket(bucketJobs).ForEach(func(_, v []byte) error {
-			var r jobRecord
-			if json.Unmarshal(v, &r) == nil && r.AccountID == id {
-				jobs = append(jobs, r)
-			}
-			return nil
-		}); err != nil {
+		jobs, err := collect(tx.Bucket(bucketJobs), func(r *jobRecord) bool { return r.AccountID == id })
+		if err != nil {
 			return err
 		}
 		for _, r := range jobs {
@@ -62,13 +56,7 @@ func (s *Store) DeleteAccount(id string) (Deleted, error) {
 			return err
 		}
 		d.Batches = n
-		if err := tx.Bucket(bucketFiles).ForEach(func(_, v []byte) error {
-			var rec shotd.FileRecord
-			if json.Unmarshal(v, &rec) == nil && rec.AccountID == id {
-				files = append(files, rec)
-			}
-			return nil
-		}); err != nil {
+		if files, err = collect(tx.Bucket(bucketFiles), func(r *shotd.FileRecord) bool { return r.AccountID == id }); err != nil {
 			return err
 		}
 		for _, rec := range files {
@@ -127,6 +115,20 @@ func (s *Store) DeleteAccount(id string) (Deleted, error) {
 	return d, nil
 }
 
+// collect decodes the records of b that keep accepts (keep may trim what it accepts); a record
+// that does not decode is passed over.
+func collect[T any](b *bbolt.Bucket, keep func(*T) bool) ([]T, error) {
+	var out []T
+	err := b.ForEach(func(_, v []byte) error {
+		var r T
+		if json.Unmarshal(v, &r) == nil && keep(&r) {
+			out = append(out, r)
+		}
+		return nil
+	})
+	return out, err
+}
+
 // deleteWhere deletes the entries of b whose value match accepts and returns how many.
 func deleteWhere(b *bbolt.Bucket, match func(v []byte) bool) (int, error) {
 	var del [][]byte
@@ -163,15 +165,10 @@ func (s *Store) JobsOf(accountID string, before string, limit int) (jobs []shotd
 	if limit < 1 || limit > 100 {
 		limit = 100
 	}
-	var all []jobRecord
-	err = s.db.View(func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketJobs).ForEach(func(_, v []byte) error {
-			var r jobRecord
-			if json.Unmarshal(v, &r) == nil && r.AccountID == accountID {
-				r.Options = nil
-				all = append(all, r)
-			}
-			return nil
+	all, err := view(s, func(tx *bbolt.Tx) ([]jobRecord, error) {
+		return collect(tx.Bucket(bucketJobs), func(r *jobRecord) bool {
+			r.Options = nil // a listing shows none
+			return r.AccountID == accountID
 		})
 	})
 	if err != nil {

@@ -107,32 +107,25 @@ func (s *Store) Keys(accountID string) ([]shotd.Key, error) {
 // from fn aborts the change and is returned as it is. The key cache sees the change before
 // UpdateKey returns.
 func (s *Store) UpdateKey(accessKey string, fn func(*shotd.Key) error) (shotd.Key, error) {
-	var k shotd.Key
-	err := s.db.Update(func(tx *bbolt.Tx) error {
-		old, err := getKey(tx, accessKey)
-		if err != nil {
-			return err
-		}
-		k = old
+	get := func(tx *bbolt.Tx) (shotd.Key, error) { return getKey(tx, accessKey) }
+	blank := func(k *shotd.Key) error {
 		k.SecretKey = ""
-		if err := fn(&k); err != nil {
-			return err
-		}
+		return fn(k)
+	}
+	k, err := update(s, get, blank, func(tx *bbolt.Tx, old, k shotd.Key) error {
 		switch {
 		case k.AccessKey != old.AccessKey || k.AccountID != old.AccountID || !k.CreatedAt.Equal(old.CreatedAt) || k.SecretKey != "":
 			return fmt.Errorf("store: key %s: only name, require_signature and revoked can change: %w", redact(accessKey), ErrConflict)
 		case old.Revoked && !k.Revoked:
 			return fmt.Errorf("store: key %s: a revoked key stays revoked: %w", redact(accessKey), ErrConflict)
 		}
-		stored := k
-		stored.SecretKey = old.SecretKey
-		return putJSON(tx.Bucket(bucketKeys), accessKey, stored)
+		k.SecretKey = old.SecretKey // kept to verify signatures; k itself goes back blank
+		return putJSON(tx.Bucket(bucketKeys), accessKey, k)
 	})
-	if err != nil {
-		return shotd.Key{}, err
+	if err == nil {
+		s.cache.invalidateKey(accessKey)
 	}
-	s.cache.invalidateKey(accessKey)
-	return k, nil
+	return k, err
 }
 
 // RevokeKey revokes the key for good; revoking a revoked key is not an error. It returns an error

@@ -176,6 +176,30 @@ func view[T any](s *Store, get func(tx *bbolt.Tx) (T, error)) (T, error) {
 	return v, err
 }
 
+// update is view's writing twin: in one write transaction it reads a record with get, lets fn
+// change a copy, and hands the record as read and the changed copy to save, which checks the
+// change and writes it. An error from get, fn or save aborts the change and is returned as it
+// is, with the zero T.
+func update[T any](s *Store, get func(tx *bbolt.Tx) (T, error), fn func(*T) error, save func(tx *bbolt.Tx, old, v T) error) (T, error) {
+	var v T
+	err := s.db.Update(func(tx *bbolt.Tx) error {
+		old, err := get(tx)
+		if err != nil {
+			return err
+		}
+		v = old
+		if err := fn(&v); err != nil {
+			return err
+		}
+		return save(tx, old, v)
+	})
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	return v, nil
+}
+
 func putJSON(b *bbolt.Bucket, key string, v any) error {
 	data, err := json.Marshal(v)
 	if err != nil {

@@ -190,7 +190,7 @@ var adminCommands = map[string]adminCommand{
 		if a.plan != "" {
 			body["plan"] = a.plan
 		}
-		if err := setOptionalBool(body, "email_verified", a.verified); err != nil {
+		if err := setOptionalBool(body, "email_verified", "verified", a.verified); err != nil {
 			return err
 		}
 		if a.bonus != "" {
@@ -243,7 +243,7 @@ var adminCommands = map[string]adminCommand{
 		if a.name != "" {
 			body["name"] = a.name
 		}
-		if err := setOptionalBool(body, "require_signature", a.reqSig); err != nil {
+		if err := setOptionalBool(body, "require_signature", "require-signature", a.reqSig); err != nil {
 			return err
 		}
 		return c.do(ctx, http.MethodPatch, "/admin/v1/keys/"+a.id, body)
@@ -288,14 +288,14 @@ func (c *adminClient) listAccounts(ctx context.Context) error {
 	return nil
 }
 
-// setOptionalBool sets body[key] from a flag's value, left out when the flag was not given.
-func setOptionalBool(body map[string]any, key, v string) error {
+// setOptionalBool sets body[key] from the value of flag, left out when the flag was not given.
+func setOptionalBool(body map[string]any, key, flag, v string) error {
 	if v == "" {
 		return nil
 	}
 	b, err := strconv.ParseBool(v)
 	if err != nil {
-		return fmt.Errorf("--%s: %v", key, err)
+		return fmt.Errorf("--%s: %v", flag, err)
 	}
 	body[key] = b
 	return nil

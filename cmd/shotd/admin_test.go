@@ -197,3 +197,16 @@ func TestAdminJobsAndDelete(t *testing.T) {
 		t.Fatal("the deleted account's job is still found")
 	}
 }
+
+// TestOptionalBoolNamesFlag: a bad value is reported under the flag the operator typed, not the
+// API field it sets.
+func TestOptionalBoolNamesFlag(t *testing.T) {
+	body := map[string]any{}
+	err := setOptionalBool(body, "require_signature", "require-signature", "maybe")
+	if err == nil || !strings.Contains(err.Error(), "--require-signature:") {
+		t.Fatalf("error %v, want it to name --require-signature", err)
+	}
+	if err := setOptionalBool(body, "email_verified", "verified", "false"); err != nil || body["email_verified"] != false {
+		t.Fatalf("err %v, body %v", err, body)
+	}
+}

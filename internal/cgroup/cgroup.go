@@ -35,15 +35,7 @@ type Parent struct {
 // cannot: no memory controller, a cgroup the service may not write to, ... It makes and
 // removes one child to be sure.
 func Open() (*Parent, error) {
-	self, err := os.ReadFile("/proc/self/cgroup")
-	if err != nil {
-		return nil, err
-	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	dir, v2, err := Locate(self, mounts)
+	dir, v2, err := locateProc("self")
 	if err != nil {
 		return nil, err
 	}
@@ -71,6 +63,20 @@ func (p *Parent) Dir() string { return p.dir }
 
 // V2 reports whether the cgroup is of the unified hierarchy (cgroup v2).
 func (p *Parent) V2() bool { return p.v2 }
+
+// locateProc is Locate for the process that /proc/<proc> names ("self" or a pid), through the
+// service's own mounts.
+func locateProc(proc string) (dir string, v2 bool, err error) {
+	self, err := os.ReadFile("/proc/" + proc + "/cgroup")
+	if err != nil {
+		return "", false, err
+	}
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return "", false, err
+	}
+	return Locate(self, mounts)
+}
 
 // Locate returns the directory of the service's memory cgroup, given the text of
 // /proc/self/cgroup and /proc/self/mountinfo: under v1 that of the memory controller's
@@ -296,27 +302,12 @@ func (c *Child) Procs() ([]int, error) { return readPids(c.dir) }
 
 // Peak is the most memory the child has used, in bytes (v1 memory.max_usage_in_bytes, v2
 // memory.peak); false where the kernel does not tell.
-func (c *Child) Peak() (int64, bool) {
-	name := "memory.max_usage_in_bytes"
-	if c.v2 {
-		name = "memory.peak"
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, name))
-	if err != nil {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-	return n, err == nil
-}
+func (c *Child) Peak() (int64, bool) { return c.number("memory.max_usage_in_bytes", "memory.peak") }
 
 // OOMKills is how many processes the kernel's OOM killer has ended in the child (the oom_kill
 // line of v1 memory.oom_control, v2 memory.events); false where the kernel does not tell.
 func (c *Child) OOMKills() (int, bool) {
-	name := "memory.oom_control"
-	if c.v2 {
-		name = "memory.events"
-	}
-	b, err := os.ReadFile(filepath.Join(c.dir, name))
+	b, err := c.read("memory.oom_control", "memory.events")
 	if err != nil {
 		return 0, false
 	}
@@ -433,15 +424,7 @@ func writeIfPresent(dir, name, value string) error {
 // to read its OOM kills and peak; false when pid is in no such child or its cgroup cannot be
 // found. The child is for reading only: it has no directory open for Enter.
 func OfPID(pid int) (*Child, bool) {
-	self, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
-	if err != nil {
-		return nil, false
-	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil, false
-	}
-	dir, v2, err := Locate(self, mounts)
+	dir, v2, err := locateProc(strconv.Itoa(pid))
 	if err != nil || !strings.HasPrefix(filepath.Base(dir), childPrefix) {
 		return nil, false
 	}
@@ -450,12 +433,20 @@ func OfPID(pid int) (*Child, bool) {
 
 // Current is the memory the child uses now, in bytes (v1 memory.usage_in_bytes, v2
 // memory.current); false where the kernel does not tell.
-func (c *Child) Current() (int64, bool) {
-	name := "memory.usage_in_bytes"
+func (c *Child) Current() (int64, bool) { return c.number("memory.usage_in_bytes", "memory.current") }
+
+// read reads the child's file named v1 under cgroup v1, v2 under v2.
+func (c *Child) read(v1, v2 string) ([]byte, error) {
+	name := v1
 	if c.v2 {
-		name = "memory.current"
+		name = v2
 	}
-	b, err := os.ReadFile(filepath.Join(c.dir, name))
+	return os.ReadFile(filepath.Join(c.dir, name))
+}
+
+// number reads a child's file that holds one number; false where it is absent or not a number.
+func (c *Child) number(v1, v2 string) (int64, bool) {
+	b, err := c.read(v1, v2)
 	if err != nil {
 		return 0, false
 	}

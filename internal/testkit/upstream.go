@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/shotd/shotd/internal/tunnel"
 )
 
 // Request is one request an UpstreamProxy was asked for.
@@ -107,7 +109,7 @@ func (p *UpstreamProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.conns[c], p.conns[dst] = struct{}{}, struct{}{}
-	p.wg.Add(2)
+	p.wg.Add(1)
 	p.mu.Unlock()
 	defer p.wg.Done()
 	_, _ = io.WriteString(c, "HTTP/1.1 200 Connection Established\r\n\r\n")
@@ -115,15 +117,7 @@ func (p *UpstreamProxy) tunnel(w http.ResponseWriter, r *http.Request) {
 		b, _ := brw.Reader.Peek(n)
 		_, _ = dst.Write(b)
 	}
-	go func() {
-		defer p.wg.Done()
-		_, _ = io.Copy(dst, c)
-		_ = dst.Close()
-		_ = c.Close()
-	}()
-	_, _ = io.Copy(c, dst)
-	_ = c.Close()
-	_ = dst.Close()
+	tunnel.Join(c, dst, dst)
 }
 
 func (p *UpstreamProxy) close() {

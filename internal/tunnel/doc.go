@@ -1,0 +1,3 @@
+// Package tunnel joins the two connections of a CONNECT tunnel: the egress proxy's and the
+// test kit's upstream proxy's.
+package tunnel
