@@ -30,6 +30,7 @@ const (
 	CodeContentTooLarge     Code = "content_too_large"
 	CodeSelectorNotFound    Code = "selector_not_found"
 	CodeContentCheckFailed  Code = "content_check_failed"
+	CodeHostReturnedError   Code = "host_returned_error"
 	CodePageCrashed         Code = "page_crashed"
 	CodeRateLimited         Code = "rate_limited"
 	CodeConcurrencyLimit    Code = "concurrency_limit"
@@ -73,6 +74,7 @@ var Catalogue = []CodeInfo{
 	{CodeContentTooLarge, 413, false, "The sent html, markdown, styles or scripts, the request body, the request line and headers (over 64 KiB; send long options in a POST body), or the rendered output exceeds the allowed size."},
 	{CodeSelectorNotFound, 422, false, "Nothing matched selector, click or wait_for_selector in time."},
 	{CodeContentCheckFailed, 422, false, "The page contained the text of fail_if_content_contains, or lacked that of fail_if_content_missing."},
+	{CodeHostReturnedError, 422, false, "ignore_host_errors=false (the default on ScreenshotOne's paths) and the page's document answered an HTTP status of 400 or more; the answer names it (returned_status_code). Not billed."},
 	{CodePageCrashed, 422, false, "The page crashed the browser tab that rendered it, most often by using more memory than a page may (the server's browser.js_heap_mb). Not billed; it counts as a failed render of the account."},
 	{CodeRateLimited, 429, true, "Too many requests in the last minute. Retry after the Retry-After seconds."},
 	{CodeConcurrencyLimit, 429, true, "Too many renders of the account are running at once. Retry after the Retry-After seconds."},
@@ -118,6 +120,8 @@ type Error struct {
 	Message    string
 	Fields     []FieldError
 	RetryAfter int // seconds, for 429 answers
+	// HostStatus is the HTTP status the page's document answered, for host_returned_error.
+	HostStatus int
 	Cause      error
 }
 

@@ -14,7 +14,7 @@ func TestCatalogueComplete(t *testing.T) {
 		}
 	}
 	// The 28 of api-v1 and the service's own additions.
-	added := []Code{CodePageCrashed, CodeStorageFailed, CodeContentCheckFailed}
+	added := []Code{CodePageCrashed, CodeStorageFailed, CodeContentCheckFailed, CodeHostReturnedError}
 	for _, c := range added {
 		if !seen[c] {
 			t.Errorf("catalogue lacks %s", c)

@@ -189,6 +189,11 @@ type Options struct {
 	FailIfContentContains string
 	FailIfContentMissing  string
 	FailIfRequestFailed   []string
+	// ScreenshotOne's softer and stricter ends (error_on_*_not_found=false, ignore_host_errors=
+	// false): a selector, click or hover that matches nothing is skipped rather than failing the
+	// render, and an HTTP error status of the page's document fails it (host_returned_error).
+	SelectorOptional, ClickOptional, HoverOptional bool
+	FailOnHostError                                bool
 
 	// Page behaviour.
 	DarkMode      bool
@@ -292,6 +297,10 @@ type Options struct {
 	Signature  string
 	Expires    int64
 	HasExpires bool
+
+	// Dialect is "s1" for a request made on ScreenshotOne's paths, whose job answers their way
+	// (their webhook body and signature); "" for shotd's own.
+	Dialect string `json:",omitempty"`
 
 	// Given lists the option names that the request set explicitly, in table order. The cache
 	// key and bulk defaults use it.

@@ -341,6 +341,9 @@ func (r *render) emulate(ctx context.Context) error {
 			return err
 		}
 	}
+	if err := r.emulateLocale(ctx); err != nil { // Accept-Language (locale.go)
+		return err
+	}
 	if args := r.emulatedMedia(); args != nil {
 		r.t.over.media = true
 		if err := c.Emulation.SetEmulatedMedia(ctx, args); err != nil {

@@ -49,6 +49,7 @@ type overrides struct {
 	// Emulation and page settings.
 	touch, userAgent, media, timeZone, background, bypassCSP bool
 	noScript                                                 bool // Emulation.setScriptExecutionDisabled (disable_javascript)
+	locale                                                   bool // Emulation.setLocaleOverride (locale.go)
 
 	network     bool                    // Network.enable (networkidle, click)
 	pointer     bool                    // the mouse was moved over the page (click, hover)
@@ -365,6 +366,7 @@ func (t *tab) undoCalls(ctx context.Context) []func() error {
 	do(o.timeZone, func() error {
 		return c.Emulation.SetTimezoneOverride(ctx, emulation.NewSetTimezoneOverrideArgs(""))
 	})
+	do(o.locale, func() error { return t.undoLocale(ctx) })
 	do(o.background, func() error {
 		return c.Emulation.SetDefaultBackgroundColorOverride(ctx, emulation.NewSetDefaultBackgroundColorOverrideArgs())
 	})

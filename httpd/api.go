@@ -12,7 +12,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/option"
-	"github.com/shotd/shotd/view"
 	"github.com/valyala/fasthttp"
 )
 
@@ -164,12 +163,19 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.P
 	}
 	log := logOf(ctx).With().Str("account", who.account.ID).Logger()
 	ctx.SetUserValue(logKey, &log)
+	lim := option.Limits{MaxSourceBytes: s.set.MaxSourceBytes}
+	if isS1(ctx) {
+		lim = option.S1Limits(lim, s1IsAsync(ps))
+	}
 	if translate != nil {
 		if ps, err = translate(ps); err != nil {
 			return nil, nil, err
 		}
 	}
-	o, err := option.ParseOptions(ps, option.Limits{MaxSourceBytes: s.set.MaxSourceBytes})
+	o, err := option.ParseOptions(ps, lim)
+	if err == nil && isS1(ctx) {
+		o.Dialect = shotd.DialectS1 // set while the options are still being made
+	}
 	return who, o, err
 }
 
@@ -183,15 +189,40 @@ func onlyKey(ps option.Params, ak string) bool {
 	return true
 }
 
-// renderNow renders o while the client waits: admitted by the account first, settled whatever
-// happens (a panic or an early return still frees the slot and the reservation), the file kept
-// when the answer links to it or the cache keeps it.
+// renderNow renders o while the client waits and answers it (renderKept).
 func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, cacheKey string) {
+	rec, out, err := s.renderKept(ctx, who, o, cacheKey)
+	if err != nil {
+		s.fail(ctx, err)
+		return
+	}
+	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
+	ctx.Response.Header.Set("X-Cache", "MISS")
+	switch o.ResponseType {
+	case "json":
+		s.writeResult(ctx, o, s.files.ResultOf(rec, "MISS"))
+		return
+	case "empty":
+		ctx.SetStatusCode(fasthttp.StatusOK) // rendered (and stored, when asked); no body
+		return
+	}
+	ctx.SetStatusCode(fasthttp.StatusOK)
+	ctx.SetContentType(out.ContentType)
+	ctx.SetBody(out.Data)
+	setAttachment(ctx, o)
+	if !inlineType(out.ContentType) {
+		fileHeaders(&ctx.Response.Header, out.ContentType) // format=html is the page's own document
+	}
+}
+
+// renderKept renders o while the client waits: admitted by the account first, settled whatever
+// happens (a panic or an early return still frees the slot and the reservation), the file kept
+// when the answer links to it or the cache keeps it. The limit headers are set on ctx.
+func (s *Server) renderKept(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, cacheKey string) (shotd.FileRecord, *shotd.Output, error) {
 	adm, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitRender, Features: o.Features()})
 	if err != nil {
 		setLimitHeaders(ctx, limits, true)
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
 	outcome := shotd.OutcomeReleased
 	settled := false
@@ -212,44 +243,27 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 
 	// Converted and resolved once admitted: a key past its rate or quota takes no converter slot.
 	if err := s.checkTargets(o, -1); err != nil {
-		settle()
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
 	out, err := s.renderBounded(o)
 	if err != nil {
 		outcome = shotd.OutcomeOf(err)
 		settle()
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
 	rec, err := s.keepFile(o, who.account.ID, cacheKey, out)
 	if err != nil {
 		settle() // released: the file is rendered, keeping it is what failed
-		s.fail(ctx, shotd.StoredError(err))
-		return
+		return shotd.FileRecord{}, nil, shotd.StoredError(err)
 	}
 	outcome = shotd.OutcomeSucceeded
 	// A success that could not be billed (cluster mode: the quota ledger lost its reservation)
 	// is not answered as one, or the account would get more than its quota.
 	var nb interface{ NotBilled() bool }
 	if err := settle(); errors.As(err, &nb) && nb.NotBilled() {
-		s.fail(ctx, err)
-		return
+		return shotd.FileRecord{}, nil, err
 	}
-	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
-	ctx.Response.Header.Set("X-Cache", "MISS")
-	if o.ResponseType == "json" {
-		writeJSON(ctx, fasthttp.StatusOK, view.NewResultView(s.files.ResultOf(rec, "MISS"), s.set.PublicURL))
-		return
-	}
-	ctx.SetStatusCode(fasthttp.StatusOK)
-	ctx.SetContentType(out.ContentType)
-	ctx.SetBody(out.Data)
-	setAttachment(ctx, o)
-	if !inlineType(out.ContentType) {
-		fileHeaders(&ctx.Response.Header, out.ContentType) // format=html is the page's own document
-	}
+	return rec, out, nil
 }
 
 // renderBounded renders o within its budget and the server's output limit.
@@ -308,9 +322,13 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	}
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "HIT")
-	if o.ResponseType == "json" {
+	if o.ResponseType == "json" || o.ResponseType == "empty" {
 		f.Close() // opened only to know that the file is there
-		writeJSON(ctx, fasthttp.StatusOK, view.NewResultView(s.files.ResultOf(rec, "HIT"), s.set.PublicURL))
+		if o.ResponseType == "json" {
+			s.writeResult(ctx, o, s.files.ResultOf(rec, "HIT"))
+		} else {
+			ctx.SetStatusCode(fasthttp.StatusOK)
+		}
 		return true
 	}
 	setAttachment(ctx, o)
@@ -392,16 +410,24 @@ func (s *Server) statusAuth(ctx *fasthttp.RequestCtx) (*principal, bool) {
 }
 
 func (s *Server) usage(ctx *fasthttp.RequestCtx) {
+	if u, ok := s.usageReport(ctx); ok {
+		writeJSON(ctx, fasthttp.StatusOK, u)
+	}
+}
+
+// usageReport authenticates a usage request and reports the account's usage; on a refusal it
+// has answered.
+func (s *Server) usageReport(ctx *fasthttp.RequestCtx) (*shotd.UsageReport, bool) {
 	who, ok := s.statusAuth(ctx)
 	if !ok {
-		return
+		return nil, false
 	}
 	u, err := s.gate.Usage(who.account, who.plan)
 	if err != nil {
 		s.fail(ctx, err)
-		return
+		return nil, false
 	}
-	writeJSON(ctx, fasthttp.StatusOK, u)
+	return u, true
 }
 
 func (s *Server) file(ctx *fasthttp.RequestCtx) {

@@ -62,8 +62,13 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	}
 	j := jobs[0]
 	logOf(ctx).Info().Str("job", j.JobID).Msg("job queued")
+	statusURL := s.set.PublicURL + "/api/v1/jobs/" + j.JobID
+	if isS1(ctx) {
+		writeJSON(ctx, fasthttp.StatusOK, s1Async(j.JobID, statusURL))
+		return
+	}
 	writeJSON(ctx, fasthttp.StatusAccepted, map[string]string{
-		"job_id": j.JobID, "status": shotd.JobQueued, "status_url": s.set.PublicURL + "/api/v1/jobs/" + j.JobID})
+		"job_id": j.JobID, "status": shotd.JobQueued, "status_url": statusURL})
 }
 
 // checkTargets refuses a url or webhook_url that the egress guard would refuse, before anything

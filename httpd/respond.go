@@ -23,6 +23,12 @@ func writeError(ctx *fasthttp.RequestCtx, publicURL string, err error) {
 	e := shotd.AsError(err)
 	info := shotd.Info(e.Code)
 	ctx.SetUserValue(errorCodeKey, string(info.Code))
+	if isS1(ctx) {
+		defer func() { // the same headers, log and count; their body and status
+			st, b := newS1Error(publicURL, err)
+			writeJSON(ctx, st, b)
+		}()
+	}
 	msg := e.Message
 	if msg == "" {
 		msg = info.Doc

@@ -22,7 +22,8 @@ import (
 )
 
 // TestScreenshotOneNodeSDK runs ScreenshotOne's own Node SDK (npm screenshotone-api-sdk, pinned in
-// tools/s1sdk, installed by scripts/install-deps.sh with npm ci) against this shotd on loopback:
+// tools/s1sdk, installed by scripts/install-deps.sh with npm ci) against this shotd on loopback,
+// with only the host changed (their paths at the root, their defaults: jpg where no format):
 // take(), which signs every request ScreenshotOne's way, with options of every family, and
 // animate(). tools/s1sdk/run.js writes each answer to a file; the files are checked here.
 func TestScreenshotOneNodeSDK(t *testing.T) {
@@ -53,7 +54,7 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	defer cancel()
 	cmd := exec.CommandContext(ctx, node, "run.js")
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "SHOTD_BASE="+env.base+"/api/v1", "SHOTD_ACCESS_KEY="+a.key.AccessKey,
+	cmd.Env = append(os.Environ(), "SHOTD_BASE="+env.base, "SHOTD_ACCESS_KEY="+a.key.AccessKey,
 		"SHOTD_SECRET_KEY="+a.key.SecretKey, "SHOTD_PAGE="+site.URL+"/", "SHOTD_OUT="+out,
 		"SHOTD_PROXY="+up.URL("sdk-user", "sdk-pass"))
 	if b, err := cmd.CombinedOutput(); err != nil {
@@ -76,7 +77,10 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	if w, h := imageSize(t, "jpeg", read("jpg.jpg")); w != 320 || h != 240 {
 		t.Errorf("jpg.jpg (format=jpg) is %dx%d", w, h)
 	}
-	if w, h := imageSize(t, "png", read("proxy.png")); w != 320 || h != 240 {
+	if w, h := imageSize(t, "png", read("nosel.png")); w != 320 || h != 240 {
+		t.Errorf("nosel.png (selector missing, error_on_selector_not_found=false) is %dx%d, want the viewport", w, h)
+	}
+	if w, h := imageSize(t, "jpeg", read("proxy.png")); w != 320 || h != 240 {
 		t.Errorf("proxy.png is %dx%d", w, h)
 	}
 	proxied := false
@@ -86,10 +90,10 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	if !proxied {
 		t.Errorf("proxy(): the proxy was not asked for the page with its credentials: %+v", up.Requests())
 	}
-	if w, h := imageSize(t, "png", read("full.png")); w != 320 || h <= 760 {
+	if w, h := imageSize(t, "jpeg", read("full.png")); w != 320 || h <= 760 {
 		t.Errorf("full.png is %dx%d, want 320 wide and the whole page high (over 760)", w, h)
 	}
-	if w, h := imageSize(t, "png", read("waits.png")); w != 320 || h != 60 {
+	if w, h := imageSize(t, "jpeg", read("waits.png")); w != 320 || h != 60 {
 		t.Errorf("waits.png (selector h1) is %dx%d, want 320x60", w, h)
 	}
 	z := read("slices.zip")
@@ -133,10 +137,10 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	if !bytes.HasPrefix(read("pdf.pdf"), []byte("%PDF-")) {
 		t.Error("pdf.pdf is not a PDF")
 	}
-	if e := string(read("error.txt")); e != "400 invalid_options" {
-		t.Errorf("a socks5 proxy: %q, want 400 invalid_options through the SDK's APIError", e)
+	if e := string(read("error.txt")); e != "400 request_not_valid" {
+		t.Errorf("a socks5 proxy: %q, want 400 request_not_valid through the SDK's APIError", e)
 	}
-	for name, want := range map[string]string{"animate.mp4": "mp4", "animate.gif": "gif", "animate.mov": "mov"} {
+	for name, want := range map[string]string{"animate.mp4": "mp4", "animate.gif": "gif", "animate.mov": "mov", "scroll.mp4": "mp4"} {
 		info, err := media.Probe(context.Background(), read(name))
 		if err != nil || info.Width != 320 || !info.HasFormat(want) {
 			t.Errorf("%s: %+v, %v", name, info, err)

@@ -159,10 +159,13 @@ func TestScreenshotOneTakeOptions(t *testing.T) {
 			fmt.Fprint(w, `<head><meta http-equiv="Content-Security-Policy" content="script-src 'none'"></head><body><p id=p>blocked</p><script>document.getElementById('p').textContent = 'inline' + '-ran'</script></body>`)
 		case "/touch":
 			fmt.Fprint(w, `<body><script>document.write('touch=' + (navigator.maxTouchPoints > 0 ? 'yes' : 'no'))</script></body>`)
+		case "/gone":
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `<body>gone</body>`)
 		}
 	}))
 	defer site.Close()
-	green := color.RGBA{0, 255, 0, 255}
+	green, red := color.RGBA{0, 255, 0, 255}, color.RGBA{255, 0, 0, 255}
 	hoverHTML := `<style>body{margin:0} #b{width:100vw;height:100vh;background:red} #b:hover{background:lime}</style><div id=b></div>`
 	scrollHTML := `<style>body{margin:0}</style><div style="height:3000px;background:red"></div><div id=g style="height:400px;background:lime"></div>`
 	small := []string{"viewport_width", "200", "viewport_height", "200"}
@@ -192,7 +195,12 @@ func TestScreenshotOneTakeOptions(t *testing.T) {
 		{name: "attachment_name", kv: []string{"html", "<p>x</p>", "attachment_name", "shot.png"}, status: 200,
 			header: [2]string{"Content-Disposition", `attachment; filename="shot.png"`}},
 		{name: "attachment_name with a quote", kv: []string{"html", "<p>x</p>", "attachment_name", `a"b.png`}, status: 400, code: shotd.CodeInvalidOptions},
-		{name: "error_on_selector_not_found false", kv: []string{"html", "<p>x</p>", "error_on_selector_not_found", "false"}, status: 400, code: shotd.CodeInvalidOptions},
+		// ScreenshotOne's values the spec does not contradict: accepted here too.
+		{name: "error_on_selector_not_found false", kv: []string{"html", hoverHTML, "selector", "#nope", "timeout", "2", "error_on_selector_not_found", "false"}, status: 200, corner: &red},
+		{name: "error_on_hover_selector_not_found false", kv: []string{"html", hoverHTML, "hover", "#nope", "timeout", "2", "error_on_hover_selector_not_found", "false"}, status: 200, corner: &red},
+		{name: "host error rendered by default", kv: []string{"url", site.URL + "/gone"}, status: 200},
+		{name: "ignore_host_errors false", kv: []string{"url", site.URL + "/gone", "ignore_host_errors", "false"}, status: 422, code: shotd.CodeHostReturnedError},
+		{name: "wait_until networkidle0", kv: []string{"html", "<p>x</p>", "wait_until", "networkidle0"}, status: 200},
 		{name: "refused option", kv: []string{"html", "<p>x</p>", "request_gpu_rendering", "true"}, status: 400, code: shotd.CodeInvalidOptions},
 	}
 	for _, c := range cases {

@@ -187,17 +187,19 @@ func (s *Server) Handler() fasthttp.RequestHandler {
 	}
 	r.NotFound = notFound
 
-	for _, path := range []string{"/api/v1/screenshot", "/api/v1/take"} {
-		r.GET(path, s.screenshot)
-		r.POST(path, s.screenshot)
+	// The render endpoints, GET and POST: the spec's, then ScreenshotOne's at the root (s1.go).
+	for path, h := range map[string]fasthttp.RequestHandler{"/api/v1/screenshot": s.screenshot, "/api/v1/take": s.screenshot,
+		"/api/v1/animate": s.animate, "/take": s.s1Take, "/animate": s.s1Animate} {
+		r.GET(path, h)
+		r.POST(path, h)
 	}
-	r.GET("/api/v1/animate", s.animate)
-	r.POST("/api/v1/animate", s.animate)
 	r.GET("/api/v1/usage", s.usage)
 	r.GET("/api/v1/jobs/{id}", s.job)
 	r.GET("/api/v1/batches/{id}", s.batch)
 	r.GET("/api/v1/files/{id}", s.file)
 	r.POST("/api/v1/bulk", s.bulk)
+	r.POST("/bulk", s.s1Bulk)
+	r.GET("/usage", s.s1UsageHandler)
 
 	r.GET("/healthz", func(ctx *fasthttp.RequestCtx) { writeJSON(ctx, 200, map[string]string{"status": "ok"}) })
 	r.GET("/readyz", s.readyz)
@@ -395,7 +397,8 @@ func routeOf(ctx *fasthttp.RequestCtx) string {
 		}
 	}
 	switch p {
-	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/docs/api", "/openapi.json":
+	case "/api/v1/screenshot", "/api/v1/take", "/api/v1/animate", "/api/v1/usage", "/api/v1/bulk", "/healthz",
+		"/take", "/animate", "/bulk", "/usage", "/readyz", "/pressure", "/docs", "/docs/errors", "/docs/options", "/docs/api", "/openapi.json":
 		return p
 	}
 	return "other"

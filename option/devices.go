@@ -1,5 +1,7 @@
 package option
 
+import "slices"
+
 // Device is a viewport preset: CSS-pixel size in portrait (phones/tablets) or its natural
 // orientation (laptops/desktops), scale factor, mobile and touch flags, user agent.
 //
@@ -113,19 +115,42 @@ var devices = []Device{
 	computer("imac_24", 2240, 1260, 2), // 4480x2520 panel at its default scaling
 }
 
-// DeviceNames lists the viewport_device values in their documented order.
-// Built in variable initializers, not init(), so that the option table can depend on it.
+// s1Device is one row of ScreenshotOne's device list (s1devices.go).
+type s1Device struct {
+	name                     string
+	width, height            int
+	scale                    float64
+	mobile, touch, landscape bool
+	ua                       string
+}
+
+// allDevices are shotd's presets, then ScreenshotOne's that shotd has no preset of its own for.
+var allDevices = func() []Device {
+	all := slices.Clone(devices)
+	for _, d := range s1Devices {
+		if slices.ContainsFunc(devices, func(o Device) bool { return o.Name == d.name }) {
+			continue
+		}
+		all = append(all, Device{Name: d.name, Width: d.width, Height: d.height, ScaleFactor: d.scale,
+			Mobile: d.mobile, Touch: d.touch, UserAgent: d.ua})
+	}
+	return all
+}()
+
+// DeviceNames lists the viewport_device values in their documented order, ScreenshotOne's
+// names after shotd's. Built in variable initializers, not init(), so that the option table
+// can depend on it.
 var DeviceNames = func() []string {
-	names := make([]string, len(devices))
-	for i, d := range devices {
+	names := make([]string, len(allDevices))
+	for i, d := range allDevices {
 		names[i] = d.Name
 	}
 	return names
 }()
 
 var devicesByName = func() map[string]Device {
-	m := make(map[string]Device, len(devices))
-	for _, d := range devices {
+	m := make(map[string]Device, len(allDevices))
+	for _, d := range allDevices {
 		m[d.Name] = d
 	}
 	return m

@@ -113,7 +113,7 @@ var (
 	// list (formats.go), which the spec does not contradict.
 	Formats = []string{shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF, shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV,
 		shotd.FormatGIFStill, shotd.FormatAVIF, shotd.FormatTIFF, shotd.FormatJP2, shotd.FormatHEIF, shotd.FormatHTML, shotd.FormatMarkdown}
-	ResponseTypes   = []string{"by_format", "json"}
+	ResponseTypes   = []string{"by_format", "json", "empty"}
 	PNGCompressions = []string{shotd.PNGFast, shotd.PNGBest}
 	WaitConditions  = []string{shotd.WaitLoad, shotd.WaitDOMContentLoaded, shotd.WaitNetworkIdle, shotd.WaitCommit}
 	MediaTypes      = []string{"screen", "print"}
@@ -150,7 +150,7 @@ var OptionTable = slices.Concat([]*OptionSpec{
 		func(o *draft, v string) { o.PNGCompression = v }),
 	boolean("Output", "omit_background", "false", "Transparent page background (png, webp).",
 		func(o *draft, v bool) { o.OmitBackground = v }),
-	enum("Output", "response_type", "by_format", "Return the file itself, or JSON with a link to it.", ResponseTypes,
+	enum("Output", "response_type", "by_format", "Return the file itself, JSON with a link to it, or nothing (empty: render, store if asked, answer 200 without a body).", ResponseTypes,
 		func(o *draft, v string) { o.ResponseType = v }).nonRender(),
 
 	// Viewport.

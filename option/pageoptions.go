@@ -36,14 +36,14 @@ func pageOptionSpecs() []*OptionSpec {
 			func(o *draft, v string) { o.FailIfContentContains = v }).checked(notEmpty),
 		str("Waiting", "fail_if_content_missing", "", "Fail with content_check_failed when the page's text and HTML lack this (case-insensitive).",
 			func(o *draft, v string) { o.FailIfContentMissing = v }).checked(notEmpty),
-		trueOnly("Waiting", "error_on_selector_not_found", "nothing matching selector or wait_for_selector answers selector_not_found.",
-			"shotd always answers selector_not_found when selector matches nothing; it never captures something else instead"),
-		trueOnly("Waiting", "error_on_click_selector_not_found", "nothing matching click answers selector_not_found.",
-			"shotd always answers selector_not_found when click matches nothing"),
-		trueOnly("Waiting", "error_on_hover_selector_not_found", "nothing matching hover answers selector_not_found.",
-			"shotd always answers selector_not_found when hover matches nothing"),
-		trueOnly("Waiting", "ignore_host_errors", "a page answered with an HTTP error status is rendered as it is.",
-			"shotd renders a page whatever its HTTP status; failing on an error status is not available"),
+		boolean("Waiting", "error_on_selector_not_found", "true", "false: when nothing matches selector, capture the viewport instead of failing with selector_not_found (ScreenshotOne's default on its /take).",
+			func(o *draft, v bool) { o.SelectorOptional = !v }),
+		boolean("Waiting", "error_on_click_selector_not_found", "true", "false: when nothing matches click, render without clicking instead of failing with selector_not_found.",
+			func(o *draft, v bool) { o.ClickOptional = !v }),
+		boolean("Waiting", "error_on_hover_selector_not_found", "true", "false: when nothing matches hover, render without hovering instead of failing with selector_not_found.",
+			func(o *draft, v bool) { o.HoverOptional = !v }),
+		boolean("Waiting", "ignore_host_errors", "true", "false: fail with host_returned_error when the page's document answers an HTTP status of 400 or more (ScreenshotOne's default on its paths); true renders it as it is.",
+			func(o *draft, v bool) { o.FailOnHostError = !v }),
 		trueOnly("Area", "capture_beyond_viewport", "full_page, selector and clip capture beyond the viewport.",
 			"shotd always captures beyond the viewport for full_page, selector and clip"),
 	}
@@ -197,13 +197,7 @@ func notEmpty(v string) string {
 	return ""
 }
 
-// selfHosted is why an option of ScreenshotOne's hosted service means nothing on one's own.
-const selfHosted = "it belongs to ScreenshotOne's hosted service and has no meaning on a self-hosted shotd"
-
 // RefusedOptions are ScreenshotOne option names shotd knows but does not honour, each with the
 // reason its refusal gives, so that none is refused as unknown: a client moving from
 // ScreenshotOne learns why, not that it misspelled a name.
-var RefusedOptions = map[string]string{
-	"request_gpu_rendering":       selfHosted + "; shotd renders with the host's software rasteriser",
-	"fail_if_gpu_rendering_fails": selfHosted + "; shotd renders with the host's software rasteriser",
-}
+var RefusedOptions = map[string]string{}

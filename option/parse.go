@@ -89,6 +89,9 @@ type draft struct {
 // Limits bounds what ParseOptions accepts beyond the option table.
 type Limits struct {
 	MaxSourceBytes int // html, markdown, styles, scripts each; 0 = unlimited
+	// Bounds replace the table's bounds of the options they name (ScreenshotOne's paths:
+	// S1Limits); nil: the table's.
+	Bounds map[string][2]float64
 }
 
 // ParseOptions validates raw options against the option table and returns the immutable Options.
@@ -115,10 +118,19 @@ func ParseOptions(ps Params, lim Limits) (*shotd.Options, error) {
 
 	given := map[string]bool{}
 	unknown := 0
-	for _, p := range ps {
+	for _, p := range foldWaitUntil(ps) {
 		s, ok := optionsByName[p.Name]
+		if b, over := lim.Bounds[p.Name]; ok && over {
+			c := *s
+			c.Min, c.Max, c.HasMin, c.HasMax = b[0], b[1], true, true
+			s = &c
+		}
 		if why, refused := RefusedOptions[p.Name]; !ok && refused {
 			fail(p.Name, "not supported: %s", why)
+			continue
+		}
+		if why, cloud := CloudOnly[p.Name]; !ok && cloud {
+			fail(p.Name, "%s%s", notHere, why)
 			continue
 		}
 		if !ok {

@@ -26,6 +26,7 @@ import (
 	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/media"
 	"github.com/shotd/shotd/metrics"
+	"github.com/shotd/shotd/s1render"
 	"github.com/shotd/shotd/store"
 	"github.com/shotd/shotd/webhook"
 )
@@ -268,7 +269,7 @@ func (s *Service) startBrowsers(ctx context.Context, browser, chromeDir string, 
 	if err != nil {
 		return err
 	}
-	metered := s.metrics.Meter(s.renderer)
+	metered := s1render.Wrap(s.metrics.Meter(s.renderer))
 	s.syncRender, s.jobRender = s.storage.sync.Wrap(metered), s.storage.jobs.Wrap(metered)
 	s.metrics.WatchBrowsers(s.renderer)
 	return nil

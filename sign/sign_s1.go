@@ -9,7 +9,7 @@ import (
 // only take and animate, so the form is not offered where a ScreenshotOne client never sends it.
 // The form covers the query alone, so a link signed for one of them also works on the other;
 // /api/v1/screenshot, shotd's own name, takes shotd's form alone, which binds the path.
-var RenderPaths = []string{"/api/v1/take", "/api/v1/animate"}
+var RenderPaths = []string{"/api/v1/take", "/api/v1/animate", "/take", "/animate"}
 
 // UnsignedQuery is the raw query string as sent, without its signature parameters: the bytes
 // ScreenshotOne's SDKs sign (they build the query, sign its text, then append &signature=...).
@@ -43,3 +43,7 @@ func SignQueryS1(secret, rawQuery string) string {
 func VerifyQueryS1(secret, rawQuery, signature string) bool {
 	return hmac.Equal([]byte(SignQueryS1(secret, rawQuery)), []byte(strings.ToLower(signature)))
 }
+
+// SignWebhookS1 is X-ScreenshotOne-Signature of a webhook body: the lower-case hex HMAC-SHA256
+// of the raw body, keyed with the secret, as ScreenshotOne signs theirs.
+func SignWebhookS1(secret string, body []byte) string { return hexHMAC(secret, string(body)) }

@@ -204,3 +204,24 @@ func NewBatchView(b shotd.Batch, jobs []shotd.Job, publicURL string) BatchView {
 	}
 	return v
 }
+
+// S1Result is ScreenshotOne's JSON answer of a render (response_type=json on their paths), and
+// the body of their webhooks: the link to the file, the cache's when the cache kept it, the
+// upload's location, the metadata asked for.
+type S1Result struct {
+	IsSuccessful  bool            `json:"is_successful"`
+	ScreenshotURL string          `json:"screenshot_url,omitempty"`
+	CacheURL      string          `json:"cache_url,omitempty"`
+	Store         *StoreView      `json:"store,omitempty"`
+	Metadata      *shotd.Metadata `json:"metadata,omitempty"`
+}
+
+// NewS1Result is ScreenshotOne's JSON answer of r.
+func NewS1Result(r shotd.JobResult, publicURL string, cached bool) S1Result {
+	v := NewResultView(r, publicURL)
+	out := S1Result{IsSuccessful: true, ScreenshotURL: v.URL, Store: v.Store, Metadata: v.Metadata}
+	if cached {
+		out.CacheURL = v.URL
+	}
+	return out
+}

@@ -78,9 +78,17 @@ type Sender struct {
 
 // Send POSTs the record of job, which has ended, to its webhook URL, signed with the secret of
 // the key that created the job when the job asked for it. The attempts its record counts, this
-// one included, go in x-webhook-attempt. An answer other than 2xx is an error.
+// one included, go in x-webhook-attempt. An answer other than 2xx is an error. A job made on
+// ScreenshotOne's paths gets their body and their signature (s1.go).
 func (s *Sender) Send(job shotd.Job) error {
-	raw, err := NewBody(job, s.PublicURL)
+	s1 := IsS1(job)
+	var raw []byte
+	var err error
+	if s1 {
+		raw, err = NewS1Body(job, s.PublicURL)
+	} else {
+		raw, err = NewBody(job, s.PublicURL)
+	}
 	if err != nil {
 		return err
 	}
@@ -88,7 +96,7 @@ func (s *Sender) Send(job shotd.Job) error {
 	if job.Webhook.Sign {
 		signer = job.AccessKey
 	}
-	return s.post(job.Webhook.URL, raw, EventOf(job), "x-job-id", job.JobID, job.Webhook.Attempts, signer)
+	return s.post(job.Webhook.URL, raw, EventOf(job), "x-job-id", job.JobID, job.Webhook.Attempts, signer, s1)
 }
 
 // BatchBody is what a batch's webhook_url receives once every job of the batch ended: the batch
@@ -109,13 +117,14 @@ func (s *Sender) SendBatch(b shotd.Batch, jobs []shotd.Job) error {
 	if len(jobs) > 0 { // a batch's delivery is always signed
 		signer = jobs[0].AccessKey
 	}
-	return s.post(b.Webhook.URL, raw, shotd.BatchDoneEvent, "x-batch-id", b.BatchID, b.Webhook.Attempts, signer)
+	return s.post(b.Webhook.URL, raw, shotd.BatchDoneEvent, "x-batch-id", b.BatchID, b.Webhook.Attempts, signer, false)
 }
 
 // post makes one delivery of raw to url: the event, the id of what ended under idHeader, the
-// attempt's number, and, when signer names an access key, the signature with its secret. An
-// answer other than 2xx is an error.
-func (s *Sender) post(url string, raw []byte, event, idHeader, id string, attempt int, signer string) error {
+// attempt's number, and, when signer names an access key, the signature with its secret:
+// shotd's x-signature, or ScreenshotOne's X-ScreenshotOne-Signature when s1. An answer other
+// than 2xx is an error.
+func (s *Sender) post(url string, raw []byte, event, idHeader, id string, attempt int, signer string, s1 bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), s.Client.Timeout+time.Second)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(raw))
@@ -134,7 +143,11 @@ func (s *Sender) post(url string, raw []byte, event, idHeader, id string, attemp
 		if err != nil {
 			return fmt.Errorf("signing key: %w", err)
 		}
-		req.Header.Set("x-signature", Sign(key.SecretKey, ts, raw))
+		if s1 {
+			req.Header.Set("X-ScreenshotOne-Signature", sign.SignWebhookS1(key.SecretKey, raw))
+		} else {
+			req.Header.Set("x-signature", Sign(key.SecretKey, ts, raw))
+		}
 	}
 	resp, err := s.Client.Do(req)
 	if err != nil {

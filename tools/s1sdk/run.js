@@ -1,5 +1,5 @@
 // Runs ScreenshotOne's Node SDK against a shotd: TestScreenshotOneNodeSDK (httpd) starts it with
-// SHOTD_BASE (http://127.0.0.1:PORT/api/v1), the access and secret keys, the page to capture, an
+// SHOTD_BASE (http://127.0.0.1:PORT: only the host changed, their paths at the root), the access and secret keys, the page to capture, an
 // HTTP proxy with credentials (SHOTD_PROXY) and a directory for the files. Each call's answer is written there; the Go test checks the files.
 "use strict";
 const fs = require("node:fs");
@@ -38,7 +38,10 @@ async function main() {
   await save("jpg.jpg", await client.take(T.url(SHOTD_PAGE).viewportWidth(320).viewportHeight(240).format("jpg")));
   await save("proxy.png", await client.take(T.url(SHOTD_PAGE).viewportWidth(320).viewportHeight(240)
     .proxy(SHOTD_PROXY).proxyBypassHosts("bypass.example", "*.cdn.example")));
-  // An error answer comes back as the SDK's APIError with shotd's code.
+  // error_on_selector_not_found=false: a selector that matches nothing captures the viewport.
+  await save("nosel.png", await client.take(T.url(SHOTD_PAGE).viewportWidth(320).viewportHeight(240).format("png")
+    .selector("#missing").errorOnSelectorNotFound(false)));
+  // An error answer comes back as the SDK's APIError with ScreenshotOne's code.
   try {
     await client.take(T.url(SHOTD_PAGE).proxy("socks5://127.0.0.1:1080"));
     fs.writeFileSync(path.join(SHOTD_OUT, "error.txt"), "no error");
@@ -52,6 +55,10 @@ async function main() {
   await save("animate.mov", await client.animate(A.url(SHOTD_PAGE).format("mov").duration(1).width(320).height(240)));
   await save("animate.gif", await client.animate(A.url(SHOTD_PAGE).format("gif").duration(1).scenario("scroll")
     .width(320).height(240)));
+  // The scroll options their SDK sends: played as one continuous scroll.
+  await save("scroll.mp4", await client.animate(A.url(SHOTD_PAGE).format("mp4").duration(1).scenario("scroll")
+    .width(320).height(240).scrollDelay(500).scrollDuration(1500).scrollStartImmediately(true).scrollBack(true)
+    .scrollBackAfterDuration(800).scrollStartDelay(0).scrollComplete(true).scrollBy(1000)));
 }
 
 main().catch((e) => {
