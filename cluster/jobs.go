@@ -61,11 +61,9 @@ type JobsConfig struct {
 	// AckWait: a job whose node neither acknowledges nor reports progress for this long is
 	// delivered again (default 30 s; a rendering node reports every third of it).
 	AckWait time.Duration
-	// MaxDeliver bounds the deliveries of a job's message (default 20): the last one fails the
-	// job rather than leave it queued. A job's renders are bounded apart from it, by
-	// shotd.MaxJobInterruptions starts.
-	MaxDeliver int
-	// SlotRetry is the wait between claims of a concurrency slot of the job's account (1 s).
+	// SlotRetry is how long a job's message waits in the stream, given back, after its account
+	// had no concurrency slot free (1 s). A job's deliveries are not bounded (a bound would leave
+	// a job never ended); its renders are, by shotd.MaxJobInterruptions starts in its record.
 	SlotRetry time.Duration
 	Ended     func(shotd.Job) // hears every job whose end this node recorded
 	Attempted func(string)    // hears every webhook attempt: delivered, retry, failed
@@ -90,17 +88,15 @@ type Jobs struct {
 	loops   sync.WaitGroup
 	running sync.WaitGroup
 
-	holding, waiting  atomic.Int64 // jobs this node holds; of them, waiting for a slot
+	holding           atomic.Int64 // jobs this node holds
 	succeeded, failed atomic.Uint64
+	slotWaits         atomic.Uint64 // jobs given back to the stream for want of a slot
 }
 
 // OpenJobs creates (or adopts) the work stream and its consumers and starts fetching.
 func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 	if cfg.AckWait <= 0 {
 		cfg.AckWait = 30 * time.Second
-	}
-	if cfg.MaxDeliver <= 0 {
-		cfg.MaxDeliver = 20
 	}
 	if cfg.Capacity == 0 {
 		cfg.Capacity = 1 // below 0: this node takes no job
@@ -117,7 +113,7 @@ func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 		var err error
 		if _, err = n.js.CreateOrUpdateStream(actx, sc); err == nil {
 			j.jobCons, err = n.js.CreateOrUpdateConsumer(actx, StreamWork, jetstream.ConsumerConfig{Durable: consumerJob,
-				FilterSubject: subjectJob, AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait, MaxDeliver: cfg.MaxDeliver,
+				FilterSubject: subjectJob, AckPolicy: jetstream.AckExplicitPolicy, AckWait: cfg.AckWait, MaxDeliver: -1,
 				MaxAckPending: -1})
 		}
 		if err == nil {
@@ -141,11 +137,13 @@ func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 	return j, nil
 }
 
-// room is how many more jobs this node takes now.
+// room is how many more jobs this node takes now. A job whose account has no concurrency slot
+// free is given back to the stream rather than held: held, a bulk of one account would fill
+// every node's room and stop the jobs of every other account behind it.
 func (j *Jobs) room() int {
 	n := j.cfg.Capacity - int(j.holding.Load())
 	if n > 0 && j.cfg.Free != nil {
-		n = min(n, j.cfg.Free()-int(j.waiting.Load()))
+		n = min(n, j.cfg.Free())
 	}
 	return n
 }
@@ -230,6 +228,9 @@ func keepAlive(msg jetstream.Msg, wait time.Duration) func() {
 // errStopping: the node stops before the job's render started.
 var errStopping = errors.New("cluster: the node is stopping")
 
+// errNoSlot: every concurrency slot of the job's account is taken; the job waits in the stream.
+var errNoSlot = errors.New("cluster: no concurrency slot of the account is free")
+
 // errNotOwner: another node took the job over (this one was taken for dead); its outcome wins.
 var errNotOwner = errors.New("cluster: the job is another node's now")
 
@@ -238,12 +239,8 @@ func (j *Jobs) handleJob(msg jetstream.Msg) {
 	if !ok {
 		return
 	}
-	last := false
-	if md, err := msg.Metadata(); err == nil {
-		last = md.NumDelivered >= uint64(j.cfg.MaxDeliver)
-	}
 	stop := keepAlive(msg, j.cfg.AckWait)
-	err := j.runJob(m.ID, last)
+	err := j.runJob(m.ID)
 	stop()
 	switch {
 	case err == nil:
@@ -252,6 +249,8 @@ func (j *Jobs) handleJob(msg jetstream.Msg) {
 		}
 	case errors.Is(err, errNotOwner):
 		// The message is the other node's delivery now: leave it.
+	case errors.Is(err, errNoSlot):
+		_ = msg.NakWithDelay(j.cfg.SlotRetry) // back to the stream: the jobs behind it go on
 	case j.life.Err() != nil, errors.Is(err, errStopping):
 		_ = msg.Nak() // shutting down: another node takes it at once
 	default:
@@ -262,7 +261,7 @@ func (j *Jobs) handleJob(msg jetstream.Msg) {
 
 // runJob takes a job through its render to its end. nil: the message is done with (the job
 // ended, or was gone); an error leaves it to a later delivery.
-func (j *Jobs) runJob(id string, last bool) error {
+func (j *Jobs) runJob(id string) error {
 	ctx := j.life
 	r, _, err := j.getJob(ctx, id)
 	switch {
@@ -274,11 +273,12 @@ func (j *Jobs) runJob(id string, last bool) error {
 		return j.afterEnd(ctx, r) // its node died before it passed the end on
 	case r.Billing:
 		return j.bill(ctx, r, r.Node, r.Starts)
-	case r.Starts >= shotd.MaxJobInterruptions || last:
+	case r.Starts >= shotd.MaxJobInterruptions:
 		e := shotd.Errorf(shotd.CodeInternalError, "the nodes rendering this job stopped %d times; it is not tried again", r.Starts)
 		return j.fail(ctx, r, "", r.Starts, e)
 	}
-	// A concurrency slot of the account, across the cluster: the job waits for one.
+	// A concurrency slot of the account, across the cluster: without one the job goes back to
+	// the stream for a while (errNoSlot).
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := j.cfg.Ledger.Claim(cctx, r.Hold, r.Concurrency)
@@ -288,18 +288,8 @@ func (j *Jobs) runJob(id string, last bool) error {
 		}
 		switch shotd.CodeOf(err) {
 		case shotd.CodeConcurrencyLimit:
-			j.waiting.Add(1)
-			select {
-			case <-ctx.Done():
-				j.waiting.Add(-1)
-				return ctx.Err()
-			case <-j.stopped:
-				j.waiting.Add(-1)
-				return errStopping // not started: another node takes it at once
-			case <-time.After(j.cfg.SlotRetry):
-			}
-			j.waiting.Add(-1)
-			continue
+			j.slotWaits.Add(1)
+			return errNoSlot
 		case shotd.CodeQuotaExceeded:
 			// Its reservation lapsed (the node that held it died) and the quota filled since.
 			e := shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots was used up before the job could render", r.Hold.Quota)
@@ -681,11 +671,10 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 	return jobs, batch, nil
 }
 
-// Stats counts this node's jobs: Queued are those it holds waiting for a concurrency slot of
-// their account (the cluster's queue is the work stream).
+// Stats counts this node's jobs. It queues none: the cluster's queue is the work stream, where
+// a job waiting for a concurrency slot of its account waits too.
 func (j *Jobs) Stats() shotd.JobStats {
-	w := j.waiting.Load()
-	return shotd.JobStats{Queued: w, Rendering: j.holding.Load() - w, Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
+	return shotd.JobStats{Rendering: j.holding.Load(), Succeeded: j.succeeded.Load(), Failed: j.failed.Load()}
 }
 
 // Close stops fetching and waits, up to ctx, for the jobs and deliveries under way; then it
