@@ -77,6 +77,11 @@ type batchRecord struct {
 	V     int         `json:"v"`
 	Batch shotd.Batch `json:"batch"`
 	Hook  *hookState  `json:"hook,omitempty"`
+	// Ended: the batch's first Ended jobs (in request order) are known to have ended. A job's
+	// end is for ever, so each node that sees a job end reads on from here and moves it on (by
+	// compare-and-swap, never back): the batch's jobs are read about once each in all, not once
+	// per job end.
+	Ended int `json:"ended,omitempty"`
 }
 
 func (r *batchRecord) encode() ([]byte, error) {
@@ -113,6 +118,9 @@ func (j *Jobs) getBatch(ctx context.Context, id string) (batchRecord, uint64, er
 }
 
 func (j *Jobs) get(ctx context.Context, kind, key string, v any) (uint64, error) {
+	if j.cfg.onRead != nil {
+		j.cfg.onRead(key)
+	}
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
 	e, err := j.kv.Get(actx, key)

@@ -65,8 +65,9 @@ type JobsConfig struct {
 	// had no concurrency slot free (1 s). A job's deliveries are not bounded (a bound would leave
 	// a job never ended); its renders are, by shotd.MaxJobInterruptions starts in its record.
 	SlotRetry time.Duration
-	Ended     func(shotd.Job) // hears every job whose end this node recorded
-	Attempted func(string)    // hears every webhook attempt: delivered, retry, failed
+	Ended     func(shotd.Job)  // hears every job whose end this node recorded
+	Attempted func(string)     // hears every webhook attempt: delivered, retry, failed
+	onRead    func(key string) // tests: hears every read of a job or batch record
 	Log       zerolog.Logger
 }
 
@@ -90,7 +91,8 @@ type Jobs struct {
 
 	holding           atomic.Int64 // jobs this node holds
 	succeeded, failed atomic.Uint64
-	slotWaits         atomic.Uint64 // jobs given back to the stream for want of a slot
+	slotWaits         atomic.Uint64    // jobs given back to the stream for want of a slot
+	onRead            func(key string) // tests: hears every read of a job or batch record
 }
 
 // OpenJobs creates (or adopts) the work stream and its consumers and starts fetching.
@@ -444,24 +446,36 @@ func (j *Jobs) afterEnd(ctx context.Context, r jobRecord) error {
 		return err
 	}
 	if b.Batch.Webhook.Status == "" {
-		jobs, err := j.batchJobs(ctx, b.Batch)
-		if err != nil {
-			return err
-		}
-		for _, bj := range jobs {
-			if !bj.Final() {
-				return nil // its last job queues it
+		ended := b.Ended
+		for ended < len(b.Batch.JobIDs) {
+			bj, _, err := j.getJob(ctx, b.Batch.JobIDs[ended])
+			if err != nil {
+				return err
 			}
+			if !bj.Job.Final() {
+				break // its end moves the count on
+			}
+			ended++
+		}
+		if ended == b.Ended {
+			return nil
 		}
 		// Two last jobs ending at once on two nodes both get here: one delivery.
+		all := ended == len(b.Batch.JobIDs)
 		if _, err := j.updateBatch(ctx, b.Batch.BatchID, func(b *batchRecord) error {
-			if b.Batch.Webhook.Status != "" {
+			if b.Batch.Webhook.Status != "" || b.Ended >= ended {
 				return errUnchanged
 			}
-			b.Batch.Webhook.Status = shotd.WebhookPending
+			b.Ended = ended
+			if all {
+				b.Batch.Webhook.Status = shotd.WebhookPending
+			}
 			return nil
 		}); err != nil {
 			return err
+		}
+		if !all {
+			return nil // the job its count stopped at queues it
 		}
 	}
 	return j.publish(ctx, workMsg{Kind: "batch", ID: b.Batch.BatchID})

@@ -654,3 +654,69 @@ func TestJobBacklogDoesNotBlockOtherAccounts(t *testing.T) {
 		t.Fatalf("B's job %s %s %s, want succeeded", job.Status, job.ErrorCode, job.ErrorMessage)
 	}
 }
+
+// TestBatchEndCountsReads: a batch's jobs, ending on three nodes, queue the batch's webhook once
+// all ended, and the job records read to find that out stay about one per job, not one per job
+// for every job's end.
+func TestBatchEndCountsReads(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_batchreads", CreatedAt: time.Now()}
+	const n = 40
+	plan := shotd.Plan{MonthlyQuota: n, Concurrency: 6}
+	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	var reads atomic.Int64
+	var js []*jobsNode
+	for _, nd := range nodes {
+		jn := startJobsNode(t, nd, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+			return pngOut(), nil
+		}, s, func(c *JobsConfig) { c.Capacity = -1 }) // no job until the reads are counted
+		js = append(js, jn)
+	}
+	req := jobRequest(acc, plan, n, true)
+	req.BatchWebhookURL = "http://127.0.0.1:1/batch"
+	_, batch, err := js[0].jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Workers on every node, counting their reads of the batch's job records.
+	for _, nd := range nodes {
+		startJobsNode(t, nd, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+			return pngOut(), nil
+		}, s, func(c *JobsConfig) {
+			c.Capacity = 3
+			c.onRead = func(key string) {
+				if strings.HasPrefix(key, "j.") {
+					reads.Add(1)
+				}
+			}
+		})
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s.mu.Lock()
+		got := s.batches[batch.BatchID]
+		s.mu.Unlock()
+		if got != nil {
+			if len(got) != n {
+				t.Fatalf("batch delivered with %d jobs, want %d", len(got), n)
+			}
+			for _, jb := range got {
+				if !jb.Final() {
+					t.Fatalf("batch delivered with job %s %s", jb.JobID, jb.Status)
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("batch webhook not delivered")
+		}
+	}
+	b, _, err := js[1].jobs.getBatch(context.Background(), batch.BatchID)
+	if err != nil || b.Ended != n {
+		t.Fatalf("batch counted %d ended jobs (%v), want %d", b.Ended, err, n)
+	}
+	// A job's own run reads its record a few times (its start, its render, its end); finding
+	// the batch's end costs about one more read each. Read at every end, it would be n each.
+	if r := reads.Load(); r > 12*n {
+		t.Fatalf("%d reads of job records for %d jobs, want at most %d", r, n, 12*n)
+	}
+}
