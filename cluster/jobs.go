@@ -68,6 +68,7 @@ type JobsConfig struct {
 	Ended     func(shotd.Job)  // hears every job whose end this node recorded
 	Attempted func(string)     // hears every webhook attempt: delivered, retry, failed
 	onRead    func(key string) // tests: hears every read of a job or batch record
+	preClaim  func(id string)  // tests: runs before a job's render claims its reservation
 	Log       zerolog.Logger
 }
 
@@ -281,6 +282,9 @@ func (j *Jobs) runJob(id string) error {
 	}
 	// A concurrency slot of the account, across the cluster: without one the job goes back to
 	// the stream for a while (errNoSlot).
+	if j.cfg.preClaim != nil {
+		j.cfg.preClaim(id)
+	}
 	for {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		_, err := j.cfg.Ledger.Claim(cctx, r.Hold, r.Concurrency)
@@ -302,7 +306,7 @@ func (j *Jobs) runJob(id string) error {
 		}
 		return err
 	}
-	starts := r.Starts + 1
+	hold, starts := r.Hold, r.Starts+1
 	r, err = j.updateJob(ctx, id, func(r *jobRecord) error {
 		if r.Job.Final() || r.Billing || r.Starts >= starts {
 			return errNotOwner // another delivery got here first
@@ -311,6 +315,7 @@ func (j *Jobs) runJob(id string) error {
 		return nil
 	})
 	if err != nil {
+		j.unclaim(hold, r, err)
 		return err
 	}
 	var o shotd.Options
@@ -348,9 +353,31 @@ func (j *Jobs) runJob(id string) error {
 		return nil
 	})
 	if err != nil {
+		j.unclaim(hold, r, err)
 		return err
 	}
 	return j.bill(ctx, r, j.node, starts)
+}
+
+// unclaim gives back h, the reservation that this node claimed for a job it does not bill, err
+// being why (from updateJob, r the record as it read it): dropped when the job ended or is gone
+// (a duplicate delivery ended it), the renderer's again when another node renders or bills it.
+// Kept, it would be renewed for ever, a unit of quota and a slot of the account lost. Any other
+// error leaves it to the job's next delivery, which claims it again.
+func (j *Jobs) unclaim(h Hold, r jobRecord, err error) {
+	owner := ""
+	switch {
+	case errors.Is(err, shotd.ErrNotFound), errors.Is(err, errNotOwner) && r.Job.Final():
+	case errors.Is(err, errNotOwner) && r.Node != "" && r.Node != j.node:
+		owner = r.Node
+	default:
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if uerr := j.cfg.Ledger.Unclaim(ctx, h, owner); uerr != nil {
+		j.log.Warn().Err(uerr).Str("reservation", h.ID).Msg("reservation of a job not given back; its lease ends it")
+	}
 }
 
 // bill bills a rendered job and records its success; a reservation lost past the quota ends it

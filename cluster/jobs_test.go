@@ -720,3 +720,48 @@ func TestBatchEndCountsReads(t *testing.T) {
 		t.Fatalf("%d reads of job records for %d jobs, want at most %d", r, n, 12*n)
 	}
 }
+
+// TestJobEndedMeanwhileGivesItsClaimBack: a job ended by another delivery between this
+// delivery's read and its claim of the reservation (the claim takes a new one) does not keep
+// that reservation: it is dropped, not renewed for ever with a unit of quota and a slot.
+func TestJobEndedMeanwhileGivesItsClaimBack(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_unclaim", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	other := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
+	var once sync.Once
+	ended := make(chan struct{})
+	worker := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		t.Error("a job that ended was rendered")
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) {
+		c.preClaim = func(id string) {
+			once.Do(func() {
+				// Another delivery ends the job, its reservation dropped, as its node would.
+				ctx := context.Background()
+				r, _, err := other.jobs.getJob(ctx, id)
+				if err == nil {
+					err = other.jobs.fail(ctx, r, "", r.Starts, shotd.Errorf(shotd.CodeInternalError, "ended elsewhere"))
+				}
+				if err != nil {
+					t.Error(err)
+				}
+				close(ended)
+			})
+		}
+	})
+	if _, _, err := other.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	<-ended
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		st, err := worker.ledger.State(context.Background(), LedgerKey(acc.ID, start))
+		if err == nil && st.Reservations == 0 && worker.ledger.Held() == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ledger %+v %v, %d held: the claim of an ended job was kept", st, err, worker.ledger.Held())
+		}
+	}
+}

@@ -218,8 +218,10 @@ var ErrBilled = errors.New("cluster: the job is billed already")
 // render: when the reservation expired meanwhile (the node that held it died), a new one is
 // taken if the quota still has room (else quota_exceeded); when every slot of the account is
 // taken, concurrency_limit. ErrBilled when the reservation was billed already.
+//
+// The reservation is this node's to renew only once claimed: renewed during a claim that fails,
+// a queued job's reservation would lose its JobLease for the ordinary lease.
 func (l *Ledger) Claim(ctx context.Context, h Hold, concurrency int) (LedgerState, error) {
-	l.hold(h)
 	st, err := l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
 		if slices.Contains(r.Done, h.ID) {
 			return ErrBilled
@@ -243,10 +245,32 @@ func (l *Ledger) Claim(ctx context.Context, h Hold, concurrency int) (LedgerStat
 		r.Res[h.ID] = reservation{Node: l.node, Slot: true, Expires: now.Add(l.lease)}
 		return nil
 	})
-	if err != nil {
-		l.release(h)
+	if err == nil {
+		l.hold(h)
 	}
 	return st, err
+}
+
+// Unclaim gives back a job's reservation that this node claimed for a render it did not make
+// (or did not bill): to owner, the node that renders or bills the job now; dropped unbilled when
+// owner is "" (the job ended, or is gone). A reservation that another node claimed since is left
+// to it.
+func (l *Ledger) Unclaim(ctx context.Context, h Hold, owner string) error {
+	defer l.release(h)
+	_, err := l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
+		v, ok := r.Res[h.ID]
+		if !ok || v.Node != l.node {
+			return errSettled
+		}
+		if owner == "" {
+			delete(r.Res, h.ID)
+		} else {
+			v.Node = owner
+			r.Res[h.ID] = v
+		}
+		return nil
+	})
+	return err
 }
 
 // errLost: a success to bill whose reservation expired (its node could not renew it) and that
@@ -459,8 +483,8 @@ func (l *Ledger) renew() {
 				if v, ok := r.Res[id]; ok && v.Node == l.node {
 					v.Expires = now.Add(l.lease)
 					r.Res[id] = v
-				} else if ok {
-					others = append(others, id) // a job's, taken over by the node that runs it now
+				} else {
+					others = append(others, id) // a job's, taken over by the node that runs it now, or settled
 				}
 			}
 			return nil

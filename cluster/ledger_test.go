@@ -258,3 +258,43 @@ func TestLedgerSettleIdempotent(t *testing.T) {
 		}
 	}
 }
+
+// TestLedgerFailedClaimKeepsJobLease: a renewal that runs while a claim of a queued job's
+// reservation is refused (no slot) leaves the reservation's JobLease as it is: the reservation
+// is not this node's to renew until claimed.
+func TestLedgerFailedClaimKeepsJobLease(t *testing.T) {
+	nodes := startCluster(t, 1)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	var l *Ledger
+	var renewing atomic.Bool // set: the claim's next reading of the clock renews first
+	l = NewLedger(nodes[0].Ledger, "n1", LedgerConfig{Log: log, NoRenew: true, Now: func() time.Time {
+		if renewing.CompareAndSwap(true, false) {
+			l.renew()
+		}
+		return time.Now()
+	}})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_claim", time.Unix(1_700_000_000, 0))
+	hs, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := l.Reserve(ctx, key, 5, 1, true); err != nil { // the account's one slot
+		t.Fatal(err)
+	}
+	renewing.Store(true)
+	if _, err := l.Claim(ctx, hs[0], 1); code(err) != shotd.CodeConcurrencyLimit {
+		t.Fatalf("claim without a free slot: %v, want concurrency_limit", err)
+	}
+	if renewing.Load() {
+		t.Fatal("no renewal ran during the claim")
+	}
+	r, _, err := l.get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp := r.Res[hs[0].ID].Expires; exp.Before(time.Now().Add(JobLease / 2)) {
+		t.Fatalf("queued job's reservation expires at %s, in %s; want its JobLease of %s", exp, time.Until(exp), JobLease)
+	}
+}
