@@ -69,6 +69,7 @@ type JobsConfig struct {
 	Attempted func(string)     // hears every webhook attempt: delivered, retry, failed
 	onRead    func(key string) // tests: hears every read of a job or batch record
 	preClaim  func(id string)  // tests: runs before a job's render claims its reservation
+	retry     time.Duration    // tests: the wait before a job's message comes again after an error
 	Log       zerolog.Logger
 }
 
@@ -204,10 +205,21 @@ func (j *Jobs) fetchLoop(c jetstream.Consumer, room func() int, handle func(jets
 func (j *Jobs) readMsg(msg jetstream.Msg) (workMsg, bool) {
 	var m workMsg
 	if err := decode(j.log, "work message", msg.Subject(), msg.Data(), &m); err != nil {
-		_ = msg.NakWithDelay(10 * time.Second)
+		_ = msg.NakWithDelay(j.retryAfter(10 * time.Second))
 		return m, false
 	}
 	return m, true
+}
+
+// retryAfter is the wait before a message that could not be handled comes again: d, or the
+// tests' own. However many times it comes, it is not dropped: a bound on deliveries would leave
+// a job that met errors on its last one (or a message of a newer node, in a rolling restart)
+// never ended.
+func (j *Jobs) retryAfter(d time.Duration) time.Duration {
+	if j.cfg.retry > 0 {
+		return j.cfg.retry
+	}
+	return d
 }
 
 // keepAlive reports progress on msg every third of wait until the returned func is called.
@@ -258,7 +270,7 @@ func (j *Jobs) handleJob(msg jetstream.Msg) {
 		_ = msg.Nak() // shutting down: another node takes it at once
 	default:
 		j.log.Warn().Err(err).Str("job", m.ID).Msg("job not done; delivered again later")
-		_ = msg.NakWithDelay(2 * time.Second)
+		_ = msg.NakWithDelay(j.retryAfter(2 * time.Second))
 	}
 }
 

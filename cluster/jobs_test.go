@@ -765,3 +765,56 @@ func TestJobEndedMeanwhileGivesItsClaimBack(t *testing.T) {
 		}
 	}
 }
+
+// TestJobOutlivesManyFailedDeliveries: a job whose record cannot be read on many deliveries in
+// a row (here: written by a newer node, as in a rolling restart) is not dropped after some count
+// of deliveries; it ends once a delivery can read it.
+func TestJobOutlivesManyFailedDeliveries(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_many", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	idle := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
+	jobs, _, err := idle.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	key := jobKey(jobs[0].JobID)
+	e, err := nodes[1].Jobs.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	good := e.Value()
+	var newer map[string]any
+	if err := json.Unmarshal(good, &newer); err != nil {
+		t.Fatal(err)
+	}
+	newer["v"] = recordVersion + 1
+	data, _ := json.Marshal(newer)
+	if _, err := nodes[1].Jobs.Put(ctx, key, data); err != nil {
+		t.Fatal(err)
+	}
+	var reads atomic.Int64
+	worker := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) {
+		c.retry = 10 * time.Millisecond
+		c.onRead = func(k string) {
+			if k == key {
+				reads.Add(1)
+			}
+		}
+	})
+	const deliveries = 40 // twice the bound there was
+	for deadline := time.Now().Add(60 * time.Second); reads.Load() < deliveries; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's message came %d times, then no more", reads.Load())
+		}
+	}
+	if _, err := nodes[1].Jobs.Put(ctx, key, good); err != nil { // the newer node's change undone
+		t.Fatal(err)
+	}
+	if j := waitJob(t, worker.jobs, acc.ID, jobs[0].JobID, 30*time.Second); j.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s %s, want succeeded", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+}
