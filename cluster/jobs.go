@@ -314,6 +314,12 @@ func (j *Jobs) runJob(id string) error {
 			return j.fail(ctx, r, "", r.Starts, e)
 		}
 		if errors.Is(err, ErrBilled) {
+			// Billed since it was read: if its record says so, the success is recorded, not lost.
+			if cur, _, gerr := j.getJob(ctx, id); gerr != nil {
+				return gerr
+			} else if cur.Billing {
+				return j.bill(ctx, cur, cur.Node, cur.Starts)
+			}
 			return j.fail(ctx, r, "", r.Starts, shotd.Errorf(shotd.CodeInternalError, "the job's render was billed and its result lost"))
 		}
 		return err

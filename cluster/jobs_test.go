@@ -818,3 +818,45 @@ func TestJobOutlivesManyFailedDeliveries(t *testing.T) {
 		t.Fatalf("job %s %s %s, want succeeded", j.Status, j.ErrorCode, j.ErrorMessage)
 	}
 }
+
+// TestJobBilledMeanwhileEndsSucceeded: a job billed by another delivery between this delivery's
+// read and its claim (the claim answers ErrBilled) ends succeeded with its result, not failed
+// over a success that was billed.
+func TestJobBilledMeanwhileEndsSucceeded(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_billed", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	other := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
+	var once sync.Once
+	worker := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		t.Error("a billed job was rendered again")
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) {
+		c.preClaim = func(id string) {
+			once.Do(func() {
+				// Another node rendered the job, wrote Billing and billed it, then died.
+				ctx := context.Background()
+				r, err := other.jobs.updateJob(ctx, id, func(r *jobRecord) error {
+					r.Job.Status, r.Node, r.Starts = shotd.JobRendering, "gone", r.Starts+1
+					r.Billing, r.Result = true, &shotd.JobResult{FileID: "file_billed"}
+					return nil
+				})
+				if err == nil {
+					_, err = other.ledger.Settle(ctx, r.Hold, true)
+				}
+				if err != nil {
+					t.Error(err)
+				}
+			})
+		}
+	})
+	jobs, _, err := other.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := waitJob(t, worker.jobs, acc.ID, jobs[0].JobID, 30*time.Second)
+	if j.Status != shotd.JobSucceeded || j.Result == nil || j.Result.FileID != "file_billed" {
+		t.Fatalf("job %s %s %s, want succeeded with the billed result", j.Status, j.ErrorCode, j.ErrorMessage)
+	}
+	checkBilled(t, worker.ledger, acc, 1)
+}
