@@ -211,6 +211,18 @@ func (j *Jobs) readMsg(msg jetstream.Msg) (workMsg, bool) {
 	return m, true
 }
 
+// slotWait is how long a job without a slot waits in the stream: SlotRetry times its
+// deliveries so far, up to ten. The stream gives messages due again before new ones, so a fixed
+// wait shorter than a pass over one account's backlog would starve every job queued behind it;
+// a growing one lets them through once the wait exceeds the pass (a backlog of thousands).
+func (j *Jobs) slotWait(msg jetstream.Msg) time.Duration {
+	n := uint64(1)
+	if md, err := msg.Metadata(); err == nil {
+		n = min(max(md.NumDelivered, 1), 10)
+	}
+	return j.cfg.SlotRetry * time.Duration(n)
+}
+
 // retryAfter is the wait before a message that could not be handled comes again: d, or the
 // tests' own. However many times it comes, it is not dropped: a bound on deliveries would leave
 // a job that met errors on its last one (or a message of a newer node, in a rolling restart)
@@ -265,7 +277,7 @@ func (j *Jobs) handleJob(msg jetstream.Msg) {
 	case errors.Is(err, errNotOwner):
 		// The message is the other node's delivery now: leave it.
 	case errors.Is(err, errNoSlot):
-		_ = msg.NakWithDelay(j.cfg.SlotRetry) // back to the stream: the jobs behind it go on
+		_ = msg.NakWithDelay(j.slotWait(msg)) // back to the stream: the jobs behind it go on
 	case j.life.Err() != nil, errors.Is(err, errStopping):
 		_ = msg.Nak() // shutting down: another node takes it at once
 	default:
