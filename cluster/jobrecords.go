@@ -127,8 +127,9 @@ func (j *Jobs) get(ctx context.Context, kind, key string, v any) (uint64, error)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrInvalidKey):
 		return 0, shotd.ErrNotFound
-	case err != nil:
-		return 0, fmt.Errorf("cluster: %s %s: %w", kind, key, err)
+	case err != nil: // no leader for a moment, or this node cut off: worth another try
+		return 0, shotd.Wrap(shotd.CodeServiceUnavailable, fmt.Errorf("cluster: %s %s: %w", kind, key, err),
+			"the cluster's job records could not be read; try again")
 	}
 	if err := decode(j.log, kind, key, e.Value(), v); err != nil {
 		return 0, err

@@ -860,3 +860,24 @@ func TestJobBilledMeanwhileEndsSucceeded(t *testing.T) {
 	}
 	checkBilled(t, worker.ledger, acc, 1)
 }
+
+// TestJobReadUnavailable: a job or batch read that the cluster cannot answer (here: the node's
+// NATS server is gone) is service_unavailable, which a client retries, not internal_error.
+func TestJobReadUnavailable(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_unavailable", CreatedAt: time.Now()}
+	n := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
+	jobs, batch, err := n.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, true), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	_ = nodes[0].Close(ctx)
+	cancel()
+	if _, err := n.jobs.Job(acc.ID, jobs[0].JobID); shotd.CodeOf(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("job read on a node cut off: %v (%s), want service_unavailable", err, shotd.CodeOf(err))
+	}
+	if _, _, err := n.jobs.Batch(acc.ID, batch.BatchID); shotd.CodeOf(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("batch read on a node cut off: %v (%s), want service_unavailable", err, shotd.CodeOf(err))
+	}
+}
