@@ -130,7 +130,13 @@ func (g *Gate) Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.L
 			g.log.Error().Err(lerr).Str("account", accountID).Msg("cluster ledger settle")
 		}
 	}
-	lim, err := g.inner.Settle(accountID, ticket, o)
+	no := o
+	if lerr != nil && o == shotd.OutcomeSucceeded {
+		// Not billed: the node must not count it either, or its own quota check would refuse
+		// renders that the cluster's quota still has room for.
+		no = shotd.OutcomeReleased
+	}
+	lim, err := g.inner.Settle(accountID, ticket, no)
 	if ok && lerr == nil {
 		lim.QuotaRemaining = max(h.Quota-st.Billed-st.Reservations, 0)
 		lim.ConcurrencyRemaining = max(lim.ConcurrencyLimit-st.Slots, 0)

@@ -199,3 +199,56 @@ func TestGateNotBilled(t *testing.T) {
 		t.Fatalf("got %v, want a NotBilled service_unavailable", err)
 	}
 }
+
+// TestGateUnbilledSuccessNotCountedByTheNode: a success that the ledger could not bill (its
+// reservation lapsed and the quota filled meanwhile) is not counted by the node either: once
+// the cluster's quota has room again, the node admits as many renders as the cluster does.
+func TestGateUnbilledSuccessNotCountedByTheNode(t *testing.T) {
+	nodes := startCluster(t, 3)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	gn := startGateNode(t, nil, "")
+	short := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{Log: log, Lease: 300 * time.Millisecond, NoRenew: true})
+	other := NewLedger(nodes[1].Ledger, "n2", LedgerConfig{Log: log})
+	t.Cleanup(func() { _ = short.Close(context.Background()); _ = other.Close(context.Background()) })
+	gate := NewGate(gn.inner, short, GateConfig{Log: log})
+	created := time.Now().UTC().Add(-time.Hour)
+	acc := shotd.Account{ID: "acc_unbilled", Plan: "p", CreatedAt: created, EmailVerified: true}
+	if _, err := gn.st.CreateAccountWithID(acc.ID, "u@example.test", "p", true); err != nil {
+		t.Fatal(err)
+	}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 2, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 2,
+		QueueLimit: 10, FailuresPerMinute: 1000}
+	admit := func() *shotd.AdmitResult {
+		t.Helper()
+		res, _, err := gate.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := admit()
+	time.Sleep(3 * 300 * time.Millisecond) // its reservation lapses (this node renews nothing)
+	key, _ := gate.key(acc)
+	var hs []Hold
+	for range 2 { // another node takes the whole quota meanwhile
+		h, _, err := other.Reserve(context.Background(), key, plan.MonthlyQuota, plan.Concurrency, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs = append(hs, h)
+	}
+	if _, err := gate.Settle(acc.ID, res.Ticket, shotd.OutcomeSucceeded); err == nil {
+		t.Fatal("a success past the quota was billed")
+	}
+	for _, h := range hs { // the other node's renders fail: the quota is free again
+		if _, err := other.Settle(context.Background(), h, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range plan.MonthlyQuota {
+		if _, err := gate.Settle(acc.ID, admit().Ticket, shotd.OutcomeSucceeded); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkBilled(t, other, acc, plan.MonthlyQuota)
+}
