@@ -721,6 +721,18 @@ func TestBatchEndCountsReads(t *testing.T) {
 	}
 }
 
+// startRacedWorker starts a job queue on n that must not render, and runs meanwhile(id) once,
+// between the first job's read and its claim: what another delivery does at that moment.
+func startRacedWorker(t *testing.T, n *Node, meanwhile func(id string)) *jobsNode {
+	var once sync.Once
+	return startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		t.Error("a job ended or billed elsewhere was rendered")
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) {
+		c.preClaim = func(id string) { once.Do(func() { meanwhile(id) }) }
+	})
+}
+
 // TestJobEndedMeanwhileGivesItsClaimBack: a job ended by another delivery between this
 // delivery's read and its claim of the reservation (the claim takes a new one) does not keep
 // that reservation: it is dropped, not renewed for ever with a unit of quota and a slot.
@@ -729,26 +741,18 @@ func TestJobEndedMeanwhileGivesItsClaimBack(t *testing.T) {
 	acc := shotd.Account{ID: "acc_unclaim", CreatedAt: time.Now()}
 	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
 	other := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
-	var once sync.Once
 	ended := make(chan struct{})
-	worker := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
-		t.Error("a job that ended was rendered")
-		return pngOut(), nil
-	}, nil, func(c *JobsConfig) {
-		c.preClaim = func(id string) {
-			once.Do(func() {
-				// Another delivery ends the job, its reservation dropped, as its node would.
-				ctx := context.Background()
-				r, _, err := other.jobs.getJob(ctx, id)
-				if err == nil {
-					err = other.jobs.fail(ctx, r, "", r.Starts, shotd.Errorf(shotd.CodeInternalError, "ended elsewhere"))
-				}
-				if err != nil {
-					t.Error(err)
-				}
-				close(ended)
-			})
+	worker := startRacedWorker(t, nodes[0], func(id string) {
+		// Another delivery ends the job, its reservation dropped, as its node would.
+		ctx := context.Background()
+		r, _, err := other.jobs.getJob(ctx, id)
+		if err == nil {
+			err = other.jobs.fail(ctx, r, "", r.Starts, shotd.Errorf(shotd.CodeInternalError, "ended elsewhere"))
 		}
+		if err != nil {
+			t.Error(err)
+		}
+		close(ended)
 	})
 	if _, _, err := other.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second); err != nil {
 		t.Fatal(err)
@@ -827,27 +831,19 @@ func TestJobBilledMeanwhileEndsSucceeded(t *testing.T) {
 	acc := shotd.Account{ID: "acc_billed", CreatedAt: time.Now()}
 	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
 	other := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
-	var once sync.Once
-	worker := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
-		t.Error("a billed job was rendered again")
-		return pngOut(), nil
-	}, nil, func(c *JobsConfig) {
-		c.preClaim = func(id string) {
-			once.Do(func() {
-				// Another node rendered the job, wrote Billing and billed it, then died.
-				ctx := context.Background()
-				r, err := other.jobs.updateJob(ctx, id, func(r *jobRecord) error {
-					r.Job.Status, r.Node, r.Starts = shotd.JobRendering, "gone", r.Starts+1
-					r.Billing, r.Result = true, &shotd.JobResult{FileID: "file_billed"}
-					return nil
-				})
-				if err == nil {
-					_, err = other.ledger.Settle(ctx, r.Hold, true)
-				}
-				if err != nil {
-					t.Error(err)
-				}
-			})
+	worker := startRacedWorker(t, nodes[0], func(id string) {
+		// Another node rendered the job, wrote Billing and billed it, then died.
+		ctx := context.Background()
+		r, err := other.jobs.updateJob(ctx, id, func(r *jobRecord) error {
+			r.Job.Status, r.Node, r.Starts = shotd.JobRendering, "gone", r.Starts+1
+			r.Billing, r.Result = true, &shotd.JobResult{FileID: "file_billed"}
+			return nil
+		})
+		if err == nil {
+			_, err = other.ledger.Settle(ctx, r.Hold, true)
+		}
+		if err != nil {
+			t.Error(err)
 		}
 	})
 	jobs, _, err := other.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
