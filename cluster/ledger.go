@@ -483,8 +483,8 @@ func (l *Ledger) renew() {
 				if v, ok := r.Res[id]; ok && v.Node == l.node {
 					v.Expires = now.Add(l.lease)
 					r.Res[id] = v
-				} else {
-					others = append(others, id) // a job's, taken over by the node that runs it now, or settled
+				} else if ok { // (one not there yet may be a Reserve's write in flight: kept)
+					others = append(others, id) // a job's, taken over by the node that runs it now
 				}
 			}
 			return nil
