@@ -381,10 +381,7 @@ func (b *Book) UpdateKey(accessKey string, fn func(*shotd.Key) error) (shotd.Key
 
 // RevokeKey revokes the key for good; revoking a revoked key is not an error.
 func (b *Book) RevokeKey(accessKey string) error {
-	_, err := b.UpdateKey(accessKey, func(k *shotd.Key) error {
-		k.Revoked = true
-		return nil
-	})
+	_, err := b.UpdateKey(accessKey, store.Revoke)
 	return err
 }
 
@@ -400,7 +397,7 @@ func (b *Book) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
 	a, aok := b.accs[k.AccountID]
 	until, neg := b.missing[accessKey]
 	b.mu.RUnlock()
-	if !kok && (!neg || time.Now().After(until)) && plausibleAccessKey(accessKey) {
+	if !kok && (!neg || time.Now().After(until)) && store.PlausibleAccessKey(accessKey) {
 		k, a, kok, aok = b.readKey(accessKey)
 	}
 	switch {
@@ -452,21 +449,6 @@ func (b *Book) readKey(accessKey string) (k shotd.Key, a shotd.Account, kok, aok
 		}
 	}
 	return
-}
-
-// plausibleAccessKey rejects what CreateKey never makes before any read: too long, or
-// characters outside the url-safe alphabet.
-func plausibleAccessKey(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 func randomToken(nBytes int) string {
