@@ -479,7 +479,7 @@ func (l *Ledger) renew() {
 // Close stops the renewals. Reservations still held expire on their own.
 func (l *Ledger) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() { close(l.stop) })
-	if err := proc.Wait(ctx, l.wg.Wait); err != nil {
+	if err := proc.WaitGroup(ctx, &l.wg); err != nil {
 		return fmt.Errorf("cluster: close ledger: %w", err)
 	}
 	return nil
