@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/store"
 )
 
@@ -406,17 +407,10 @@ func (n *Node) heartbeat() {
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() { close(n.stop) })
 	n.wg.Wait()
-	done := make(chan struct{})
-	go func() {
-		n.shutdown()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: close: %w", ctx.Err())
+	if err := proc.Wait(ctx, n.shutdown); err != nil {
+		return fmt.Errorf("cluster: close: %w", err)
 	}
+	return nil
 }
 
 func (n *Node) shutdown() {
