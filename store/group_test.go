@@ -371,6 +371,74 @@ func TestUpdatesAfterKill(t *testing.T) {
 	checkIndexes(t, s)
 }
 
+// createCrashEnv names the data directory of TestCreateCrashHelper, run in a child process.
+const createCrashEnv = "STORE_TEST_CREATE_CRASH_DIR"
+
+// TestCreateCrashHelper is not a test: TestCreatesAfterKill runs it in a child process, where 16
+// writers create jobs, over and over, printing each job once CreateJobs returned, until the
+// parent kills the process.
+func TestCreateCrashHelper(t *testing.T) {
+	s := openCrashChild(t, createCrashEnv, "TestCreatesAfterKill")
+	var mu sync.Mutex
+	for range 16 {
+		go func() {
+			for {
+				j := newJob("acc_a", false)
+				if err := s.CreateJobs([]shotd.Job{j}, nil); err != nil {
+					fmt.Printf("error %v\n", err)
+					return
+				}
+				mu.Lock()
+				fmt.Printf("created %s\n", j.JobID) // one write(2): in the pipe before any kill
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Minute)
+}
+
+// TestCreatesAfterKill: every job whose CreateJobs returned (an async accept answers 202 then)
+// before the process was killed is on disk, queued, at the next start, whatever commit it
+// shared, and the indexes agree with the jobs.
+func TestCreatesAfterKill(t *testing.T) {
+	cmd, dir := crashChild(t, "TestCreateCrashHelper", createCrashEnv)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var created []string
+	sc := bufio.NewScanner(out)
+	for sc.Scan() {
+		var id string
+		if _, err := fmt.Sscanf(sc.Text(), "created %s", &id); err != nil {
+			t.Errorf("child: %s", sc.Text())
+			continue
+		}
+		created = append(created, id)
+		if len(created) == 2000 {
+			_ = cmd.Process.Signal(syscall.SIGKILL) // the lines already written are still read
+		}
+	}
+	_ = cmd.Wait()
+	if len(created) < 2000 {
+		t.Fatalf("%d jobs created before the kill, want 2000 or more", len(created))
+	}
+	s, err := Open(dir, nopLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for _, id := range created {
+		if j, err := s.JobByID(id); err != nil || j.Status != shotd.JobQueued {
+			t.Errorf("job %s after the kill: %+v, %v; its CreateJobs had returned", id, j, err)
+		}
+	}
+	checkIndexes(t, s)
+}
+
 // BenchmarkCreateJobParallel: what accepting async jobs costs the store with 16 submitting at
 // once, their commits shared (compare BenchmarkCreateJob, one at a time).
 func BenchmarkCreateJobParallel(b *testing.B) {
