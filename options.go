@@ -189,8 +189,8 @@ type Options struct {
 
 	// Content checks: the render fails (content_check_failed, navigation_failed) when the page
 	// holds or lacks a text, or when a request matching one of the URL patterns fails.
-	FailIfContentContains string
-	FailIfContentMissing  string
+	FailIfContentContains []string // any one found fails the render
+	FailIfContentMissing  []string // any one missing fails the render
 	FailIfRequestFailed   []string
 	// ScreenshotOne's softer and stricter ends (error_on_*_not_found=false, ignore_host_errors=
 	// false): a selector, click or hover that matches nothing is skipped rather than failing the
