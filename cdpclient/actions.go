@@ -46,14 +46,14 @@ func (r *render) beforeNavigation(ctx context.Context) error {
 
 // scrollIntoViewJS scrolls the first match of sel to the top of the viewport, then by adjust
 // pixels more, and reports whether there was a match.
-const scrollIntoViewJS = `async (sel, adjust) => {
-	const el = document.querySelector(sel);
+var scrollIntoViewJS = withShadowQuery(`async (sel, adjust) => {
+	const el = shotdQuery(sel);
 	if (!el) return false;
 	el.scrollIntoView({block: 'start', inline: 'nearest', behavior: 'instant'});
 	if (adjust) window.scrollBy({top: adjust, behavior: 'instant'});
 	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
 	return true;
-}`
+}`)
 
 // lastActions runs the page actions that follow pageActions' own: hover, then
 // scroll_into_view, then the fail_if_content_* checks on what the page ended up showing.
