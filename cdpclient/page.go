@@ -43,6 +43,13 @@ func (r *render) pageActions(ctx context.Context) error {
 		if r.o.WaitForSelectorAlgorithm == "at_least_by_count" {
 			// Every selector of the list must match, not just one of them.
 			sels = splitSelectorList(r.o.WaitForSelector)
+			if rest, ok := strings.CutPrefix(sels[0], shadowPrefix); ok && len(sels) > 1 {
+				// shadow/ covers the whole list: each selector of it pierces.
+				sels[0] = rest
+				for i := range sels {
+					sels[i] = shadowPrefix + sels[i]
+				}
+			}
 		}
 		for _, sel := range sels {
 			if err := r.waitElement(ctx, "wait_for_selector", sel, true); err != nil {

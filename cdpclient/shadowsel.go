@@ -12,6 +12,9 @@ package cdpclient
 // null) and shotdQueryAll(sel) (every match); both throw on a selector the browser cannot
 // parse, as querySelector does.
 
+// shadowPrefix marks a selector that pierces open shadow roots.
+const shadowPrefix = "shadow/"
+
 // shadowQueryJS defines shotdQuery and shotdQueryAll.
 const shadowQueryJS = `
 	const split = (s, comma) => {

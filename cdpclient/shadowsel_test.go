@@ -50,6 +50,11 @@ func TestShadowSelectors(t *testing.T) {
 		o.WaitForSelector = "shadow/#deep"
 		mustRender(t, shared, o)
 	})
+	t.Run("wait_for_selector by count", func(t *testing.T) {
+		o := opts(srv.URL)
+		o.WaitForSelector, o.WaitForSelectorAlgorithm = "shadow/#deep, #box", "at_least_by_count"
+		mustRender(t, shared, o)
+	})
 	t.Run("click", func(t *testing.T) {
 		o := opts(srv.URL)
 		o.Click = "shadow/#paint"
