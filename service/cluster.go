@@ -74,8 +74,13 @@ func (c *clustered) startJobs(s *Service, retryDelays []time.Duration, log zerol
 	sender := &webhook.Sender{Client: webhook.NewClient(s.guard.DialContext, cfg.Webhooks.Timeout()), Keys: bookKeys{c.book}, PublicURL: cfg.PublicURL}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
 	defer cancel()
-	var err error
-	c.jobs, err = cluster.OpenJobs(ctx, c.node, cluster.JobsConfig{Ledger: c.ledger, Sender: sender, RetryDelays: retryDelays,
+	// One key for the whole cluster, not data_dir's: the node that renders a job opens what the
+	// node that queued it sealed.
+	sealer, err := cluster.OpenSealer(ctx, c.node)
+	if err != nil {
+		return err
+	}
+	c.jobs, err = cluster.OpenJobs(ctx, c.node, cluster.JobsConfig{Ledger: c.ledger, Sender: sender, RetryDelays: retryDelays, Secrets: sealer,
 		Renderer: actors.JobRenderer{Files: c.files, Render: s.jobRender, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 			BusyRetry: 10 * time.Minute, MaxOutputBytes: cfg.Limits.MaxOutputBytes},
 		Capacity: cfg.Browser.PoolSize * slots, Free: free, Ended: s.renders.AddJob, Attempted: s.metrics.WebhookAttempted,
