@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
 
@@ -19,7 +20,7 @@ const sealingKey = "sealing"
 // is opened by whichever node renders it. The first node to ask creates the key, with create-only
 // semantics, so that nodes starting together still agree on one; the others read it.
 func OpenSealer(ctx context.Context, n *Node) (*objstore.Sealer, error) {
-	for range 3 {
+	for {
 		e, err := n.Secrets.Get(ctx, sealingKey)
 		if err == nil {
 			if len(e.Value()) != 32 {
@@ -34,12 +35,18 @@ func OpenSealer(ctx context.Context, n *Node) (*objstore.Sealer, error) {
 		if _, err := rand.Read(key); err != nil {
 			return nil, err
 		}
-		if _, err := n.Secrets.Create(ctx, sealingKey, key); err == nil {
+		_, err = n.Secrets.Create(ctx, sealingKey, key)
+		if err == nil {
 			return objstore.NewSealer(key)
-		} else if !errors.Is(err, jetstream.ErrKeyExists) {
+		}
+		if !conflict(err) {
 			return nil, fmt.Errorf("cluster: create the sealing key: %w", err)
 		}
-		// Another node created it first: read theirs.
+		// Another node created it first: read theirs (a read may lag the create a moment).
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("cluster: the sealing key was created by another node but could not be read: %w", ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
-	return nil, errors.New("cluster: the sealing key could not be read or created")
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"sync"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/s3test"
-	"github.com/shotd/shotd/objstore"
 )
 
 // TestSweeperOncePerCluster: three nodes run for the sweeper lease; the one holding it deletes,
@@ -27,14 +25,7 @@ import (
 func TestSweeperOncePerCluster(t *testing.T) {
 	nodes := startCluster(t, 3)
 	srv := s3test.Start(t, "files")
-	var dial net.Dialer
-	bucket, err := objstore.New(objstore.Config{Endpoint: srv.Endpoint(), Region: s3test.Region, Bucket: "files", Prefix: "shotd/",
-		Addressing: objstore.AddressingPath, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Attempts: 2,
-		Backoff: 50 * time.Millisecond}, dial.DialContext)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(bucket.Close)
+	bucket := sharedBucket(t, srv)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	put := func(key string) {
