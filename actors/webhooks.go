@@ -187,8 +187,10 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 		id := j.JobID
 		w.after(max(wait, 0), func() { sys.Root.Send(pid, &DeliverWebhook{JobID: id}) })
 	}
-	for _, id := range batches {
-		w.resumeBatch(id)
+	for _, b := range batches {
+		// A pending delivery waits for its retry time, as a job's does.
+		id := b.BatchID
+		w.after(max(time.Until(b.At), 0), func() { w.resumeBatch(id) })
 	}
 	return w, nil
 }
