@@ -15,6 +15,7 @@ const (
 	FormatWebM = "webm"
 	FormatGIF  = "gif"
 	FormatMOV  = "mov" // H.264 in a QuickTime container, as mp4 (ScreenshotOne's animate offers it)
+	FormatAVI  = "avi" // MPEG-4 Part 2 (Xvid) in AVI, what AVI players expect (ScreenshotOne's animate)
 
 	// Still images that Chrome does not encode: the capture, taken as PNG, goes through media's
 	// encoders. FormatGIFStill is a one-frame GIF, what ScreenshotOne's /take means by gif
@@ -41,6 +42,7 @@ var ContentTypes = map[string]string{
 	FormatWebM: "video/webm",
 	FormatGIF:  "image/gif",
 	FormatMOV:  "video/quicktime",
+	FormatAVI:  "video/x-msvideo",
 
 	FormatGIFStill: "image/gif",
 	FormatAVIF:     "image/avif",
@@ -64,7 +66,8 @@ func Extension(format string) string {
 
 // IsVideo reports whether format records a video.
 func IsVideo(format string) bool {
-	return format == FormatMP4 || format == FormatWebM || format == FormatGIF || format == FormatMOV
+	return format == FormatMP4 || format == FormatWebM || format == FormatGIF || format == FormatMOV ||
+		format == FormatAVI
 }
 
 // IsDocument reports whether format is the page's DOM as text (html, markdown) rather than a
@@ -186,8 +189,8 @@ type Options struct {
 
 	// Content checks: the render fails (content_check_failed, navigation_failed) when the page
 	// holds or lacks a text, or when a request matching one of the URL patterns fails.
-	FailIfContentContains string
-	FailIfContentMissing  string
+	FailIfContentContains []string // any one found fails the render
+	FailIfContentMissing  []string // any one missing fails the render
 	FailIfRequestFailed   []string
 	// ScreenshotOne's softer and stricter ends (error_on_*_not_found=false, ignore_host_errors=
 	// false): a selector, click or hover that matches nothing is skipped rather than failing the

@@ -17,7 +17,7 @@ type StorageTarget struct {
 	Class          string // upper case; "" = the bucket's default
 	ReturnLocation bool
 	// Credentials are never marshalled: a job record keeps them in Sealed, encrypted with a key
-	// that never leaves data_dir (objstore.Sealer).
+	// that never leaves data_dir (objstore.Sealer), or in cluster mode the cluster's key.
 	Credentials StorageCredentials `json:"-"`
 	Sealed      []byte             `json:",omitempty"`
 }

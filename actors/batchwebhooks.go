@@ -60,12 +60,8 @@ func (a *webhookActor) attemptBatch(batchID string, resume bool) (time.Duration,
 		jobs = js
 		return nil
 	})
-	if errors.Is(err, errBatchNotDue) || errors.Is(err, shotd.ErrNotFound) {
-		return 0, false
-	}
 	if err != nil {
-		log.Error().Err(err).Msg("batch webhook attempt not recorded; retrying later")
-		return 30 * time.Second, true
+		return unrecorded(log, err, errBatchNotDue, "batch webhook")
 	}
 	sendErr := sender.SendBatch(b, jobs)
 	return a.settleAttempt(log, b.Webhook.Attempts, sendErr, func(apply func(w *shotd.WebhookState)) error {

@@ -77,12 +77,8 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 		n = j.Webhook.Attempts
 		return nil
 	})
-	if errors.Is(err, errNothingToDeliver) || errors.Is(err, shotd.ErrNotFound) {
-		return 0, false
-	}
 	if err != nil {
-		log.Error().Err(err).Msg("webhook attempt not recorded; retrying later")
-		return 30 * time.Second, true
+		return unrecorded(log, err, errNothingToDeliver, "webhook")
 	}
 	sendErr := a.cfg.Sender.Send(job)
 	return a.settleAttempt(log, n, sendErr, func(apply func(w *shotd.WebhookState)) error {
@@ -92,6 +88,17 @@ func (a *webhookActor) attempt(jobID string) (time.Duration, bool) {
 		})
 		return err
 	})
+}
+
+// unrecorded is what an attempt whose start could not be written leaves, for a job's webhook or
+// a batch's: nothing more when there is nothing due (notDue) or no such record, else another try
+// in 30 seconds, as the store's refusal may pass.
+func unrecorded(log zerolog.Logger, err, notDue error, what string) (time.Duration, bool) {
+	if errors.Is(err, notDue) || errors.Is(err, shotd.ErrNotFound) {
+		return 0, false
+	}
+	log.Error().Err(err).Msg(what + " attempt not recorded; retrying later")
+	return 30 * time.Second, true
 }
 
 // NextAttempt decides what attempt n of a delivery (of a job's or a batch's webhook), which
@@ -180,8 +187,10 @@ func StartWebhooks(sys *actor.ActorSystem, cfg WebhooksConfig) (*Webhooks, error
 		id := j.JobID
 		w.after(max(wait, 0), func() { sys.Root.Send(pid, &DeliverWebhook{JobID: id}) })
 	}
-	for _, id := range batches {
-		w.resumeBatch(id)
+	for _, b := range batches {
+		// A pending delivery waits for its retry time, as a job's does.
+		id := b.BatchID
+		w.after(max(time.Until(b.At), 0), func() { w.resumeBatch(id) })
 	}
 	return w, nil
 }

@@ -3,7 +3,6 @@ package cdpclient
 import (
 	"context"
 	"math"
-	"strings"
 
 	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/emulation"
@@ -47,20 +46,14 @@ func (r *render) beforeNavigation(ctx context.Context) error {
 
 // scrollIntoViewJS scrolls the first match of sel to the top of the viewport, then by adjust
 // pixels more, and reports whether there was a match.
-const scrollIntoViewJS = `async (sel, adjust) => {
-	const el = document.querySelector(sel);
+var scrollIntoViewJS = withShadowQuery(`async (sel, adjust) => {
+	const el = shotdQuery(sel);
 	if (!el) return false;
 	el.scrollIntoView({block: 'start', inline: 'nearest', behavior: 'instant'});
 	if (adjust) window.scrollBy({top: adjust, behavior: 'instant'});
 	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
 	return true;
-}`
-
-// contentJS is the page's text and HTML, lower-cased, for the fail_if_content_* checks.
-const contentJS = `(() => {
-	const d = document.documentElement;
-	return d ? ((document.body ? document.body.innerText : '') + '\n' + d.outerHTML).toLowerCase() : '';
-})()`
+}`)
 
 // lastActions runs the page actions that follow pageActions' own: hover, then
 // scroll_into_view, then the fail_if_content_* checks on what the page ended up showing.
@@ -89,20 +82,7 @@ func (r *render) lastActions(ctx context.Context) error {
 	if err := r.checkFailedRequests(ctx); err != nil { // fail_if_request_failed
 		return err
 	}
-	if o.FailIfContentContains == "" && o.FailIfContentMissing == "" {
-		return nil
-	}
-	var content string
-	if err := r.eval(ctx, contentJS, &content); err != nil {
-		return err
-	}
-	if s := o.FailIfContentContains; s != "" && strings.Contains(content, strings.ToLower(s)) {
-		return shotd.Errorf(shotd.CodeContentCheckFailed, "the page contains %q (fail_if_content_contains)", clipText(s))
-	}
-	if s := o.FailIfContentMissing; s != "" && !strings.Contains(content, strings.ToLower(s)) {
-		return shotd.Errorf(shotd.CodeContentCheckFailed, "the page lacks %q (fail_if_content_missing)", clipText(s))
-	}
-	return nil
+	return r.checkContent(ctx) // fail_if_content_*
 }
 
 // hover moves the mouse over the middle of the first match of sel, as click does before it

@@ -242,14 +242,14 @@ func (r *render) area(ctx context.Context) (*area, error) {
 
 // elementBoxJS scrolls the first match of sel into view, so that lazy content in it loads, and
 // returns its box in document coordinates.
-const elementBoxJS = `async (sel, scroll = true) => {
-	const el = document.querySelector(sel);
+var elementBoxJS = withShadowQuery(`async (sel, scroll = true) => {
+	const el = shotdQuery(sel);
 	if (!el) return {found: false};
 	if (scroll) el.scrollIntoView({block: 'center', inline: 'nearest', behavior: 'instant'});
 	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
 	const r = el.getBoundingClientRect();
 	return {found: true, x: r.left + scrollX, y: r.top + scrollY, w: r.width, h: r.height};
-}`
+}`)
 
 // elementBox waits for the first match of sel and returns its box, rounded out to whole CSS
 // pixels.

@@ -43,6 +43,13 @@ func (r *render) pageActions(ctx context.Context) error {
 		if r.o.WaitForSelectorAlgorithm == "at_least_by_count" {
 			// Every selector of the list must match, not just one of them.
 			sels = splitSelectorList(r.o.WaitForSelector)
+			if rest, ok := strings.CutPrefix(sels[0], shadowPrefix); ok && len(sels) > 1 {
+				// shadow/ covers the whole list: each selector of it pierces.
+				sels[0] = rest
+				for i := range sels {
+					sels[i] = shadowPrefix + sels[i]
+				}
+			}
 		}
 		for _, sel := range sels {
 			if err := r.waitElement(ctx, "wait_for_selector", sel, true); err != nil {
@@ -191,11 +198,11 @@ func selectorMargin(timeout time.Duration) time.Duration { return min(timeout/10
 
 // waitElementJS polls for the first match of sel until it has a box (and, when visible is set,
 // is not hidden by display, visibility or content-visibility) or budget ms have passed.
-const waitElementJS = `async (sel, visible, budget, interval) => {
+var waitElementJS = withShadowQuery(`async (sel, visible, budget, interval) => {
 	const end = performance.now() + budget;
 	for (;;) {
 		let el;
-		try { el = document.querySelector(sel); } catch (e) { return {invalid: String(e && e.message || e)}; }
+		try { el = shotdQuery(sel); } catch (e) { return {invalid: String(e && e.message || e)}; }
 		if (el) {
 			const r = el.getBoundingClientRect();
 			let ok = r.width > 0 && r.height > 0;
@@ -205,7 +212,7 @@ const waitElementJS = `async (sel, visible, budget, interval) => {
 		if (performance.now() >= end) return {found: false};
 		await new Promise(res => setTimeout(res, interval));
 	}
-}`
+}`)
 
 // waitElement waits for the first match of sel (option field) to have a box, or to be visible.
 // Nothing in time is selector_not_found; a selector the browser cannot parse is
@@ -304,10 +311,16 @@ func clipText(s string) string {
 // resolves once they have loaded or failed. When the user's CSS brings imports or fonts, it also
 // waits for the fonts that the new rules start loading, so the capture does not show a
 // fallback.
-const addStylesJS = `async (hide, blocker, theirs, imports) => {
+var addStylesJS = withShadowQuery(`async (hide, blocker, theirs, imports) => {
 	for (const s of hide) {
-		try { document.querySelector(s); } catch (e) { return {field: 'hide_selectors', error: JSON.stringify(s) + ' is not a valid CSS selector: ' + String(e && e.message || e)}; }
+		try { shotdQuery(s); } catch (e) { return {field: 'hide_selectors', error: JSON.stringify(s) + ' is not a valid CSS selector: ' + String(e && e.message || e)}; }
 	}
+	// A shadow/ selector reaches into shadow roots, where the document's sheet does not apply:
+	// its matches are hidden by their own style.
+	for (const s of hide.filter(s => s.startsWith('shadow/'))) {
+		for (const el of shotdQueryAll(s)) el.style.setProperty('display', 'none', 'important');
+	}
+	hide = hide.filter(s => !s.startsWith('shadow/'));
 	const sheets = [];
 	if (blocker) {
 		try { const a = new CSSStyleSheet(); a.replaceSync(blocker); sheets.push(a); } catch (e) {}
@@ -343,7 +356,7 @@ const addStylesJS = `async (hide, blocker, theirs, imports) => {
 		await document.fonts.ready;
 	}
 	return {};
-}`
+}`)
 
 // addStyles adds hide_selectors, styles and the blocker's element hiding to the page.
 func (r *render) addStyles(ctx context.Context) error {
@@ -442,8 +455,8 @@ func isTopLevelAwait(d *runtime.ExceptionDetails) bool {
 
 // clickPointJS scrolls the first match of sel into view and returns the middle of its visible
 // part, in viewport coordinates.
-const clickPointJS = `async (sel) => {
-	const el = document.querySelector(sel);
+var clickPointJS = withShadowQuery(`async (sel) => {
+	const el = shotdQuery(sel);
 	if (!el) return {found: false};
 	el.scrollIntoView({block: 'center', inline: 'center', behavior: 'instant'});
 	await new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
@@ -452,7 +465,7 @@ const clickPointJS = `async (sel) => {
 	const y0 = Math.max(r.top, 0), y1 = Math.min(r.bottom, innerHeight);
 	if (x1 <= x0 || y1 <= y0) return {found: false};
 	return {found: true, x: (x0 + x1) / 2, y: (y0 + y1) / 2};
-}`
+}`)
 
 // click clicks the first match of the click option with a real (trusted) mouse click in its
 // middle, then lets the page settle: a navigation it starts loads, the network goes quiet.

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"time"
 
@@ -42,30 +41,14 @@ const cssPxPerInch = 96
 // pdfReadChunk is the size of one IO.read of the PDF stream.
 const pdfReadChunk = 1 << 20
 
-// lengthInches converts a validated pdf margin ("0", "12px", "1.5in", "2cm", "10mm") to inches.
+// lengthInches converts a validated pdf margin ("0", "12px", "1.5in", "2cm", "10mm") to inches,
+// by option's rule, the one that validated it.
 func lengthInches(v string) (float64, error) {
-	v = strings.TrimSpace(v)
-	if v == "0" {
-		return 0, nil
+	in, ok := option.LengthInches(v)
+	if !ok {
+		return 0, fmt.Errorf("%q is not a length of px, in, cm or mm", v)
 	}
-	if len(v) < 3 {
-		return 0, fmt.Errorf("%q is not a length", v)
-	}
-	n, err := strconv.ParseFloat(v[:len(v)-2], 64)
-	if err != nil || n < 0 || math.IsInf(n, 0) {
-		return 0, fmt.Errorf("%q is not a length", v)
-	}
-	switch v[len(v)-2:] {
-	case "px":
-		return n / cssPxPerInch, nil
-	case "in":
-		return n, nil
-	case "cm":
-		return n / 2.54, nil
-	case "mm":
-		return n / 25.4, nil
-	}
-	return 0, fmt.Errorf("%q has no unit of px, in, cm or mm", v)
+	return in, nil
 }
 
 // margins returns top, right, bottom, left in inches: each side's own option, else pdf_margin,

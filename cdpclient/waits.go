@@ -36,11 +36,11 @@ func waitExpressionJS(expr string) string {
 
 // waitHiddenJS polls until no element matching sel is visible: none in the document, or none
 // with a box that display, visibility or content-visibility leave shown.
-const waitHiddenJS = `async (sel, budget, interval) => {
+var waitHiddenJS = withShadowQuery(`async (sel, budget, interval) => {
 	const end = performance.now() + budget;
 	for (;;) {
 		let els;
-		try { els = document.querySelectorAll(sel); } catch (e) { return {invalid: String(e && e.message || e)}; }
+		try { els = shotdQueryAll(sel); } catch (e) { return {invalid: String(e && e.message || e)}; }
 		const shown = Array.from(els).some(el => {
 			const r = el.getBoundingClientRect();
 			return r.width > 0 && r.height > 0 && (!el.checkVisibility || el.checkVisibility({visibilityProperty: true, opacityProperty: true}));
@@ -49,7 +49,7 @@ const waitHiddenJS = `async (sel, budget, interval) => {
 		if (performance.now() >= end) return {done: false};
 		await new Promise(res => setTimeout(res, interval));
 	}
-}`
+}`)
 
 // pollReturn is the time an in-page poll leaves itself to answer before the deadline.
 const pollReturn = 100 * time.Millisecond

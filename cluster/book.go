@@ -250,41 +250,60 @@ func (b *Book) Accounts(after string, limit int) ([]shotd.Account, error) {
 // retrying when another node wrote it meanwhile (fn may then run more than once). The rules are
 // store.Store's: fn may not change ID or CreatedAt (ErrConflict) nor empty the plan.
 func (b *Book) UpdateAccount(id string, fn func(*shotd.Account) error) (shotd.Account, error) {
+	var a shotd.Account
+	err := swap(b, b.accounts, BucketAccounts, "account", id, id, false, func(r *accountRecord) error {
+		old := r.Account
+		a = old
+		if err := fn(&a); err != nil {
+			return err
+		}
+		if a.ID != old.ID || !a.CreatedAt.Equal(old.CreatedAt) {
+			return fmt.Errorf("cluster: account %s: id and created_at cannot change: %w", id, store.ErrConflict)
+		}
+		if a.Plan == "" {
+			return fmt.Errorf("cluster: account %s: plan must not be empty", id)
+		}
+		*r = accountRecord{V: recordVersion, Account: a}
+		return nil
+	})
+	if err != nil {
+		return shotd.Account{}, err
+	}
+	return a, nil
+}
+
+// swap applies change to the record of type R stored under key in kv by compare-and-swap,
+// retrying when another node wrote it meanwhile (change may then run more than once), then waits
+// until this node's copy has seen the write. kind and name name the record in errors and logs;
+// invalidIsAbsent treats a key NATS refuses as one that is not there.
+func swap[R any](b *Book, kv jetstream.KeyValue, bucket, kind, name, key string, invalidIsAbsent bool, change func(*R) error) error {
 	ctx, cancel := b.ctx()
 	defer cancel()
 	for {
-		e, err := b.accounts.Get(ctx, id)
-		if errors.Is(err, jetstream.ErrKeyNotFound) {
-			return shotd.Account{}, fmt.Errorf("cluster: account %s: %w", id, shotd.ErrNotFound)
+		e, err := kv.Get(ctx, key)
+		if errors.Is(err, jetstream.ErrKeyNotFound) || invalidIsAbsent && errors.Is(err, jetstream.ErrInvalidKey) {
+			return fmt.Errorf("cluster: %s %s: %w", kind, name, shotd.ErrNotFound)
 		}
 		if err != nil {
-			return shotd.Account{}, fmt.Errorf("cluster: account %s: %w", id, err)
+			return fmt.Errorf("cluster: %s %s: %w", kind, name, err)
 		}
-		var r accountRecord
-		if err := decode(b.log, "account", id, e.Value(), &r); err != nil {
-			return shotd.Account{}, err
+		var r R
+		if err := decode(b.log, kind, name, e.Value(), &r); err != nil {
+			return err
 		}
-		old := r.Account
-		a := old
-		if err := fn(&a); err != nil {
-			return shotd.Account{}, err
+		if err := change(&r); err != nil {
+			return err
 		}
-		if a.ID != old.ID || !a.CreatedAt.Equal(old.CreatedAt) {
-			return shotd.Account{}, fmt.Errorf("cluster: account %s: id and created_at cannot change: %w", id, store.ErrConflict)
-		}
-		if a.Plan == "" {
-			return shotd.Account{}, fmt.Errorf("cluster: account %s: plan must not be empty", id)
-		}
-		data, _ := json.Marshal(accountRecord{V: recordVersion, Account: a})
-		rev, err := b.accounts.Update(ctx, id, data, e.Revision())
+		data, _ := json.Marshal(r)
+		rev, err := kv.Update(ctx, key, data, e.Revision())
 		if conflict(err) {
 			continue
 		}
 		if err != nil {
-			return shotd.Account{}, fmt.Errorf("cluster: account %s: %w", id, err)
+			return fmt.Errorf("cluster: %s %s: %w", kind, name, err)
 		}
-		b.waitSeen(BucketAccounts, rev)
-		return a, nil
+		b.waitSeen(bucket, rev)
+		return nil
 	}
 }
 
@@ -338,53 +357,34 @@ func (b *Book) Keys(accountID string) ([]shotd.Key, error) {
 // UpdateKey applies fn to the key by compare-and-swap, with store.Store.UpdateKey's rules: only
 // name, require_signature and revoked may change, and a revoked key stays revoked.
 func (b *Book) UpdateKey(accessKey string, fn func(*shotd.Key) error) (shotd.Key, error) {
-	ctx, cancel := b.ctx()
-	defer cancel()
-	for {
-		e, err := b.keys.Get(ctx, accessKey)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || errors.Is(err, jetstream.ErrInvalidKey) {
-			return shotd.Key{}, fmt.Errorf("cluster: key %s: %w", redact(accessKey), shotd.ErrNotFound)
-		}
-		if err != nil {
-			return shotd.Key{}, fmt.Errorf("cluster: key %s: %w", redact(accessKey), err)
-		}
-		var r keyRecord
-		if err := decode(b.log, "key", redact(accessKey), e.Value(), &r); err != nil {
-			return shotd.Key{}, err
-		}
+	var k shotd.Key
+	err := swap(b, b.keys, BucketKeys, "key", redact(accessKey), accessKey, true, func(r *keyRecord) error {
 		old := r.Key
-		k := old
+		k = old
 		k.SecretKey = ""
 		if err := fn(&k); err != nil {
-			return shotd.Key{}, err
+			return err
 		}
 		switch {
 		case k.AccessKey != old.AccessKey || k.AccountID != old.AccountID || !k.CreatedAt.Equal(old.CreatedAt) || k.SecretKey != "":
-			return shotd.Key{}, fmt.Errorf("cluster: key %s: only name, require_signature and revoked can change: %w", redact(accessKey), store.ErrConflict)
+			return fmt.Errorf("cluster: key %s: only name, require_signature and revoked can change: %w", redact(accessKey), store.ErrConflict)
 		case old.Revoked && !k.Revoked:
-			return shotd.Key{}, fmt.Errorf("cluster: key %s: a revoked key stays revoked: %w", redact(accessKey), store.ErrConflict)
+			return fmt.Errorf("cluster: key %s: a revoked key stays revoked: %w", redact(accessKey), store.ErrConflict)
 		}
 		stored := k
 		stored.SecretKey = old.SecretKey
-		data, _ := json.Marshal(keyRecord{V: recordVersion, Key: stored})
-		rev, err := b.keys.Update(ctx, accessKey, data, e.Revision())
-		if conflict(err) {
-			continue
-		}
-		if err != nil {
-			return shotd.Key{}, fmt.Errorf("cluster: key %s: %w", redact(accessKey), err)
-		}
-		b.waitSeen(BucketKeys, rev)
-		return k, nil
+		*r = keyRecord{V: recordVersion, Key: stored}
+		return nil
+	})
+	if err != nil {
+		return shotd.Key{}, err
 	}
+	return k, nil
 }
 
 // RevokeKey revokes the key for good; revoking a revoked key is not an error.
 func (b *Book) RevokeKey(accessKey string) error {
-	_, err := b.UpdateKey(accessKey, func(k *shotd.Key) error {
-		k.Revoked = true
-		return nil
-	})
+	_, err := b.UpdateKey(accessKey, store.Revoke)
 	return err
 }
 
@@ -400,7 +400,7 @@ func (b *Book) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
 	a, aok := b.accs[k.AccountID]
 	until, neg := b.missing[accessKey]
 	b.mu.RUnlock()
-	if !kok && (!neg || time.Now().After(until)) && plausibleAccessKey(accessKey) {
+	if !kok && (!neg || time.Now().After(until)) && store.PlausibleAccessKey(accessKey) {
 		k, a, kok, aok = b.readKey(accessKey)
 	}
 	switch {
@@ -452,21 +452,6 @@ func (b *Book) readKey(accessKey string) (k shotd.Key, a shotd.Account, kok, aok
 		}
 	}
 	return
-}
-
-// plausibleAccessKey rejects what CreateKey never makes before any read: too long, or
-// characters outside the url-safe alphabet.
-func plausibleAccessKey(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 func randomToken(nBytes int) string {

@@ -21,21 +21,13 @@ import (
 func TestFilesAnyNode(t *testing.T) {
 	nodes := startCluster(t, 3)
 	srv := s3test.Start(t, "files")
-	var dial net.Dialer
 	remote := func() *store.Store {
 		st, err := store.Open(t.TempDir(), zerolog.Nop())
 		if err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { _ = st.Close(context.Background()) })
-		c, err := objstore.New(objstore.Config{Endpoint: srv.Endpoint(), Region: s3test.Region, Bucket: "files", Prefix: "shotd/",
-			Addressing: objstore.AddressingPath, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Attempts: 2,
-			Backoff: 50 * time.Millisecond}, dial.DialContext)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(c.Close)
-		st.UseRemote(c)
+		st.UseRemote(sharedBucket(t, srv))
 		return st
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
@@ -83,4 +75,19 @@ func TestFilesAnyNode(t *testing.T) {
 	if _, err := b.File("acc_1", lrec.FileID); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("a data_dir file through another node: %v, want not found", err)
 	}
+}
+
+// sharedBucket is a client of the test server's bucket "files" under the prefix "shotd/", as
+// [storage.s3] makes one, closed at the end.
+func sharedBucket(t *testing.T, srv *s3test.Server) *objstore.Client {
+	t.Helper()
+	var dial net.Dialer
+	c, err := objstore.New(objstore.Config{Endpoint: srv.Endpoint(), Region: s3test.Region, Bucket: "files", Prefix: "shotd/",
+		Addressing: objstore.AddressingPath, AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey, Attempts: 2,
+		Backoff: 50 * time.Millisecond}, dial.DialContext)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }

@@ -50,7 +50,11 @@ type Sender interface {
 type JobsConfig struct {
 	Ledger   *Ledger
 	Renderer actors.JobRenderer // renders a job's page and stores its file (cluster.Files)
-	Sender   Sender             // nil: no deliveries
+	// Secrets seals the credentials of a job's options in its record and opens them on the node
+	// that renders it: the cluster's sealer (OpenSealer), the same on every node. nil: jobs
+	// with credentials are refused.
+	Secrets actors.Secrets
+	Sender  Sender // nil: no deliveries
 	// RetryDelays are the waits before a webhook's attempt 2, 3, ...; then it fails.
 	RetryDelays []time.Duration
 	// Capacity is how many jobs this node renders at once (its render slots; -1: none); Free, when set,
@@ -354,7 +358,15 @@ func (j *Jobs) runJob(id string) error {
 	err = json.Unmarshal(r.Job.Options, &o)
 	if err != nil {
 		err = shotd.Wrap(shotd.CodeInternalError, err, "the job's options could not be read")
-	} else {
+	} else if o.HasSecrets() {
+		if j.cfg.Secrets == nil {
+			err = shotd.Errorf(shotd.CodeInternalError, "this node cannot open the job's credentials")
+		} else {
+			// Sealed with the cluster's key, whichever node queued the job.
+			err = j.cfg.Secrets.OpenOptions(&o)
+		}
+	}
+	if err == nil {
 		result, outcome, err = j.cfg.Renderer.Run(ctx, &o, r.Job.AccountID)
 	}
 	if ctx.Err() != nil {
@@ -683,13 +695,12 @@ func (j *Jobs) outcome(n int, sendErr error, set func(status, lastErr string, ne
 // and each ends succeeded or failed whatever node dies. timeout bounds the whole.
 func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job, *shotd.Batch, error) {
 	for _, o := range req.Options {
-		if o.HasSecrets() {
-			// Sealed with this node's key, they could not be opened by the node that renders.
-			return nil, nil, shotd.Errorf(shotd.CodeInvalidRequest, "async jobs with store=true or a proxy are not available in cluster mode yet; render synchronously")
+		if o.HasSecrets() && j.cfg.Secrets == nil {
+			return nil, nil, shotd.Errorf(shotd.CodeInvalidRequest, "async jobs with store=true or a proxy are not available on this node; render synchronously")
 		}
 	}
 	now := time.Now().UTC()
-	jobs, batch, err := actors.NewJobRecords(req, nil, now)
+	jobs, batch, err := actors.NewJobRecords(req, j.cfg.Secrets, now)
 	if err != nil {
 		return nil, nil, err
 	}

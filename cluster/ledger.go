@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // DefaultLease is how long a reservation lives unless its node renews it. A node renews its
@@ -502,15 +503,8 @@ func (l *Ledger) renew() {
 // Close stops the renewals. Reservations still held expire on their own.
 func (l *Ledger) Close(ctx context.Context) error {
 	l.closeOnce.Do(func() { close(l.stop) })
-	done := make(chan struct{})
-	go func() {
-		l.wg.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: close ledger: %w", ctx.Err())
+	if err := proc.WaitGroup(ctx, &l.wg); err != nil {
+		return fmt.Errorf("cluster: close ledger: %w", err)
 	}
+	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/store"
 )
 
@@ -56,6 +57,8 @@ const (
 	BucketNodes    = "shotd_nodes"    // node name -> nodeRecord, expires unless refreshed
 	BucketFiles    = "shotd_files"    // file id -> fileRecord, expires with the file (per-key TTL)
 	BucketJobs     = "shotd_jobs"     // "j." job id -> jobRecord, "b." batch id -> batchRecord (jobs.go)
+	BucketSecrets  = "shotd_secrets"  // "sealing" -> the cluster's key for job credentials (sealing.go)
+	BucketLeases   = "shotd_leases"   // task name -> leaseRecord: which node runs a once-per-cluster task (lease.go)
 )
 
 // nodeTTL: a node record not refreshed for this long disappears (the node is gone).
@@ -90,6 +93,8 @@ type Node struct {
 	Nodes    jetstream.KeyValue
 	Files    jetstream.KeyValue
 	Jobs     jetstream.KeyValue // job and batch records (jobs.go)
+	Secrets  jetstream.KeyValue // the sealing key (sealing.go)
+	Leases   jetstream.KeyValue // once-per-cluster tasks (lease.go)
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -271,6 +276,8 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Files, jetstream.KeyValueConfig{Bucket: BucketFiles, Description: "shotd stored files", LimitMarkerTTL: time.Minute}},
 		// A record lives JobRetention after its last change, as a finished job in bbolt.
 		{&n.Jobs, jetstream.KeyValueConfig{Bucket: BucketJobs, Description: "shotd jobs and batches", TTL: store.JobRetention}},
+		{&n.Secrets, jetstream.KeyValueConfig{Bucket: BucketSecrets, Description: "shotd cluster secrets"}},
+		{&n.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, Description: "shotd once-per-cluster tasks"}},
 	}
 	logged := time.Time{}
 	for _, s := range specs {
@@ -406,17 +413,10 @@ func (n *Node) heartbeat() {
 func (n *Node) Close(ctx context.Context) error {
 	n.closeOnce.Do(func() { close(n.stop) })
 	n.wg.Wait()
-	done := make(chan struct{})
-	go func() {
-		n.shutdown()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("cluster: close: %w", ctx.Err())
+	if err := proc.Wait(ctx, n.shutdown); err != nil {
+		return fmt.Errorf("cluster: close: %w", err)
 	}
+	return nil
 }
 
 func (n *Node) shutdown() {

@@ -72,7 +72,7 @@ func TestStatus(t *testing.T) {
 			}
 			time.Sleep(100 * time.Millisecond)
 		}
-		if len(st.Buckets) != 6 {
+		if len(st.Buckets) != 8 {
 			t.Fatalf("buckets %+v", st.Buckets)
 		}
 		for _, b := range st.Buckets {

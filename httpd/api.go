@@ -387,6 +387,14 @@ func inlineType(ct string) bool {
 	return false
 }
 
+// statusAuthID is statusAuth for a status request about one record, named by the {id} of its
+// path (a job, a batch, a file).
+func (s *Server) statusAuthID(ctx *fasthttp.RequestCtx) (*principal, string, bool) {
+	who, ok := s.statusAuth(ctx)
+	id, _ := ctx.UserValue("id").(string)
+	return who, id, ok
+}
+
 // statusAuth authenticates and admits a status endpoint request (usage, jobs, batches, files),
 // which has its own, larger rate allowance.
 func (s *Server) statusAuth(ctx *fasthttp.RequestCtx) (*principal, bool) {
@@ -431,11 +439,10 @@ func (s *Server) usageReport(ctx *fasthttp.RequestCtx) (*shotd.UsageReport, bool
 }
 
 func (s *Server) file(ctx *fasthttp.RequestCtx) {
-	who, ok := s.statusAuth(ctx)
+	who, id, ok := s.statusAuthID(ctx)
 	if !ok {
 		return
 	}
-	id, _ := ctx.UserValue("id").(string)
 	rec, err := s.files.File(who.account.ID, id)
 	if errors.Is(err, shotd.ErrNotFound) {
 		s.fail(ctx, shotd.Errorf(shotd.CodeFileNotFound, "no file %q for this account; it may have expired", id))

@@ -120,11 +120,10 @@ func (s *Server) checkTargets(o *shotd.Options, index int) error {
 }
 
 func (s *Server) job(ctx *fasthttp.RequestCtx) {
-	who, ok := s.statusAuth(ctx)
+	who, id, ok := s.statusAuthID(ctx)
 	if !ok {
 		return
 	}
-	id, _ := ctx.UserValue("id").(string)
 	j, err := s.records.Job(who.account.ID, id)
 	if err != nil {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no job %q for this account", id))
@@ -143,11 +142,10 @@ type queuePlaces interface {
 }
 
 func (s *Server) batch(ctx *fasthttp.RequestCtx) {
-	who, ok := s.statusAuth(ctx)
+	who, id, ok := s.statusAuthID(ctx)
 	if !ok {
 		return
 	}
-	id, _ := ctx.UserValue("id").(string)
 	b, jobs, err := s.records.Batch(who.account.ID, id)
 	if err != nil {
 		s.fail(ctx, notFound(err, shotd.CodeJobNotFound, "no batch %q for this account", id))

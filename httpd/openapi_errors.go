@@ -54,7 +54,7 @@ var (
 	stepTargets = step{shotd.CodeContentTooLarge, shotd.CodeRendererBusy, shotd.CodeInternalError, shotd.CodeHostNotAllowed,
 		shotd.CodeInvalidURL, shotd.CodeInvalidOptions, shotd.CodeNavigationFailed}
 	// stepRender: the render itself, the output limit and keeping the file (storage_failed).
-	stepRender = step{shotd.CodeSelectorNotFound, shotd.CodeContentCheckFailed, shotd.CodePageCrashed, shotd.CodeInternalError,
+	stepRender = step{shotd.CodeSelectorNotFound, shotd.CodeContentCheckFailed, shotd.CodeHostReturnedError, shotd.CodePageCrashed, shotd.CodeInternalError,
 		shotd.CodeNavigationFailed, shotd.CodeHostNotAllowed, shotd.CodeStorageFailed, shotd.CodeRendererBusy,
 		shotd.CodeRendererUnavailable, shotd.CodeServiceUnavailable, shotd.CodeTimeout, shotd.CodeContentTooLarge}
 	// stepQueue: the job actor storing jobs (too busy: service_unavailable).

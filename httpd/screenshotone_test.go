@@ -107,7 +107,7 @@ func TestAnimate(t *testing.T) {
 		{name: "POST webm", method: "POST", query: "access_key=" + a.key.AccessKey,
 			body: `{"html":"<h1>hi</h1>","viewport_width":320,"viewport_height":240,"duration":1,"format":"webm","scenario":"scroll"}`, ct: "video/webm", width: 320},
 		{name: "mov", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "mov")...), ct: "video/quicktime", width: 320},
-		{name: "avi", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "avi")...), field: "format"},
+		{name: "avi", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "avi")...), ct: "video/x-msvideo", width: 320},
 		{name: "an image format", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "format", "png")...), field: "format"},
 		{name: "step timing", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "scroll_delay", "500")...), field: "scroll_delay"},
 		{name: "one-sided easing", method: "GET", query: s1Query(a.key.SecretKey, a.key.AccessKey, append(small, "scroll_easing", "ease_in_quad")...), field: "scroll_easing"},

@@ -1,4 +1,4 @@
-// Package media owns video encoding for the recording formats (mp4, webm, gif, mov): an Encoder
+// Package media owns video encoding for the recording formats (mp4, webm, gif, mov, avi): an Encoder
 // turns the frames of Page.screencastFrame into one file through a supervised ffmpeg subprocess,
 // Probe reads a file back through ffprobe, and ScrollPosition and DurationFor give the scroll
 // motion and the length of a scrolling recording. FindFFmpeg and UseFFmpeg pick the binary.
@@ -20,6 +20,7 @@
 //   - mp4: H.264 (libx264, veryfast, CRF 23), yuv420p BT.709, +faststart (which needs a seekable
 //     output, so every format is written to a file in a private temp dir);
 //   - mov: as mp4, in a QuickTime container (ScreenshotOne's animate offers it);
+//   - avi: MPEG-4 Part 2 (ffmpeg's mpeg4, q 4, tagged XVID), what AVI players decode;
 //   - webm: VP9 (libvpx-vp9, realtime deadline, cpu-used 8, row-mt, constant quality CRF 35);
 //   - gif: at most 15 fps, one filter graph that splits the stream into palettegen and
 //     paletteuse. A single palette can only be built at the end of the input, so ffmpeg holds

@@ -37,7 +37,7 @@ type Frame struct {
 
 // VideoSpec describes the file an Encoder writes.
 type VideoSpec struct {
-	Format        string        // "mp4", "webm", "gif" or "mov"
+	Format        string        // "mp4", "webm", "gif", "mov" or "avi"
 	FPS           int           // output frame rate; a gif uses at most MaxGIFFPS
 	Duration      time.Duration // exact output length
 	Width, Height int           // output size in pixels; mp4 and webm round each down to even
@@ -49,7 +49,7 @@ type VideoSpec struct {
 // sizes rounded down to even), or an internal_error for a spec no video can have.
 func (s VideoSpec) Normalized() (VideoSpec, error) {
 	switch s.Format {
-	case shotd.FormatMP4, shotd.FormatWebM, shotd.FormatMOV:
+	case shotd.FormatMP4, shotd.FormatWebM, shotd.FormatMOV, shotd.FormatAVI:
 		s.Width &^= 1
 		s.Height &^= 1
 	case shotd.FormatGIF:
@@ -354,7 +354,7 @@ func ffmpegArgs(s VideoSpec, first imageInfo, out string) []string {
 	}
 	fit := fitFilter(first, s)
 	switch s.Format {
-	case shotd.FormatMP4, shotd.FormatWebM, shotd.FormatMOV:
+	case shotd.FormatMP4, shotd.FormatWebM, shotd.FormatMOV, shotd.FormatAVI:
 		// Tagged BT.709 limited range, what players assume for HD; the JPEGs are BT.601 full range.
 		vf := "scale=out_color_matrix=bt709:out_range=tv,format=yuv420p"
 		if fit != "" {
@@ -362,10 +362,14 @@ func ffmpegArgs(s VideoSpec, first imageInfo, out string) []string {
 		}
 		args = append(args, "-vf", vf,
 			"-colorspace", "bt709", "-color_primaries", "bt709", "-color_trc", "bt709", "-color_range", "tv")
-		if s.Format == shotd.FormatMP4 || s.Format == shotd.FormatMOV {
+		switch s.Format {
+		case shotd.FormatMP4, shotd.FormatMOV:
 			args = append(args, "-c:v", "libx264", "-preset", "veryfast", "-crf", "23",
 				"-movflags", "+faststart", "-f", s.Format) // the mov muxer takes faststart too
-		} else {
+		case shotd.FormatAVI:
+			// ffmpeg's own MPEG-4 Part 2 tagged XVID: what AVI players decode, unlike H.264 in AVI.
+			args = append(args, "-c:v", "mpeg4", "-q:v", "4", "-vtag", "XVID", "-f", "avi")
+		default:
 			args = append(args, "-c:v", "libvpx-vp9", "-deadline", "realtime", "-cpu-used", "8",
 				"-row-mt", "1", "-b:v", "0", "-crf", "35", "-f", "webm")
 		}

@@ -74,6 +74,8 @@ func TestEncode(t *testing.T) {
 			frameW: 640, frameH: 360, wantFormat: "mp4", wantCodec: "h264", wantFPS: 24, wantW: 640, wantH: 360},
 		{name: "mov", spec: VideoSpec{Format: "mov", FPS: 24, Width: 640, Height: 360},
 			frameW: 640, frameH: 360, wantFormat: "mov", wantCodec: "h264", wantFPS: 24, wantW: 640, wantH: 360},
+		{name: "avi", spec: VideoSpec{Format: "avi", FPS: 24, Width: 640, Height: 360},
+			frameW: 640, frameH: 360, wantFormat: "avi", wantCodec: "mpeg4", wantFPS: 24, wantW: 640, wantH: 360},
 		{name: "webm", spec: VideoSpec{Format: "webm", FPS: 24, Width: 640, Height: 360},
 			frameW: 640, frameH: 360, wantFormat: "webm", wantCodec: "vp9", wantFPS: 24, wantW: 640, wantH: 360},
 		{name: "gif clamps the frame rate to 15", spec: VideoSpec{Format: "gif", FPS: 24, Width: 320, Height: 180},

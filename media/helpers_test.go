@@ -99,8 +99,14 @@ func frameAt(t testing.TB, video []byte, i, fps int) image.Image {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	var out, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, ffmpegBin, "-v", "error", "-ss", strconv.FormatFloat(ss, 'f', 4, 64),
-		"-i", file, "-frames:v", "1", "-f", "image2", "-c:v", "png", "pipe:1")
+	args := []string{"-v", "error", "-ss", strconv.FormatFloat(ss, 'f', 4, 64), "-i", file}
+	if len(video) >= 12 && string(video[:4]) == "RIFF" && string(video[8:12]) == "AVI " {
+		// The AVI demuxer seeks to the frame showing at ss (frame i-1 at the midpoint), the
+		// others to the next one: pick frame i by its number instead.
+		args = []string{"-v", "error", "-i", file, "-vf", "select=eq(n\\," + strconv.Itoa(i) + ")"}
+	}
+	args = append(args, "-frames:v", "1", "-f", "image2", "-c:v", "png", "pipe:1")
+	cmd := exec.CommandContext(ctx, ffmpegBin, args...)
 	cmd.Stdout, cmd.Stderr = &out, &stderr
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("decode frame %d: %v: %s", i, err, stderr.String())

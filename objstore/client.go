@@ -282,3 +282,25 @@ func (c *Client) classify(err error, what string) (e *shotd.Error, again bool) {
 func (c *Client) PutContent(ctx context.Context, key string, data []byte, contentType string) error {
 	return c.Put(ctx, key, data, PutOptions{ContentType: contentType})
 }
+
+// Object is one object of List: its key without the client's prefix, and when it was written.
+type Object struct {
+	Key      string
+	Modified time.Time
+}
+
+// List calls fn with each object under the client's prefix, in key order; an error of fn stops
+// it. The cluster's sweeper uses the listing as its index of stored files.
+func (c *Client) List(ctx context.Context, fn func(Object) error) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel() // stops minio's listing goroutine when fn stops early
+	for info := range c.mc.ListObjects(ctx, c.cfg.Bucket, minio.ListObjectsOptions{Prefix: c.cfg.Prefix, Recursive: true}) {
+		if info.Err != nil {
+			return c.fail(info.Err, "list")
+		}
+		if err := fn(Object{Key: strings.TrimPrefix(info.Key, c.cfg.Prefix), Modified: info.LastModified}); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
+}

@@ -92,8 +92,8 @@ func onlyFalse(why string) func(string) (string, string) {
 	}
 }
 
-// AnimateFormats are the formats of /api/v1/animate; ScreenshotOne's avi is refused.
-var AnimateFormats = []string{shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV}
+// AnimateFormats are the formats of /api/v1/animate, ScreenshotOne's five.
+var AnimateFormats = []string{shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV, shotd.FormatAVI}
 
 // AnimateParams turns the options of a /api/v1/animate request into screenshot options: their
 // names mapped, ScreenshotOne's defaults (mp4, 5 s, no scroll) filled in, and what the video
@@ -136,11 +136,7 @@ func AnimateParams(ps Params) (Params, error) {
 		out = append(out, Param{Name: a.To, Values: []string{v}, Array: p.Array})
 	}
 	if f, ok := ps.Get("format"); ok && !slices.Contains(AnimateFormats, f) {
-		why := "animate records a video: mp4, webm, gif or mov"
-		if f == "avi" {
-			why = f + " is not produced by shotd's video engine; use mp4, webm, gif or mov"
-		}
-		fail("format", why)
+		fail("format", "animate records a video: mp4, webm, gif, mov or avi")
 	}
 	defaults := [][2]string{{"format", shotd.FormatMP4}, {"video_duration", DefaultAnimateDuration}, {"video_scroll", "false"}}
 	for _, d := range defaults {

@@ -109,9 +109,9 @@ func (s *OptionSpec) checked(fn func(string) string) *OptionSpec { s.check = fn;
 
 // The values each enumerated option accepts.
 var (
-	// Formats: the spec's, then mov and the still and document formats born of ScreenshotOne's
+	// Formats: the spec's, then mov, avi and the still and document formats born of ScreenshotOne's
 	// list (formats.go), which the spec does not contradict.
-	Formats = []string{shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF, shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV,
+	Formats = []string{shotd.FormatPNG, shotd.FormatJPEG, shotd.FormatWebP, shotd.FormatPDF, shotd.FormatMP4, shotd.FormatWebM, shotd.FormatGIF, shotd.FormatMOV, shotd.FormatAVI,
 		shotd.FormatGIFStill, shotd.FormatAVIF, shotd.FormatTIFF, shotd.FormatJP2, shotd.FormatHEIF, shotd.FormatHTML, shotd.FormatMarkdown}
 	ResponseTypes   = []string{"by_format", "json", "empty"}
 	PNGCompressions = []string{shotd.PNGFast, shotd.PNGBest}
@@ -132,7 +132,7 @@ var OptionTable = slices.Concat([]*OptionSpec{
 	str("Source", "markdown", "", "Markdown rendered as a styled page.", func(o *draft, v string) { o.Markdown = v }),
 
 	// Output.
-	withAliases(enum("Output", "format", shotd.FormatPNG, "Result format; mp4, webm, gif and mov record a video; gif_still is a one-frame gif; html and markdown are the rendered page as text. jpg is read as jpeg.", Formats,
+	withAliases(enum("Output", "format", shotd.FormatPNG, "Result format; mp4, webm, gif, mov and avi record a video; gif_still is a one-frame gif; html and markdown are the rendered page as text. jpg is read as jpeg.", Formats,
 		func(o *draft, v string) { o.Format = v }), map[string]string{"jpg": shotd.FormatJPEG}),
 	integer("Output", "image_quality", "80", "Compression for jpeg, webp, avif, jp2 and heif.",
 		func(o *draft, v int) { o.ImageQuality = v }).withBounds(1, 100),

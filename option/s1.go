@@ -301,8 +301,8 @@ var s1Easings = []string{"linear", "ease_in_quad", "ease_out_quad", "ease_in_out
 	"ease_out_cubic", "ease_in_out_cubic", "ease_in_quart", "ease_out_quart", "ease_in_out_quart",
 	"ease_in_quint", "ease_out_quint", "ease_in_out_quint"}
 
-// foldList reads one of ScreenshotOne's array options that shotd takes as one value: an empty
-// array is the default, one item is that value; several are refused, naming the option.
+// foldList reads one of ScreenshotOne's text arrays (fail_if_content_*): empty items are
+// dropped, and an empty array is the default, no check.
 func (q *params) foldList(n string) {
 	i := slices.IndexFunc(q.ps, func(p Param) bool { return p.Name == n })
 	if i < 0 {
@@ -314,14 +314,11 @@ func (q *params) foldList(n string) {
 			items = append(items, v)
 		}
 	}
-	switch len(items) {
-	case 0:
-		q.drop(n)
-	case 1:
-		q.set(n, items[0])
-	default:
-		q.fail(n, "this server checks one text per option; give one item")
+	if len(items) == 0 {
+		q.drop(n) // their empty array: no check
+		return
 	}
+	q.ps[i].Values = items
 }
 
 // S1Take turns the options of ScreenshotOne's /take into shotd's, with their defaults and

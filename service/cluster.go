@@ -12,6 +12,7 @@ import (
 	"github.com/shotd/shotd/cluster"
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/httpd"
+	"github.com/shotd/shotd/objstore"
 	"github.com/shotd/shotd/store"
 	"github.com/shotd/shotd/webhook"
 )
@@ -24,12 +25,22 @@ const clusterStartTimeout = 100 * time.Second
 // clustered is what cluster mode adds to a node: the embedded NATS node, the accounts and keys
 // it shares, and the quota ledger. nil in single-node mode.
 type clustered struct {
-	node   *cluster.Node
-	book   *cluster.Book
-	ledger *cluster.Ledger
-	gate   *cluster.Gate
-	files  *cluster.Files
-	jobs   *cluster.Jobs // nil until startJobs
+	node    *cluster.Node
+	book    *cluster.Book
+	ledger  *cluster.Ledger
+	gate    *cluster.Gate
+	files   *cluster.Files
+	jobs    *cluster.Jobs    // nil until startJobs
+	sweeper *cluster.Sweeper // nil until startSweeper
+}
+
+// startSweeper has this node run for the lease of the cluster's sweeper, which deletes the
+// objects of expired files from the shared bucket on one node at a time.
+func (c *clustered) startSweeper(bucket *objstore.Client, log zerolog.Logger) {
+	if bucket == nil {
+		return // not in cluster mode: [storage.s3] is required there
+	}
+	c.sweeper = cluster.StartSweeper(c.node, cluster.SweeperConfig{Bucket: bucket, Log: log})
 }
 
 // startCluster joins the cluster that cfg.Cluster describes.
@@ -74,8 +85,13 @@ func (c *clustered) startJobs(s *Service, retryDelays []time.Duration, log zerol
 	sender := &webhook.Sender{Client: webhook.NewClient(s.guard.DialContext, cfg.Webhooks.Timeout()), Keys: bookKeys{c.book}, PublicURL: cfg.PublicURL}
 	ctx, cancel := context.WithTimeout(context.Background(), clusterStartTimeout)
 	defer cancel()
-	var err error
-	c.jobs, err = cluster.OpenJobs(ctx, c.node, cluster.JobsConfig{Ledger: c.ledger, Sender: sender, RetryDelays: retryDelays,
+	// One key for the whole cluster, not data_dir's: the node that renders a job opens what the
+	// node that queued it sealed.
+	sealer, err := cluster.OpenSealer(ctx, c.node)
+	if err != nil {
+		return err
+	}
+	c.jobs, err = cluster.OpenJobs(ctx, c.node, cluster.JobsConfig{Ledger: c.ledger, Sender: sender, RetryDelays: retryDelays, Secrets: sealer,
 		Renderer: actors.JobRenderer{Files: c.files, Render: s.jobRender, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 			BusyRetry: 10 * time.Minute, MaxOutputBytes: cfg.Limits.MaxOutputBytes},
 		Capacity: cfg.Browser.PoolSize * slots, Free: free, Ended: s.renders.AddJob, Attempted: s.metrics.WebhookAttempted,
@@ -115,6 +131,11 @@ func (c *clustered) close(ctx context.Context, log zerolog.Logger) {
 		return
 	}
 	c.closeJobs(ctx, log)
+	if c.sweeper != nil {
+		if err := c.sweeper.Close(ctx); err != nil {
+			log.Warn().Err(err).Msg("cluster sweeper")
+		}
+	}
 	if err := c.ledger.Close(ctx); err != nil {
 		log.Warn().Err(err).Msg("cluster ledger")
 	}

@@ -3,7 +3,6 @@ package service
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/internal/freeport"
 	"github.com/shotd/shotd/internal/s3test"
 )
 
@@ -23,12 +23,7 @@ import (
 func TestOpenCloseCluster(t *testing.T) {
 	srv := s3test.Start(t, "results")
 	dir := t.TempDir()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	route := ln.Addr().String()
-	ln.Close()
+	route := freeport.Addr(t)
 	open := func() *Service {
 		cfg := testConfig(dir)
 		cfg.Storage.S3 = config.S3{Endpoint: srv.Endpoint(), Region: s3test.Region, Bucket: "results", Addressing: "path",

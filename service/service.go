@@ -113,6 +113,9 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 	if s.storage, err = openStorage(ctx, cfg, s.store, s.guard, s.log); err != nil {
 		return nil, err
 	}
+	if s.cluster != nil {
+		s.cluster.startSweeper(s.storage.bucket, s.log)
+	}
 	if err := s.startBrowsers(ctx, programs.Browser, chromeDir, o.chromeFlags); err != nil {
 		return nil, err
 	}

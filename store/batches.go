@@ -1,6 +1,7 @@
 package store
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -20,7 +21,9 @@ func (s *Store) Batch(accountID, batchID string) (shotd.Batch, []shotd.Job, erro
 		jobs []shotd.Job
 	)
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		ok, err := getJSON(tx.Bucket(bucketBatches), batchID, &b)
+		var ok bool
+		var err error
+		b, ok, err = getBatch(tx.Bucket(bucketBatches), batchID)
 		if err != nil {
 			return err
 		}
@@ -56,7 +59,9 @@ func ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult {
 func (s *Store) BatchByID(batchID string) (shotd.Batch, []shotd.Job, error) {
 	var b shotd.Batch
 	err := s.db.View(func(tx *bbolt.Tx) error {
-		ok, err := getJSON(tx.Bucket(bucketBatches), batchID, &b)
+		var ok bool
+		var err error
+		b, ok, err = getBatch(tx.Bucket(bucketBatches), batchID)
 		if err == nil && !ok {
 			err = fmt.Errorf("store: batch %s: %w", batchID, shotd.ErrNotFound)
 		}
@@ -66,4 +71,38 @@ func (s *Store) BatchByID(batchID string) (shotd.Batch, []shotd.Job, error) {
 		return shotd.Batch{}, nil, err
 	}
 	return s.Batch(b.AccountID, batchID)
+}
+
+// batchRecord is a batch as stored: shotd.Batch's own JSON, which clients see, and its webhook's
+// state in full (shotd.Batch's JSON leaves out Sign, NextAttemptAt and LastError), so that a
+// restart keeps a pending delivery's schedule and its signature.
+type batchRecord struct {
+	shotd.Batch
+	State *webhookRecord `json:"webhook_state,omitempty"`
+}
+
+func putBatch(bucket *bbolt.Bucket, b shotd.Batch) error {
+	return putJSON(bucket, b.BatchID, batchRecord{Batch: b, State: newWebhookRecord(b.Webhook)})
+}
+
+// getBatch reads the batch id; ok is false when it is absent.
+func getBatch(bucket *bbolt.Bucket, id string) (b shotd.Batch, ok bool, err error) {
+	data := bucket.Get([]byte(id))
+	if data == nil {
+		return b, false, nil
+	}
+	b, err = decodeBatch(data)
+	return b, err == nil, err
+}
+
+// decodeBatch reads a stored batch; one written before webhook_state keeps what its JSON holds.
+func decodeBatch(data []byte) (shotd.Batch, error) {
+	var r batchRecord
+	if err := json.Unmarshal(data, &r); err != nil {
+		return shotd.Batch{}, fmt.Errorf("store: decode a stored batch: %w", err)
+	}
+	if r.State != nil {
+		r.Batch.Webhook = r.State.state()
+	}
+	return r.Batch, nil
 }

@@ -1,9 +1,9 @@
 package store
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/shotd/shotd"
 	"go.etcd.io/bbolt"
@@ -14,8 +14,7 @@ import (
 func (s *Store) UpdateBatch(batchID string, fn func(b *shotd.Batch, jobs []shotd.Job) error) (shotd.Batch, error) {
 	var out shotd.Batch
 	err := s.db.Update(func(tx *bbolt.Tx) error {
-		var b shotd.Batch
-		ok, err := getJSON(tx.Bucket(bucketBatches), batchID, &b)
+		b, ok, err := getBatch(tx.Bucket(bucketBatches), batchID)
 		if err != nil {
 			return err
 		}
@@ -43,32 +42,38 @@ func (s *Store) UpdateBatch(batchID string, fn func(b *shotd.Batch, jobs []shotd
 		}
 		b.Webhook = nb.Webhook
 		out = b
-		return putJSON(tx.Bucket(bucketBatches), batchID, b)
+		return putBatch(tx.Bucket(bucketBatches), b)
 	})
 	return out, err
+}
+
+// DueBatch is a batch whose webhook delivery is to resume, at At (zero: now).
+type DueBatch struct {
+	BatchID string
+	At      time.Time
 }
 
 // BatchWebhooksDue lists the batches whose webhook is pending, or waits for jobs that have all
 // ended (a stop came between the last job's end and the delivery): the webhook actor resumes
 // them at start. It scans the batches.
-func (s *Store) BatchWebhooksDue() ([]string, error) {
-	var out []string
+func (s *Store) BatchWebhooksDue() ([]DueBatch, error) {
+	var out []DueBatch
 	err := s.db.View(func(tx *bbolt.Tx) error {
 		return tx.Bucket(bucketBatches).ForEach(func(k, v []byte) error {
-			var b shotd.Batch
-			if json.Unmarshal(v, &b) != nil || b.Webhook == nil {
+			b, err := decodeBatch(v)
+			if err != nil || b.Webhook == nil {
 				return nil
 			}
 			switch b.Webhook.Status {
 			case shotd.WebhookPending:
-				out = append(out, string(k))
+				out = append(out, DueBatch{BatchID: string(k), At: b.Webhook.NextAttemptAt})
 			case "":
 				for _, id := range b.JobIDs {
 					if r, err := getJob(tx, id); err == nil && !finalStatus(r.Status) {
 						return nil
 					}
 				}
-				out = append(out, string(k))
+				out = append(out, DueBatch{BatchID: string(k)})
 			}
 			return nil
 		})

@@ -96,7 +96,7 @@ func TestBatchWebhooksDue(t *testing.T) {
 		t.Fatal(err)
 	}
 	createBatch(t, s, "acc_a", 1, false) // no webhook: never due
-	due := func() []string {
+	due := func() []DueBatch {
 		ids, err := s.BatchWebhooksDue()
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +109,7 @@ func TestBatchWebhooksDue(t *testing.T) {
 	for _, j := range jobs {
 		updateJob(t, s, j.JobID, func(j *shotd.Job) { j.Status = shotd.JobSucceeded })
 	}
-	if ids := due(); len(ids) != 1 || ids[0] != b.BatchID {
+	if ids := due(); len(ids) != 1 || ids[0].BatchID != b.BatchID || !ids[0].At.IsZero() {
 		t.Fatalf("due once ended: %v", ids)
 	}
 	if _, err := s.UpdateBatch(b.BatchID, func(b *shotd.Batch, js []shotd.Job) error {

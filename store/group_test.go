@@ -280,6 +280,33 @@ func crashChild(t *testing.T, helper, env string) (cmd *exec.Cmd, dir string) {
 	return cmd, dir
 }
 
+// killChild runs the test helper in a child process on a store in dir, gives each line it
+// prints to read, kills it with SIGKILL after killAfter lines and returns, once it is dead and
+// every line it printed was read.
+func killChild(t *testing.T, helper, env string, read func(line string)) (dir string) {
+	t.Helper()
+	cmd, dir := crashChild(t, helper, env)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	for lines := 0; sc.Scan(); lines++ {
+		read(sc.Text())
+		if lines == killAfter {
+			_ = cmd.Process.Signal(syscall.SIGKILL) // the lines already written are still read
+		}
+	}
+	_ = cmd.Wait()
+	return dir
+}
+
+// killAfter is how many lines a killed child prints before the kill.
+const killAfter = 2000
+
 // openCrashChild opens the store of a child process in the directory the environment variable
 // env names, and skips the test when it is not set: it runs only as the child of parent.
 func openCrashChild(t *testing.T, env, parent string) *Store {
@@ -327,29 +354,16 @@ func TestUpdateCrashHelper(t *testing.T) {
 // TestUpdatesAfterKill: every update whose UpdateJob returned before the process was killed is
 // on disk at the next start, whatever commit it shared, and the indexes agree with the jobs.
 func TestUpdatesAfterKill(t *testing.T) {
-	cmd, dir := crashChild(t, "TestUpdateCrashHelper", updateCrashEnv)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
 	returned := map[string]int{} // job id: the last update that returned
-	sc := bufio.NewScanner(out)
-	for lines := 0; sc.Scan(); lines++ {
+	dir := killChild(t, "TestUpdateCrashHelper", updateCrashEnv, func(line string) {
 		var id string
 		var n int
-		if _, err := fmt.Sscanf(sc.Text(), "updated %s %d", &id, &n); err != nil {
-			t.Errorf("child: %s", sc.Text())
-			continue
+		if _, err := fmt.Sscanf(line, "updated %s %d", &id, &n); err != nil {
+			t.Errorf("child: %s", line)
+			return
 		}
 		returned[id] = max(returned[id], n)
-		if lines == 2000 {
-			_ = cmd.Process.Signal(syscall.SIGKILL) // the lines already written are still read
-		}
-	}
-	_ = cmd.Wait()
+	})
 	if len(returned) != 16 {
 		t.Fatalf("updates of %d jobs returned, want 16", len(returned))
 	}
@@ -366,6 +380,61 @@ func TestUpdatesAfterKill(t *testing.T) {
 		// At most one more: the update in flight when the process died may have committed.
 		if got, _ := strconv.Atoi(j.ErrorMessage); got != n && got != n+1 {
 			t.Errorf("job %s holds update %d after the kill; update %d had returned", id, got, n)
+		}
+	}
+	checkIndexes(t, s)
+}
+
+// createCrashEnv names the data directory of TestCreateCrashHelper, run in a child process.
+const createCrashEnv = "STORE_TEST_CREATE_CRASH_DIR"
+
+// TestCreateCrashHelper is not a test: TestCreatesAfterKill runs it in a child process, where 16
+// writers create jobs, over and over, printing each job once CreateJobs returned, until the
+// parent kills the process.
+func TestCreateCrashHelper(t *testing.T) {
+	s := openCrashChild(t, createCrashEnv, "TestCreatesAfterKill")
+	var mu sync.Mutex
+	for range 16 {
+		go func() {
+			for {
+				j := newJob("acc_a", false)
+				if err := s.CreateJobs([]shotd.Job{j}, nil); err != nil {
+					fmt.Printf("error %v\n", err)
+					return
+				}
+				mu.Lock()
+				fmt.Printf("created %s\n", j.JobID) // one write(2): in the pipe before any kill
+				mu.Unlock()
+			}
+		}()
+	}
+	time.Sleep(time.Minute)
+}
+
+// TestCreatesAfterKill: every job whose CreateJobs returned (an async accept answers 202 then)
+// before the process was killed is on disk, queued, at the next start, whatever commit it
+// shared, and the indexes agree with the jobs.
+func TestCreatesAfterKill(t *testing.T) {
+	var created []string
+	dir := killChild(t, "TestCreateCrashHelper", createCrashEnv, func(line string) {
+		var id string
+		if _, err := fmt.Sscanf(line, "created %s", &id); err != nil {
+			t.Errorf("child: %s", line)
+			return
+		}
+		created = append(created, id)
+	})
+	if len(created) < killAfter {
+		t.Fatalf("%d jobs created before the kill, want %d or more", len(created), killAfter)
+	}
+	s, err := Open(dir, nopLogger)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close(context.Background())
+	for _, id := range created {
+		if j, err := s.JobByID(id); err != nil || j.Status != shotd.JobQueued {
+			t.Errorf("job %s after the kill: %+v, %v; its CreateJobs had returned", id, j, err)
 		}
 	}
 	checkIndexes(t, s)

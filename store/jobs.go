@@ -91,11 +91,26 @@ func toRecord(j shotd.Job) jobRecord {
 		res.ExpiresAt = inUTC(res.ExpiresAt)
 		r.Result = &res
 	}
-	if w := j.Webhook; w != nil {
-		r.Webhook = &webhookRecord{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
-			SkipFailed: w.SkipFailed, NextAttemptAt: inUTC(w.NextAttemptAt), LastError: w.LastError}
-	}
+	r.Webhook = newWebhookRecord(j.Webhook)
 	return r
+}
+
+// newWebhookRecord is the stored form of w, in full (nil for nil).
+func newWebhookRecord(w *shotd.WebhookState) *webhookRecord {
+	if w == nil {
+		return nil
+	}
+	return &webhookRecord{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
+		SkipFailed: w.SkipFailed, NextAttemptAt: inUTC(w.NextAttemptAt), LastError: w.LastError}
+}
+
+// state is the delivery state w stores (nil for nil).
+func (w *webhookRecord) state() *shotd.WebhookState {
+	if w == nil {
+		return nil
+	}
+	return &shotd.WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
+		SkipFailed: w.SkipFailed, NextAttemptAt: w.NextAttemptAt, LastError: w.LastError}
 }
 
 func inUTC(t time.Time) time.Time { return t.UTC().Round(0) }
@@ -107,10 +122,7 @@ func (r jobRecord) job() shotd.Job {
 		Options: r.Options, Result: r.Result, ErrorCode: r.ErrorCode, ErrorMessage: r.ErrorMessage,
 		ExternalIdentifier: r.ExternalID, Interrupted: r.Interrupted, StartedAt: r.StartedAt,
 	}
-	if w := r.Webhook; w != nil {
-		j.Webhook = &shotd.WebhookState{URL: w.URL, Status: w.Status, Attempts: w.Attempts, Sign: w.Sign,
-			SkipFailed: w.SkipFailed, NextAttemptAt: w.NextAttemptAt, LastError: w.LastError}
-	}
+	j.Webhook = r.Webhook.state()
 	return j
 }
 
@@ -151,7 +163,7 @@ func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
 		if bb.Get([]byte(b.BatchID)) != nil {
 			return fmt.Errorf("store: batch %s exists: %w", b.BatchID, ErrConflict)
 		}
-		return putJSON(bb, b.BatchID, b)
+		return putBatch(bb, b)
 	})
 	if err != nil {
 		return fmt.Errorf("store: create jobs: %w", err)

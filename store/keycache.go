@@ -58,7 +58,7 @@ func newKeyCache(s *Store) *KeyCache {
 // error wrapping ErrNotFound for an unknown key and ErrRevoked (which also wraps ErrNotFound) for
 // a revoked one; other errors are bbolt failures.
 func (c *KeyCache) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
-	if !plausibleAccessKey(accessKey) {
+	if !PlausibleAccessKey(accessKey) {
 		return shotd.Key{}, shotd.Account{}, fmt.Errorf("store: key %s: %w", redact(accessKey), shotd.ErrNotFound)
 	}
 	c.mu.RLock()
@@ -125,9 +125,9 @@ func answer(k shotd.Key, a shotd.Account, err error) (shotd.Key, shotd.Account, 
 	return k, a, nil
 }
 
-// plausibleAccessKey rejects what CreateKey never makes, before any lookup: too long, or
-// characters outside the url-safe alphabet.
-func plausibleAccessKey(s string) bool {
+// PlausibleAccessKey rejects what CreateKey never makes, before any lookup: too long, or
+// characters outside the url-safe alphabet. cluster.Book applies the same rule to its copy.
+func PlausibleAccessKey(s string) bool {
 	if s == "" || len(s) > maxAccessKeyLen {
 		return false
 	}

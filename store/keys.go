@@ -131,11 +131,14 @@ func (s *Store) UpdateKey(accessKey string, fn func(*shotd.Key) error) (shotd.Ke
 // RevokeKey revokes the key for good; revoking a revoked key is not an error. It returns an error
 // wrapping ErrNotFound for an unknown key. The next KeyCache.Lookup fails with ErrRevoked.
 func (s *Store) RevokeKey(accessKey string) error {
-	_, err := s.UpdateKey(accessKey, func(k *shotd.Key) error {
-		k.Revoked = true
-		return nil
-	})
+	_, err := s.UpdateKey(accessKey, Revoke)
 	return err
+}
+
+// Revoke is the UpdateKey change that revokes a key: one definition for Store and cluster.Book.
+func Revoke(k *shotd.Key) error {
+	k.Revoked = true
+	return nil
 }
 
 // redact keeps enough of an access key to tell keys apart in logs. The access key alone

@@ -33,7 +33,7 @@ func TestCreateKeyFormat(t *testing.T) {
 		if b, err := base64.RawURLEncoding.DecodeString(k.SecretKey); err != nil || len(b) < 32 {
 			t.Fatalf("secret key %q: want >= 256 random bits, url-safe (%v)", k.SecretKey, err)
 		}
-		if !plausibleAccessKey(k.AccessKey) {
+		if !PlausibleAccessKey(k.AccessKey) {
 			t.Fatalf("KeyCache would refuse %q", k.AccessKey)
 		}
 		if seen[k.AccessKey] || seen[k.SecretKey] {

@@ -33,11 +33,12 @@ type load struct {
 	killAt             int // A's 200s and jobs accepted when the ledger's leader gets SIGKILL
 	bulk               int // jobs of A's bulk, sent first
 	jobEvery           int // every jobEvery-th request of A is an async job
+	growAt             int // A's 200s and jobs accepted when a fourth node starts (0: none)
 }
 
 func (l load) String() string {
-	return fmt.Sprintf("quota %d, concurrency %d, %d workers, at most %d attempts, kill at %d, bulk %d, one async in %d", l.quota, l.concurrency,
-		l.workers, l.maxAttempts, l.killAt, l.bulk, l.jobEvery)
+	return fmt.Sprintf("quota %d, concurrency %d, %d workers, at most %d attempts, kill at %d, bulk %d, one async in %d, fourth node at %d", l.quota, l.concurrency,
+		l.workers, l.maxAttempts, l.killAt, l.bulk, l.jobEvery, l.growAt)
 }
 
 // TestClusterQuota starts three nodes, renders for account A round-robin over them (and for an
@@ -55,7 +56,7 @@ func TestClusterQuota(t *testing.T) {
 	}
 	l := load{quota: 16, concurrency: 2, maxAttempts: 1000, workers: 5, killAt: 8, bulk: 4, jobEvery: 3}
 	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
-		l = load{quota: 100, concurrency: 4, maxAttempts: 20000, workers: 10, killAt: 50, bulk: 20, jobEvery: 3}
+		l = load{quota: 100, concurrency: 4, maxAttempts: 20000, workers: 10, killAt: 50, bulk: 20, jobEvery: 3, growAt: 60}
 		if rand.IntN(2) == 0 {
 			l.killAt = l.quota - 5
 		}
@@ -74,15 +75,21 @@ func TestClusterQuota(t *testing.T) {
 	s3 := s3test.Start(t, "shots")
 	page := newPage(t)
 
-	// Three nodes, each with a free route port, all peers of each other.
+	// Three nodes, each with a free route port, all peers of each other. With growAt, a fourth
+	// node's configuration is ready too: it names the three as its peers (they do not name it,
+	// as when an operator adds a node to a running cluster) and starts during the load.
 	const n = 3
-	routes := make([]string, n)
+	total := n
+	if l.growAt > 0 {
+		total = n + 1
+	}
+	routes := make([]string, total)
 	for i := range routes {
 		routes[i] = freePort(t)
 	}
-	peers := `["` + strings.Join(routes, `", "`) + `"]`
-	roots := make([]*chaos.Root, n)
+	roots := make([]*chaos.Root, total)
 	for i := range roots {
+		peers := `["` + strings.Join(routes[:max(n, i+1)], `", "`) + `"]`
 		extra := fmt.Sprintf(`
 [browser]
 pool_size = 1
@@ -130,11 +137,11 @@ failures_per_minute = 10000
 		roots[i] = r
 	}
 	// They start together: each waits for a quorum before it serves.
-	svcs := make([]*chaos.Service, n)
+	svcs := make([]*chaos.Service, total)
 	errs := make([]error, n)
 	var err error
 	var wg sync.WaitGroup
-	for i := range svcs {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
@@ -142,7 +149,7 @@ failures_per_minute = 10000
 		}()
 	}
 	wg.Wait()
-	alive := make([]atomic.Bool, n)
+	alive := make([]atomic.Bool, total)
 	for i, err := range errs {
 		if err != nil {
 			t.Fatalf("node %d: %v", i+1, err)
@@ -183,23 +190,24 @@ failures_per_minute = 10000
 
 	// Account A, made through node 1's admin API; its key works on every node.
 	key, secret, accA := makeAccount(t, ctx, svcs[0].Admin, "small")
-	clients := make([]*chaos.Client, n)
-	for i, s := range svcs {
+	clients := make([]*chaos.Client, total)
+	for i, s := range svcs[:n] {
 		clients[i] = &chaos.Client{Base: s.Base, Key: key, HTTP: &http.Client{Timeout: 60 * time.Second}}
 	}
-	waitKey(t, ctx, clients)
+	waitKey(t, ctx, clients[:n])
 
 	// Account B renders a JSON result through node 1; nodes 2 and 3 serve its file.
 	keyB, _, _ := makeAccount(t, ctx, svcs[1].Admin, "big")
-	checkFilesEverywhere(t, ctx, svcs, keyB, page.URL+"/b")
-	clientsB := make([]*chaos.Client, n)
-	for i, s := range svcs {
+	checkFilesEverywhere(t, ctx, svcs[:n], keyB, page.URL+"/b")
+	clientsB := make([]*chaos.Client, total)
+	for i, s := range svcs[:n] {
 		clientsB[i] = &chaos.Client{Base: s.Base, Key: keyB, HTTP: &http.Client{Timeout: 60 * time.Second}}
 	}
 	okB0 := 1 // the JSON render
 
 	// B renders beside A until A is done, round-robin too.
 	var okB atomic.Int64
+	served := make([]atomic.Int64, total) // 200s of A and B, by node
 	doneA := make(chan struct{})
 	var workB sync.WaitGroup
 	for w := range 2 {
@@ -212,12 +220,13 @@ failures_per_minute = 10000
 					return
 				default:
 				}
-				node := i % n
+				node := i % total
 				for !alive[node].Load() {
-					node = (node + 1) % n
+					node = (node + 1) % total
 				}
 				if out := clientsB[node].Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/b"}); out.OK {
 					okB.Add(1)
+					served[node].Add(1)
 				} else {
 					time.Sleep(200 * time.Millisecond)
 				}
@@ -237,6 +246,8 @@ failures_per_minute = 10000
 		maybe                         atomic.Int64 // A's job requests whose answer was lost: queued, or not
 		killedAt                      time.Time
 		killed                        atomic.Bool
+		grown                         atomic.Bool
+		growing                       sync.WaitGroup
 		victim                        atomic.Int64
 		mu                            sync.Mutex
 		labels                        = map[string]int{}
@@ -255,7 +266,7 @@ failures_per_minute = 10000
 					return
 				}
 				if oks.Load()+accepted.Load() >= int64(l.killAt) && !killed.Swap(true) {
-					v := ledgerLeader(t, ctx, bin, roots)
+					v := ledgerLeader(t, ctx, bin, roots[:n])
 					victim.Store(int64(v))
 					svcs[v].Kill9() // the ledger's leader dies mid-render
 					alive[v].Store(false)
@@ -263,9 +274,24 @@ failures_per_minute = 10000
 					killedAt = time.Now()
 					mu.Unlock()
 				}
-				node := int(i) % n
+				if l.growAt > 0 && oks.Load()+accepted.Load() >= int64(l.growAt) && !grown.Swap(true) {
+					growing.Add(1)
+					go func() { // the load goes on while the node starts
+						defer growing.Done()
+						s, err := chaos.Start(ctx, bin, roots[n])
+						if err != nil {
+							t.Errorf("node %d: %v", n+1, err)
+							return
+						}
+						svcs[n] = s
+						clients[n] = &chaos.Client{Base: s.Base, Key: key, HTTP: &http.Client{Timeout: 60 * time.Second}}
+						clientsB[n] = &chaos.Client{Base: s.Base, Key: keyB, HTTP: &http.Client{Timeout: 60 * time.Second}}
+						alive[n].Store(true) // after the writes above: the workers read them once they see it
+					}()
+				}
+				node := int(i) % total
 				for !alive[node].Load() {
-					node = (node + 1) % n
+					node = (node + 1) % total
 				}
 				shot := chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/a?n=" + strconv.FormatInt(i, 10)}
 				if i%int64(l.jobEvery) == 0 {
@@ -292,6 +318,7 @@ failures_per_minute = 10000
 				out := clients[node].Render(ctx, shot)
 				if out.OK {
 					oks.Add(1)
+					served[node].Add(1)
 				}
 				mu.Lock()
 				labels[out.Label]++
@@ -321,6 +348,28 @@ failures_per_minute = 10000
 	close(doneA)
 	workB.Wait()
 	elapsed := time.Since(start)
+	growing.Wait()
+	if l.growAt > 0 {
+		// The fourth node serves: it renders, and every live node serves a file it stored,
+		// as it serves theirs.
+		if !grown.Load() || !alive[n].Load() {
+			t.Fatalf("the fourth node did not start (grown %v)", grown.Load())
+		}
+		if out := clientsB[n].Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/b"}); !out.OK {
+			t.Errorf("the fourth node answers a render with %s", out.Label)
+		} else {
+			okB.Add(1)
+			served[n].Add(1)
+		}
+		var liveSvcs []*chaos.Service
+		for i := n; i >= 0; i-- { // the fourth node first: it stores the file
+			if alive[i].Load() {
+				liveSvcs = append(liveSvcs, svcs[i])
+			}
+		}
+		checkFilesEverywhere(t, ctx, liveSvcs, keyB, page.URL+"/b")
+		okB.Add(1)
+	}
 
 	// Every job ends (those of the killed node on another, after the ack wait), seen alike on
 	// every node, with its webhook; the batch's counts are right everywhere.
@@ -388,12 +437,18 @@ failures_per_minute = 10000
 	}
 	if t.Failed() {
 		for i, s := range svcs {
-			t.Logf("node %d log tail:\n%s", i+1, s.Tail())
+			if s != nil {
+				t.Logf("node %d log tail:\n%s", i+1, s.Tail())
+			}
 		}
 	}
-	figures := fmt.Sprintf("cluster run: %s; killed n%d; A: %d attempts in %v, %d 200s, %d jobs (%d succeeded, failed %v, %d whose 202 was lost), peak %d renders at once, answers %v; B: %d 200s",
+	perNode := make([]int64, total)
+	for i := range served {
+		perNode[i] = served[i].Load()
+	}
+	figures := fmt.Sprintf("cluster run: %s; killed n%d; A: %d attempts in %v, %d 200s, %d jobs (%d succeeded, failed %v, %d whose 202 was lost), peak %d renders at once, answers %v; B: %d 200s; 200s by node %v",
 		l, victim.Load()+1, attempts.Load(), elapsed.Round(time.Millisecond), oks.Load(), accepted.Load(), jobs.succeeded, jobs.codes, unheard,
-		page.peak.Load(), labels, okB.Load()+int64(okB0))
+		page.peak.Load(), labels, okB.Load()+int64(okB0), perNode)
 	t.Log(figures)
 	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
 		fmt.Println(figures)

@@ -9,7 +9,7 @@
 // that those children get.
 //
 // Go runs a goroutine that its owner's Close waits for, unless the owner is closing; WaitGroup
-// waits for such goroutines until a deadline.
+// waits for such goroutines until a deadline, and Wait for any one piece of work.
 //
 // Read, All and Members read what /proc says of a process: its state, parent, process group,
 // start time and CPU time, and the boot it belongs to. cdpclient uses them to recognise, at

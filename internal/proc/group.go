@@ -93,8 +93,18 @@ func (g *Group) Err() error {
 // WaitGroup waits for wg until ctx ends, and returns ctx's error if that came first. The
 // goroutine that waits for wg stays until wg is done.
 func WaitGroup(ctx context.Context, wg *sync.WaitGroup) error {
+	return Wait(ctx, wg.Wait)
+}
+
+// Wait runs f on a goroutine and waits for it to return or for ctx to end, whichever is first:
+// the shape of a Close(ctx) that may not wait past its caller's deadline. f keeps running after
+// ctx ends; Wait then returns ctx.Err().
+func Wait(ctx context.Context, f func()) error {
 	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
+	go func() {
+		f()
+		close(done)
+	}()
 	select {
 	case <-done:
 		return nil
