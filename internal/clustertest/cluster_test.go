@@ -393,6 +393,23 @@ failures_per_minute = 10000
 	sinceKill := time.Since(killedAt)
 	mu.Unlock()
 	time.Sleep(max(16*time.Second-sinceKill, 0))
+	// A reservation handed back by a node that found its job ended meanwhile lives out a lease
+	// of its own (15 s) from then: wait for such leases, bounded, so that one left for good
+	// still fails below.
+	drained := func() bool {
+		for i, c := range clients {
+			if !alive[i].Load() {
+				continue
+			}
+			if u, err := usage(ctx, c); err != nil || u.Quota.Remaining != max(l.quota-u.Quota.Used, 0) {
+				return false
+			}
+		}
+		return true
+	}
+	for deadline := time.Now().Add(40 * time.Second); !drained() && time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+	}
 	for i, c := range clients {
 		if !alive[i].Load() {
 			continue
