@@ -666,3 +666,43 @@ func sweepBatchJobs(tx *bbolt.Tx, r jobRecord, cutoff time.Time) (int, error) {
 	}
 	return len(members) + 1, tx.Bucket(bucketBatches).Delete([]byte(b.BatchID))
 }
+
+// CreateFinishedJob stores a job that has already ended (a sync render whose webhook_url asks
+// for a delivery): succeeded with its result, or failed with its code, and its webhook pending,
+// in one transaction. It is never queued, so a crash cannot requeue and render it again; the
+// pending webhook is found by PendingWebhooks at the next start. It sets UpdatedAt (CreatedAt
+// too when unset) and writes back into *j what was stored.
+func (s *Store) CreateFinishedJob(j *shotd.Job) error {
+	switch {
+	case j.JobID == "" || j.AccountID == "" || j.BatchID != "":
+		return errors.New("store: create finished job: it needs an id and an account, and no batch")
+	case !j.Final():
+		return fmt.Errorf("store: create finished job %s: %q has not ended", j.JobID, j.Status)
+	case j.Status == shotd.JobSucceeded && j.Result == nil:
+		return fmt.Errorf("store: create finished job %s: succeeded without a result", j.JobID)
+	case len(j.Options) == 0 || !json.Valid(j.Options):
+		return fmt.Errorf("store: create finished job %s: options must be JSON", j.JobID)
+	case j.Webhook == nil || j.Webhook.URL == "":
+		return fmt.Errorf("store: create finished job %s: it needs a webhook", j.JobID)
+	}
+	t := now()
+	if j.CreatedAt.IsZero() {
+		j.CreatedAt = t
+	}
+	j.UpdatedAt = t
+	w := *j.Webhook
+	w.Status, w.Attempts, w.NextAttemptAt = shotd.WebhookPending, 0, t
+	j.Webhook = &w
+	r := toRecord(*j)
+	err := s.newJobs.update(func(tx *bbolt.Tx) error {
+		if tx.Bucket(bucketJobs).Get([]byte(r.JobID)) != nil {
+			return fmt.Errorf("store: job %s exists: %w", r.JobID, ErrConflict)
+		}
+		return putJob(tx, nil, r)
+	})
+	if err != nil {
+		return fmt.Errorf("store: create finished job: %w", err)
+	}
+	*j = r.job()
+	return nil
+}
