@@ -192,6 +192,11 @@ func onlyKey(ps option.Params, ak string) bool {
 // renderNow renders o while the client waits and answers it (renderKept).
 func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, cacheKey string) {
 	rec, out, err := s.renderKept(ctx, who, o, cacheKey)
+	// A refusal before admission (refusals.go) sends nothing; from then on a failure is the
+	// render's, which their webhook_errors=true reports.
+	if admitted, _ := ctx.UserValue(admittedKey).(bool); admitted && s.wantsSyncWebhook(ctx, o) {
+		s.sendSyncWebhook(ctx, who, o, rec, err)
+	}
 	if err != nil {
 		s.fail(ctx, err)
 		return
@@ -251,7 +256,7 @@ func (s *Server) renderKept(ctx *fasthttp.RequestCtx, who *principal, o *shotd.O
 		settle()
 		return shotd.FileRecord{}, nil, err
 	}
-	rec, err := s.keepFile(o, who.account.ID, cacheKey, out)
+	rec, err := s.keepFile(o, who.account.ID, cacheKey, out, s.wantsSyncWebhook(ctx, o))
 	if err != nil {
 		settle() // released: the file is rendered, keeping it is what failed
 		return shotd.FileRecord{}, nil, shotd.StoredError(err)
@@ -277,14 +282,14 @@ func (s *Server) renderBounded(o *shotd.Options) (*shotd.Output, error) {
 	return out, err
 }
 
-// keepFile stores the file when the cache or a JSON answer needs it; otherwise it keeps
+// keepFile stores the file when the cache, a JSON answer or a webhook (linked) needs it; otherwise it keeps
 // nothing. A cached file is kept as long as its entry, which may be longer than the file TTL:
 // the answer tells the expiry the file really has.
-func (s *Server) keepFile(o *shotd.Options, accountID, cacheKey string, out *shotd.Output) (shotd.FileRecord, error) {
+func (s *Server) keepFile(o *shotd.Options, accountID, cacheKey string, out *shotd.Output, linked bool) (shotd.FileRecord, error) {
 	switch {
 	case o.Cache:
 		return s.files.PutCachedFile(accountID, out, s.set.FileTTL, cacheKey, o.CacheTTL)
-	case o.ResponseType == "json":
+	case o.ResponseType == "json" || linked:
 		return s.files.PutFile(accountID, out, s.set.FileTTL)
 	}
 	return shotd.FileRecord{}, nil

@@ -1,6 +1,7 @@
 package httpd_test
 
 import (
+	"bytes"
 	"context"
 	"crypto/hmac"
 	"crypto/sha256"
@@ -461,5 +462,53 @@ func TestScreenshotOneAcceptLanguage(t *testing.T) {
 		if r.status != 200 {
 			t.Fatalf("a render after: %d %s", r.status, r.body)
 		}
+	}
+}
+
+// TestScreenshotOneSyncWebhook: a sync /take with webhook_url answers the image itself and, as
+// their service does, also sends their webhook body signed their way, with a link to the same
+// image; a failed sync render with webhook_errors=true sends their error body.
+func TestScreenshotOneSyncWebhook(t *testing.T) {
+	a := newAccount(t, "jobs", true)
+	rc := newS1Receiver(t, a.key.SecretKey)
+	r := get(t, "/take", a.q("url", page("/"), "viewport_width", "200", "viewport_height", "150", "format", "png",
+		"webhook_url", rc.srv.URL+"/hook", "external_identifier", "sync7"))
+	if r.status != 200 || r.header.Get("Content-Type") != "image/png" {
+		t.Fatalf("sync take: %d %s %.200s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	var ok struct {
+		IsSuccessful       bool   `json:"is_successful"`
+		ScreenshotURL      string `json:"screenshot_url"`
+		ExternalIdentifier string `json:"external_identifier"`
+		JobID              string `json:"job_id"`
+	}
+	if err := json.Unmarshal(rc.next(t), &ok); err != nil {
+		t.Fatal(err)
+	}
+	if !ok.IsSuccessful || ok.ExternalIdentifier != "sync7" || !strings.HasPrefix(ok.ScreenshotURL, "http://shotd.test/api/v1/files/") {
+		t.Fatalf("sync webhook %+v", ok)
+	}
+	file := get(t, strings.TrimPrefix(ok.ScreenshotURL, "http://shotd.test"), a.q())
+	if file.status != 200 || !bytes.Equal(file.body, r.body) {
+		t.Errorf("the webhook's screenshot_url: %d, %d bytes; want the answer's %d", file.status, len(file.body), len(r.body))
+	}
+	j, err := env.st.JobByID(ok.JobID)
+	if err != nil || j.Status != "succeeded" || j.Webhook == nil {
+		t.Fatalf("the sync render's job: %+v, %v", j, err)
+	}
+	// A failed sync render: their error answer, and with webhook_errors=true their error body.
+	r = get(t, "/take", a.q("url", "http://"+nowhere+"/", "webhook_url", rc.srv.URL+"/hook", "webhook_errors", "true"))
+	if r.status == 200 {
+		t.Fatalf("a failed sync take answered 200: %s", r.body)
+	}
+	var bad struct {
+		IsSuccessful *bool  `json:"is_successful"`
+		ErrorCode    string `json:"error_code"`
+	}
+	if err := json.Unmarshal(rc.next(t), &bad); err != nil {
+		t.Fatal(err)
+	}
+	if bad.IsSuccessful == nil || *bad.IsSuccessful || bad.ErrorCode != "name_not_resolved" {
+		t.Errorf("failed sync render's webhook %+v", bad)
 	}
 }

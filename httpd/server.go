@@ -80,9 +80,12 @@ type Deps struct {
 	Files    Files
 	Jobs     JobQueue
 	Records  JobRecords
-	URLs     URLChecker       // nil: no egress check of webhook_url at acceptance
-	Metrics  *metrics.Metrics // nil: none
-	Renders  *RenderLog       // nil: none; the dashboard's list of recent renders
+	URLs     URLChecker // nil: no egress check of webhook_url at acceptance
+	// SyncWebhooks, when set, sends their webhook of a sync render on ScreenshotOne's paths
+	// (s1hook.go); nil: a sync request's webhook_url sends none.
+	SyncWebhooks SyncWebhooks
+	Metrics      *metrics.Metrics // nil: none
+	Renders      *RenderLog       // nil: none; the dashboard's list of recent renders
 	// ReadyChecks are what /readyz checks beside the browser pool (database, disk, ffmpeg).
 	ReadyChecks []ReadyCheck
 	// Pressure, when set, is served at GET /pressure (pressure.go).
@@ -101,23 +104,24 @@ type ReadyCheck struct {
 
 // Server is the public API listener.
 type Server struct {
-	set      Settings
-	keys     KeyLookup
-	plans    *PlanBook
-	renderer shotd.Renderer
-	ready    func() bool
-	gate     Gate
-	files    Files
-	jobs     JobQueue
-	records  JobRecords
-	urls     URLChecker
-	metrics  *metrics.Metrics
-	renders  *RenderLog
-	checks   []ReadyCheck
-	pressure func() pressure.Pressure
-	log      zerolog.Logger
-	now      func() time.Time
-	srv      *fasthttp.Server
+	set       Settings
+	keys      KeyLookup
+	plans     *PlanBook
+	renderer  shotd.Renderer
+	ready     func() bool
+	gate      Gate
+	files     Files
+	jobs      JobQueue
+	records   JobRecords
+	urls      URLChecker
+	syncHooks SyncWebhooks
+	metrics   *metrics.Metrics
+	renders   *RenderLog
+	checks    []ReadyCheck
+	pressure  func() pressure.Pressure
+	log       zerolog.Logger
+	now       func() time.Time
+	srv       *fasthttp.Server
 
 	refusedAddr, refusedKey *allowance // nil: not counted
 	bodies, keyless         *budget    // body bytes in flight (body.go)
@@ -139,7 +143,7 @@ func New(set Settings, d Deps) *Server {
 		set.FileTTL = 24 * time.Hour
 	}
 	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, ready: d.Ready, gate: d.Gate, files: d.Files,
-		jobs: d.Jobs, records: d.Records, urls: d.URLs, metrics: d.Metrics, renders: d.Renders, checks: d.ReadyChecks, pressure: d.Pressure, log: d.Log, now: time.Now}
+		jobs: d.Jobs, records: d.Records, urls: d.URLs, syncHooks: d.SyncWebhooks, metrics: d.Metrics, renders: d.Renders, checks: d.ReadyChecks, pressure: d.Pressure, log: d.Log, now: time.Now}
 	s.refusedAddr = newAllowance(set.RefusedPerAddressPerMinute, time.Now)
 	s.refusedKey = newAllowance(set.RefusedPerKeyPerMinute, time.Now)
 	s.bodies = &budget{max: int64(bodyBudgetBodies) * int64(set.MaxBodyBytes+bodyChunk)}

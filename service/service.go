@@ -334,19 +334,23 @@ func (s *Service) newServers(programs Programs) {
 		jobs  httpd.JobQueue   = s.jobs
 		// records httpd.JobRecords
 		records httpd.JobRecords = s.store
+		// hooks send their webhook of a sync render on ScreenshotOne's paths.
+		hooks httpd.SyncWebhooks = syncWebhooks{store: s.store, secrets: s.storage.sealer, webhooks: s.webhooks}
 	)
 	if s.cluster != nil {
 		keys, gate, admin = s.cluster.book, s.cluster.wrap(s.accounts, log), clusterAdminStore{Book: s.cluster.book, local: s.store, jobs: s.cluster.jobs, files: s.cluster.files}
 		files = s.cluster.files
 		ready = s.cluster.ready(s.renderer.Ready)
 		jobs, records = s.cluster.jobs, s.cluster.jobs
+		hooks = nil // the cluster's jobs live in its KV, not in this store (docs/cluster.md)
+		log.Info().Msg("cluster mode: a sync request's webhook_url on ScreenshotOne's paths sends no webhook")
 	}
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
 		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: s.syncRender, Ready: ready,
-			Gate: gate, Files: files, Jobs: jobs, Records: records, URLs: httpd.GuardURLs{Guard: s.guard},
+			Gate: gate, Files: files, Jobs: jobs, Records: records, URLs: httpd.GuardURLs{Guard: s.guard}, SyncWebhooks: hooks,
 			Metrics: s.metrics, Renders: s.renders, ReadyChecks: s.readyChecks(programs), Pressure: gauge.Read, Log: log})
 	s.plans = s.public.Plans()
 	s.plansBook.Store(s.plans)
