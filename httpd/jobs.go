@@ -75,8 +75,8 @@ func (s *Server) acceptJob(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 // renders or is queued. index is the bulk item, or -1.
 //
 // A sync render gets the full check of its url: its answer is the render's, so an unresolvable
-// name is its navigation_failed. Its webhook_url is never used (webhooks belong to jobs) and is
-// not checked beyond the parser's syntax. A job (async or a bulk item) is checked only as far as
+// name is its navigation_failed. Its webhook_url (used only on ScreenshotOne's paths, s1hook.go)
+// is not checked beyond the parser's syntax: the webhook dialer checks each address it dials. A job (async or a bulk item) is checked only as far as
 // needs no DNS: a job's render errors belong in its error_code, not in the 202, so a name is
 // judged when the job renders (the guard refuses a private address there: host_not_allowed; a
 // name that does not resolve: navigation_failed), and the webhook dialer checks every address
