@@ -203,6 +203,9 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	}
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
+	if isS1(ctx) {
+		s1AnswerHeaders(&ctx.Response.Header, o, out)
+	}
 	switch o.ResponseType {
 	case "json":
 		s.writeResult(ctx, o, s.files.ResultOf(rec, "MISS"))

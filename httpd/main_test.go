@@ -167,6 +167,7 @@ func pages(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "<html><body>%s</body></html>", r.UserAgent())
 	default:
 		w.Header().Set("Content-Type", "text/html")
+		w.Header().Set("X-Fixture", `a "quoted" value`) // read back by metadata_http_response_headers
 		fmt.Fprint(w, `<html><head><title>fixture</title></head><body style="background:#3366cc"><h1>Hello</h1></body></html>`)
 	}
 }

@@ -1,7 +1,10 @@
 package httpd
 
 import (
+	"encoding/json"
+	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/shotd/shotd"
@@ -100,4 +103,44 @@ func s1IsAsync(ps option.Params) bool {
 	v, _ := ps.Get("async")
 	b, err := strconv.ParseBool(v)
 	return err == nil && b
+}
+
+// s1AnswerHeaders sets ScreenshotOne's documented headers of an answer on their paths: where
+// store=true put the file (their SDK's store() reads these), and on an answer that is not JSON
+// the page's status and headers that metadata_http_response_* asked for.
+func s1AnswerHeaders(h *fasthttp.ResponseHeader, o *shotd.Options, out *shotd.Output) {
+	if o.Store && out.StorageLocation != "" {
+		h.Set("X-ScreenshotOne-Store-Bucket", o.Storage.Bucket)
+		if key := storageKey(out.StorageLocation, o.Storage); key != "" {
+			h.Set("X-ScreenshotOne-Store-Key", key)
+		}
+	}
+	if o.ResponseType == "json" || out.Metadata == nil {
+		return
+	}
+	if o.MetaStatusCode && out.Metadata.HTTPResponseStatusCode != 0 {
+		h.Set("X-ScreenshotOne-HTTP-Response-Status-Code", strconv.Itoa(out.Metadata.HTTPResponseStatusCode))
+	}
+	if o.MetaHeaders && out.Metadata.HTTPResponseHeaders != nil {
+		// json.Marshal escapes every control character: the value is one line, whatever the
+		// page sent.
+		if b, err := json.Marshal(out.Metadata.HTTPResponseHeaders); err == nil {
+			h.Set("X-ScreenshotOne-HTTP-Response-Headers", string(b))
+		}
+	}
+}
+
+// storageKey is the object key within the location that the uploader returned
+// (objstore.Client.Location): the path, less the bucket when the endpoint addresses it by path
+// rather than by host.
+func storageKey(location string, st shotd.StorageTarget) string {
+	u, err := url.Parse(location)
+	if err != nil {
+		return ""
+	}
+	p := strings.TrimPrefix(u.Path, "/")
+	if !strings.HasPrefix(u.Host, st.Bucket+".") {
+		p = strings.TrimPrefix(p, st.Bucket+"/")
+	}
+	return p
 }
