@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/shotd/shotd/internal/s3test"
 	"github.com/shotd/shotd/internal/testkit"
 	"github.com/shotd/shotd/media"
 )
@@ -48,6 +49,7 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	}))
 	defer site.Close()
 	a := newAccount(t, "jobs", true)
+	s3 := s3test.Start(t, "user") // where store() stores
 	up := testkit.NewUpstreamProxy(t, "127.0.0.1", "sdk-user", "sdk-pass")
 	out := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -56,7 +58,8 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "SHOTD_BASE="+env.base, "SHOTD_ACCESS_KEY="+a.key.AccessKey,
 		"SHOTD_SECRET_KEY="+a.key.SecretKey, "SHOTD_PAGE="+site.URL+"/", "SHOTD_OUT="+out,
-		"SHOTD_PROXY="+up.URL("sdk-user", "sdk-pass"))
+		"SHOTD_PROXY="+up.URL("sdk-user", "sdk-pass"), "SHOTD_S3="+s3.Endpoint(), "SHOTD_S3_KEY="+s3test.AccessKey,
+		"SHOTD_S3_SECRET="+s3test.SecretKey)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("node run.js: %v\n%s", err, b)
 	}
@@ -139,6 +142,13 @@ func TestScreenshotOneNodeSDK(t *testing.T) {
 	}
 	if e := string(read("error.txt")); e != "400 request_not_valid" {
 		t.Errorf("a socks5 proxy: %q, want 400 request_not_valid through the SDK's APIError", e)
+	}
+	// store(): the key and bucket it read from the answer's headers name the stored object.
+	var stored struct{ Key, Bucket string }
+	if err := json.Unmarshal(read("store.json"), &stored); err != nil || stored.Bucket != "user" || !strings.HasPrefix(stored.Key, "sdk/") {
+		t.Errorf("store(): %s, %v", read("store.json"), err)
+	} else if obj, err := s3.Object("user", stored.Key); err != nil || !bytes.HasPrefix(obj, []byte("\x89PNG")) {
+		t.Errorf("store(): the object %s: %.8q, %v", stored.Key, obj, err)
 	}
 	for name, want := range map[string]string{"animate.mp4": "mp4", "animate.gif": "gif", "animate.mov": "mov", "scroll.mp4": "mp4"} {
 		info, err := media.Probe(context.Background(), read(name))

@@ -6,7 +6,8 @@ const fs = require("node:fs");
 const path = require("node:path");
 const screenshotone = require("screenshotone-api-sdk");
 
-const { SHOTD_BASE, SHOTD_ACCESS_KEY, SHOTD_SECRET_KEY, SHOTD_PAGE, SHOTD_OUT, SHOTD_PROXY } = process.env;
+const { SHOTD_BASE, SHOTD_ACCESS_KEY, SHOTD_SECRET_KEY, SHOTD_PAGE, SHOTD_OUT, SHOTD_PROXY, SHOTD_S3, SHOTD_S3_KEY, SHOTD_S3_SECRET } =
+  process.env;
 
 async function save(name, blob) {
   fs.writeFileSync(path.join(SHOTD_OUT, name), Buffer.from(await blob.arrayBuffer()));
@@ -48,6 +49,12 @@ async function main() {
   } catch (e) {
     fs.writeFileSync(path.join(SHOTD_OUT, "error.txt"), `${e.httpStatusCode} ${e.errorCode}`);
   }
+
+  // store(): store=true with response_type=empty to the test's S3 server (SHOTD_S3, bucket
+  // "user"); the SDK reads the object's key and bucket from the answer's headers.
+  const stored = await client.store(T.url(SHOTD_PAGE).viewportWidth(320).viewportHeight(240).format("png")
+    .storageEndpoint(SHOTD_S3), "sdk/{{uuid}}", "user", undefined, undefined, SHOTD_S3_KEY, SHOTD_S3_SECRET);
+  fs.writeFileSync(path.join(SHOTD_OUT, "store.json"), JSON.stringify(stored));
 
   // animate(): signed too.
   const A = screenshotone.AnimateOptions;
