@@ -204,7 +204,7 @@ func (s *Server) renderNow(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(out.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "MISS")
 	if isS1(ctx) {
-		s1AnswerHeaders(&ctx.Response.Header, o, out)
+		s1AnswerHeaders(&ctx.Response.Header, o, out.StorageLocation, out.Metadata)
 	}
 	switch o.ResponseType {
 	case "json":
@@ -330,6 +330,9 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	}
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "HIT")
+	if isS1(ctx) {
+		s1AnswerHeaders(&ctx.Response.Header, o, "", rec.Metadata) // a hit stores nothing
+	}
 	if o.ResponseType == "json" || o.ResponseType == "empty" {
 		f.Close() // opened only to know that the file is there
 		if o.ResponseType == "json" {

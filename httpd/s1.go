@@ -108,23 +108,25 @@ func s1IsAsync(ps option.Params) bool {
 // s1AnswerHeaders sets ScreenshotOne's documented headers of an answer on their paths: where
 // store=true put the file (their SDK's store() reads these), and on an answer that is not JSON
 // the page's status and headers that metadata_http_response_* asked for.
-func s1AnswerHeaders(h *fasthttp.ResponseHeader, o *shotd.Options, out *shotd.Output) {
-	if o.Store && out.StorageLocation != "" {
+// location is where this request stored the file ("" = nowhere), meta the render's metadata
+// (a cached render's too).
+func s1AnswerHeaders(h *fasthttp.ResponseHeader, o *shotd.Options, location string, meta *shotd.Metadata) {
+	if o.Store && location != "" {
 		h.Set("X-ScreenshotOne-Store-Bucket", o.Storage.Bucket)
-		if key := storageKey(out.StorageLocation, o.Storage); key != "" {
+		if key := storageKey(location, o.Storage); key != "" {
 			h.Set("X-ScreenshotOne-Store-Key", key)
 		}
 	}
-	if o.ResponseType == "json" || out.Metadata == nil {
+	if o.ResponseType == "json" || meta == nil {
 		return
 	}
-	if o.MetaStatusCode && out.Metadata.HTTPResponseStatusCode != 0 {
-		h.Set("X-ScreenshotOne-HTTP-Response-Status-Code", strconv.Itoa(out.Metadata.HTTPResponseStatusCode))
+	if o.MetaStatusCode && meta.HTTPResponseStatusCode != 0 {
+		h.Set("X-ScreenshotOne-HTTP-Response-Status-Code", strconv.Itoa(meta.HTTPResponseStatusCode))
 	}
-	if o.MetaHeaders && out.Metadata.HTTPResponseHeaders != nil {
+	if o.MetaHeaders && meta.HTTPResponseHeaders != nil {
 		// json.Marshal escapes every control character: the value is one line, whatever the
 		// page sent.
-		if b, err := json.Marshal(out.Metadata.HTTPResponseHeaders); err == nil {
+		if b, err := json.Marshal(meta.HTTPResponseHeaders); err == nil {
 			h.Set("X-ScreenshotOne-HTTP-Response-Headers", string(b))
 		}
 	}

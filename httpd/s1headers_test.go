@@ -68,6 +68,15 @@ func TestScreenshotOneMetadataHeaders(t *testing.T) {
 			t.Errorf("%s: headers header %q (%v)", path, raw, err)
 		}
 	}
+	// A cached render answers its metadata too.
+	cached := append([]string{"cache", "true", "metadata_http_response_status_code", "true"}, small...)
+	for i := range 2 {
+		if r := get(t, "/take", a.q(cached...)); r.header.Get("X-ScreenshotOne-HTTP-Response-Status-Code") != "200" {
+			t.Errorf("cache=true, request %d (X-Cache %s): %v", i, r.header.Get("X-Cache"), r.header)
+		} else if i == 1 && r.header.Get("X-Cache") != "HIT" {
+			t.Errorf("the second request was not a hit: %v", r.header)
+		}
+	}
 	only := get(t, "/take", a.q(append([]string{"metadata_http_response_status_code", "true"}, small...)...))
 	if only.header.Get("X-ScreenshotOne-HTTP-Response-Status-Code") != "200" || only.header.Get("X-ScreenshotOne-HTTP-Response-Headers") != "" {
 		t.Errorf("status only: %v", only.header)
