@@ -184,24 +184,8 @@ func TestPoolRendersAndCloses(t *testing.T) {
 // the browser that is not cleaning the previous render's tab, so both serve. Sent to the first
 // browser every time, the next navigation would queue behind the wipe on its UI thread.
 func TestIdleBrowsersTakeTurns(t *testing.T) {
-	l := newLauncher(t)
-	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
-	defer closePool()
-	waitUp(t, r, 2)
-	// Up is not ready: a browser still making its first tabs has background work, and under
-	// load every render would rightly go to the other one.
-	poolsFull(t, r)
-	srv := fixture(t)
 	const n = 6
-	for range n {
-		if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
-			t.Fatalf("render: %v", err)
-		}
-	}
-	bs, err := r.Browsers(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bs := rendersOnTwo(t, n, false)
 	for _, b := range bs {
 		if b.Renders < 2 {
 			t.Errorf("browser %d served %d of %d renders one after another: %+v", b.ID, b.Renders, n, bs)
@@ -213,23 +197,8 @@ func TestIdleBrowsersTakeTurns(t *testing.T) {
 // back in its pool: with no render in flight and no wipe under way anywhere, each goes to the
 // browser that served the last one, whose renderer is warm, instead of alternating.
 func TestSpacedRendersStayWarm(t *testing.T) {
-	l := newLauncher(t)
-	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
-	defer closePool()
-	waitUp(t, r, 2)
-	poolsFull(t, r)
-	srv := fixture(t)
 	const n = 4
-	for range n {
-		if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
-			t.Fatalf("render: %v", err)
-		}
-		poolsFull(t, r)
-	}
-	bs, err := r.Browsers(5 * time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	bs := rendersOnTwo(t, n, true)
 	served := 0
 	for _, b := range bs {
 		served = max(served, b.Renders)
@@ -237,6 +206,34 @@ func TestSpacedRendersStayWarm(t *testing.T) {
 	if served != n {
 		t.Errorf("spaced renders spread over browsers (most on one: %d of %d): %+v", served, n, bs)
 	}
+}
+
+// rendersOnTwo renders n small pages one after another on a pool of two browsers whose tabs are
+// all ready, waiting for every tab to be back in its pool after each render when spaced, and
+// returns what each browser served.
+func rendersOnTwo(t *testing.T, n int, spaced bool) []shotd.BrowserInfo {
+	t.Helper()
+	l := newLauncher(t)
+	r, closePool := newPool(t, l, 2, 2, 0, 20*time.Second)
+	defer closePool()
+	waitUp(t, r, 2)
+	// Up is not ready: a browser still making its first tabs has background work, and under
+	// load every render would rightly go to the other one.
+	poolsFull(t, r)
+	srv := fixture(t)
+	for range n {
+		if _, err := render(r, opts(t, "url", srv.URL("/"), "viewport_width", "320", "viewport_height", "240")); err != nil {
+			t.Fatalf("render: %v", err)
+		}
+		if spaced {
+			poolsFull(t, r)
+		}
+	}
+	bs, err := r.Browsers(5 * time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bs
 }
 
 // renderHeld starts a render of the fixture's held page with a timeout of seconds on a pool of
