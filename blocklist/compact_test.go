@@ -4,12 +4,10 @@ import (
 	"os"
 	"strings"
 	"testing"
-
-	"github.com/shotd/shotd/blocklist/internal/reference"
 )
 
 // TestCompactMatchesReference: the compact rules match exactly what the matcher did before them
-// (internal/reference, frozen), rule for rule: for requests made from every network rule of
+// (reference_test.go, frozen), rule for rule: for requests made from every network rule of
 // the Debian lists, each in two resource types and on two pages, both say the same, block or
 // not, and name the same rule.
 func TestCompactMatchesReference(t *testing.T) {
@@ -23,7 +21,7 @@ func TestCompactMatchesReference(t *testing.T) {
 		lines = append(lines, strings.Split(string(b), "\n")...)
 	}
 	_, _, both := realLists(t)
-	old, err := reference.LoadFiles(easyList, easyPrivacy)
+	old, err := refLoadFiles(easyList, easyPrivacy)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -38,7 +36,7 @@ func TestCompactMatchesReference(t *testing.T) {
 	blocked, excepted, differ := 0, 0, 0
 	for _, req := range reqs {
 		got, gotRule := both.MatchRule(req)
-		want, wantRule := old.MatchRule(reference.Request(req))
+		want, wantRule := old.MatchRule(refRequest(req))
 		switch {
 		case got != want || gotRule != wantRule:
 			if differ++; differ <= 20 {
@@ -114,12 +112,12 @@ func corpus(lines []string) []Request {
 // BenchmarkMatchReference is BenchmarkMatch on the matcher as it was before the compact rules.
 func BenchmarkMatchReference(b *testing.B) {
 	haveDebianLists(b)
-	old, err := reference.LoadFiles(easyList, easyPrivacy)
+	old, err := refLoadFiles(easyList, easyPrivacy)
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		old.Match(reference.Request(benchRequests[i%len(benchRequests)]))
+		old.Match(refRequest(benchRequests[i%len(benchRequests)]))
 	}
 }

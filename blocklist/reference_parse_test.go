@@ -1,4 +1,4 @@
-package reference
+package blocklist
 
 import (
 	"regexp"
@@ -6,58 +6,58 @@ import (
 	"strings"
 )
 
-// typeMask is a set of Adblock Plus request types.
-type typeMask uint16
+// refTypeMask is a set of Adblock Plus request types.
+type refTypeMask uint16
 
 const (
-	tOther typeMask = 1 << iota
-	tScript
-	tImage
-	tStylesheet
-	tObject
-	tXHR
-	tSubdocument
-	tPing
-	tMedia
-	tFont
-	tWebsocket
-	tDocument
-	tPopup
+	refTOther refTypeMask = 1 << iota
+	refTScript
+	refTImage
+	refTStylesheet
+	refTObject
+	refTXHR
+	refTSubdocument
+	refTPing
+	refTMedia
+	refTFont
+	refTWebsocket
+	refTDocument
+	refTPopup
 
-	// defaultTypes is what a rule without type options applies to: every subresource, not the
+	// refDefaultTypes is what a rule without type options applies to: every subresource, not the
 	// top document (blocking the page asked for takes an explicit $document) and not popups.
-	defaultTypes = tOther | tScript | tImage | tStylesheet | tObject | tXHR | tSubdocument |
-		tPing | tMedia | tFont | tWebsocket
-	allTypes = defaultTypes | tDocument | tPopup
+	refDefaultTypes = refTOther | refTScript | refTImage | refTStylesheet | refTObject | refTXHR | refTSubdocument |
+		refTPing | refTMedia | refTFont | refTWebsocket
+	refAllTypes = refDefaultTypes | refTDocument | refTPopup
 )
 
-var typeOptions = map[string]typeMask{
-	"other":          tOther,
-	"script":         tScript,
-	"image":          tImage,
-	"stylesheet":     tStylesheet,
-	"css":            tStylesheet,
-	"object":         tObject,
-	"xmlhttprequest": tXHR,
-	"xhr":            tXHR,
-	"subdocument":    tSubdocument,
-	"frame":          tSubdocument,
-	"ping":           tPing,
-	"beacon":         tPing,
-	"media":          tMedia,
-	"font":           tFont,
-	"websocket":      tWebsocket,
-	"document":       tDocument,
-	"doc":            tDocument,
-	"popup":          tPopup,
-	"popunder":       tPopup,
-	"all":            allTypes,
+var refTypeOptions = map[string]refTypeMask{
+	"other":          refTOther,
+	"script":         refTScript,
+	"image":          refTImage,
+	"stylesheet":     refTStylesheet,
+	"css":            refTStylesheet,
+	"object":         refTObject,
+	"xmlhttprequest": refTXHR,
+	"xhr":            refTXHR,
+	"subdocument":    refTSubdocument,
+	"frame":          refTSubdocument,
+	"ping":           refTPing,
+	"beacon":         refTPing,
+	"media":          refTMedia,
+	"font":           refTFont,
+	"websocket":      refTWebsocket,
+	"document":       refTDocument,
+	"doc":            refTDocument,
+	"popup":          refTPopup,
+	"popunder":       refTPopup,
+	"all":            refAllTypes,
 }
 
-// unsupportedOptions are options whose rules are skipped whole: each changes what a match does
+// refUnsupportedOptions are options whose rules are skipped whole: each changes what a match does
 // (rewrites, redirects, headers, CSP) or narrows it by something a Request does not carry
 // (method, CNAME, sitekey), so blocking on the pattern alone would block wrongly.
-var unsupportedOptions = map[string]bool{
+var refUnsupportedOptions = map[string]bool{
 	"csp": true, "redirect": true, "redirect-rule": true, "removeparam": true, "queryprune": true,
 	"rewrite": true, "replace": true, "header": true, "permissions": true, "uritransform": true,
 	"urlskip": true, "method": true, "to": true, "denyallow": true, "cname": true, "sitekey": true,
@@ -68,19 +68,19 @@ var unsupportedOptions = map[string]bool{
 
 // Hide-control bits of `@@...$generichide`, `$elemhide` and `$specifichide`.
 const (
-	hideGeneric uint8 = 1 << iota
-	hideSpecific
+	refHideGeneric uint8 = 1 << iota
+	refHideSpecific
 )
 
-// netRule is one compiled network rule.
-type netRule struct {
+// refNetRule is one compiled network rule.
+type refNetRule struct {
 	text      string // as written, for MatchRule and $badfilter
-	pat       pattern
+	pat       refPattern
 	re        *regexp.Regexp
 	hostOnly  bool   // `||host^` and nothing else: the host index look-up is the whole match
 	host      string // the host the rule is indexed under, for `||host^...` rules
 	tokens    []string
-	types     typeMask
+	types     refTypeMask
 	party     int8 // 1: third-party only, -1: first-party only
 	domains   *domainSet
 	matchCase bool
@@ -91,21 +91,21 @@ type netRule struct {
 	badfilter bool
 }
 
-// cosRule is one `##` or `#@#` rule.
-type cosRule struct {
+// refCosRule is one `##` or `#@#` rule.
+type refCosRule struct {
 	sel       string
 	domains   *domainSet
 	exception bool
 }
 
-// parser accumulates the rules of one or more lists.
-type parser struct {
-	net     []*netRule
-	cos     []*cosRule
+// refParser accumulates the rules of one or more lists.
+type refParser struct {
+	net     []*refNetRule
+	cos     []*refCosRule
 	skipped map[string]int
 }
 
-func (p *parser) skip(reason string) {
+func (p *refParser) skip(reason string) {
 	if p.skipped == nil {
 		p.skipped = map[string]int{}
 	}
@@ -113,12 +113,12 @@ func (p *parser) skip(reason string) {
 }
 
 // line parses one line of a filter list.
-func (p *parser) line(s string) {
+func (p *refParser) line(s string) {
 	s = strings.TrimSpace(s)
 	if s == "" || s[0] == '!' || s[0] == '[' || strings.HasPrefix(s, "# ") || s == "#" {
 		return // blank, comment, or the `[Adblock Plus 2.0]` header
 	}
-	if i, marker := cosmeticMarker(s); i >= 0 {
+	if i, marker := refCosmeticMarker(s); i >= 0 {
 		if marker == "" {
 			p.skip("unsupported cosmetic domain")
 			return
@@ -129,20 +129,20 @@ func (p *parser) line(s string) {
 	p.network(s)
 }
 
-// cosmeticMarkers are the separators of element rules, longest first so that `#@#` is not read
+// refCosmeticMarkers are the separators of element rules, longest first so that `#@#` is not read
 // as `#`.
-var cosmeticMarkers = []string{"#@?#", "#@$#", "#@%#", "##", "#@#", "#?#", "#$#", "#%#"}
+var refCosmeticMarkers = []string{"#@?#", "#@$#", "#@%#", "##", "#@#", "#?#", "#$#", "#%#"}
 
-// cosmeticMarker finds the separator of an element rule: a marker whose prefix is a plain domain
+// refCosmeticMarker finds the separator of an element rule: a marker whose prefix is a plain domain
 // list. A `#` elsewhere (a URL fragment in a network rule) does not count. A marker after a
 // uBO regex domain (`/re/##sel`) gives the index with an empty marker: an element rule that
 // cannot be honoured, and must not be read as a network rule.
-func cosmeticMarker(s string) (int, string) {
+func refCosmeticMarker(s string) (int, string) {
 	for i := strings.IndexByte(s, '#'); i >= 0; {
-		for _, m := range cosmeticMarkers {
+		for _, m := range refCosmeticMarkers {
 			if strings.HasPrefix(s[i:], m) {
 				switch {
-				case domainListLike(s[:i]):
+				case refDomainListLike(s[:i]):
 					return i, m
 				case i > 1 && s[0] == '/' && s[i-1] == '/':
 					return i, ""
@@ -159,7 +159,7 @@ func cosmeticMarker(s string) (int, string) {
 	return -1, ""
 }
 
-func domainListLike(s string) bool {
+func refDomainListLike(s string) bool {
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -172,16 +172,16 @@ func domainListLike(s string) bool {
 	return true
 }
 
-// proceduralMarkers are uBO/ABP extended selectors that are not CSS; a rule that holds one is
+// refProceduralMarkers are uBO/ABP extended selectors that are not CSS; a rule that holds one is
 // skipped, since a stylesheet cannot run it and one bad selector would void its chunk.
-var proceduralMarkers = []string{
+var refProceduralMarkers = []string{
 	":has-text(", ":-abp-", ":contains(", ":xpath(", ":upward(", ":remove(", ":style(",
 	":matches-css", ":min-text-length(", ":watch-attr(", ":watch-attrs(", ":matches-path(",
 	":matches-attr(", ":matches-prop(", ":matches-media(", ":nth-ancestor(", ":if(", ":if-not(",
 	":others(", ":shadow(", ":remove-attr(", ":remove-class(", ":spath(", ":-ext-",
 }
 
-func (p *parser) cosmetic(domains, marker, sel string) {
+func (p *refParser) cosmetic(domains, marker, sel string) {
 	switch marker {
 	case "#?#", "#@?#":
 		p.skip("procedural cosmetic (#?#)")
@@ -210,13 +210,13 @@ func (p *parser) cosmetic(domains, marker, sel string) {
 		return
 	}
 	lower := strings.ToLower(sel)
-	for _, m := range proceduralMarkers {
+	for _, m := range refProceduralMarkers {
 		if strings.Contains(lower, m) {
 			p.skip("procedural cosmetic")
 			return
 		}
 	}
-	if !balancedSelector(sel) {
+	if !refBalancedSelector(sel) {
 		p.skip("malformed cosmetic")
 		return
 	}
@@ -225,13 +225,13 @@ func (p *parser) cosmetic(domains, marker, sel string) {
 		p.skip("unsupported cosmetic domain")
 		return
 	}
-	p.cos = append(p.cos, &cosRule{sel: sel, domains: ds, exception: marker == "#@#"})
+	p.cos = append(p.cos, &refCosRule{sel: sel, domains: ds, exception: marker == "#@#"})
 }
 
-// balancedSelector rejects selectors that could break out of their rule in a stylesheet
+// refBalancedSelector rejects selectors that could break out of their rule in a stylesheet
 // (braces, `;` or a comment opener outside quotes, unbalanced brackets or quotes); it is no CSS
 // parser.
-func balancedSelector(s string) bool {
+func refBalancedSelector(s string) bool {
 	var stack []byte
 	var quote byte
 	for i := 0; i < len(s); i++ {
@@ -272,23 +272,23 @@ func balancedSelector(s string) bool {
 	return quote == 0 && len(stack) == 0
 }
 
-func (p *parser) network(s string) {
-	r := &netRule{text: s}
+func (p *refParser) network(s string) {
+	r := &refNetRule{text: s}
 	body := s
 	if strings.HasPrefix(body, "@@") {
 		r.exception = true
 		body = body[2:]
 	}
-	body, opts := splitOptions(body)
+	body, opts := refSplitOptions(body)
 	if opts == "" {
-		r.types = defaultTypes
+		r.types = refDefaultTypes
 	} else if !p.options(r, opts) {
 		return
 	}
 	if strings.Trim(body, "|*^") == "" {
 		// `*`, `||`, `|*|` ...: only options can narrow such a rule. Without any, it would
 		// block every request.
-		if r.domains == nil && r.party == 0 && r.types == defaultTypes && r.hideCtl == 0 && !r.docAllow {
+		if r.domains == nil && r.party == 0 && r.types == refDefaultTypes && r.hideCtl == 0 && !r.docAllow {
 			p.skip("matches everything")
 			return
 		}
@@ -316,10 +316,10 @@ func (p *parser) network(s string) {
 		return
 	}
 	if !r.matchCase {
-		body = asciiLower(body)
+		body = refAsciiLower(body)
 	}
-	r.pat = compilePattern(body, hostAnchor, startAnchor, endAnchor)
-	lower := asciiLower(body)
+	r.pat = refCompilePattern(body, hostAnchor, startAnchor, endAnchor)
+	lower := refAsciiLower(body)
 	if r.pat.hostAnchor {
 		h := lower
 		if i := strings.IndexAny(h, "^/*|?:"); i >= 0 {
@@ -337,14 +337,14 @@ func (p *parser) network(s string) {
 		}
 	}
 	if r.host == "" {
-		r.tokens = patternTokens(lower, r.pat.hostAnchor || r.pat.startAnchor, r.pat.endAnchor)
+		r.tokens = refPatternTokens(lower, r.pat.hostAnchor || r.pat.startAnchor, r.pat.endAnchor)
 	}
 	p.net = append(p.net, r)
 }
 
-// splitOptions cuts `pattern$options`. A regex rule `/.../` may hold `$` itself, so its options
+// refSplitOptions cuts `pattern$options`. A regex rule `/.../` may hold `$` itself, so its options
 // start only after the closing slash.
-func splitOptions(s string) (body, opts string) {
+func refSplitOptions(s string) (body, opts string) {
 	if len(s) > 1 && s[0] == '/' {
 		if k := strings.LastIndexByte(s, '/'); k > 0 {
 			if k == len(s)-1 {
@@ -362,8 +362,8 @@ func splitOptions(s string) (body, opts string) {
 }
 
 // options reads the options of r; false (and a counted skip) when the rule must be dropped.
-func (p *parser) options(r *netRule, opts string) bool {
-	var incl, excl typeMask
+func (p *refParser) options(r *refNetRule, opts string) bool {
+	var incl, excl refTypeMask
 	for _, o := range strings.Split(opts, ",") {
 		o = strings.TrimSpace(o)
 		if o == "" {
@@ -375,7 +375,7 @@ func (p *parser) options(r *netRule, opts string) bool {
 		}
 		name, value, _ := strings.Cut(o, "=")
 		name = strings.ToLower(name)
-		if t, ok := typeOptions[name]; ok {
+		if t, ok := refTypeOptions[name]; ok {
 			if neg {
 				excl |= t
 			} else {
@@ -408,13 +408,13 @@ func (p *parser) options(r *netRule, opts string) bool {
 			}
 			r.domains = ds
 		case "generichide", "ghide":
-			r.hideCtl |= hideGeneric
+			r.hideCtl |= refHideGeneric
 		case "elemhide", "ehide":
-			r.hideCtl |= hideGeneric | hideSpecific
+			r.hideCtl |= refHideGeneric | refHideSpecific
 		case "specifichide", "shide":
-			r.hideCtl |= hideSpecific
+			r.hideCtl |= refHideSpecific
 		default:
-			if unsupportedOptions[name] {
+			if refUnsupportedOptions[name] {
 				p.skip("unsupported option $" + name)
 			} else {
 				p.skip("unknown option")
@@ -435,24 +435,24 @@ func (p *parser) options(r *netRule, opts string) bool {
 	case incl != 0:
 		r.types = incl &^ excl
 	case excl != 0:
-		r.types = defaultTypes &^ excl
+		r.types = refDefaultTypes &^ excl
 	default:
-		r.types = defaultTypes
+		r.types = refDefaultTypes
 	}
-	if r.exception && r.types&tDocument != 0 && incl&tDocument != 0 {
+	if r.exception && r.types&refTDocument != 0 && incl&refTDocument != 0 {
 		r.docAllow = true
 	}
-	if r.types&^tPopup == 0 {
+	if r.types&^refTPopup == 0 {
 		p.skip("popup only")
 		return false
 	}
-	r.types &^= tPopup
+	r.types &^= refTPopup
 	return true
 }
 
 // regexRule compiles a `/regex/` rule with Go's RE2; lookarounds and backreferences do not
 // compile and the rule is skipped.
-func (p *parser) regexRule(r *netRule, expr string) bool {
+func (p *refParser) regexRule(r *refNetRule, expr string) bool {
 	src := expr
 	if !r.matchCase {
 		src = "(?i)" + expr
@@ -463,13 +463,13 @@ func (p *parser) regexRule(r *netRule, expr string) bool {
 		return false
 	}
 	r.re = re
-	r.tokens = regexTokens(expr)
+	r.tokens = refRegexTokens(expr)
 	return true
 }
 
-// regexTokens finds tokens every match of expr must contain: whole tokens inside a literal run
+// refRegexTokens finds tokens every match of expr must contain: whole tokens inside a literal run
 // of its top-level concatenation. A regex without one goes to the bucket checked for every URL.
-func regexTokens(expr string) []string {
+func refRegexTokens(expr string) []string {
 	re, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil {
 		return nil
@@ -484,8 +484,8 @@ func regexTokens(expr string) []string {
 		if s.Op != syntax.OpLiteral {
 			continue
 		}
-		lit := asciiLower(string(s.Rune))
-		for i, j := range tokenRuns(lit) {
+		lit := refAsciiLower(string(s.Rune))
+		for i, j := range refTokenRuns(lit) {
 			if i > 0 && j < len(lit) {
 				toks = append(toks, lit[i:j])
 			}

@@ -1,4 +1,12 @@
-package reference
+package blocklist
+
+// The reference matcher (this file, reference_parse_test.go and reference_pattern_test.go) is
+// the block list matcher as it was before its rules were stored compactly (blocklist as of
+// commit 539e766, element hiding left out), frozen: the oracle that TestCompactMatchesReference
+// compares the compact matcher with, request by request, on the Debian lists. Its names carry a
+// ref prefix so that it can live beside the matcher in this package's tests; it shares only
+// domains.go, which the compact rules left as it was. It is not to be changed or used for
+// anything else.
 
 import (
 	"bufio"
@@ -11,7 +19,7 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// Request is one request as the renderer sees it.
+// refRequest is one request as the renderer sees it.
 //
 // PageURL is the URL of the top document, "" for the top document's own requests (its
 // navigation and redirects). A page without a host of its own (an html source, about:blank)
@@ -19,14 +27,14 @@ import (
 // rules that name sites do not apply. A "document" request is the top document when PageURL
 // is "" or equal to URL, and a frame otherwise; html sources should pass "about:blank" so that
 // their frames count as frames.
-type Request struct {
+type refRequest struct {
 	URL          string // full request URL
 	PageURL      string // top document URL ("" for the document itself or html sources)
 	ResourceType string // CDP resource type in lower case: document, stylesheet, image, script, xhr ...
 }
 
-// Stats counts what a list holds and what it left out.
-type Stats struct {
+// refStats counts what a list holds and what it left out.
+type refStats struct {
 	Lists            []string       // names given to Parse, in load order
 	Network          int            // blocking network rules
 	Exceptions       int            // `@@` network exceptions (hide-control ones included)
@@ -37,35 +45,35 @@ type Stats struct {
 }
 
 // Loaded is the number of rules in use.
-func (s Stats) Loaded() int { return s.Network + s.Exceptions + s.Hiding + s.HidingExceptions }
+func (s refStats) Loaded() int { return s.Network + s.Exceptions + s.Hiding + s.HidingExceptions }
 
-// List is a compiled filter list, or several merged. It is immutable once built and safe for
+// refList is a compiled filter list, or several merged. It is immutable once built and safe for
 // concurrent use. A nil *List blocks and hides nothing.
-type List struct {
+type refList struct {
 	// What Parse produced, kept as it was for Merge: every network rule including $badfilter
 	// ones, the element rules, and the parse-time skip counts. build never changes a rule.
 	names        []string
-	parsed       []*netRule
-	cos          []*cosRule
+	parsed       []*refNetRule
+	cos          []*refCosRule
 	parseSkipped map[string]int
-	stats        Stats
+	stats        refStats
 
-	index    index      // blocking, important and exception rules together: one look-up
-	docAllow []*netRule // `@@...$document`: checked against the page
-	hideCtl  []*netRule // `@@...$generichide` and friends
+	index    refIndex      // blocking, important and exception rules together: one look-up
+	docAllow []*refNetRule // `@@...$document`: checked against the page
+	hideCtl  []*refNetRule // `@@...$generichide` and friends
 }
 
-// index finds the few rules worth checking for a URL: by host for `||host...` rules, by the
+// refIndex finds the few rules worth checking for a URL: by host for `||host...` rules, by the
 // hash of one token of the pattern for the others, and the rest (no usable token) always. A
 // hash collision only adds a candidate; every candidate is checked in full.
-type index struct {
-	hosts   map[string][]*netRule
-	tokens  map[uint32][]*netRule
-	generic []*netRule
+type refIndex struct {
+	hosts   map[string][]*refNetRule
+	tokens  map[uint32][]*refNetRule
+	generic []*refNetRule
 }
 
-// tokenHash is FNV-1a, computed by the URL scan as it reads each token.
-func tokenHash(s string) uint32 {
+// refTokenHash is FNV-1a, computed by the URL scan as it reads each token.
+func refTokenHash(s string) uint32 {
 	h := uint32(2166136261)
 	for i := 0; i < len(s); i++ {
 		h = (h ^ uint32(s[i])) * 16777619
@@ -73,20 +81,20 @@ func tokenHash(s string) uint32 {
 	return h
 }
 
-// Parse reads one filter list in Adblock Plus / uBlock Origin syntax. It is tolerant: rules it
+// refParse reads one filter list in Adblock Plus / uBlock Origin syntax. It is tolerant: rules it
 // cannot honour exactly are skipped and counted in Stats, never guessed at. The error is only
 // ever a read error.
-func Parse(r io.Reader, name string) (*List, error) {
-	var p parser
+func refParse(r io.Reader, name string) (*refList, error) {
+	var p refParser
 	if err := p.read(r); err != nil {
 		return nil, shotd.Wrap(shotd.CodeInternalError, err, "cannot read block list "+name)
 	}
-	return build([]string{name}, p.net, p.cos, p.skipped), nil
+	return refBuild([]string{name}, p.net, p.cos, p.skipped), nil
 }
 
-// LoadFiles parses the files at paths into one list.
-func LoadFiles(paths ...string) (*List, error) {
-	var p parser
+// refLoadFiles parses the files at paths into one list.
+func refLoadFiles(paths ...string) (*refList, error) {
+	var p refParser
 	for _, path := range paths {
 		f, err := os.Open(path)
 		if err != nil {
@@ -98,15 +106,15 @@ func LoadFiles(paths ...string) (*List, error) {
 			return nil, shotd.Wrap(shotd.CodeInternalError, err, "cannot read block list "+path)
 		}
 	}
-	return build(paths, p.net, p.cos, p.skipped), nil
+	return refBuild(paths, p.net, p.cos, p.skipped), nil
 }
 
-// Merge combines lists into one, as if their files had been loaded together; nil lists are
+// refMerge combines lists into one, as if their files had been loaded together; nil lists are
 // left out.
-func Merge(lists ...*List) *List {
+func refMerge(lists ...*refList) *refList {
 	var names []string
-	var net []*netRule
-	var cos []*cosRule
+	var net []*refNetRule
+	var cos []*refCosRule
 	skipped := map[string]int{}
 	for _, l := range lists {
 		if l == nil {
@@ -119,10 +127,10 @@ func Merge(lists ...*List) *List {
 			skipped[k] += v
 		}
 	}
-	return build(names, net, cos, skipped)
+	return refBuild(names, net, cos, skipped)
 }
 
-func (p *parser) read(r io.Reader) error {
+func (p *refParser) read(r io.Reader) error {
 	br := bufio.NewReaderSize(r, 64*1024)
 	for {
 		line, err := br.ReadString('\n')
@@ -138,21 +146,21 @@ func (p *parser) read(r io.Reader) error {
 	}
 }
 
-// badTokens are in nearly every URL; a rule is indexed under one of them only when it has
+// refBadTokens are in nearly every URL; a rule is indexed under one of them only when it has
 // nothing better.
-var badTokens = map[string]bool{
+var refBadTokens = map[string]bool{
 	"http": true, "https": true, "www": true, "com": true, "net": true, "org": true, "js": true,
 	"html": true, "php": true, "css": true, "png": true, "jpg": true, "gif": true, "cdn": true,
 	"static": true, "assets": true, "wss": true, "ws": true, "min": true,
 }
 
-func build(names []string, parsed []*netRule, cos []*cosRule, parseSkipped map[string]int) *List {
-	l := &List{names: names, parsed: parsed, cos: cos, parseSkipped: parseSkipped}
+func refBuild(names []string, parsed []*refNetRule, cos []*refCosRule, parseSkipped map[string]int) *refList {
+	l := &refList{names: names, parsed: parsed, cos: cos, parseSkipped: parseSkipped}
 	skipped := map[string]int{}
 	for k, v := range parseSkipped {
 		skipped[k] = v
 	}
-	net := applyBadfilters(parsed, skipped)
+	net := refApplyBadfilters(parsed, skipped)
 
 	// Index each rule under its rarest token across all rules, so that no bucket grows long.
 	freq := map[string]int{}
@@ -161,7 +169,7 @@ func build(names []string, parsed []*netRule, cos []*cosRule, parseSkipped map[s
 			freq[t]++
 		}
 	}
-	l.index = index{hosts: map[string][]*netRule{}, tokens: map[uint32][]*netRule{}}
+	l.index = refIndex{hosts: map[string][]*refNetRule{}, tokens: map[uint32][]*refNetRule{}}
 	for _, r := range net {
 		if r.exception {
 			l.stats.Exceptions++
@@ -195,26 +203,26 @@ func build(names []string, parsed []*netRule, cos []*cosRule, parseSkipped map[s
 	return l
 }
 
-// applyBadfilters drops each rule a `$badfilter` rule names (same pattern and options), and the
+// refApplyBadfilters drops each rule a `$badfilter` rule names (same pattern and options), and the
 // badfilter rules themselves.
-func applyBadfilters(net []*netRule, skipped map[string]int) []*netRule {
+func refApplyBadfilters(net []*refNetRule, skipped map[string]int) []*refNetRule {
 	bad, badBodies := map[string]bool{}, map[string]bool{}
 	for _, r := range net {
 		if r.badfilter {
-			bad[ruleKey(r.text)] = true
-			body, _ := splitOptions(r.text)
+			bad[refRuleKey(r.text)] = true
+			body, _ := refSplitOptions(r.text)
 			badBodies[body] = true
 		}
 	}
 	if len(bad) == 0 {
 		return net
 	}
-	out := make([]*netRule, 0, len(net))
+	out := make([]*refNetRule, 0, len(net))
 	for _, r := range net {
 		switch {
 		case r.badfilter:
 			skipped["$badfilter directive (applied)"]++
-		case badBodies[ruleBody(r.text)] && bad[ruleKey(r.text)]:
+		case badBodies[refRuleBody(r.text)] && bad[refRuleKey(r.text)]:
 			skipped["disabled by $badfilter"]++
 		default:
 			out = append(out, r)
@@ -223,14 +231,14 @@ func applyBadfilters(net []*netRule, skipped map[string]int) []*netRule {
 	return out
 }
 
-func ruleBody(text string) string {
-	body, _ := splitOptions(text)
+func refRuleBody(text string) string {
+	body, _ := refSplitOptions(text)
 	return body
 }
 
-// ruleKey is a rule's text with its options sorted and badfilter left out.
-func ruleKey(text string) string {
-	body, opts := splitOptions(text)
+// refRuleKey is a rule's text with its options sorted and badfilter left out.
+func refRuleKey(text string) string {
+	body, opts := refSplitOptions(text)
 	var keep []string
 	for _, o := range strings.Split(opts, ",") {
 		if o != "" && !strings.EqualFold(o, "badfilter") {
@@ -241,7 +249,7 @@ func ruleKey(text string) string {
 	return body + "$" + strings.Join(keep, ",")
 }
 
-func (ix *index) add(r *netRule, freq map[string]int) {
+func (ix *refIndex) add(r *refNetRule, freq map[string]int) {
 	if r.host != "" {
 		ix.hosts[r.host] = append(ix.hosts[r.host], r)
 		return
@@ -249,7 +257,7 @@ func (ix *index) add(r *netRule, freq map[string]int) {
 	best, bestScore := "", 0
 	for _, t := range r.tokens {
 		score := freq[t]
-		if badTokens[t] {
+		if refBadTokens[t] {
 			score += 1 << 20
 		}
 		if best == "" || score < bestScore || score == bestScore && len(t) > len(best) {
@@ -260,14 +268,14 @@ func (ix *index) add(r *netRule, freq map[string]int) {
 		ix.generic = append(ix.generic, r)
 		return
 	}
-	h := tokenHash(best)
+	h := refTokenHash(best)
 	ix.tokens[h] = append(ix.tokens[h], r)
 }
 
 // Stats reports what the list loaded and skipped.
-func (l *List) Stats() Stats {
+func (l *refList) Stats() refStats {
 	if l == nil {
-		return Stats{}
+		return refStats{}
 	}
 	s := l.stats
 	s.Lists = append([]string(nil), s.Lists...)
@@ -280,22 +288,22 @@ func (l *List) Stats() Stats {
 
 // Match reports whether req is to be blocked: a blocking rule matches and no exception does,
 // or an `$important` rule matches. Only http, https, ws and wss URLs can match.
-func (l *List) Match(req Request) bool {
+func (l *refList) Match(req refRequest) bool {
 	block, _ := l.MatchRule(req)
 	return block
 }
 
 // MatchRule is Match that also returns the rule that decided, as written in the list: the
 // blocking rule, or the exception that overrode one ("" when nothing matched).
-func (l *List) MatchRule(req Request) (bool, string) {
+func (l *refList) MatchRule(req refRequest) (bool, string) {
 	if l == nil {
 		return false, ""
 	}
-	var c matchCtx
+	var c refMatchCtx
 	if !c.init(req) {
 		return false, ""
 	}
-	var v verdict
+	var v refVerdict
 	l.index.scan(&c, &v)
 	switch {
 	case v.important != nil:
@@ -311,14 +319,14 @@ func (l *List) MatchRule(req Request) (bool, string) {
 	return true, v.block.text
 }
 
-// verdict collects, over the candidates of one request, the first matching rule of each kind.
-type verdict struct {
-	block, important, allow *netRule
+// refVerdict collects, over the candidates of one request, the first matching rule of each kind.
+type refVerdict struct {
+	block, important, allow *refNetRule
 }
 
 // consider checks r unless a rule of its kind already matched; true ends the scan (an
 // important rule decides alone).
-func (v *verdict) consider(r *netRule, c *matchCtx) bool {
+func (v *refVerdict) consider(r *refNetRule, c *refMatchCtx) bool {
 	switch {
 	case r.exception:
 		if v.allow == nil && r.matches(c) {
@@ -338,12 +346,12 @@ func (v *verdict) consider(r *netRule, c *matchCtx) bool {
 }
 
 // pageAllowed finds a `@@...$document` rule that matches the page the request comes from.
-func (l *List) pageAllowed(c *matchCtx) *netRule {
+func (l *refList) pageAllowed(c *refMatchCtx) *refNetRule {
 	if len(l.docAllow) == 0 || c.pageURL == "" {
 		return nil
 	}
-	var pc matchCtx
-	if !pc.init(Request{URL: c.pageURL, ResourceType: "document"}) {
+	var pc refMatchCtx
+	if !pc.init(refRequest{URL: c.pageURL, ResourceType: "document"}) {
 		return nil
 	}
 	for _, r := range l.docAllow {
@@ -354,27 +362,27 @@ func (l *List) pageAllowed(c *matchCtx) *netRule {
 	return nil
 }
 
-// matchCtx is a request prepared for matching; the party is worked out only when a rule asks.
-type matchCtx struct {
+// refMatchCtx is a request prepared for matching; the party is worked out only when a rule asks.
+type refMatchCtx struct {
 	url, lurl string // as given, and ASCII lower-cased
 	hs, he    int    // host bounds in both
 	host      string // lower-cased, no trailing dot
-	typ       typeMask
+	typ       refTypeMask
 	pageURL   string
 	pageHost  string
 	third     int8 // 0 unknown, 1 third-party, -1 first-party
 }
 
-func (c *matchCtx) init(req Request) bool {
+func (c *refMatchCtx) init(req refRequest) bool {
 	hs, he, ok := splitURL(req.URL)
 	if !ok {
 		return false
 	}
-	c.url, c.lurl, c.hs, c.he = req.URL, asciiLower(req.URL), hs, he
+	c.url, c.lurl, c.hs, c.he = req.URL, refAsciiLower(req.URL), hs, he
 	c.host = strings.TrimSuffix(c.lurl[hs:he], ".")
 	c.pageURL = req.PageURL
-	c.typ = resourceType(req)
-	if c.typ == tDocument {
+	c.typ = refResourceType(req)
+	if c.typ == refTDocument {
 		// The top document is its own page: first-party, and $domain= is about its host.
 		c.pageHost = c.host
 	} else {
@@ -383,44 +391,44 @@ func (c *matchCtx) init(req Request) bool {
 	return true
 }
 
-// resourceType maps a CDP resource type to an Adblock Plus one. A document is the top document
+// refResourceType maps a CDP resource type to an Adblock Plus one. A document is the top document
 // when it has no page or is the page; otherwise it is a frame (subdocument). ABP names are
 // accepted as well.
-func resourceType(req Request) typeMask {
+func refResourceType(req refRequest) refTypeMask {
 	switch strings.ToLower(req.ResourceType) {
 	case "document", "main_frame":
 		if req.PageURL == "" || req.PageURL == req.URL {
-			return tDocument
+			return refTDocument
 		}
-		return tSubdocument
+		return refTSubdocument
 	case "subdocument", "sub_frame":
-		return tSubdocument
+		return refTSubdocument
 	case "stylesheet":
-		return tStylesheet
+		return refTStylesheet
 	case "image", "imageset":
-		return tImage
+		return refTImage
 	case "media":
-		return tMedia
+		return refTMedia
 	case "font":
-		return tFont
+		return refTFont
 	case "script":
-		return tScript
+		return refTScript
 	case "xhr", "fetch", "xmlhttprequest":
-		return tXHR
+		return refTXHR
 	case "websocket":
-		return tWebsocket
+		return refTWebsocket
 	case "ping", "beacon":
-		return tPing
+		return refTPing
 	case "object":
-		return tObject
+		return refTObject
 	default: // texttrack, eventsource, manifest, prefetch, signedexchange, preflight, other ...
-		return tOther
+		return refTOther
 	}
 }
 
 // thirdParty compares registrable domains. A page without a host (html source, about:blank)
 // is an opaque origin: everything it loads is third-party.
-func (c *matchCtx) thirdParty() bool {
+func (c *refMatchCtx) thirdParty() bool {
 	if c.third == 0 {
 		c.third = -1
 		if c.pageHost == "" || c.host != c.pageHost && registrable(c.host) != registrable(c.pageHost) {
@@ -432,7 +440,7 @@ func (c *matchCtx) thirdParty() bool {
 
 // scan offers v the candidates of c: the rules under the host and each parent domain, under
 // each token of the URL, and the generic ones.
-func (ix *index) scan(c *matchCtx, v *verdict) {
+func (ix *refIndex) scan(c *refMatchCtx, v *refVerdict) {
 	if len(ix.hosts) > 0 {
 		for h := c.host; h != ""; {
 			for _, r := range ix.hosts[h] {
@@ -450,12 +458,12 @@ func (ix *index) scan(c *matchCtx, v *verdict) {
 	if len(ix.tokens) > 0 {
 		u := c.lurl
 		for i := 0; i < len(u); {
-			if !isTokenChar(u[i]) {
+			if !refIsTokenChar(u[i]) {
 				i++
 				continue
 			}
 			h := uint32(2166136261)
-			for ; i < len(u) && isTokenChar(u[i]); i++ {
+			for ; i < len(u) && refIsTokenChar(u[i]); i++ {
 				h = (h ^ uint32(u[i])) * 16777619
 			}
 			for _, r := range ix.tokens[h] {
@@ -473,12 +481,12 @@ func (ix *index) scan(c *matchCtx, v *verdict) {
 }
 
 // matches checks one rule, cheapest conditions first.
-func (r *netRule) matches(c *matchCtx) bool {
+func (r *refNetRule) matches(c *refMatchCtx) bool {
 	return r.types&c.typ != 0 && r.matchesURL(c)
 }
 
 // matchesURL checks everything but the request type.
-func (r *netRule) matchesURL(c *matchCtx) bool {
+func (r *refNetRule) matchesURL(c *refMatchCtx) bool {
 	if r.hostOnly {
 		// The host index found it by this host, but hideControl and pageAllowed scan rules
 		// directly; the check costs a compare.

@@ -1,30 +1,30 @@
-package reference
+package blocklist
 
 import (
 	"iter"
 	"strings"
 )
 
-// pattern is a compiled Adblock Plus URL pattern (not a regex rule): `*` splits it into
+// refPattern is a compiled Adblock Plus URL pattern (not a regex rule): `*` splits it into
 // segments, `^` inside a segment is the separator class, and the anchors say where the first
-// segment must start and whether the last one must reach the end of the URL.
-type pattern struct {
+// refSegment must start and whether the last one must reach the end of the URL.
+type refPattern struct {
 	hostAnchor  bool // `||`: the first segment starts at the host or after a dot inside it
 	startAnchor bool // `|` at the start: the first segment starts at the start of the URL
 	endAnchor   bool // `|` at the end: the last segment ends at the end of the URL
-	segs        []segment
+	segs        []refSegment
 }
 
-// segment is a run of pattern text between two `*`. lit is the literal text before the first
+// refSegment is a run of pattern text between two `*`. lit is the literal text before the first
 // `^` (all of s when it has none), the part strings.Index can look for.
-type segment struct {
+type refSegment struct {
 	s      string
 	lit    string
 	hasSep bool
 }
 
-// compilePattern splits a pattern whose `||`, `|` anchors the caller already took off.
-func compilePattern(p string, hostAnchor, startAnchor, endAnchor bool) pattern {
+// refCompilePattern splits a pattern whose `||`, `|` anchors the caller already took off.
+func refCompilePattern(p string, hostAnchor, startAnchor, endAnchor bool) refPattern {
 	// A wildcard next to an anchor cancels it: `|*foo` is `foo`, and `||*foo` can start
 	// anywhere from the host on, which the unanchored search covers.
 	if strings.HasPrefix(p, "*") {
@@ -33,12 +33,12 @@ func compilePattern(p string, hostAnchor, startAnchor, endAnchor bool) pattern {
 	if strings.HasSuffix(p, "*") {
 		endAnchor = false
 	}
-	pat := pattern{hostAnchor: hostAnchor, startAnchor: startAnchor, endAnchor: endAnchor}
+	pat := refPattern{hostAnchor: hostAnchor, startAnchor: startAnchor, endAnchor: endAnchor}
 	for _, s := range strings.Split(p, "*") {
 		if s == "" {
 			continue
 		}
-		seg := segment{s: s, lit: s}
+		seg := refSegment{s: s, lit: s}
 		if i := strings.IndexByte(s, '^'); i >= 0 {
 			seg.hasSep = true
 			seg.lit = s[:i]
@@ -48,9 +48,9 @@ func compilePattern(p string, hostAnchor, startAnchor, endAnchor bool) pattern {
 	return pat
 }
 
-// isSep reports whether c matches `^`: anything but a letter, a digit or one of `_-.%`. The end of
+// refIsSep reports whether c matches `^`: anything but a letter, a digit or one of `_-.%`. The end of
 // the URL also matches `^`; segAt handles that.
-func isSep(c byte) bool {
+func refIsSep(c byte) bool {
 	switch {
 	case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
 		return false
@@ -60,8 +60,8 @@ func isSep(c byte) bool {
 	return true
 }
 
-// segAt matches seg at exactly pos and returns where the match ends.
-func segAt(u string, pos int, seg string) (int, bool) {
+// refSegAt matches seg at exactly pos and returns where the match ends.
+func refSegAt(u string, pos int, seg string) (int, bool) {
 	i := pos
 	for j := 0; j < len(seg); j++ {
 		c := seg[j]
@@ -69,7 +69,7 @@ func segAt(u string, pos int, seg string) (int, bool) {
 			if i == len(u) {
 				continue // `^` matches the end of the URL, zero wide
 			}
-			if !isSep(u[i]) {
+			if !refIsSep(u[i]) {
 				return 0, false
 			}
 			i++
@@ -83,9 +83,9 @@ func segAt(u string, pos int, seg string) (int, bool) {
 	return i, true
 }
 
-// segFind finds the leftmost match of seg at or after pos. For `*`-separated segments of
+// refSegFind finds the leftmost match of seg at or after pos. For `*`-separated segments of
 // fixed-width parts, taking the leftmost match of each in turn never loses a match.
-func segFind(u string, pos int, seg segment) (start, end int) {
+func refSegFind(u string, pos int, seg refSegment) (start, end int) {
 	if !seg.hasSep {
 		i := strings.Index(u[pos:], seg.s)
 		if i < 0 {
@@ -95,7 +95,7 @@ func segFind(u string, pos int, seg segment) (start, end int) {
 	}
 	if seg.lit == "" {
 		for s := pos; s <= len(u); s++ {
-			if e, ok := segAt(u, s, seg.s); ok {
+			if e, ok := refSegAt(u, s, seg.s); ok {
 				return s, e
 			}
 		}
@@ -107,7 +107,7 @@ func segFind(u string, pos int, seg segment) (start, end int) {
 			return -1, -1
 		}
 		s := from + i
-		if e, ok := segAt(u, s, seg.s); ok {
+		if e, ok := refSegAt(u, s, seg.s); ok {
 			return s, e
 		}
 		from = s + 1
@@ -116,7 +116,7 @@ func segFind(u string, pos int, seg segment) (start, end int) {
 }
 
 // match reports whether the pattern matches u, whose host is u[hs:he].
-func (p *pattern) match(u string, hs, he int) bool {
+func (p *refPattern) match(u string, hs, he int) bool {
 	switch {
 	case p.hostAnchor:
 		if hs >= he {
@@ -138,7 +138,7 @@ func (p *pattern) match(u string, hs, he int) bool {
 	}
 }
 
-func (p *pattern) matchFrom(u string, pos int, anchored bool) bool {
+func (p *refPattern) matchFrom(u string, pos int, anchored bool) bool {
 	n := len(p.segs)
 	if n == 0 {
 		return !p.endAnchor || !anchored || pos == len(u)
@@ -147,7 +147,7 @@ func (p *pattern) matchFrom(u string, pos int, anchored bool) bool {
 		last := i == n-1
 		if last && p.endAnchor {
 			if i == 0 && anchored {
-				e, ok := segAt(u, pos, seg.s)
+				e, ok := refSegAt(u, pos, seg.s)
 				return ok && e == len(u)
 			}
 			// The last segment must end at the end: try the few starts that could.
@@ -156,21 +156,21 @@ func (p *pattern) matchFrom(u string, pos int, anchored bool) bool {
 				from = pos
 			}
 			for s := from; s <= len(u); s++ {
-				if e, ok := segAt(u, s, seg.s); ok && e == len(u) {
+				if e, ok := refSegAt(u, s, seg.s); ok && e == len(u) {
 					return true
 				}
 			}
 			return false
 		}
 		if i == 0 && anchored {
-			e, ok := segAt(u, pos, seg.s)
+			e, ok := refSegAt(u, pos, seg.s)
 			if !ok {
 				return false
 			}
 			pos = e
 			continue
 		}
-		_, e := segFind(u, pos, seg)
+		_, e := refSegFind(u, pos, seg)
 		if e < 0 {
 			return false
 		}
@@ -179,17 +179,17 @@ func (p *pattern) matchFrom(u string, pos int, anchored bool) bool {
 	return true
 }
 
-// isTokenChar is the alphabet of index tokens, on lower-cased text.
-func isTokenChar(c byte) bool {
+// refIsTokenChar is the alphabet of index tokens, on lower-cased text.
+func refIsTokenChar(c byte) bool {
 	return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '%'
 }
 
-// patternTokens lists the tokens of a lower-cased pattern body that any matching URL must hold
+// refPatternTokens lists the tokens of a lower-cased pattern body that any matching URL must hold
 // as a whole token: runs of token characters bounded on both sides by something that is neither
 // a token character nor `*` (or by an anchor).
-func patternTokens(p string, leftAnchored, endAnchor bool) []string {
+func refPatternTokens(p string, leftAnchored, endAnchor bool) []string {
 	var toks []string
-	for i, j := range tokenRuns(p) {
+	for i, j := range refTokenRuns(p) {
 		leftOK := i == 0 && leftAnchored || i > 0 && p[i-1] != '*'
 		rightOK := j == len(p) && endAnchor || j < len(p) && p[j] != '*'
 		if leftOK && rightOK {
@@ -199,17 +199,17 @@ func patternTokens(p string, leftAnchored, endAnchor bool) []string {
 	return toks
 }
 
-// tokenRuns yields the start and end of every run of token characters in s, in order. The
+// refTokenRuns yields the start and end of every run of token characters in s, in order. The
 // matcher's own scan of a URL (blocklist.go) hashes as it goes instead.
-func tokenRuns(s string) iter.Seq2[int, int] {
+func refTokenRuns(s string) iter.Seq2[int, int] {
 	return func(yield func(int, int) bool) {
 		for i := 0; i < len(s); {
-			if !isTokenChar(s[i]) {
+			if !refIsTokenChar(s[i]) {
 				i++
 				continue
 			}
 			j := i
-			for j < len(s) && isTokenChar(s[j]) {
+			for j < len(s) && refIsTokenChar(s[j]) {
 				j++
 			}
 			if !yield(i, j) {
@@ -220,9 +220,9 @@ func tokenRuns(s string) iter.Seq2[int, int] {
 	}
 }
 
-// asciiLower lower-cases ASCII letters only, so that byte offsets stay those of s; it returns s
+// refAsciiLower lower-cases ASCII letters only, so that byte offsets stay those of s; it returns s
 // itself when there is nothing to change.
-func asciiLower(s string) string {
+func refAsciiLower(s string) string {
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; c >= 'A' && c <= 'Z' {
 			b := []byte(s)
