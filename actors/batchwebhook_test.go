@@ -8,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
-
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/store"
@@ -27,10 +25,7 @@ func TestBatchWebhookWaitsItsTurnAfterRestart(t *testing.T) {
 	}))
 	defer srv.Close()
 	dir := t.TempDir()
-	st, err := store.Open(dir, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, dir)
 	acc, key := newJobAccount(t, st)
 	job := shotd.Job{JobID: store.NewJobID(), AccountID: acc.ID, AccessKey: key.AccessKey, Options: json.RawMessage(`{"url":"http://127.0.0.1/"}`)}
 	b := shotd.Batch{BatchID: store.NewBatchID(), AccountID: acc.ID, Webhook: &shotd.WebhookState{URL: srv.URL + "/batch", Sign: true}}

@@ -9,10 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/rs/zerolog"
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/storetest"
 	"github.com/shotd/shotd/internal/testkit"
-	"github.com/shotd/shotd/store"
 	"github.com/shotd/shotd/view"
 	"github.com/shotd/shotd/webhook"
 )
@@ -20,11 +19,7 @@ import (
 // TestSend: one delivery to a receiver on loopback, signed with the key's secret, carries the
 // job record as the public API shows it plus the event, and the headers that name them.
 func TestSend(t *testing.T) {
-	st, err := store.Open(t.TempDir(), zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close(t.Context()) })
+	st := storetest.Open(t, "")
 	acc, err := st.CreateAccount("hooks@example.test", "default", true)
 	if err != nil {
 		t.Fatal(err)

@@ -81,11 +81,7 @@ func TestAdminBackup(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "installed in "+restored) {
 		t.Fatalf("admin restore: exit %d: %s", code, out)
 	}
-	st2, err := store.Open(restored, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("open the restored database: %v", err)
-	}
-	defer st2.Close(context.Background())
+	st2 := storetest.Open(t, restored)
 	if n, err := st2.CountAccounts(); err != nil || n < 301 {
 		t.Errorf("restored accounts: %d, %v; want at least the 301 made before the backup", n, err)
 	}
@@ -169,10 +165,7 @@ func TestAdminBackupWithFiles(t *testing.T) {
 	if code != 0 || !strings.Contains(msg, "the database and 3 stored files") {
 		t.Fatalf("admin restore: exit %d: %s", code, msg)
 	}
-	st2, err := store.Open(restored, zerolog.Nop())
-	if err != nil {
-		t.Fatalf("open the restored data dir: %v", err)
-	}
+	st2 := storetest.Open(t, restored)
 	for id, data := range want {
 		rec, err := st2.File(acc.ID, id)
 		if err != nil {
@@ -200,10 +193,7 @@ func TestAdminBackupWithFiles(t *testing.T) {
 
 	// A backup written by a newer shotd is refused, and the data dir keeps its database.
 	newer := filepath.Join(t.TempDir(), "newer")
-	ns, err := store.Open(newer, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ns := storetest.Open(t, newer)
 	if err := ns.SetMeta("schema_version", strconv.Itoa(store.SchemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
@@ -223,10 +213,7 @@ func TestAdminBackupWithFiles(t *testing.T) {
 // whose database a newer shotd wrote, says so, and leaves it as it was.
 func TestServeRefusesNewerDatabase(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "data")
-	st, err := store.Open(dir, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st := storetest.Open(t, dir)
 	if err := st.SetMeta("schema_version", strconv.Itoa(store.SchemaVersion+1)); err != nil {
 		t.Fatal(err)
 	}
