@@ -185,23 +185,13 @@ var adminCommands = map[string]adminCommand{
 	"account get": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id, nil)
 	}},
-	"account update": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
-		body := map[string]any{}
-		if a.plan != "" {
-			body["plan"] = a.plan
+	"account update": update("/admin/v1/accounts/", func(a adminArgs) []optional {
+		return []optional{
+			{"plan", "plan", a.plan, asString},
+			{"email_verified", "verified", a.verified, asBool},
+			{"bonus_screenshots", "bonus", a.bonus, asInt},
 		}
-		if err := setOptionalBool(body, "email_verified", "verified", a.verified); err != nil {
-			return err
-		}
-		if a.bonus != "" {
-			n, err := strconv.Atoi(a.bonus)
-			if err != nil {
-				return fmt.Errorf("--bonus: %v", err)
-			}
-			body["bonus_screenshots"] = n
-		}
-		return c.do(ctx, http.MethodPatch, "/admin/v1/accounts/"+a.id, body)
-	}},
+	}),
 	"account delete": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodDelete, "/admin/v1/accounts/"+a.id, nil)
 	}},
@@ -238,16 +228,12 @@ var adminCommands = map[string]adminCommand{
 	"key list": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodGet, "/admin/v1/accounts/"+a.id+"/keys", nil)
 	}},
-	"key update": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
-		body := map[string]any{}
-		if a.name != "" {
-			body["name"] = a.name
+	"key update": update("/admin/v1/keys/", func(a adminArgs) []optional {
+		return []optional{
+			{"name", "name", a.name, asString},
+			{"require_signature", "require-signature", a.reqSig, asBool},
 		}
-		if err := setOptionalBool(body, "require_signature", "require-signature", a.reqSig); err != nil {
-			return err
-		}
-		return c.do(ctx, http.MethodPatch, "/admin/v1/keys/"+a.id, body)
-	}},
+	}),
 	"key revoke": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
 		return c.do(ctx, http.MethodDelete, "/admin/v1/keys/"+a.id, nil)
 	}},
@@ -288,17 +274,44 @@ func (c *adminClient) listAccounts(ctx context.Context) error {
 	return nil
 }
 
-// setOptionalBool sets body[key] from the value of flag, left out when the flag was not given.
-func setOptionalBool(body map[string]any, key, flag, v string) error {
-	if v == "" {
-		return nil
+// optional is a flag of an update command: the field of the PATCH body it sets, the flag's
+// name, its value ("" when not given) and how the value is read.
+type optional struct {
+	key, flag, value string
+	parse            func(string) (any, error)
+}
+
+func asString(s string) (any, error) { return s, nil }
+func asBool(s string) (any, error)   { return strconv.ParseBool(s) }
+func asInt(s string) (any, error)    { return strconv.Atoi(s) }
+
+// update is an update command: a PATCH of path+id whose body holds the flags given, each under
+// its field; a flag left out leaves its field as it is.
+func update(path string, flags func(adminArgs) []optional) adminCommand {
+	return adminCommand{needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
+		body, err := patchBody(flags(a))
+		if err != nil {
+			return err
+		}
+		return c.do(ctx, http.MethodPatch, path+a.id, body)
+	}}
+}
+
+// patchBody reads the flags given into a PATCH body. A bad value is reported under the flag the
+// operator typed, not the API field it sets.
+func patchBody(flags []optional) (map[string]any, error) {
+	body := map[string]any{}
+	for _, f := range flags {
+		if f.value == "" {
+			continue
+		}
+		v, err := f.parse(f.value)
+		if err != nil {
+			return nil, fmt.Errorf("--%s: %v", f.flag, err)
+		}
+		body[f.key] = v
 	}
-	b, err := strconv.ParseBool(v)
-	if err != nil {
-		return fmt.Errorf("--%s: %v", flag, err)
-	}
-	body[key] = b
-	return nil
+	return body, nil
 }
 
 // do sends one admin request and prints the JSON answer; a non-2xx answer is an error.

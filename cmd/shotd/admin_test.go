@@ -198,15 +198,24 @@ func TestAdminJobsAndDelete(t *testing.T) {
 	}
 }
 
-// TestOptionalBoolNamesFlag: a bad value is reported under the flag the operator typed, not the
-// API field it sets.
-func TestOptionalBoolNamesFlag(t *testing.T) {
-	body := map[string]any{}
-	err := setOptionalBool(body, "require_signature", "require-signature", "maybe")
-	if err == nil || !strings.Contains(err.Error(), "--require-signature:") {
-		t.Fatalf("error %v, want it to name --require-signature", err)
+// TestPatchBodyNamesFlag: a bad value is reported under the flag the operator typed, not the
+// API field it sets; the flags given are read as their fields want, the others left out.
+func TestPatchBodyNamesFlag(t *testing.T) {
+	for _, f := range []optional{
+		{"require_signature", "require-signature", "maybe", asBool},
+		{"bonus_screenshots", "bonus", "seven", asInt},
+	} {
+		_, err := patchBody([]optional{f})
+		if err == nil || !strings.Contains(err.Error(), "--"+f.flag+":") {
+			t.Fatalf("error %v, want it to name --%s", err, f.flag)
+		}
 	}
-	if err := setOptionalBool(body, "email_verified", "verified", "false"); err != nil || body["email_verified"] != false {
+	body, err := patchBody([]optional{
+		{"email_verified", "verified", "false", asBool},
+		{"bonus_screenshots", "bonus", "7", asInt},
+		{"plan", "plan", "", asString},
+	})
+	if err != nil || len(body) != 2 || body["email_verified"] != false || body["bonus_screenshots"] != 7 {
 		t.Fatalf("err %v, body %v", err, body)
 	}
 }
