@@ -63,7 +63,7 @@ func TestStoreFromCache(t *testing.T) {
 			}
 
 			miss := call("MISS", stored(dir+"first"))
-			first := object(path + "/first.png")
+			first := object(dir + "first.png")
 			if !bytes.Equal(first, miss.body) {
 				t.Fatal("the object is not the rendered file")
 			}
@@ -76,21 +76,24 @@ func TestStoreFromCache(t *testing.T) {
 			storeKey(hit, dir+"second.png")
 
 			j := call("HIT", stored(dir+"third", "response_type", "json"))
-			object(path + "/third.png")
+			object(dir + "third.png")
 			location(j, dir+"third.png")
 			storeKey(j, dir+"third.png")
+
+			storeKey(call("HIT", stored(dir+"fourth", "response_type", "empty")), dir+"fourth.png")
+			object(dir + "fourth.png")
 
 			// Without store: the same entry, nothing of the uploads.
 			storeKey(call("HIT", render()), "")
 			location(call("HIT", render("response_type", "json")), "")
 
-			if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.CacheHits != 4 {
-				t.Errorf("usage %+v %+v: want 1 billed render and 4 cache hits", u.Quota, u.Renders)
+			if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.CacheHits != 5 {
+				t.Errorf("usage %+v %+v: want 1 billed render and 5 cache hits", u.Quota, u.Renders)
 			}
 
 			// A hit whose upload fails is answered as a render's failed upload is.
 			want := map[string]string{"/api/v1/screenshot": `"storage_failed"`, "/take": `"storage_returned_transient_error"`}[path]
-			q := a.q(stored(dir + "fourth")...)
+			q := a.q(stored(dir + "fifth")...)
 			q.Set("storage_bucket", "nosuch")
 			if r := get(t, path, q); r.status < 400 || !strings.Contains(string(r.body), want) {
 				t.Errorf("upload to a missing bucket: %d %.300s, want %s", r.status, r.body, want)
