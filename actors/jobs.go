@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -28,6 +30,9 @@ type JobsConfig struct {
 	RenderGrace    time.Duration
 	// BusyRetry bounds how long a job keeps retrying while the browser pool is busy or down.
 	BusyRetry time.Duration
+	// Uploader uploads the cached file of a store=true job answered from the response cache;
+	// nil: such a job renders again, and the pipeline uploads.
+	Uploader StoredUploader
 	// Secrets seals the credentials of store=true and of a proxy in the job record
 	// (objstore.Sealer). nil: such jobs are refused, since their credentials could not be kept.
 	Secrets Secrets
@@ -327,7 +332,7 @@ func (a *jobActor) failRestored(jobs []shotd.Job, err error) {
 
 // render renders one job's page with this actor's store and settings.
 func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult, shotd.Outcome, error) {
-	r := JobRenderer{Files: a.cfg.Store, Render: a.cfg.Render, FileTTL: a.cfg.FileTTL, RenderGrace: a.cfg.RenderGrace,
+	r := JobRenderer{Files: a.cfg.Store, Render: a.cfg.Render, Uploader: a.cfg.Uploader, FileTTL: a.cfg.FileTTL, RenderGrace: a.cfg.RenderGrace,
 		BusyRetry: a.cfg.BusyRetry, MaxOutputBytes: a.cfg.MaxOutputBytes}
 	return r.Run(a.owner.life, o, accountID)
 }
@@ -335,15 +340,23 @@ func (a *jobActor) render(o *shotd.Options, accountID string) (*shotd.JobResult,
 // JobFiles is where a job's file and the response cache are: store.Store, or cluster.Files.
 type JobFiles interface {
 	CacheGet(key string, maxAge time.Duration) (shotd.FileRecord, bool, error)
+	OpenFile(rec shotd.FileRecord) (*os.File, error)
 	PutFile(accountID string, out *shotd.Output, ttl time.Duration) (shotd.FileRecord, error)
 	PutCachedFile(accountID string, out *shotd.Output, ttl time.Duration, cacheKey string, cacheTTL time.Duration) (shotd.FileRecord, error)
 	ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult
+}
+
+// StoredUploader carries out store=true for a file rendered before (objstore.Uploader): it
+// uploads the bytes read from r where o.Storage says and returns the object's location.
+type StoredUploader interface {
+	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, r io.Reader) (string, error)
 }
 
 // JobRenderer renders the page of a job, as both job queues (this actor's and the cluster's) do.
 type JobRenderer struct {
 	Files          JobFiles
 	Render         shotd.Renderer
+	Uploader       StoredUploader // a cache hit's store=true; nil: such a job renders again
 	FileTTL        time.Duration
 	RenderGrace    time.Duration
 	BusyRetry      time.Duration // how long a busy or restarting browser pool is waited out
@@ -357,10 +370,10 @@ func (r JobRenderer) Run(life context.Context, o *shotd.Options, accountID strin
 	var cacheKey string
 	if o.Cache {
 		cacheKey = o.ResponseCacheKey(accountID)
-		// A copy older than this job's cache_ttl is a miss: the render below replaces it.
-		if rec, ok, err := r.Files.CacheGet(cacheKey, o.CacheTTL); err == nil && ok {
-			res := r.Files.ResultOf(rec, "HIT")
-			return &res, shotd.OutcomeCacheHit, nil
+		if res, ok, err := r.cached(life, o, cacheKey); err != nil {
+			return nil, shotd.OutcomeOf(err), err
+		} else if ok {
+			return res, shotd.OutcomeCacheHit, nil
 		}
 	}
 	deadline := time.Now().Add(r.BusyRetry)
@@ -410,6 +423,33 @@ func (r JobRenderer) Run(life context.Context, o *shotd.Options, accountID strin
 	}
 	res := r.Files.ResultOf(rec, "MISS")
 	return &res, shotd.OutcomeSucceeded, nil
+}
+
+// cached answers a job from the response cache when the entry is there (a copy older than the
+// job's cache_ttl is a miss: the render replaces it). A store=true job's hit uploads the cached
+// file where the job says, as a sync request's does (httpd's hitUpload says why); its result
+// names that upload, and a job without store names none, whatever request filled the entry.
+func (r JobRenderer) cached(life context.Context, o *shotd.Options, key string) (*shotd.JobResult, bool, error) {
+	if o.Store && r.Uploader == nil {
+		return nil, false, nil // rendered, and uploaded by the pipeline
+	}
+	rec, ok, err := r.Files.CacheGet(key, o.CacheTTL)
+	if err != nil || !ok {
+		return nil, false, nil
+	}
+	rec.StorageLocation = ""
+	if o.Store {
+		f, err := r.Files.OpenFile(rec)
+		if err != nil {
+			return nil, false, nil // gone since the lookup: rendered again
+		}
+		defer f.Close()
+		if rec.StorageLocation, err = r.Uploader.UploadStored(life, o, rec, f); err != nil {
+			return nil, false, err
+		}
+	}
+	res := r.Files.ResultOf(rec, "HIT")
+	return &res, true, nil
 }
 
 // Jobs is the front of the job actor.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"os"
 	"slices"
 	"strconv"
@@ -306,7 +307,14 @@ func (s *Server) keepFile(o *shotd.Options, accountID, cacheKey string, out *sho
 // caller renders, rather than answering file_not_found for a file the client never asked for.
 // A copy older than the request's own cache_ttl is a miss too, whatever the cache_ttl it was
 // stored with: the caller renders and its result replaces the entry.
+//
+// A hit of a store=true request uploads the cached file where this request says (hitUpload):
+// the answer's storage headers and store.location are this request's upload, and a hit of a
+// request without store has none, whatever stored the entry.
 func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, key string) bool {
+	if o.Store && s.uploader == nil {
+		return false // rendered, and uploaded by the pipeline
+	}
 	log := logOf(ctx)
 	rec, ok, err := s.files.CacheGet(key, o.CacheTTL)
 	if err != nil {
@@ -323,6 +331,11 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	}
 	_, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()})
 	setLimitHeaders(ctx, limits, true)
+	if err == nil {
+		// The entry's location is where the request that filled it stored its file: not this
+		// one's.
+		rec.StorageLocation, err = s.hitUpload(ctx, o, rec, f)
+	}
 	if err != nil {
 		f.Close()
 		s.fail(ctx, err)
@@ -331,10 +344,10 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	ctx.Response.Header.Set("X-Render-Ms", strconv.FormatInt(rec.RenderMs, 10))
 	ctx.Response.Header.Set("X-Cache", "HIT")
 	if isS1(ctx) {
-		s1AnswerHeaders(&ctx.Response.Header, o, "", rec.Metadata) // a hit stores nothing
+		s1AnswerHeaders(&ctx.Response.Header, o, rec.StorageLocation, rec.Metadata)
 	}
 	if o.ResponseType == "json" || o.ResponseType == "empty" {
-		f.Close() // opened only to know that the file is there
+		f.Close() // opened only to know that the file is there (and to upload it)
 		if o.ResponseType == "json" {
 			s.writeResult(ctx, o, s.files.ResultOf(rec, "HIT"))
 		} else {
@@ -345,6 +358,29 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	setAttachment(ctx, o)
 	sendFile(ctx, rec, f)
 	return true
+}
+
+// hitUpload carries out store=true for a cache hit: the cached file is uploaded to this
+// request's storage_* destination, as a fresh render's would be, and its location returned ("" for
+// a request without store). The cache key leaves the storage options out (shotd.Options.
+// ResponseCacheKey): the cache saves the render, not the delivery, so a client who asks for a
+// file in its bucket gets it there, at the path it asked for ({{uuid}} a new one each time),
+// from the cache or not; with the storage options in the key a repeated request would still be
+// a hit that uploads nothing, and a new path or rotated credentials would render again for the
+// same bytes. The upload is not a render: unbilled, like any hit; a failed one is
+// storage_failed. f is left at its start for the answer.
+func (s *Server) hitUpload(ctx *fasthttp.RequestCtx, o *shotd.Options, rec shotd.FileRecord, f *os.File) (string, error) {
+	if !o.Store {
+		return "", nil
+	}
+	loc, err := s.uploader.UploadStored(ctx, o, rec, f)
+	if err != nil {
+		return "", err
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return "", shotd.StoredError(err)
+	}
+	return loc, nil
 }
 
 // streamFile sends a stored file with its Content-Type.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -50,6 +51,13 @@ type Files interface {
 	ResultOf(rec shotd.FileRecord, cache string) shotd.JobResult
 }
 
+// Uploader carries out store=true for a render answered from the response cache: it uploads the
+// kept file read from r where o.Storage says and returns the object's location.
+// objstore.Uploader implements it.
+type Uploader interface {
+	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, r io.Reader) (string, error)
+}
+
 // Settings are the parts of the configuration the public API needs.
 type Settings struct {
 	PublicURL      string // base of links; no trailing slash
@@ -75,7 +83,10 @@ type Deps struct {
 	Keys     KeyLookup
 	Plans    map[string]shotd.Plan
 	Renderer shotd.Renderer // the pipeline service/ composes: metered, with store=true's upload
-	Ready    func() bool    // whether at least one browser can render (/readyz); nil: never
+	// Uploader uploads a cache hit of a store=true request (the pipeline's upload, without the
+	// render); nil: such a request is rendered again, which uploads.
+	Uploader Uploader
+	Ready    func() bool // whether at least one browser can render (/readyz); nil: never
 	Gate     Gate
 	Files    Files
 	Jobs     JobQueue
@@ -115,6 +126,7 @@ type Server struct {
 	records   JobRecords
 	urls      URLChecker
 	syncHooks SyncWebhooks
+	uploader  Uploader
 	metrics   *metrics.Metrics
 	renders   *RenderLog
 	checks    []ReadyCheck
@@ -143,7 +155,7 @@ func New(set Settings, d Deps) *Server {
 		set.FileTTL = 24 * time.Hour
 	}
 	s := &Server{set: set, keys: d.Keys, plans: NewPlanBook(d.Plans), renderer: d.Renderer, ready: d.Ready, gate: d.Gate, files: d.Files,
-		jobs: d.Jobs, records: d.Records, urls: d.URLs, syncHooks: d.SyncWebhooks, metrics: d.Metrics, renders: d.Renders, checks: d.ReadyChecks, pressure: d.Pressure, log: d.Log, now: time.Now}
+		jobs: d.Jobs, records: d.Records, urls: d.URLs, syncHooks: d.SyncWebhooks, uploader: d.Uploader, metrics: d.Metrics, renders: d.Renders, checks: d.ReadyChecks, pressure: d.Pressure, log: d.Log, now: time.Now}
 	s.refusedAddr = newAllowance(set.RefusedPerAddressPerMinute, time.Now)
 	s.refusedKey = newAllowance(set.RefusedPerKeyPerMinute, time.Now)
 	s.bodies = &budget{max: int64(bodyBudgetBodies) * int64(set.MaxBodyBytes+bodyChunk)}

@@ -3,6 +3,7 @@ package objstore
 import (
 	"context"
 	"errors"
+	"io"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -37,6 +38,17 @@ func (u *Uploader) Wrap(r shotd.Renderer) shotd.Renderer {
 		c.StorageLocation = loc
 		return &c, nil
 	})
+}
+
+// UploadStored is Upload of a file rendered before and kept (a response-cache hit): the bytes
+// read from r, the format and type of rec. A hit of a store=true request uploads too: the cache
+// saves the render, not the delivery the request asks for.
+func (u *Uploader) UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, r io.Reader) (string, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return "", shotd.StoredError(err)
+	}
+	return u.Upload(ctx, o, &shotd.Output{Data: data, Format: rec.Format, ContentType: rec.ContentType})
 }
 
 // Upload puts out where o.Storage says and returns the object's location. It has a budget of its

@@ -102,7 +102,8 @@ func checkStorageClass(v string) string {
 }
 
 // storageOptionSpecs are the rows of the option table for store=true. Every one is left out of
-// the cache key: where a file goes does not change its bytes.
+// the cache key: where a file goes does not change its bytes, and a cache hit uploads the cached
+// file where its request says (httpd's hitUpload).
 func storageOptionSpecs() []*OptionSpec {
 	const g = "Storage"
 	return []*OptionSpec{
@@ -141,8 +142,5 @@ func checkStorageOptions(o *shotd.Options, given map[string]bool, fail func(stri
 		if !given[n] {
 			fail(n, "is required with store=true")
 		}
-	}
-	if o.Cache {
-		fail("store", "conflicts with cache: a copy served from the cache is not uploaded again")
 	}
 }

@@ -92,7 +92,7 @@ func (c *clustered) startJobs(s *Service, retryDelays []time.Duration, log zerol
 		return err
 	}
 	c.jobs, err = cluster.OpenJobs(ctx, c.node, cluster.JobsConfig{Ledger: c.ledger, Sender: sender, RetryDelays: retryDelays, Secrets: sealer,
-		Renderer: actors.JobRenderer{Files: c.files, Render: s.jobRender, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
+		Renderer: actors.JobRenderer{Files: c.files, Render: s.jobRender, Uploader: s.storage.jobs, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 			BusyRetry: 10 * time.Minute, MaxOutputBytes: cfg.Limits.MaxOutputBytes},
 		Capacity: cfg.Browser.PoolSize * slots, Free: free, Ended: s.renders.AddJob, Attempted: s.metrics.WebhookAttempted,
 		Log: log.With().Str("component", "cluster-jobs").Logger()})

@@ -302,7 +302,7 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 	s.renders = httpd.NewRenderLog(500) // the dashboard's recent renders
 	s.loadRenders()
 	if s.jobs, err = actors.StartJobs(s.sys, actors.JobsConfig{Store: s.store, Accounts: s.accounts,
-		Render: s.jobRender, Webhooks: s.webhooks, Secrets: s.storage.sealer,
+		Render: s.jobRender, Uploader: s.storage.jobs, Webhooks: s.webhooks, Secrets: s.storage.sealer,
 		Plans: cfg.Plans, FileTTL: cfg.Storage.FileTTL(), MaxOutputBytes: cfg.Limits.MaxOutputBytes,
 		RenderGrace: cfg.Browser.RenderDeadlineGrace(), Ended: s.renders.AddJob, QueueWaited: s.metrics.JobQueueWaited, Log: log.With().Str("component", "jobs").Logger()}); err != nil {
 		return err
@@ -349,7 +349,7 @@ func (s *Service) newServers(programs Programs) {
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 		BulkMaxItems: cfg.Limits.BulkMaxItems, BrowserVersion: browserVersion, RefusedPerAddressPerMinute: cfg.Limits.RefusedPerAddressPerMinute,
 		RefusedPerKeyPerMinute: cfg.Limits.RefusedPerKeyPerMinute, MaxConnsPerAddress: cfg.Limits.MaxConnsPerAddress},
-		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: s.syncRender, Ready: ready,
+		httpd.Deps{Keys: keys, Plans: cfg.Plans, Renderer: s.syncRender, Uploader: s.storage.sync, Ready: ready,
 			Gate: gate, Files: files, Jobs: jobs, Records: records, URLs: httpd.GuardURLs{Guard: s.guard}, SyncWebhooks: hooks,
 			Metrics: s.metrics, Renders: s.renders, ReadyChecks: s.readyChecks(programs), Pressure: gauge.Read, Log: log})
 	s.plans = s.public.Plans()
