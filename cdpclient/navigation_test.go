@@ -8,7 +8,9 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,6 +94,26 @@ func TestSelfNavigation(t *testing.T) {
 	})
 	mux.HandleFunc("/second", htmlPage(`<!doctype html><body style="margin:0;background:rgb(0,0,255)">second</body>`))
 	mux.HandleFunc("/empty", func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	// /slow answers after slowAnswer, as its query says: a redirect (keeping a POST) to "to", a
+	// "code", or the blue page. slowDone is set just before the answer.
+	var slowDone atomic.Bool
+	mux.HandleFunc("/slow", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(slowAnswer):
+		case <-r.Context().Done():
+			return
+		}
+		slowDone.Store(true)
+		switch q := r.URL.Query(); {
+		case q.Get("to") != "":
+			http.Redirect(w, r, q.Get("to"), http.StatusTemporaryRedirect)
+		case q.Get("code") != "":
+			code, _ := strconv.Atoi(q.Get("code"))
+			w.WriteHeader(code)
+		default:
+			htmlPage(`<!doctype html><body style="margin:0;background:rgb(0,0,255)">slow</body>`)(w, r)
+		}
+	})
 	mux.HandleFunc("/nav.js", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/javascript")
 		fmt.Fprint(w, `location = "/second"`)
@@ -100,6 +122,15 @@ func TestSelfNavigation(t *testing.T) {
 	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
 	refused := "http://127.0.0.3:" + port + "/x"
 	first := func(body string) string { return srv.URL + "/first?b=" + url.QueryEscape(body) }
+	// A form the page submits from its load handler, or while it is parsed: the submission is
+	// queued as a task, which may run after the page's load event and stop.
+	onload := func(action string) string {
+		return `</head><body onload="document.forms[0].submit()"><form method="post" action="` + action + `"></form>`
+	}
+	parsing := func(action string) string {
+		return `</head><body><form method="post" action="` + action + `"></form><script>document.forms[0].submit()</script>`
+	}
+	slowRefused := "/slow?to=" + url.QueryEscape(refused)
 
 	green, blue := [3]uint8{0, 128, 0}, [3]uint8{0, 0, 255}
 	tests := []struct {
@@ -109,6 +140,11 @@ func TestSelfNavigation(t *testing.T) {
 		code  shotd.Code // "" = a capture of want
 		want  [3]uint8
 		popup bool // the page opens a popup: none may be open after the settle step
+		// slow: the wait must not end before /slow answered the navigation the page requested.
+		// noStart: the page requests a navigation that never starts, which holds the wait for
+		// navStartMax; otherwise that time must not run out. sameDoc: the page navigates only
+		// within its document, which must not hold the wait at all.
+		slow, noStart, sameDoc bool
 	}{
 		{name: "location to another page", o: opts(first(`</head><body><script>location = "/second"</script>`)), want: blue, both: true},
 		{name: "location to another page, domcontentloaded", o: withWait(opts(first(`</head><body><script>location = "/second"</script>`)), shotd.WaitDOMContentLoaded), want: blue},
@@ -125,9 +161,20 @@ func TestSelfNavigation(t *testing.T) {
 		{name: "noopener popup from scripts", o: withScripts(opts(first(`</head><body>x`)), `window.open("/second", "_blank", "noopener")`), want: green, popup: true},
 		{name: "popup from a click", o: withClick(opts(first(`</head><body><a id="p" target="_blank" href="/second">popup</a>`)), "#p"), want: green, popup: true},
 
+		{name: "form post from the load handler to a slow page", o: opts(first(onload("/slow"))), want: blue, slow: true, both: true},
+		{name: "form post from the load handler to a slow 204", o: opts(first(onload("/slow?code=204"))), want: green, slow: true, both: true},
+		{name: "form post while parsing to a slow page", o: opts(first(parsing("/slow"))), want: blue, slow: true, both: true},
+		{name: "form post while parsing to a slow 204", o: opts(first(parsing("/slow?code=204"))), want: green, slow: true},
+		{name: "form post from scripts to a slow page", o: withScripts(opts(first(`</head><body><form method="post" action="/slow"></form>`)), `document.forms[0].submit()`), want: blue},
+		{name: "form post that window.stop cancels", o: opts(first(`</head><body onload="document.forms[0].submit(); window.stop()"><form method="post" action="/slow"></form>`)), want: green, noStart: true, both: true},
+		{name: "fragment and history navigations", o: opts(first(`</head><body onload="location = '#a'; history.pushState(null, '', '#b'); document.getElementById('c').click()"><a id="c" href="#c">c</a>`)), want: green, sameDoc: true, both: true},
+
 		{name: "location to a refused host", o: opts(first(`</head><body><script>location = "` + refused + `"</script>`)), code: shotd.CodeHostNotAllowed},
 		{name: "link click to a refused host", o: opts(first(`</head><body><a id="a" href="` + refused + `">x</a><script>document.getElementById("a").click()</script>`)), code: shotd.CodeHostNotAllowed},
-		{name: "form post to a refused host", o: opts(first(`</head><body><form method="post" action="` + refused + `"></form><script>document.forms[0].submit()</script>`)), code: shotd.CodeHostNotAllowed},
+		{name: "form post to a refused host", o: opts(first(parsing(refused))), code: shotd.CodeHostNotAllowed},
+		{name: "form post from the load handler to a refused host", o: opts(first(onload(refused))), code: shotd.CodeHostNotAllowed},
+		{name: "form post from the load handler to a slow refused redirect", o: opts(first(onload(slowRefused))), code: shotd.CodeHostNotAllowed},
+		{name: "form post while parsing to a slow refused redirect", o: opts(first(parsing(slowRefused))), code: shotd.CodeHostNotAllowed},
 		// After the load event, during the delay: the capture would be Chrome's error page.
 		{name: "meta refresh to a refused host", o: withDelay(opts(first(`<meta http-equiv="refresh" content="0;url=`+refused+`"></head><body>`)), 500*time.Millisecond), code: shotd.CodeHostNotAllowed},
 		{name: "html source to a refused host", o: withDelay(htmlOpts(`<body><script>location = "`+refused+`"</script></body>`), 500*time.Millisecond), code: shotd.CodeHostNotAllowed},
@@ -157,16 +204,30 @@ func TestSelfNavigation(t *testing.T) {
 					}
 				}
 				openPopups, prewarmed := -1, false
+				slowDone.Store(false)
 				testHookAfterStep = func(step string, tb *tab) {
 					switch {
 					case step == "emulate":
 						prewarmed = tb.guardFetch
+					case step == "wait" && tt.slow && !slowDone.Load():
+						t.Error("the wait ended before the navigation the page requested was answered")
 					case step == "settle" && tt.popup:
 						openPopups = popupsOf(t, p, tb)
 					}
 				}
-				defer func() { testHookAfterStep = nil }()
+				graceStarted, graceExpired := false, false
+				testHookNavGrace = func(expired bool) {
+					graceStarted = true
+					graceExpired = graceExpired || expired
+				}
+				defer func() { testHookAfterStep, testHookNavGrace = nil, nil }()
 				out, err := doRender(t, p, &o)
+				if graceExpired != tt.noStart {
+					t.Errorf("the wait for a requested navigation to start ran out: %v, want %v", graceExpired, tt.noStart)
+				}
+				if tt.sameDoc && graceStarted {
+					t.Error("a same-document navigation held the wait")
+				}
 				if p == guarded && !prewarmed && tt.code == "" {
 					t.Error("the render did not get a pre-warmed tab with the guard's Fetch on")
 				}
@@ -187,6 +248,10 @@ func TestSelfNavigation(t *testing.T) {
 		}
 	}
 }
+
+// slowAnswer is how long /slow of TestSelfNavigation takes to answer: far longer than a capture
+// of the first page, which a wait that ended before the navigation would make meanwhile.
+const slowAnswer = time.Second
 
 // popupsOf counts the page targets that tb opened and that are still open.
 func popupsOf(t *testing.T, p *Process, tb *tab) int {

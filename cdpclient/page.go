@@ -9,9 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mafredri/cdp"
 	"github.com/mafredri/cdp/protocol/input"
-	"github.com/mafredri/cdp/protocol/page"
 	"github.com/mafredri/cdp/protocol/runtime"
 	"github.com/mafredri/cdp/rpcc"
 
@@ -507,87 +505,76 @@ func (r *render) click(ctx context.Context) (navigated bool, err error) {
 
 // navWatch sees whether the main frame starts loading a new document after an action.
 type navWatch struct {
-	r       *render
-	started page.FrameStartedLoadingClient
-	stopped page.FrameStoppedLoadingClient
+	r   *render
+	nav *mainNav
 }
 
-// watchNavigation subscribes to the main frame's loading events; Page is enabled already, so
+// watchNavigation subscribes to the main frame's navigation events; Page is enabled already, so
 // this costs no round trip.
 func (r *render) watchNavigation(ctx context.Context) (*navWatch, error) {
-	started, err := r.t.c.Page.FrameStartedLoading(ctx)
+	n, err := watchMainNav(ctx, r.t)
 	if err != nil {
 		return nil, err
 	}
-	stopped, err := r.t.c.Page.FrameStoppedLoading(ctx)
-	if err != nil {
-		started.Close()
-		return nil, err
-	}
-	// In arrival order across the two streams: a fast navigation's stop must not be read
-	// before its start.
-	if err := cdp.Sync(started, stopped); err != nil {
-		started.Close()
-		stopped.Close()
-		return nil, err
-	}
-	return &navWatch{r: r, started: started, stopped: stopped}, nil
+	return &navWatch{r: r, nav: n}, nil
 }
 
-func (w *navWatch) close() {
-	w.started.Close()
-	w.stopped.Close()
-}
+func (w *navWatch) close() { w.nav.close() }
 
 // settle waits up to window for a navigation of the main frame to start and, if one does,
 // until it has stopped loading (bounded by the render's deadline); then, when network is set
 // and requests are counted, until the network has been quiet for settleQuiet, at most
-// settleMax. navigated tells whether the main frame started loading.
+// settleMax. navigated tells whether the main frame started loading. A navigation the page
+// requested (a form submission, queued as a task) and that has not started when the settling
+// would end, at the end of window or at a stop, is given navStartMax more to start.
 func (w *navWatch) settle(ctx context.Context, window time.Duration, network bool) (navigated bool, err error) {
-	main := w.r.t.frameID
+	n := w.nav
 	timer := time.NewTimer(window)
 	defer timer.Stop()
-wait:
-	for {
-		select {
-		case <-ctx.Done():
-			return false, ctx.Err()
-		case <-timer.C:
-			break wait
-		case <-w.started.Ready():
-			ev, err := w.started.Recv()
-			if err != nil {
-				return false, err
-			}
-			if ev.FrameID == main {
-				navigated = true
-				break wait
-			}
-		case <-w.stopped.Ready():
-			if _, err := w.stopped.Recv(); err != nil { // an iframe's, or a stop before our start
-				return false, err
-			}
-		}
-	}
-	for loading := navigated; loading; {
+	windowC := timer.C
+	var grace graceTimer
+	defer grace.set(false)
+	due := false // the settling would end now but for a requested navigation
+	for !due || n.asked() {
+		grace.set(due)
+		requested, started, stopped := n.ready()
 		select {
 		case <-ctx.Done():
 			return navigated, ctx.Err()
-		case <-w.stopped.Ready():
-			ev, err := w.stopped.Recv()
-			if err != nil {
-				return navigated, err
-			}
-			loading = ev.FrameID != main
+		case <-windowC:
+			windowC, due = nil, true
+			continue
+		case <-grace.c():
+			grace.expired()
+			return navigated, w.quiet(ctx, network) // it did not start
+		case <-requested:
+		case <-started:
+		case <-stopped:
+		}
+		kind, err := n.next()
+		if err != nil {
+			return navigated, err
+		}
+		switch {
+		case kind == navStarted:
+			navigated, windowC, due = true, nil, false
+		case kind == navStopped && navigated: // a stop before the start is an earlier load's
+			due = true
 		}
 	}
+	return navigated, w.quiet(ctx, network)
+}
+
+// quiet waits, when network is set and requests are counted, until the network has been quiet
+// for settleQuiet, at most settleMax.
+func (w *navWatch) quiet(ctx context.Context, network bool) error {
 	if !network || w.r.net == nil {
-		return navigated, nil
+		return nil
 	}
 	qctx, cancel := context.WithTimeout(ctx, settleMax)
 	defer cancel()
 	if err := w.r.net.waitIdle(qctx, settleQuiet, owner{}); err != nil && ctx.Err() == nil && qctx.Err() == nil {
-		return navigated, err
+		return err
 	}
-	return navigated, ctx.Err()
+	return ctx.Err()
 }

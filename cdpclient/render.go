@@ -79,8 +79,8 @@ type render struct {
 
 	// workers announces the page's dedicated workers while WebSockets are blocked (workers.go).
 	workers target.AttachedToTargetClient
-	// stopped reports the frames that stop loading, from just before the navigation on.
-	stopped page.FrameStoppedLoadingClient
+	// nav follows the main frame's navigations, from just before the render's own on (mainnav.go).
+	nav *mainNav
 	// replaced: the page replaced its first document before it loaded; loaderID is the new one's.
 	replaced bool
 
@@ -172,8 +172,8 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 				r.t.over.tainted = true // a fresh context, without the credentials Chrome kept
 			}
 		}
-		if r.stopped != nil {
-			r.stopped.Close()
+		if r.nav != nil {
+			r.nav.close()
 		}
 		if r.workers != nil {
 			r.workers.Close()
@@ -504,13 +504,12 @@ var netError = regexp.MustCompile(`net::ERR_[A-Z0-9_]+`)
 // navigate loads the source and returns once the navigation has committed.
 func (r *render) navigate(ctx context.Context) error {
 	c := r.t.c
-	// Subscribed before the navigation starts, so that its end cannot be missed; Page is enabled,
-	// so this costs no call to Chrome.
-	stopped, err := c.Page.FrameStoppedLoading(ctx)
-	if err != nil {
+	// Subscribed before the navigation starts, so that its end, and a navigation the page asks
+	// for while it loads, cannot be missed; Page is enabled, so this costs no call to Chrome.
+	var err error
+	if r.nav, err = watchMainNav(ctx, r.t); err != nil {
 		return err
 	}
-	r.stopped = stopped
 	if r.html {
 		// The target is a fresh about:blank: forget its lifecycle events so that wait sees only
 		// those of the document written now.
@@ -616,61 +615,71 @@ func (r *render) wait(ctx context.Context) error {
 // A page may replace its document before that event (location=, a click, a form, a meta
 // refresh): the first document then never gets it, and the new one announces itself with an init
 // under a new loader, which is followed from then on. A navigation that loads no document (a 204
-// answer, window.stop) ends with the main frame's frameStoppedLoading, which also ends the wait:
-// the frame is done loading whatever happened. A main-frame document failed by the interceptor
-// ends it at once, before the new loader of Chrome's error page can be followed.
+// answer, window.stop, a download) ends with the main frame's frameStoppedLoading, which also
+// ends the wait: the frame is done loading whatever happened. A main-frame document failed by the
+// interceptor ends it at once, before the new loader of Chrome's error page can be followed.
+//
+// A navigation the page requested and that has not started yet (a form submission is queued as
+// a task: mainNav) holds the wait, even past the first document's load event and stop: it is
+// waited for to start, then followed as above. One that never starts holds it navStartMax at
+// most. Same-document navigations request nothing and hold nothing.
 func (r *render) waitLifecycle(ctx context.Context, name string) error {
 	if !r.html && r.loaderID == "" {
 		return nil // a same-document navigation has no lifecycle of its own
 	}
 	seenInit := false // the init of r.loaderID: no event before it is followed
+	reached := false  // name came for r.loaderID
+	var grace graceTimer
+	defer grace.set(false)
 	for {
+		if reached && !r.nav.asked() && !r.nav.loading() {
+			return nil
+		}
+		grace.set(reached && r.nav.asked())
+		requested, started, stopped := r.nav.ready()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-r.intercept.mainFailed():
 			return r.intercept.failure()
-		case <-r.stoppedReady():
-			ev, err := r.stopped.Recv()
+		case <-grace.c():
+			grace.expired()
+			return nil // the requested navigation did not start: the document stays
+		case <-requested:
+		case <-started:
+		case <-stopped:
+		case <-r.t.lifecycle.Ready():
+			ev, err := r.t.lifecycle.Recv()
 			if err != nil {
 				return err
 			}
-			if ev.FrameID == r.t.frameID {
-				return nil
+			if ev.FrameID != r.t.frameID {
+				continue
 			}
+			// What the main frame's navigation did before this event counts first: a request
+			// before the first document's load event holds the wait.
+			if done, err := r.nav.drain(); err != nil || done {
+				return err
+			}
+			switch {
+			case ev.LoaderID == r.loaderID:
+				seenInit = seenInit || ev.Name == "init"
+			case ev.Name == "init" && (seenInit || r.html):
+				// For html the first init is document.open's; any later one is a new document that
+				// replaced the first.
+				r.replaced = seenInit
+				r.loaderID, seenInit, reached = ev.LoaderID, true, false
+				r.nav.committed()
+			default:
+				continue
+			}
+			reached = reached || ev.Name == name
 			continue
-		case <-r.t.lifecycle.Ready():
 		}
-		ev, err := r.t.lifecycle.Recv()
-		if err != nil {
+		if done, err := r.nav.drain(); err != nil || done {
 			return err
 		}
-		if ev.FrameID != r.t.frameID {
-			continue
-		}
-		switch {
-		case ev.LoaderID == r.loaderID:
-			seenInit = seenInit || ev.Name == "init"
-		case ev.Name == "init" && (seenInit || r.html):
-			// For html the first init is document.open's; any later one is a new document that
-			// replaced the first.
-			r.replaced = seenInit
-			r.loaderID, seenInit = ev.LoaderID, true
-		default:
-			continue
-		}
-		if ev.Name == name {
-			return nil
-		}
 	}
-}
-
-// stoppedReady is r.stopped's Ready, nil (never ready) before navigate subscribed it.
-func (r *render) stoppedReady() <-chan struct{} {
-	if r.stopped == nil {
-		return nil
-	}
-	return r.stopped.Ready()
 }
 
 // settle runs after the page is loaded and before the capture: it ends the loading phase, then
