@@ -3,6 +3,7 @@ package httpd_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -14,7 +15,7 @@ import (
 // answer, a job's result and a webhook body only when storage_return_location=true asked for
 // it, on shotd's paths and on ScreenshotOne's, whose binary answer then carries it in
 // X-ScreenshotOne-Store-Location, as theirs does. The object is uploaded either way, and their
-// bucket and key headers tell it either way.
+// bucket and key headers tell it either way. Their executed /bulk item answers as /take does.
 func TestStorageReturnLocation(t *testing.T) {
 	srv := s3test.Start(t, "user")
 	a := newAccount(t, "jobs", true)
@@ -70,6 +71,24 @@ func TestStorageReturnLocation(t *testing.T) {
 						t.Errorf("store headers: bucket %q key %q, want user %s", b, k, key)
 					}
 					check("sync webhook", storeLocation(t, s1hooks.next(t)), key)
+
+					// Their bulk request, executed: each item's answer is their JSON answer.
+					q, key = stored()
+					opts := map[string]any{}
+					for i := 0; i < len(q); i += 2 {
+						opts[q[i]] = q[i+1]
+					}
+					body := mustJSON(t, map[string]any{"access_key": a.key.AccessKey, "execute": true, "options": opts, "requests": []any{map[string]any{}}})
+					var done struct {
+						Responses []struct {
+							Response json.RawMessage `json:"response"`
+						} `json:"responses"`
+					}
+					r = ok(do(t, http.MethodPost, env.base+"/bulk", body, map[string]string{"Content-Type": "application/json"}), 200)
+					if err := json.Unmarshal(r.body, &done); err != nil || len(done.Responses) != 1 {
+						t.Fatalf("bulk: %s", r.body)
+					}
+					check("bulk execute", storeLocation(t, done.Responses[0].Response), key)
 				} else {
 					hooks = newReceiver(t, a.key.SecretKey, 0)
 					hookURL = hooks.URL()
