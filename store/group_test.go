@@ -26,7 +26,7 @@ import (
 func holdFirstRound(t *testing.T, s *Store, want int) func() []int {
 	var mu sync.Mutex
 	var rounds []int
-	g := &s.newJobs
+	g := &s.group
 	g.commits = func(n int) {
 		mu.Lock()
 		first := len(rounds) == 0
@@ -96,6 +96,42 @@ func TestCreateJobsGroupCommit(t *testing.T) {
 		if _, err := s2.Job("acc_a", id); err != nil {
 			t.Errorf("job %s after reopen: %v", id, err)
 		}
+	}
+}
+
+// TestRenderWritesShareCommits: a render's file records and its usage count, written while a
+// job commit is in flight, share the next commit (a render beside async accepts costs them no
+// commit of its own), and are there after a reopen; an unknown account's usage fails alone.
+func TestRenderWritesShareCommits(t *testing.T) {
+	s, dir := openStore(t)
+	acc, err := s.CreateAccount("a@example.com", "default", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := holdFirstRound(t, s, 3)
+	var wg sync.WaitGroup
+	var rec shotd.FileRecord
+	var usageErr, unknownErr error
+	wg.Go(func() { createJob(t, s, acc.ID, false) })
+	wg.Go(func() { rec = putFile(t, s, acc.ID, "png", time.Hour) })
+	wg.Go(func() { _, _, usageErr = s.RecordUsage(acc, time.Now(), shotd.UsageDelta{Succeeded: 1}, 10) })
+	wg.Go(func() {
+		_, _, unknownErr = s.RecordUsage(shotd.Account{ID: "acc_gone"}, time.Now(), shotd.UsageDelta{Succeeded: 1}, 10)
+	})
+	wg.Wait()
+	if got := rounds(); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("commits of %v writes, want [1 3]: the file and the usage share the second", got)
+	}
+	if usageErr != nil || !errors.Is(unknownErr, shotd.ErrNotFound) {
+		t.Fatalf("RecordUsage: %v; of an unknown account: %v, want ErrNotFound", usageErr, unknownErr)
+	}
+	s2 := reopen(t, s, dir)
+	defer s2.Close(context.Background())
+	if _, err := s2.File(acc.ID, rec.FileID); err != nil {
+		t.Errorf("file after reopen: %v", err)
+	}
+	if u, err := s2.Usage(acc, time.Now()); err != nil || u.Succeeded != 1 {
+		t.Errorf("usage after reopen: %+v, %v; want 1 success", u, err)
 	}
 }
 
@@ -477,7 +513,7 @@ func BenchmarkCreateJobParallel(b *testing.B) {
 				}
 			}
 			var rounds atomic.Int64
-			s.newJobs.commits = func(int) { rounds.Add(1) }
+			s.group.commits = func(int) { rounds.Add(1) }
 			st := s.db.Stats()
 			pages, alloc := st.TxStats.GetWrite(), st.TxStats.GetPageCount()
 			b.SetParallelism(8) // 16 submitters on 2 cores

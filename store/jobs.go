@@ -177,7 +177,7 @@ func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
 	// Concurrent submits share commits (an async accept is one commit, its fsync most of its
 	// time); each returns after the commit that holds its jobs. The function may run twice: it
 	// only writes what it was given.
-	err = s.newJobs.update(func(tx *bbolt.Tx) error {
+	err = s.group.update(func(tx *bbolt.Tx) error {
 		jb := tx.Bucket(bucketJobs)
 		for _, r := range recs {
 			if jb.Get([]byte(r.JobID)) != nil {
@@ -339,7 +339,7 @@ func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
 func (s *Store) UpdateJob(jobID string, fn func(*shotd.Job) error) (shotd.Job, error) {
 	var out shotd.Job
 	var panicked any
-	err := s.newJobs.update(func(tx *bbolt.Tx) error {
+	err := s.group.update(func(tx *bbolt.Tx) error {
 		panicked = nil
 		old, err := getJob(tx, jobID)
 		if err != nil {
@@ -734,7 +734,7 @@ func (s *Store) CreateFinishedJob(j *shotd.Job) error {
 	w.Status, w.Attempts, w.NextAttemptAt = shotd.WebhookPending, 0, t
 	j.Webhook = &w
 	r := toRecord(*j)
-	err := s.newJobs.update(func(tx *bbolt.Tx) error {
+	err := s.group.update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketJobs).Get([]byte(r.JobID)) != nil {
 			return fmt.Errorf("store: job %s exists: %w", r.JobID, ErrConflict)
 		}
