@@ -27,12 +27,12 @@ const (
 const jobIDBytes = 16
 
 // A job id is its prefix and 22 url-safe characters, as it always was; the first jobIDTimeChars
-// of them are its creation time in milliseconds, in an alphabet whose characters
-// sort as their values, and the other jobIDRandChars are random (90 bits: an id is still not to
-// be guessed, and ownership is checked besides). Ids made one after another sort one after
-// another, so that the jobs a commit creates share the last leaves of jobs and jobs_active
-// instead of each dirtying a leaf of its own: a commit's cost grows with its pages
-// (docs/performance.md). Ids made before are random and stay valid: every id is only a key.
+// of them are its creation time in milliseconds, in an alphabet whose characters sort as their
+// values, and the other jobIDRandChars are random (90 bits: an id is still not to be guessed,
+// and ownership is checked besides). Ids made one after another sort one after another, so that
+// the jobs a commit creates share the last leaves of jobs and jobs_active instead of each
+// dirtying a leaf of its own: a commit's cost grows with its pages (docs/performance.md). Ids
+// made before are random and stay valid: every id is only a key.
 const (
 	jobIDTimeChars = 7  // 42 bits of Unix milliseconds: up to the year 2109
 	jobIDRandChars = 15 // 90 random bits

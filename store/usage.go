@@ -38,9 +38,9 @@ func getUsage(tx *bbolt.Tx, acc shotd.Account, now time.Time) (shotd.Usage, erro
 // bonus, so BonusUsed beyond the bonus there was means admission let too many through). The
 // counts and the account change in one transaction, which concurrent writes (other usage, jobs,
 // files) may share (group.go), so that a render costs async accepts no commit of its own. It
-// returns the new counts and
-// the account as stored, reads the account from the database rather than trusting acc beyond
-// its ID, and returns an error wrapping ErrNotFound when the account does not exist.
+// returns the new counts and the account as stored, reads the account from the database rather
+// than trusting acc beyond its ID, and returns an error wrapping ErrNotFound when the account
+// does not exist.
 func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int) (shotd.Usage, shotd.Account, error) {
 	if d.Succeeded < 0 || d.Failed < 0 || d.CacheHits < 0 {
 		return shotd.Usage{}, shotd.Account{}, fmt.Errorf("store: usage delta %+v: counts must not be negative", d)
