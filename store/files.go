@@ -116,7 +116,9 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 			return shotd.FileRecord{}, fmt.Errorf("store: put file: %w", err)
 		}
 	}
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	// A render's records share the commit of the writes made meanwhile (group.go): a render
+	// made beside async accepts costs them no commit of its own.
+	err = s.group.update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketFiles)
 		for _, r := range all {
 			if b.Get([]byte(r.FileID)) != nil { // 128 random bits: never, but never overwrite
