@@ -80,7 +80,7 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 		return shotd.FileRecord{}, err
 	}
 	rec := s.newRecord(accountID, out, created, expires)
-	// The location is kept only when it was asked for: the answer shows what the record has.
+	// The location is always kept; answers show it only when storage_return_location asked.
 	rec.StorageLocation, rec.Metadata, rec.Slices = out.StorageLocation, meta, slices
 	all := append(extras, rec)
 	written := 0
