@@ -21,8 +21,9 @@ import (
 // after the renderer's current task and a round trip to the browser, a few milliseconds
 // (Chromium 156, 2 cores), which a busy host may stretch well past that. One that never starts
 // (window.stop, or a later navigation that cancelled it, before its task ran) holds a wait or
-// the settling after an action this much longer, and only then.
-const navStartMax = time.Second
+// the settling after an action this much longer, and only then. A variable for the tests, which
+// raise it where a navigation must start (a busy host must not fail them).
+var navStartMax = time.Second
 
 // testHookNavGrace, when set by a test, runs when a wait gives a requested navigation
 // navStartMax to start (expired false), and when that time ran out (true).
@@ -44,24 +45,40 @@ const (
 	navRequested                // the page requested a navigation of the main frame
 	navStarted                  // the main frame started loading
 	navStopped                  // the main frame stopped loading
+	navLifecycle                // a lifecycle event of the main frame (of a mainNav that reads them)
 )
 
-// mainNav reads the main frame's navigation events, in the order Chrome sent them (the streams
-// are synchronised), and keeps the state of the navigation the page requested.
+// mainNav reads the main frame's navigation events, and its lifecycle events when asked to, in
+// the order Chrome sent them (the streams are synchronised), and keeps the state of the
+// navigation the page requested.
 type mainNav struct {
 	frame     page.FrameID
+	life      page.LifecycleEventClient // nil unless asked for
 	requested page.FrameRequestedNavigationClient
 	started   page.FrameStartedLoadingClient
 	stopped   page.FrameStoppedLoadingClient
 	state     navState
+	// stoppedAsked: the main frame stopped loading while a navigation is asked for (a submission
+	// that cut parsing short, window.stop while parsing). The document may then never get the
+	// event a wait is for: the requested navigation is given navStartMax to start from then on.
+	stoppedAsked bool
 }
 
-// watchMainNav subscribes to t's navigation events; Page is enabled, so this costs no round trip.
-// The streams end with ctx or close.
-func watchMainNav(ctx context.Context, t *tab) (*mainNav, error) {
+// watchMainNav subscribes to t's navigation events, and to its lifecycle events if lifecycle is
+// set; Page and its lifecycle events are enabled, so this costs no round trip. The streams end
+// with ctx or close. Every stream must be read: one event left unread holds back the others.
+func watchMainNav(ctx context.Context, t *tab, lifecycle bool) (*mainNav, error) {
 	n := &mainNav{frame: t.frameID}
 	var err error
+	if lifecycle {
+		// A stream of its own, not the tab's: streams in sync stay so, and the tab's outlives
+		// the render.
+		if n.life, err = t.c.Page.LifecycleEvent(ctx); err != nil {
+			return nil, err
+		}
+	}
 	if n.requested, err = t.c.Page.FrameRequestedNavigation(ctx); err != nil {
+		n.close()
 		return nil, err
 	}
 	if n.started, err = t.c.Page.FrameStartedLoading(ctx); err != nil {
@@ -73,8 +90,13 @@ func watchMainNav(ctx context.Context, t *tab) (*mainNav, error) {
 		return nil, err
 	}
 	// A fast navigation's start must not be read before its request, nor its stop before its
-	// start.
-	if err := cdp.Sync(n.requested, n.started, n.stopped); err != nil {
+	// start; nor a request a document made after its init before that init, which resets the
+	// state (committed).
+	sync := func() error { return cdp.Sync(n.requested, n.started, n.stopped) }
+	if n.life != nil {
+		sync = func() error { return cdp.Sync(n.requested, n.started, n.stopped, n.life) }
+	}
+	if err := sync(); err != nil {
 		n.close()
 		return nil, err
 	}
@@ -82,93 +104,79 @@ func watchMainNav(ctx context.Context, t *tab) (*mainNav, error) {
 }
 
 func (n *mainNav) close() {
-	for _, s := range []interface{ Close() error }{n.requested, n.started, n.stopped} {
+	for _, s := range []interface{ Close() error }{n.life, n.requested, n.started, n.stopped} {
 		if s != nil {
 			s.Close()
 		}
 	}
 }
 
-// ready returns the streams' Ready channels, all nil (never ready) for a nil mainNav; when one
-// fires, next reads its event.
-func (n *mainNav) ready() (requested, started, stopped <-chan struct{}) {
+// ready returns the streams' Ready channels, all nil (never ready) for a nil mainNav, life nil
+// unless lifecycle events are read; when one fires, next reads its event.
+func (n *mainNav) ready() (life, requested, started, stopped <-chan struct{}) {
 	if n == nil {
-		return nil, nil, nil
+		return nil, nil, nil, nil
 	}
-	return n.requested.Ready(), n.started.Ready(), n.stopped.Ready()
+	if n.life != nil {
+		life = n.life.Ready()
+	}
+	return life, n.requested.Ready(), n.started.Ready(), n.stopped.Ready()
 }
 
 // next reads the one event that is ready (the streams are synchronised: at most one is), or
-// returns navOther when none is, and moves the state on. A start counts as the requested
-// navigation's only after a request: the render's own Page.navigate starts loading unasked. A
-// stop while a navigation is asked for is the requesting document's own.
-func (n *mainNav) next() (navKind, error) {
+// returns navOther when none is, and moves the state on; ev is the main frame's lifecycle event
+// for navLifecycle. A start counts as the requested navigation's only after a request: the
+// render's own Page.navigate starts loading unasked. A stop while a navigation is asked for is
+// the requesting document's own.
+func (n *mainNav) next() (kind navKind, ev *page.LifecycleEventReply, err error) {
+	life, _, _, _ := n.ready()
 	select {
+	case <-life:
+		ev, err := n.life.Recv()
+		if err != nil || ev.FrameID != n.frame {
+			return navOther, nil, err
+		}
+		return navLifecycle, ev, nil
 	case <-n.requested.Ready():
 		ev, err := n.requested.Recv()
 		if err != nil || ev.FrameID != n.frame || ev.Disposition != page.ClientNavigationDispositionCurrentTab {
-			return navOther, err
+			return navOther, nil, err
 		}
-		n.state = navAsked
-		return navRequested, nil
+		if n.state != navAsked {
+			n.state, n.stoppedAsked = navAsked, false
+		}
+		return navRequested, nil, nil
 	case <-n.started.Ready():
 		ev, err := n.started.Recv()
 		if err != nil || ev.FrameID != n.frame {
-			return navOther, err
+			return navOther, nil, err
 		}
 		if n.state == navAsked {
-			n.state = navLoading
+			n.state, n.stoppedAsked = navLoading, false
 		}
-		return navStarted, nil
+		return navStarted, nil, nil
 	case <-n.stopped.Ready():
 		ev, err := n.stopped.Recv()
 		if err != nil || ev.FrameID != n.frame {
-			return navOther, err
+			return navOther, nil, err
 		}
-		if n.state == navLoading {
+		switch n.state {
+		case navLoading:
 			n.state = navIdle
+		case navAsked:
+			n.stoppedAsked = true
 		}
-		return navStopped, nil
+		return navStopped, nil, nil
 	default:
-		return navOther, nil
+		return navOther, nil, nil
 	}
 }
 
-// drain reads every event that has come, so that those Chrome sent before an event of another
-// stream that was just read (a lifecycle event) count first. done reports a stop of the main
-// frame that leaves no requested navigation to wait for: the frame is done loading.
-func (n *mainNav) drain() (done bool, err error) {
-	if n == nil {
-		return false, nil
-	}
-	for n.anyReady() {
-		kind, err := n.next()
-		if err != nil {
-			return false, err
-		}
-		if kind == navStopped && n.state != navAsked {
-			return true, nil
-		}
-	}
-	return false, nil
-}
-
-func (n *mainNav) anyReady() bool {
-	select {
-	case <-n.requested.Ready():
-	case <-n.started.Ready():
-	case <-n.stopped.Ready():
-	default:
-		return false
-	}
-	return true
-}
-
-// committed records that the main frame committed a new document: what was asked for has
-// arrived.
+// committed records that the main frame committed a new document: what was asked for before
+// has arrived.
 func (n *mainNav) committed() {
 	if n != nil {
-		n.state = navIdle
+		n.state, n.stoppedAsked = navIdle, false
 	}
 }
 

@@ -512,7 +512,7 @@ type navWatch struct {
 // watchNavigation subscribes to the main frame's navigation events; Page is enabled already, so
 // this costs no round trip.
 func (r *render) watchNavigation(ctx context.Context) (*navWatch, error) {
-	n, err := watchMainNav(ctx, r.t)
+	n, err := watchMainNav(ctx, r.t, false)
 	if err != nil {
 		return nil, err
 	}
@@ -537,7 +537,7 @@ func (w *navWatch) settle(ctx context.Context, window time.Duration, network boo
 	due := false // the settling would end now but for a requested navigation
 	for !due || n.asked() {
 		grace.set(due)
-		requested, started, stopped := n.ready()
+		_, requested, started, stopped := n.ready()
 		select {
 		case <-ctx.Done():
 			return navigated, ctx.Err()
@@ -551,7 +551,7 @@ func (w *navWatch) settle(ctx context.Context, window time.Duration, network boo
 		case <-started:
 		case <-stopped:
 		}
-		kind, err := n.next()
+		kind, _, err := n.next()
 		if err != nil {
 			return navigated, err
 		}

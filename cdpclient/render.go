@@ -505,17 +505,14 @@ var netError = regexp.MustCompile(`net::ERR_[A-Z0-9_]+`)
 func (r *render) navigate(ctx context.Context) error {
 	c := r.t.c
 	// Subscribed before the navigation starts, so that its end, and a navigation the page asks
-	// for while it loads, cannot be missed; Page is enabled, so this costs no call to Chrome.
+	// for while it loads, cannot be missed; Page and its lifecycle events are enabled, so this
+	// costs no call to Chrome. Its lifecycle events are those sent from now on: none that the
+	// blank document an html source is written into sent before.
 	var err error
-	if r.nav, err = watchMainNav(ctx, r.t); err != nil {
+	if r.nav, err = watchMainNav(ctx, r.t, true); err != nil {
 		return err
 	}
 	if r.html {
-		// The target is a fresh about:blank: forget its lifecycle events so that wait sees only
-		// those of the document written now.
-		if err := drainLifecycle(r.t); err != nil {
-			return err
-		}
 		// document.open keeps the window: the WebSocket replacement made now stays for the
 		// document's own scripts. It erases event listeners, though, so the blocker's script
 		// comes after the document is written.
@@ -622,21 +619,25 @@ func (r *render) wait(ctx context.Context) error {
 // A navigation the page requested and that has not started yet (a form submission is queued as
 // a task: mainNav) holds the wait, even past the first document's load event and stop: it is
 // waited for to start, then followed as above. One that never starts holds it navStartMax at
-// most. Same-document navigations request nothing and hold nothing.
+// most, from the document's event name or its stop (a stop while parsing: it may never get
+// name). Same-document navigations request nothing and hold nothing.
 func (r *render) waitLifecycle(ctx context.Context, name string) error {
 	if !r.html && r.loaderID == "" {
 		return nil // a same-document navigation has no lifecycle of its own
 	}
 	seenInit := false // the init of r.loaderID: no event before it is followed
 	reached := false  // name came for r.loaderID
+	n := r.nav
 	var grace graceTimer
 	defer grace.set(false)
 	for {
-		if reached && !r.nav.asked() && !r.nav.loading() {
+		if reached && !n.asked() && !n.loading() {
 			return nil
 		}
-		grace.set(reached && r.nav.asked())
-		requested, started, stopped := r.nav.ready()
+		// The bound runs once the document would be done but for the request: it reached name,
+		// or it stopped, which it may do without ever reaching name.
+		grace.set((reached || n.stoppedAsked) && n.asked())
+		life, requested, started, stopped := n.ready()
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -645,39 +646,35 @@ func (r *render) waitLifecycle(ctx context.Context, name string) error {
 		case <-grace.c():
 			grace.expired()
 			return nil // the requested navigation did not start: the document stays
+		case <-life:
 		case <-requested:
 		case <-started:
 		case <-stopped:
-		case <-r.t.lifecycle.Ready():
-			ev, err := r.t.lifecycle.Recv()
-			if err != nil {
-				return err
+		}
+		// One event at a time, in the order Chrome sent them: a request before the first
+		// document's load event holds the wait, and one after a new document's init is that
+		// document's.
+		kind, ev, err := n.next()
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case navStopped:
+			if !n.asked() {
+				return nil // the frame is done loading, whatever happened
 			}
-			if ev.FrameID != r.t.frameID {
-				continue
-			}
-			// What the main frame's navigation did before this event counts first: a request
-			// before the first document's load event holds the wait.
-			if done, err := r.nav.drain(); err != nil || done {
-				return err
-			}
+		case navLifecycle:
 			switch {
 			case ev.LoaderID == r.loaderID:
 				seenInit = seenInit || ev.Name == "init"
+				reached = reached || ev.Name == name
 			case ev.Name == "init" && (seenInit || r.html):
 				// For html the first init is document.open's; any later one is a new document that
 				// replaced the first.
 				r.replaced = seenInit
-				r.loaderID, seenInit, reached = ev.LoaderID, true, false
-				r.nav.committed()
-			default:
-				continue
+				r.loaderID, seenInit, reached = ev.LoaderID, true, name == "init"
+				n.committed()
 			}
-			reached = reached || ev.Name == name
-			continue
-		}
-		if done, err := r.nav.drain(); err != nil || done {
-			return err
 		}
 	}
 }
