@@ -49,3 +49,44 @@ func TestJobStoredHitUnreadable(t *testing.T) {
 		t.Fatalf("%v outcome %v %+v, %d renders: want a fresh render, succeeded", err, outcome, res, s.count()-1)
 	}
 }
+
+// TestAdmitStoredHit: a store=true cache hit (shotd.AdmitStoredHit) holds a concurrency slot
+// but no quota: at the quota it is let in, at the concurrency limit it is not; settled, a failed
+// upload counts in the failure window and a done one as a cache hit, neither billed.
+func TestAdmitStoredHit(t *testing.T) {
+	h := startAccounts(t, t.TempDir(), time.Now, 0)
+	plan := shotd.Plan{Name: "default", MonthlyQuota: 1, RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
+		Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 1, Features: shotd.AllFeatures}
+	acc := h.account(t, "default", 0)
+	hit := shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitStoredHit}
+	render, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}) // the quota's one
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, l, err := h.accounts.Admit(hit)
+	if err != nil {
+		t.Fatalf("a stored hit at the quota: %v", err)
+	}
+	if l.ConcurrencyRemaining != 0 || l.QuotaRemaining != 0 {
+		t.Errorf("limits %+v: want no slot left, the quota reserved by the render alone", l)
+	}
+	if _, _, err := h.accounts.Admit(hit); shotd.CodeOf(err) != shotd.CodeConcurrencyLimit {
+		t.Fatalf("a stored hit past the concurrency: %v, want concurrency_limit", err)
+	}
+	if _, err := h.accounts.Settle(acc.ID, render.Ticket, shotd.OutcomeReleased); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.accounts.Settle(acc.ID, first.Ticket, shotd.OutcomeFailed); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := h.accounts.Admit(hit); shotd.CodeOf(err) != shotd.CodeFailureLimit {
+		t.Fatalf("a stored hit after a failed one, one failure a minute allowed: %v, want failure_limit", err)
+	}
+	u, err := h.accounts.Usage(acc, plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.Quota.Used != 0 || u.Renders.Failed != 1 || u.Renders.CacheHits != 0 {
+		t.Errorf("usage %+v %+v: want nothing billed, one failure", u.Quota, u.Renders)
+	}
+}
