@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -294,5 +295,35 @@ func TestStoreFromCacheShutdown(t *testing.T) {
 	<-served
 	if _, err := srv.Object("user", "shutdown/hit.png"); err != nil {
 		t.Errorf("the hit was not uploaded: %v", err)
+	}
+}
+
+// closedFiles hands out every file it opens closed: reading it fails, as a disk error would.
+type closedFiles struct{ httpd.Files }
+
+func (c closedFiles) OpenFile(rec shotd.FileRecord) (*os.File, error) {
+	f, err := c.Files.OpenFile(rec)
+	if err == nil {
+		f.Close()
+	}
+	return f, err
+}
+
+// TestStoreFromCacheUnreadable: a store=true hit whose cached file cannot be read is the
+// service's trouble: internal_error, counted neither as a failure of the account nor as a hit.
+func TestStoreFromCacheUnreadable(t *testing.T) {
+	srv := s3test.Start(t, "user")
+	base := startServer(t, httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, FileTTL: time.Hour},
+		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts, Files: closedFiles{env.st},
+			Records: env.st, Uploader: &objstore.Uploader{Dial: env.guard.DialContext, Attempts: 1, Timeout: time.Minute}})
+	a := newAccount(t, "default", true)
+	getMiss(t, tiny(a, "cache", "true"))
+	r := do(t, http.MethodGet, base+"/api/v1/screenshot?"+storedQuery(a, srv.Endpoint(), "unreadable/hit").Encode(), nil, nil)
+	wantError(t, r, 500, shotd.CodeInternalError)
+	if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.Failed != 0 || u.Renders.CacheHits != 0 {
+		t.Errorf("usage %+v %+v: want the miss's render alone", u.Quota, u.Renders)
+	}
+	if _, err := srv.Object("user", "unreadable/hit.png"); err == nil {
+		t.Error("an unreadable file was uploaded")
 	}
 }
