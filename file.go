@@ -19,8 +19,8 @@ type FileRecord struct {
 	ExpiresAt   time.Time `json:"expires_at"`
 	// Remote: the data is an object of the service's own bucket, not a file of data_dir.
 	Remote bool `json:"remote,omitempty"`
-	// StorageLocation is where store=true uploaded the render, when the client asked to be told
-	// (storage_return_location).
+	// StorageLocation is where store=true uploaded the render. It is kept whatever was asked;
+	// an answer shows it only when storage_return_location asked for it (view.ResultFor).
 	StorageLocation string `json:"storage_location,omitempty"`
 	// Metadata and Slices are what the metadata_* options and full_page_slices gave; the
 	// content and the slices are files of their own, named by their FileID.

@@ -30,7 +30,8 @@
 // that the rules' strings point into, the rules are one slice of values (their patterns cut at
 // `*` while matching, not stored in pieces), and the index is sorted hashes with runs of rule
 // numbers. EasyList and EasyPrivacy take about 16 MB of heap (33 MB before). The tests keep the
-// matcher as it was, frozen (reference_test.go), and compare the two on the whole lists.
+// matcher as it was, frozen but for the built-in domain lists of domains.go that both share
+// (reference_test.go), and compare the two on the whole lists.
 //
 // EasyList and EasyPrivacy (dual GPLv3 / CC BY-SA 3.0) are not shipped: they are read at run
 // time from the operating system's package (DebianEasyList, DebianEasyPrivacy) or a configured

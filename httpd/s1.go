@@ -49,8 +49,9 @@ func newS1Error(publicURL string, err error) (int, s1ErrorBody) {
 }
 
 // writeResult answers a render's stored result as JSON: shotd's result view, or
-// ScreenshotOne's on their paths.
+// ScreenshotOne's on their paths; the upload's location only when o asked for it.
 func (s *Server) writeResult(ctx *fasthttp.RequestCtx, o *shotd.Options, r shotd.JobResult) {
+	r = view.ResultFor(r, o)
 	if isS1(ctx) {
 		writeJSON(ctx, fasthttp.StatusOK, view.NewS1Result(r, s.set.PublicURL, o.Cache))
 		return
@@ -107,7 +108,8 @@ func s1IsAsync(ps option.Params) bool {
 
 // s1AnswerHeaders sets ScreenshotOne's documented headers of an answer on their paths: where
 // store=true put the file (their SDK's store() reads these), and on an answer that is not JSON
-// the page's status and headers that metadata_http_response_* asked for.
+// the object's location that storage_return_location asked for (a JSON answer has it in its
+// body, as theirs) and the page's status and headers that metadata_http_response_* asked for.
 // location is where this request stored the file ("" = nowhere), meta the render's metadata
 // (a cached render's too).
 func s1AnswerHeaders(h *fasthttp.ResponseHeader, o *shotd.Options, location string, meta *shotd.Metadata) {
@@ -115,6 +117,9 @@ func s1AnswerHeaders(h *fasthttp.ResponseHeader, o *shotd.Options, location stri
 		h.Set("X-ScreenshotOne-Store-Bucket", o.Storage.Bucket)
 		if key := storageKey(location, o.Storage); key != "" {
 			h.Set("X-ScreenshotOne-Store-Key", key)
+		}
+		if o.Storage.ReturnLocation && o.ResponseType != "json" {
+			h.Set("X-ScreenshotOne-Store-Location", location)
 		}
 	}
 	if o.ResponseType == "json" || meta == nil {

@@ -176,5 +176,5 @@ func (s *Server) s1Execute(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Op
 		_, body := newS1Error(s.set.PublicURL, err)
 		return body
 	}
-	return view.NewS1Result(s.files.ResultOf(rec, "MISS"), s.set.PublicURL, false)
+	return view.NewS1Result(view.ResultFor(s.files.ResultOf(rec, "MISS"), &c), s.set.PublicURL, false)
 }

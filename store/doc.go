@@ -14,9 +14,9 @@
 // ...); where the stored form differs, as a job record keeps the webhook fields that shotd.Job
 // leaves out of JSON, a private type is the stored one. Values are JSON. Every mutation is one
 // bbolt Update, so a crash leaves either the old or the new record, never half of one. Updates
-// may be shared: usage counts go through bbolt's Batch, and new jobs submitted while another
-// submit commits share the next commit (group.go), each submit returning once its jobs are on
-// disk, so that async accepts are not one fsync each, one at a time.
+// may be shared: new jobs, job updates, a render's file records and usage counts written while
+// another of them commits share the next commit (group.go), each returning once it is on disk,
+// so that async accepts are not one fsync each, one at a time, nor wait for the renders' own.
 //
 // The KeyCache in front of the keys and accounts serves the authentication hot path from memory.
 // Store mutations invalidate it synchronously after they commit, so a revoked key or a changed

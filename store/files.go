@@ -80,7 +80,7 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 		return shotd.FileRecord{}, err
 	}
 	rec := s.newRecord(accountID, out, created, expires)
-	// The location is kept only when it was asked for: the answer shows what the record has.
+	// The location is always kept; answers show it only when storage_return_location asked.
 	rec.StorageLocation, rec.Metadata, rec.Slices = out.StorageLocation, meta, slices
 	all := append(extras, rec)
 	written := 0
@@ -116,7 +116,9 @@ func (s *Store) putFile(accountID string, out *shotd.Output, ttl time.Duration, 
 			return shotd.FileRecord{}, fmt.Errorf("store: put file: %w", err)
 		}
 	}
-	err = s.db.Update(func(tx *bbolt.Tx) error {
+	// A render's records share the commit of the writes made meanwhile (group.go): a render
+	// made beside async accepts costs them no commit of its own.
+	err = s.group.update(func(tx *bbolt.Tx) error {
 		b := tx.Bucket(bucketFiles)
 		for _, r := range all {
 			if b.Get([]byte(r.FileID)) != nil { // 128 random bits: never, but never overwrite

@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -24,7 +26,7 @@ import (
 func holdFirstRound(t *testing.T, s *Store, want int) func() []int {
 	var mu sync.Mutex
 	var rounds []int
-	g := &s.newJobs
+	g := &s.group
 	g.commits = func(n int) {
 		mu.Lock()
 		first := len(rounds) == 0
@@ -94,6 +96,42 @@ func TestCreateJobsGroupCommit(t *testing.T) {
 		if _, err := s2.Job("acc_a", id); err != nil {
 			t.Errorf("job %s after reopen: %v", id, err)
 		}
+	}
+}
+
+// TestRenderWritesShareCommits: a render's file records and its usage count, written while a
+// job commit is in flight, share the next commit (a render beside async accepts costs them no
+// commit of its own), and are there after a reopen; an unknown account's usage fails alone.
+func TestRenderWritesShareCommits(t *testing.T) {
+	s, dir := openStore(t)
+	acc, err := s.CreateAccount("a@example.com", "default", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rounds := holdFirstRound(t, s, 3)
+	var wg sync.WaitGroup
+	var rec shotd.FileRecord
+	var usageErr, unknownErr error
+	wg.Go(func() { createJob(t, s, acc.ID, false) })
+	wg.Go(func() { rec = putFile(t, s, acc.ID, "png", time.Hour) })
+	wg.Go(func() { _, _, usageErr = s.RecordUsage(acc, time.Now(), shotd.UsageDelta{Succeeded: 1}, 10) })
+	wg.Go(func() {
+		_, _, unknownErr = s.RecordUsage(shotd.Account{ID: "acc_gone"}, time.Now(), shotd.UsageDelta{Succeeded: 1}, 10)
+	})
+	wg.Wait()
+	if got := rounds(); !slices.Equal(got, []int{1, 3}) {
+		t.Fatalf("commits of %v writes, want [1 3]: the file and the usage share the second", got)
+	}
+	if usageErr != nil || !errors.Is(unknownErr, shotd.ErrNotFound) {
+		t.Fatalf("RecordUsage: %v; of an unknown account: %v, want ErrNotFound", usageErr, unknownErr)
+	}
+	s2 := reopen(t, s, dir)
+	defer s2.Close(context.Background())
+	if _, err := s2.File(acc.ID, rec.FileID); err != nil {
+		t.Errorf("file after reopen: %v", err)
+	}
+	if u, err := s2.Usage(acc, time.Now()); err != nil || u.Succeeded != 1 {
+		t.Errorf("usage after reopen: %+v, %v; want 1 success", u, err)
 	}
 }
 
@@ -441,20 +479,74 @@ func TestCreatesAfterKill(t *testing.T) {
 }
 
 // BenchmarkCreateJobParallel: what accepting async jobs costs the store with 16 submitting at
-// once, their commits shared (compare BenchmarkCreateJob, one at a time).
+// once, their commits shared (compare BenchmarkCreateJob, one at a time), in a database holding
+// prefill jobs already, each job's options in full or compact. Beside the rate it
+// reports the rounds' size and the pages each round wrote (bbolt's Tx stats): a commit's cost
+// grows with its pages.
 func BenchmarkCreateJobParallel(b *testing.B) {
-	s, err := Open(b.TempDir(), nopLogger)
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer s.Close(context.Background())
-	b.SetParallelism(8) // 16 submitters on 2 cores
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := s.CreateJobs([]shotd.Job{newJob("acc_a", true)}, nil); err != nil {
-				b.Error(err)
-				return
+	const prefill = 5000
+	for _, opts := range []struct {
+		name string
+		json json.RawMessage
+	}{
+		{"options-full", benchOptions},    // as the job actor stored them before it left zero fields out
+		{"options-compact", benchCompact}, // as it stores them now
+	} {
+		b.Run(opts.name, func(b *testing.B) {
+			s, err := Open(b.TempDir(), nopLogger)
+			if err != nil {
+				b.Fatal(err)
 			}
-		}
-	})
+			defer s.Close(context.Background())
+			job := func() shotd.Job {
+				j := newJob("acc_a", true)
+				j.Options = opts.json
+				return j
+			}
+			for range prefill / 100 {
+				jobs := make([]shotd.Job, 100)
+				for i := range jobs {
+					jobs[i] = job()
+				}
+				if err := s.CreateJobs(jobs, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+			var rounds atomic.Int64
+			s.group.commits = func(int) { rounds.Add(1) }
+			st := s.db.Stats()
+			pages, alloc := st.TxStats.GetWrite(), st.TxStats.GetPageCount()
+			b.SetParallelism(8) // 16 submitters on 2 cores
+			b.ResetTimer()
+			b.RunParallel(func(pb *testing.PB) {
+				for pb.Next() {
+					if err := s.CreateJobs([]shotd.Job{job()}, nil); err != nil {
+						b.Error(err)
+						return
+					}
+				}
+			})
+			b.StopTimer()
+			n := float64(rounds.Load())
+			b.ReportMetric(float64(b.N)/n, "jobs/round")
+			st = s.db.Stats()
+			b.ReportMetric(float64(st.TxStats.GetWrite()-pages)/n, "writes/round")
+			b.ReportMetric(float64(st.TxStats.GetPageCount()-alloc)/n, "pages/round")
+			b.ReportMetric(float64(st.FreePageN+st.PendingPageN), "free-pages")
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "jobs/s")
+		})
+	}
 }
+
+// benchOptions are a job's options in full: shotd.Options in JSON, most of its fields zero;
+// benchCompact the same without its zero fields.
+var benchOptions = func() json.RawMessage {
+	data, err := json.Marshal(&shotd.Options{URL: "https://example.com/", Format: shotd.FormatPNG, Async: true,
+		ViewportWidth: 1280, ViewportHeight: 1024, Given: []string{"url", "async"}})
+	if err != nil {
+		panic(err)
+	}
+	return data
+}()
+
+var benchCompact = json.RawMessage(`{"URL":"https://example.com/","Format":"png","Async":true,"ViewportWidth":1280,"ViewportHeight":1024,"Given":["url","async"]}`)

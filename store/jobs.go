@@ -22,8 +22,24 @@ const (
 	BatchIDPrefix = "bat_"
 )
 
-// jobIDBytes: 128 random bits, like file ids; the id travels in URLs and webhook bodies.
+// jobIDBytes: 128 random bits, like file ids, in a batch id and in a job id made before job ids
+// began with their time; the id travels in URLs and webhook bodies.
 const jobIDBytes = 16
+
+// A job id is its prefix and 22 url-safe characters, as it always was; the first jobIDTimeChars
+// of them are its creation time in milliseconds, in an alphabet whose characters sort as their
+// values, and the other jobIDRandChars are random (90 bits: an id is still not to be guessed,
+// and ownership is checked besides). Ids made one after another sort one after another, so that
+// the jobs a commit creates share the last leaves of jobs and jobs_active instead of each
+// dirtying a leaf of its own: a commit's cost grows with its pages (docs/performance.md). Ids
+// made before are random and stay valid: every id is only a key.
+const (
+	jobIDTimeChars = 7  // 42 bits of Unix milliseconds: up to the year 2109
+	jobIDRandChars = 15 // 90 random bits
+)
+
+// sortedAlphabet holds the 64 url-safe characters in byte order: an id's time reads in order.
+const sortedAlphabet = "-0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZ_abcdefghijklmnopqrstuvwxyz"
 
 var (
 	bucketJobs            = []byte("jobs")             // job id -> jobRecord
@@ -126,8 +142,23 @@ func (r jobRecord) job() shotd.Job {
 	return j
 }
 
-// NewJobID returns "job_" and 128 random bits, url-safe.
-func NewJobID() string { return JobIDPrefix + randomToken(jobIDBytes) }
+// NewJobID returns "job_" and 22 url-safe characters: the time now, then 90 random bits.
+func NewJobID() string { return timeOrderedID(JobIDPrefix, time.Now()) }
+
+// timeOrderedID is prefix, t's Unix milliseconds in jobIDTimeChars of sortedAlphabet, and
+// jobIDRandChars random characters.
+func timeOrderedID(prefix string, t time.Time) string {
+	id := make([]byte, len(prefix)+jobIDTimeChars+jobIDRandChars)
+	copy(id, prefix)
+	ms := uint64(t.UnixMilli())
+	for i := len(prefix) + jobIDTimeChars - 1; i >= len(prefix); i-- {
+		id[i] = sortedAlphabet[ms&63]
+		ms >>= 6
+	}
+	// 12 random bytes are 16 characters, the first 15 of them all random bits (90).
+	copy(id[len(prefix)+jobIDTimeChars:], randomToken(12))
+	return string(id)
+}
 
 // NewBatchID returns "bat_" and 128 random bits, url-safe.
 func NewBatchID() string { return BatchIDPrefix + randomToken(jobIDBytes) }
@@ -146,7 +177,7 @@ func (s *Store) CreateJobs(jobs []shotd.Job, batch *shotd.Batch) error {
 	// Concurrent submits share commits (an async accept is one commit, its fsync most of its
 	// time); each returns after the commit that holds its jobs. The function may run twice: it
 	// only writes what it was given.
-	err = s.newJobs.update(func(tx *bbolt.Tx) error {
+	err = s.group.update(func(tx *bbolt.Tx) error {
 		jb := tx.Bucket(bucketJobs)
 		for _, r := range recs {
 			if jb.Get([]byte(r.JobID)) != nil {
@@ -308,7 +339,7 @@ func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
 func (s *Store) UpdateJob(jobID string, fn func(*shotd.Job) error) (shotd.Job, error) {
 	var out shotd.Job
 	var panicked any
-	err := s.newJobs.update(func(tx *bbolt.Tx) error {
+	err := s.group.update(func(tx *bbolt.Tx) error {
 		panicked = nil
 		old, err := getJob(tx, jobID)
 		if err != nil {
@@ -393,6 +424,11 @@ func checkUpdate(old jobRecord, j *shotd.Job) error {
 func putJob(tx *bbolt.Tx, old *jobRecord, r jobRecord) error {
 	id := []byte(r.JobID)
 	done := tx.Bucket(bucketJobsDone)
+	for _, b := range [][]byte{bucketJobs, bucketJobsActive, bucketJobsDone} {
+		// Keyed by time (NewJobID, doneKey), they grow at their end: a leaf split there is
+		// never filled again, so it is split full (bbolt's default leaves it half empty).
+		tx.Bucket(b).FillPercent = appendFill
+	}
 	if old != nil && finalStatus(old.Status) {
 		if err := done.Delete(doneKey(old.UpdatedAt, old.JobID)); err != nil {
 			return err
@@ -421,6 +457,10 @@ func putJob(tx *bbolt.Tx, old *jobRecord, r jobRecord) error {
 	}
 	return putJSON(tx.Bucket(bucketJobs), r.JobID, r)
 }
+
+// appendFill is the FillPercent of the job buckets, which grow at their end; a little room is
+// left for the records that grow in place as their job runs (status, result).
+const appendFill = 0.9
 
 // deleteJob removes r and its index entries.
 func deleteJob(tx *bbolt.Tx, r jobRecord) error {
@@ -694,7 +734,7 @@ func (s *Store) CreateFinishedJob(j *shotd.Job) error {
 	w.Status, w.Attempts, w.NextAttemptAt = shotd.WebhookPending, 0, t
 	j.Webhook = &w
 	r := toRecord(*j)
-	err := s.newJobs.update(func(tx *bbolt.Tx) error {
+	err := s.group.update(func(tx *bbolt.Tx) error {
 		if tx.Bucket(bucketJobs).Get([]byte(r.JobID)) != nil {
 			return fmt.Errorf("store: job %s exists: %w", r.JobID, ErrConflict)
 		}

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand"
 	"os"
 	"os/exec"
 	"regexp"
@@ -188,6 +189,106 @@ func TestNewIDs(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestJobIDsInTimeOrder: a job id begins with its time, so that ids sort as they were made (a
+// commit's new jobs then share leaves), whatever the carries between its characters; the rest
+// is random.
+func TestJobIDsInTimeOrder(t *testing.T) {
+	r := rand.New(rand.NewSource(1))
+	base := time.Date(2026, 11, 27, 0, 0, 0, 0, time.UTC)
+	for range 10000 {
+		a := base.Add(time.Duration(r.Int63n(int64(40 * 365 * 24 * time.Hour))))
+		b := a.Add(time.Duration(1+r.Int63n(1<<r.Intn(41))) * time.Millisecond) // a later millisecond, up to 2101
+		ia, ib := timeOrderedID(JobIDPrefix, a), timeOrderedID(JobIDPrefix, b)
+		if !idForm.MatchString(ia) || ia >= ib {
+			t.Fatalf("id %s made at %v, id %s at %v: want the form and the order", ia, a, ib, b)
+		}
+	}
+	seen := map[string]bool{}
+	for range 1000 {
+		id := timeOrderedID(JobIDPrefix, base)
+		if seen[id[4+jobIDTimeChars:]] {
+			t.Fatalf("id %s: its random part made twice", id)
+		}
+		seen[id[4+jobIDTimeChars:]] = true
+	}
+}
+
+// TestCreateJobsShareLeaves: a commit of jobs made one after another writes their records into
+// the same few pages, in a database that holds many jobs already: the pages a commit writes are
+// what it costs.
+func TestCreateJobsShareLeaves(t *testing.T) {
+	s, _ := openStore(t)
+	for range 20 {
+		jobs := make([]shotd.Job, 100)
+		for i := range jobs {
+			jobs[i] = newJob("acc_a", false)
+		}
+		if err := s.CreateJobs(jobs, nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobs := make([]shotd.Job, 16)
+	for i := range jobs {
+		jobs[i] = newJob("acc_a", false)
+	}
+	st := s.db.Stats()
+	before := st.TxStats.GetPageCount()
+	if err := s.CreateJobs(jobs, nil); err != nil {
+		t.Fatal(err)
+	}
+	st = s.db.Stats()
+	// Each job in a leaf of its own would be 32 leaves and more: 16 in jobs, 16 in jobs_active.
+	if pages := st.TxStats.GetPageCount() - before; pages > 12 {
+		t.Errorf("creating 16 jobs wrote %d pages, want 12 or fewer", pages)
+	}
+	checkIndexes(t, s)
+}
+
+// TestJobsOfRandomIDs: a database holding jobs with the random ids made before job ids began with
+// their time keeps working after a reopen, beside new jobs: read, updated, requeued in order of
+// creation, swept.
+func TestJobsOfRandomIDs(t *testing.T) {
+	s, dir := openStore(t)
+	var old []shotd.Job
+	for i := range 30 {
+		j := newJob("acc_a", i%3 == 0)
+		j.JobID = JobIDPrefix + randomToken(jobIDBytes) // as NewJobID made them
+		if err := s.CreateJobs([]shotd.Job{j}, nil); err != nil {
+			t.Fatal(err)
+		}
+		old = append(old, j)
+	}
+	updateJob(t, s, old[0].JobID, succeed)
+	updateJob(t, s, old[1].JobID, func(j *shotd.Job) { j.Status = shotd.JobRendering })
+	s = reopen(t, s, dir)
+	defer s.Close(context.Background())
+	var fresh []shotd.Job
+	for range 30 {
+		fresh = append(fresh, createJob(t, s, "acc_a", false))
+	}
+	for _, j := range append(slices.Clone(old), fresh...) {
+		if got, err := s.Job("acc_a", j.JobID); err != nil || got.CreatedAt.IsZero() {
+			t.Fatalf("job %s: %+v, %v", j.JobID, got, err)
+		}
+	}
+	updateJob(t, s, old[2].JobID, fail)
+	updateJob(t, s, fresh[0].JobID, succeed)
+	queued, failed, err := s.RequeueUnfinished()
+	if err != nil || len(failed) != 0 || len(queued) != len(old)+len(fresh)-3 {
+		t.Fatalf("RequeueUnfinished = %d queued, %d failed, %v; want %d queued", len(queued), len(failed), err, len(old)+len(fresh)-3)
+	}
+	want := slices.Concat(old[1:2], old[3:], fresh[1:]) // the rendering one created first
+	for i, j := range queued {
+		if j.JobID != want[i].JobID {
+			t.Fatalf("queued[%d] = %s, want %s: in order of creation", i, j.JobID, want[i].JobID)
+		}
+	}
+	if n, err := s.SweepNow(time.Now().Add(JobRetention + time.Minute)); err != nil || n != 2 {
+		t.Fatalf("SweepNow = %d, %v; want the 2 finished jobs without a pending delivery", n, err)
+	}
+	checkIndexes(t, s)
 }
 
 func TestCreateJobs(t *testing.T) {

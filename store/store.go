@@ -62,7 +62,7 @@ type Store struct {
 	sw       sweeper                // removes expired files and cache entries
 
 	cacheObserver atomic.Pointer[func(hit bool)] // ObserveCache
-	newJobs       groupCommit                    // CreateJobs, UpdateJob: concurrent job writes share commits
+	group         groupCommit                    // the job, file and usage writes: concurrent ones share commits
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -109,7 +109,7 @@ func Open(dataDir string, log zerolog.Logger) (*Store, error) {
 		return nil, fmt.Errorf("store: init %s: %w", path, err)
 	}
 	s := &Store{db: db, log: log, closed: make(chan struct{}), filesDir: filesDir}
-	s.newJobs.db = db
+	s.group.db = db
 	s.cache = newKeyCache(s)
 	s.startSweeper(sweepInterval)
 	log.Info().Str("path", path).Msg("store opened")

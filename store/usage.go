@@ -36,10 +36,11 @@ func getUsage(tx *bbolt.Tx, acc shotd.Account, now time.Time) (shotd.Usage, erro
 // success: to Used while Used is below quota, then to BonusUsed, taking one of the account's
 // BonusScreenshots each (never below 0; admission is what keeps successes within quota plus
 // bonus, so BonusUsed beyond the bonus there was means admission let too many through). The
-// counts and the account change in one transaction; concurrent calls are coalesced into few
-// commits (bbolt Batch), so a call may wait a few milliseconds. It returns the new counts and
-// the account as stored, reads the account from the database rather than trusting acc beyond
-// its ID, and returns an error wrapping ErrNotFound when the account does not exist.
+// counts and the account change in one transaction, which concurrent writes (other usage, jobs,
+// files) may share (group.go), so that a render costs async accepts no commit of its own. It
+// returns the new counts and the account as stored, reads the account from the database rather
+// than trusting acc beyond its ID, and returns an error wrapping ErrNotFound when the account
+// does not exist.
 func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int) (shotd.Usage, shotd.Account, error) {
 	if d.Succeeded < 0 || d.Failed < 0 || d.CacheHits < 0 {
 		return shotd.Usage{}, shotd.Account{}, fmt.Errorf("store: usage delta %+v: counts must not be negative", d)
@@ -50,16 +51,16 @@ func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta
 		a            shotd.Account
 		bonusChanged bool
 	)
-	// Batch may run fn more than once (alone, after a batch-mate failed): it sets every result
-	// from what it reads, never adds to what a previous run left.
-	err := s.db.Batch(func(tx *bbolt.Tx) error {
+	// The group may run fn more than once (alone, after a round-mate failed): it sets every
+	// result from what it reads, never adds to what a previous run left.
+	err := s.group.update(func(tx *bbolt.Tx) error {
 		var err error
 		bonusChanged = false
 		if a, err = getAccount(tx, acc.ID); err != nil {
-			return err
+			return refuse(err) // nothing written: the round commits without it
 		}
 		if u, err = getUsage(tx, a, now); err != nil {
-			return err
+			return refuse(err)
 		}
 		u.Succeeded += d.Succeeded
 		u.Failed += d.Failed

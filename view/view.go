@@ -1,6 +1,7 @@
 package view
 
 import (
+	"encoding/json"
 	"strings"
 	"time"
 
@@ -146,6 +147,31 @@ func NewResultView(r shotd.JobResult, publicURL string) ResultView {
 	return v
 }
 
+// ResultFor is r as the request of o may see it: without the store=true upload's location
+// unless o asked for it (storage_return_location). The file record and the job record keep
+// the location whatever was asked; it is left out here, where answers are written.
+func ResultFor(r shotd.JobResult, o *shotd.Options) shotd.JobResult {
+	if !o.Storage.ReturnLocation {
+		r.StorageLocation = ""
+	}
+	return r
+}
+
+// PublicResult is j's result as its client may see it (ResultFor its options); nil while it
+// has none. Options that do not decode show no location.
+func PublicResult(j shotd.Job) *shotd.JobResult {
+	r := j.Result
+	if r == nil || r.StorageLocation == "" {
+		return r // the options are read only when there is something to hide
+	}
+	var o shotd.Options
+	if err := json.Unmarshal(j.Options, &o); err != nil {
+		o = shotd.Options{}
+	}
+	c := ResultFor(*r, &o)
+	return &c
+}
+
 // NewJobView is the public record of j; its result links to publicURL + "/api/v1/files/" +
 // file_id. A delivery without a state yet (the job has not ended) shows as pending: it is still
 // to come.
@@ -164,7 +190,7 @@ func NewJobView(j shotd.Job, publicURL string) JobView {
 		t := j.StartedAt.UTC()
 		v.StartedAt = &t
 	}
-	if r := j.Result; r != nil {
+	if r := PublicResult(j); r != nil {
 		rv := NewResultView(*r, publicURL)
 		v.Result = &rv
 	}

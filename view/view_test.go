@@ -208,3 +208,49 @@ func TestResultViewLinks(t *testing.T) {
 		})
 	}
 }
+
+// TestJobViewStoreLocation: a job's result shows where store=true uploaded its file only when
+// its options asked for it (storage_return_location), in the job's view and in its batch's,
+// and the record keeps the location either way.
+func TestJobViewStoreLocation(t *testing.T) {
+	asked, err := json.Marshal(&shotd.Options{Store: true, Storage: shotd.StorageTarget{Bucket: "b", ReturnLocation: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notAsked, err := json.Marshal(&shotd.Options{Store: true, Storage: shotd.StorageTarget{Bucket: "b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const loc = "https://s3.example/b/shot.png"
+	tests := []struct {
+		name    string
+		options json.RawMessage
+		want    string
+	}{
+		{"asked", asked, loc},
+		{"not asked", notAsked, ""},
+		{"options that do not decode", json.RawMessage(`{"Storage":{"ReturnLocation":true},`), ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := shotd.Job{JobID: "job_s", Status: shotd.JobSucceeded, Options: tt.options,
+				Result: &shotd.JobResult{FileID: "f_s", Format: "png", ContentType: "image/png", StorageLocation: loc}}
+			location := func(v view.JobView) string {
+				if v.Result == nil || v.Result.Store == nil {
+					return ""
+				}
+				return v.Result.Store.Location
+			}
+			if got := location(view.NewJobView(j, "https://shots.example")); got != tt.want {
+				t.Errorf("job view: location %q, want %q", got, tt.want)
+			}
+			b := view.NewBatchRecord(shotd.Batch{BatchID: "bat_s", JobIDs: []string{j.JobID}}, []shotd.Job{j}, "https://shots.example")
+			if got := location(b.Jobs[0]); got != tt.want {
+				t.Errorf("batch view: location %q, want %q", got, tt.want)
+			}
+			if j.Result.StorageLocation != loc {
+				t.Errorf("the record's location became %q", j.Result.StorageLocation)
+			}
+		})
+	}
+}

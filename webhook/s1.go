@@ -29,7 +29,7 @@ func NewS1Body(job shotd.Job, publicURL string) ([]byte, error) {
 	b := S1Body{JobID: job.JobID, ExternalIdentifier: job.ExternalIdentifier}
 	switch {
 	case job.Status == shotd.JobSucceeded && job.Result != nil:
-		b.S1Result = view.NewS1Result(*job.Result, publicURL, false)
+		b.S1Result = view.NewS1Result(*view.PublicResult(job), publicURL, false)
 	default:
 		b.ErrorCode = shotd.S1CodeOfError(&shotd.Error{Code: shotd.Code(job.ErrorCode), Message: job.ErrorMessage}).Code
 		b.ErrorMessage = job.ErrorMessage
