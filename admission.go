@@ -14,7 +14,16 @@ const (
 	// only, since it renders nothing (no quota, no slot, no failure window). The hit is counted
 	// at once; there is nothing to settle.
 	AdmitCacheHit
+	// AdmitStoredHit is a sync cache hit of a store=true request, which uploads the cached file:
+	// plan features, rate, the failure window and a concurrency slot, since the upload holds the
+	// file and a connection for up to a minute and may fail; no quota reservation, since it is
+	// not billed. Settled with its Ticket: OutcomeCacheHit, or OutcomeOfHit of a failed upload.
+	AdmitStoredHit
 )
+
+// Ticketed reports whether an admission of kind k holds a concurrency slot and is settled
+// exactly once with its Ticket.
+func (k AdmitKind) Ticketed() bool { return k == AdmitRender || k == AdmitStoredHit }
 
 // Admission is a request asking its account to be let in. Account and Plan are the current
 // records.
@@ -26,7 +35,7 @@ type Admission struct {
 	Features []string // plan features the request needs
 }
 
-// AdmitResult lets a request in. An AdmitRender is settled exactly once with its Ticket.
+// AdmitResult lets a request in. An AdmitRender or AdmitStoredHit is settled exactly once with its Ticket.
 type AdmitResult struct {
 	Ticket uint64
 	Limits LimitsSnapshot
@@ -68,4 +77,19 @@ func OutcomeOf(err error) Outcome {
 		return OutcomeReleased
 	}
 	return OutcomeFailed
+}
+
+// OutcomeOfHit classifies how a cache hit's upload (store=true) ended: nil is a hit; the
+// client's storage refusing it or out of reach (storage_failed, host_not_allowed) is the
+// account's failure, as a fresh render's failed upload is; anything else (the cached file could
+// not be read: internal_error) is the service's own trouble, released.
+func OutcomeOfHit(err error) Outcome {
+	if err == nil {
+		return OutcomeCacheHit
+	}
+	switch CodeOf(err) {
+	case CodeStorageFailed, CodeHostNotAllowed:
+		return OutcomeFailed
+	}
+	return OutcomeReleased
 }

@@ -41,14 +41,15 @@ type accountActor struct {
 	writes        sync.WaitGroup
 
 	reserved    int // quota reservations outstanding
-	inflight    int // slots held by sync renders and running jobs
+	inflight    int // slots held by sync renders, stored cache hits and running jobs
+	uploads     int // stored cache hits under way: each may still fail, holding no reservation
 	jobsWaiting int // queued jobs, holding a queue place
 	jobsRunning int
 	rate        window
 	statusRate  window
 	failures    window
-	failuresDay window          // over failureDaySpan: the plan's failures_per_day
-	tickets     map[uint64]bool // admitted sync renders not yet settled
+	failuresDay window                     // over failureDaySpan: the plan's failures_per_day
+	tickets     map[uint64]shotd.AdmitKind // admitted sync renders and stored hits not yet settled
 	nextTicket  uint64
 	slotWaiters []slotWaiter
 	handled     uint64 // account messages handled: the router's passivation check
@@ -85,10 +86,14 @@ func (a *accountActor) Receive(ctx actor.Context) {
 	case *Settle:
 		a.rollPeriod()
 		// An unknown ticket was settled already, or is the release of an Admit that was refused.
-		if a.tickets[m.Ticket] {
+		if kind, ok := a.tickets[m.Ticket]; ok {
 			delete(a.tickets, m.Ticket)
 			a.inflight--
-			a.reserved--
+			if kind == shotd.AdmitStoredHit {
+				a.uploads--
+			} else {
+				a.reserved--
+			}
 			a.settle(ctx, m.Outcome)
 			a.grantSlots(ctx)
 		}
@@ -183,7 +188,7 @@ func (a *accountActor) load() {
 	a.periodStart, a.periodEnd = u.PeriodStart, u.PeriodEnd
 	a.used, a.succeeded, a.failed, a.cacheHits = u.Used, u.Succeeded, u.Failed, u.CacheHits
 	a.bonus = stored.BonusScreenshots
-	a.tickets = map[uint64]bool{}
+	a.tickets = map[uint64]shotd.AdmitKind{}
 }
 
 // refresh takes the current account and plan records. The bonus balance a request carries is
@@ -226,7 +231,7 @@ func (a *accountActor) capacity() int {
 }
 
 // admit applies the documented precedence: features, rate, failures, queue, quota, concurrency.
-// A cache hit stops after rate.
+// A cache hit stops after rate; a stored hit (which uploads) skips queue and quota.
 func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	if a.loadErr != nil {
 		ctx.Respond(&Denied{Err: shotd.Wrap(shotd.CodeServiceUnavailable, a.loadErr, "the limits of the account could not be read")})
@@ -289,7 +294,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		}
 	}
 	a.rate.add(now)
-	if a.reserved+n > a.capacity() {
+	if m.Kind != shotd.AdmitStoredHit && a.reserved+n > a.capacity() {
 		deny(shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up until %s", a.plan.MonthlyQuota, a.periodEnd.Format(time.RFC3339)))
 		return
 	}
@@ -306,27 +311,33 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 		return
 	}
 	ticket := m.Ticket
-	if ticket == 0 || a.tickets[ticket] {
+	if _, taken := a.tickets[ticket]; ticket == 0 || taken {
 		a.nextTicket++
 		ticket = a.nextTicket | 1<<63 // apart from the tickets Accounts.Admit picks
 	}
-	a.reserved++
+	if m.Kind == shotd.AdmitStoredHit {
+		a.uploads++
+	} else {
+		a.reserved++
+	}
 	a.inflight++
-	a.tickets[ticket] = true
+	a.tickets[ticket] = m.Kind
 	ctx.Respond(&shotd.AdmitResult{Ticket: ticket, Limits: a.snapshot(false)})
 }
 
 // failureBudget refuses n more renders that would pass the plan's failures_per_day should they
 // all fail. Like the quota, the budget is reserved at admission: every render admitted and not
-// yet ended (sync, queued or running jobs; a.reserved) may still fail, so a bulk admitted just
-// under the budget cannot pass it by its queue.
+// yet ended (sync, queued or running jobs; a.reserved), and each stored cache hit uploading
+// (a.uploads), may still fail, so a bulk admitted just under the budget cannot pass it by its
+// queue.
 func (a *accountActor) failureBudget(now time.Time, n int) *shotd.Error {
 	budget := a.plan.FailuresPerDay
 	if budget <= 0 {
 		return nil
 	}
 	failed := a.failuresDay.count(now)
-	if failed+a.reserved+n <= budget {
+	pending := a.reserved + a.uploads
+	if failed+pending+n <= budget {
 		return nil
 	}
 	var e *shotd.Error
@@ -336,7 +347,7 @@ func (a *accountActor) failureBudget(now time.Time, n int) *shotd.Error {
 	case n > budget:
 		e = shotd.Errorf(shotd.CodeFailureLimit, "%d renders at once could fail more than the %d failures a day the plan allows", n, budget)
 	default:
-		e = shotd.Errorf(shotd.CodeFailureLimit, "%d renders failed in the last 24 hours and %d are under way; the plan allows %d failures a day", failed, a.reserved, budget)
+		e = shotd.Errorf(shotd.CodeFailureLimit, "%d renders failed in the last 24 hours and %d are under way; the plan allows %d failures a day", failed, pending, budget)
 	}
 	e.RetryAfter = a.failuresDay.retryAfter(now)
 	if failed+n <= budget {

@@ -192,7 +192,7 @@ func (a *Accounts) ask(msg any) (any, error) {
 // holding queue places.
 func (a *Accounts) Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error) {
 	msg := Admit{Admission: req}
-	if msg.Kind == shotd.AdmitRender {
+	if msg.Kind.Ticketed() {
 		msg.Ticket = a.tickets.Add(1) &^ (1 << 63)
 	}
 	// The actor grants nothing after Deadline, which comes a quarter of the timeout before the
@@ -202,7 +202,7 @@ func (a *Accounts) Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsS
 	msg.Deadline = time.Now().Add(a.timeout - a.timeout/4)
 	res, err := a.ask(&msg)
 	if err != nil {
-		if msg.Kind == shotd.AdmitRender {
+		if msg.Kind.Ticketed() {
 			a.sys.Root.Send(a.router, &Settle{AccountID: req.Account.ID, Ticket: msg.Ticket, Outcome: shotd.OutcomeReleased})
 		}
 		return nil, shotd.LimitsSnapshot{}, err

@@ -347,9 +347,10 @@ type JobFiles interface {
 }
 
 // StoredUploader carries out store=true for a file rendered before (objstore.Uploader): it
-// uploads the bytes read from r where o.Storage says and returns the object's location.
+// uploads the kept file f (rec.SizeBytes long) where o.Storage says and returns the object's
+// location; a file it cannot read is internal_error (shotd.OutcomeOfHit).
 type StoredUploader interface {
-	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, r io.Reader) (string, error)
+	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, f io.ReaderAt) (string, error)
 }
 
 // JobRenderer renders the page of a job, as both job queues (this actor's and the cluster's) do.
@@ -427,7 +428,7 @@ func (r JobRenderer) Run(life context.Context, o *shotd.Options, accountID strin
 
 // cached answers a job from the response cache when the entry is there (a copy older than the
 // job's cache_ttl is a miss: the render replaces it). A store=true job's hit uploads the cached
-// file where the job says, as a sync request's does (httpd's hitUpload says why); its result
+// file where the job says, as a sync request's does (httpd's admitHit says why); its result
 // names that upload, and a job without store names none, whatever request filled the entry.
 func (r JobRenderer) cached(life context.Context, o *shotd.Options, key string) (*shotd.JobResult, bool, error) {
 	if o.Store && r.Uploader == nil {
@@ -444,8 +445,15 @@ func (r JobRenderer) cached(life context.Context, o *shotd.Options, key string) 
 			return nil, false, nil // gone since the lookup: rendered again
 		}
 		defer f.Close()
-		if rec.StorageLocation, err = r.Uploader.UploadStored(life, o, rec, f); err != nil {
-			return nil, false, err
+		rec.StorageLocation, err = r.Uploader.UploadStored(life, o, rec, f)
+		if shotd.OutcomeOfHit(err) == shotd.OutcomeReleased {
+			// The cached file could not be read: the service's trouble, not the account's. The
+			// job holds its slot and reservation as a render does, so it renders, as it would
+			// had the file been gone; nothing was uploaded.
+			return nil, false, nil
+		}
+		if err != nil {
+			return nil, false, err // the client's storage: counted as a render's failed upload
 		}
 	}
 	res := r.Files.ResultOf(rec, "HIT")

@@ -302,13 +302,14 @@ func (s *Server) keepFile(o *shotd.Options, accountID, cacheKey string, out *sho
 // serveCached answers from the response cache and reports whether it answered (a hit, or its
 // refusal). The lookup comes before admission because a hit renders nothing: it is admitted by
 // plan features and rate alone (shotd.AdmitCacheHit), so an account at its quota or at its
-// concurrency limit still gets it, unbilled. The file is opened before admission too: when the
+// concurrency limit still gets it, unbilled (a store=true hit, which uploads, takes a
+// concurrency slot: admitHit). The file is opened before admission too: when the
 // sweeper removed it after the lookup (at the instant of expiry), the request is a miss and the
 // caller renders, rather than answering file_not_found for a file the client never asked for.
 // A copy older than the request's own cache_ttl is a miss too, whatever the cache_ttl it was
 // stored with: the caller renders and its result replaces the entry.
 //
-// A hit of a store=true request uploads the cached file where this request says (hitUpload):
+// A hit of a store=true request uploads the cached file where this request says (admitHit):
 // the answer's storage headers and store.location are this request's upload, and a hit of a
 // request without store has none, whatever stored the entry.
 func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, key string) bool {
@@ -329,13 +330,10 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 		log.Info().Err(err).Str("file", rec.FileID).Msg("cached file gone; rendering again")
 		return false
 	}
-	_, limits, err := s.admit(ctx, shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()})
+	// The entry's location is where the request that filled it stored its file: not this one's.
+	loc, limits, err := s.admitHit(ctx, who, o, rec, f)
 	setLimitHeaders(ctx, limits, true)
-	if err == nil {
-		// The entry's location is where the request that filled it stored its file: not this
-		// one's.
-		rec.StorageLocation, err = s.hitUpload(ctx, o, rec, f)
-	}
+	rec.StorageLocation = loc
 	if err != nil {
 		f.Close()
 		s.fail(ctx, err)
@@ -360,27 +358,56 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	return true
 }
 
-// hitUpload carries out store=true for a cache hit: the cached file is uploaded to this
-// request's storage_* destination, as a fresh render's would be, and its location returned ("" for
-// a request without store). The cache key leaves the storage options out (shotd.Options.
+// admitHit admits a cache hit and carries out store=true for it: the cached file is uploaded to
+// this request's storage_* destination, as a fresh render's would be, and its location returned
+// ("" for a request without store). The cache key leaves the storage options out (shotd.Options.
 // ResponseCacheKey): the cache saves the render, not the delivery, so a client who asks for a
 // file in its bucket gets it there, at the path it asked for ({{uuid}} a new one each time),
 // from the cache or not; with the storage options in the key a repeated request would still be
 // a hit that uploads nothing, and a new path or rotated credentials would render again for the
-// same bytes. The upload is not a render: unbilled, like any hit; a failed one is
-// storage_failed. f is left at its start for the answer.
-func (s *Server) hitUpload(ctx *fasthttp.RequestCtx, o *shotd.Options, rec shotd.FileRecord, f *os.File) (string, error) {
+// same bytes.
+//
+// The upload is not a render, so it is unbilled, like any hit; but it holds the file and a
+// connection for up to the uploader's timeout and may fail, so a store=true hit is admitted as
+// shotd.AdmitStoredHit (a concurrency slot and the failure window, no quota) and settled as a
+// hit, or a failure when the client's storage refuses it; a cached file that cannot be read is
+// the service's trouble, released (shotd.OutcomeOfHit). f is left at its start for the answer.
+func (s *Server) admitHit(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, rec shotd.FileRecord, f *os.File) (loc string, limits shotd.LimitsSnapshot, err error) {
+	adm := shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()}
 	if !o.Store {
-		return "", nil
+		_, limits, err = s.admit(ctx, adm)
+		return "", limits, err
 	}
-	loc, err := s.uploader.UploadStored(ctx, o, rec, f)
+	adm.Kind = shotd.AdmitStoredHit
+	res, limits, err := s.admit(ctx, adm)
 	if err != nil {
-		return "", err
+		return "", limits, err
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		return "", shotd.StoredError(err)
+	outcome := shotd.OutcomeReleased
+	defer func() { // a panic frees the slot too
+		l, serr := s.gate.Settle(who.account.ID, res.Ticket, outcome)
+		if serr != nil {
+			logOf(ctx).Error().Err(serr).Msg("settle")
+			return
+		}
+		limits = l
+	}()
+	// Not ctx: fasthttp closes a RequestCtx's Done at the start of a graceful shutdown, which
+	// would abort the upload that the shutdown waits for, and the pooled RequestCtx must not
+	// outlive the request in the storage client's dials. A miss's upload runs under
+	// renderBounded's context, from context.Background too; UploadStored bounds it by the
+	// uploader's own timeout.
+	loc, err = s.uploader.UploadStored(context.Background(), o, rec, f)
+	if err == nil {
+		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
+			err = shotd.Wrap(shotd.CodeInternalError, serr, "the cached file could not be read")
+		}
 	}
-	return loc, nil
+	outcome = shotd.OutcomeOfHit(err)
+	if err != nil {
+		return "", limits, err
+	}
+	return loc, limits, nil
 }
 
 // streamFile sends a stored file with its Content-Type.

@@ -52,10 +52,10 @@ type Files interface {
 }
 
 // Uploader carries out store=true for a render answered from the response cache: it uploads the
-// kept file read from r where o.Storage says and returns the object's location.
-// objstore.Uploader implements it.
+// kept file f (rec.SizeBytes long) where o.Storage says and returns the object's location; a
+// file it cannot read is internal_error (shotd.OutcomeOfHit). objstore.Uploader implements it.
 type Uploader interface {
-	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, r io.Reader) (string, error)
+	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, f io.ReaderAt) (string, error)
 }
 
 // Settings are the parts of the configuration the public API needs.

@@ -2,11 +2,23 @@ package httpd_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
+	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/httpd"
 	"github.com/shotd/shotd/internal/s3test"
+	"github.com/shotd/shotd/objstore"
 )
 
 // TestStoreFromCache: a store=true request answered from the response cache still uploads, the
@@ -98,6 +110,10 @@ func TestStoreFromCache(t *testing.T) {
 			if r := get(t, path, q); r.status < 400 || !strings.Contains(string(r.body), want) {
 				t.Errorf("upload to a missing bucket: %d %.300s, want %s", r.status, r.body, want)
 			}
+			// A hit (nothing billed, no render), whose failed upload counts as a failure, not a hit.
+			if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.CacheHits != 5 || u.Renders.Failed != 1 {
+				t.Errorf("usage %+v %+v after the failed upload: want 1 billed render, 5 cache hits, 1 failure", u.Quota, u.Renders)
+			}
 		})
 	}
 }
@@ -163,4 +179,151 @@ func storeLocation(t *testing.T, body []byte) string {
 		return ""
 	}
 	return r.Store.Location
+}
+
+// slowS3 is a loopback proxy in front of srv that holds every upload (PUT) until release is
+// called: started is closed when the first one arrives.
+func slowS3(t *testing.T, srv *s3test.Server) (endpoint string, started <-chan struct{}, release func()) {
+	t.Helper()
+	target, err := url.Parse(srv.Endpoint())
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target) // keeps the Host the client signed
+	arrived, free := make(chan struct{}), make(chan struct{})
+	var once, freeOnce sync.Once
+	ps := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodPut {
+			once.Do(func() { close(arrived) })
+			select {
+			case <-free:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	release = func() { freeOnce.Do(func() { close(free) }) }
+	t.Cleanup(ps.Close)
+	t.Cleanup(release) // runs first
+	return ps.URL, arrived, release
+}
+
+// storedQuery is tiny's render with cache=true, uploaded to bucket "user" of endpoint as key.
+func storedQuery(a account, endpoint, key string) url.Values {
+	return tiny(a, "cache", "true", "store", "true", "storage_bucket", "user", "storage_endpoint", endpoint,
+		"storage_access_key_id", s3test.AccessKey, "storage_secret_access_key", s3test.SecretKey, "storage_path", key)
+}
+
+// TestStoreFromCacheLimits: a store=true hit, which uploads, holds a concurrency slot while it
+// does: a second one of an account whose plan allows one at a time is refused
+// concurrency_limit, and a hit without store, which uploads nothing, is not.
+func TestStoreFromCacheLimits(t *testing.T) {
+	srv := s3test.Start(t, "user")
+	endpoint, started, release := slowS3(t, srv)
+	a := newAccount(t, "lim_conc", true)
+	getMiss(t, tiny(a, "cache", "true"))
+
+	first := make(chan answer, 1)
+	go func() { first <- get(t, "/api/v1/screenshot", storedQuery(a, endpoint, "limits/first")) }()
+	select {
+	case <-started:
+	case r := <-first:
+		t.Fatalf("the first hit answered before its upload arrived: %d %s", r.status, codeOf(r))
+	}
+	wantError(t, get(t, "/api/v1/screenshot", storedQuery(a, endpoint, "limits/second")), 429, shotd.CodeConcurrencyLimit)
+	if r := get(t, "/api/v1/screenshot", tiny(a, "cache", "true")); r.status != 200 || r.header.Get("X-Cache") != "HIT" {
+		t.Errorf("a hit without store while the upload runs: %d %s X-Cache %q", r.status, codeOf(r), r.header.Get("X-Cache"))
+	}
+	release()
+	if r := <-first; r.status != 200 || r.header.Get("X-Cache") != "HIT" {
+		t.Fatalf("the first hit: %d %s X-Cache %q", r.status, codeOf(r), r.header.Get("X-Cache"))
+	}
+	if _, err := srv.Object("user", "limits/first.png"); err != nil {
+		t.Errorf("the first hit was not uploaded: %v", err)
+	}
+}
+
+// TestStoreFromCacheShutdown: a graceful shutdown waits for a store=true hit's upload under way,
+// which completes, rather than aborting it.
+func TestStoreFromCacheShutdown(t *testing.T) {
+	srv := s3test.Start(t, "user")
+	endpoint, started, release := slowS3(t, srv)
+	a := newAccount(t, "default", true)
+	getMiss(t, tiny(a, "cache", "true"))
+
+	api := httpd.New(httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, FileTTL: time.Hour},
+		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts, Files: env.st, Records: env.st,
+			Uploader: &objstore.Uploader{Dial: env.guard.DialContext, Attempts: 1, Timeout: time.Minute}})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- api.Serve(ln) }()
+	hit := make(chan answer, 1)
+	go func() {
+		hit <- do(t, http.MethodGet, "http://"+ln.Addr().String()+"/api/v1/screenshot?"+storedQuery(a, endpoint, "shutdown/hit").Encode(), nil, nil)
+	}()
+	select {
+	case <-started:
+	case r := <-hit:
+		t.Fatalf("the hit answered before its upload arrived: %d %s", r.status, codeOf(r))
+	}
+	stopped := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		stopped <- api.Shutdown(ctx)
+	}()
+	// The shutdown has begun once the listener refuses: the upload is let go only then.
+	for {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			break
+		}
+		c.Close()
+		time.Sleep(10 * time.Millisecond)
+	}
+	release()
+	if r := <-hit; r.status != 200 || r.header.Get("X-Cache") != "HIT" {
+		t.Errorf("the hit during a graceful shutdown: %d %s X-Cache %q, want 200 HIT", r.status, codeOf(r), r.header.Get("X-Cache"))
+	}
+	if err := <-stopped; err != nil {
+		t.Errorf("shutdown: %v", err)
+	}
+	<-served
+	if _, err := srv.Object("user", "shutdown/hit.png"); err != nil {
+		t.Errorf("the hit was not uploaded: %v", err)
+	}
+}
+
+// closedFiles hands out every file it opens closed: reading it fails, as a disk error would.
+type closedFiles struct{ httpd.Files }
+
+func (c closedFiles) OpenFile(rec shotd.FileRecord) (*os.File, error) {
+	f, err := c.Files.OpenFile(rec)
+	if err == nil {
+		f.Close()
+	}
+	return f, err
+}
+
+// TestStoreFromCacheUnreadable: a store=true hit whose cached file cannot be read is the
+// service's trouble: internal_error, counted neither as a failure of the account nor as a hit.
+func TestStoreFromCacheUnreadable(t *testing.T) {
+	srv := s3test.Start(t, "user")
+	base := startServer(t, httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, FileTTL: time.Hour},
+		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts, Files: closedFiles{env.st},
+			Records: env.st, Uploader: &objstore.Uploader{Dial: env.guard.DialContext, Attempts: 1, Timeout: time.Minute}})
+	a := newAccount(t, "default", true)
+	getMiss(t, tiny(a, "cache", "true"))
+	r := do(t, http.MethodGet, base+"/api/v1/screenshot?"+storedQuery(a, srv.Endpoint(), "unreadable/hit").Encode(), nil, nil)
+	wantError(t, r, 500, shotd.CodeInternalError)
+	if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.Failed != 0 || u.Renders.CacheHits != 0 {
+		t.Errorf("usage %+v %+v: want the miss's render alone", u.Quota, u.Renders)
+	}
+	if _, err := srv.Object("user", "unreadable/hit.png"); err == nil {
+		t.Error("an unreadable file was uploaded")
+	}
 }

@@ -150,6 +150,12 @@ type PutOptions struct {
 // Put uploads data as key, trying up to Config.Attempts times. Errors are *shotd.Error:
 // host_not_allowed when the guard refuses the endpoint, storage_failed otherwise.
 func (c *Client) Put(ctx context.Context, key string, data []byte, po PutOptions) error {
+	return c.PutFrom(ctx, key, bytes.NewReader(data), int64(len(data)), po)
+}
+
+// PutFrom is Put of the size bytes of r from offset 0, read again at each try: a file streams
+// to the storage without being held in memory.
+func (c *Client) PutFrom(ctx context.Context, key string, r io.ReaderAt, size int64, po PutOptions) error {
 	opts := minio.PutObjectOptions{ContentType: po.ContentType, StorageClass: po.Class, DisableMultipart: true}
 	if po.ACL != "" {
 		opts.UserMetadata = map[string]string{"x-amz-acl": po.ACL} // minio-go sends x-amz-acl as it is
@@ -157,7 +163,7 @@ func (c *Client) Put(ctx context.Context, key string, data []byte, po PutOptions
 	pause := c.cfg.Backoff
 	var err error
 	for attempt := 1; ; attempt++ {
-		_, err = c.mc.PutObject(ctx, c.cfg.Bucket, c.cfg.Prefix+key, bytes.NewReader(data), int64(len(data)), opts)
+		_, err = c.mc.PutObject(ctx, c.cfg.Bucket, c.cfg.Prefix+key, io.NewSectionReader(r, 0, size), size, opts)
 		if err == nil {
 			return nil
 		}

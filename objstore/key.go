@@ -18,8 +18,12 @@ import (
 // the template does not use {{extension}} and does not already end with it, "." and the
 // extension are appended, so that a plain name still opens as its type.
 func ObjectKey(tmpl, format string, data []byte, now time.Time) string {
+	return objectKey(tmpl, format, sha256.Sum256(data), now)
+}
+
+// objectKey is ObjectKey of a file whose SHA-256 is sum.
+func objectKey(tmpl, format string, sum [sha256.Size]byte, now time.Time) string {
 	now = now.UTC()
-	sum := sha256.Sum256(data)
 	ext := shotd.Extension(format)
 	vals := map[string]string{
 		"year":        fmt.Sprintf("%04d", now.Year()),

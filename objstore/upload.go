@@ -1,9 +1,14 @@
 package objstore
 
 import (
+	"bytes"
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
+	"fmt"
 	"io"
+	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -40,21 +45,75 @@ func (u *Uploader) Wrap(r shotd.Renderer) shotd.Renderer {
 	})
 }
 
-// UploadStored is Upload of a file rendered before and kept (a response-cache hit): the bytes
-// read from r, the format and type of rec. A hit of a store=true request uploads too: the cache
-// saves the render, not the delivery the request asks for.
-func (u *Uploader) UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, r io.Reader) (string, error) {
-	data, err := io.ReadAll(r)
-	if err != nil {
-		return "", shotd.StoredError(err)
+// UploadStored is Upload of a file rendered before and kept (a response-cache hit): the
+// rec.SizeBytes bytes of f, the format and type of rec, streamed from f rather than read into
+// memory. A hit of a store=true request uploads too: the cache saves the render, not the
+// delivery the request asks for. A file that cannot be read is internal_error (the service's
+// trouble, shotd.OutcomeOfHit), never storage_failed.
+func (u *Uploader) UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, f io.ReaderAt) (string, error) {
+	kf := &keptFile{r: f}
+	h := sha256.New() // {{hash}}; and a file that cannot be read fails here, before any upload
+	n, err := io.Copy(h, io.NewSectionReader(kf, 0, rec.SizeBytes))
+	if err == nil && n != rec.SizeBytes {
+		err = fmt.Errorf("the file has %d bytes, its record %d", n, rec.SizeBytes)
 	}
-	return u.Upload(ctx, o, &shotd.Output{Data: data, Format: rec.Format, ContentType: rec.ContentType})
+	if err != nil {
+		return "", unreadable(err)
+	}
+	p := payload{format: rec.Format, contentType: rec.ContentType, r: kf, size: rec.SizeBytes, sum: [sha256.Size]byte(h.Sum(nil))}
+	loc, err := u.upload(ctx, o, p)
+	if rerr := kf.failed(); err != nil && rerr != nil {
+		return "", unreadable(rerr)
+	}
+	return loc, err
 }
 
-// Upload puts out where o.Storage says and returns the object's location. It has a budget of its
+func unreadable(err error) error {
+	return shotd.Wrap(shotd.CodeInternalError, err, "the cached file could not be read")
+}
+
+// keptFile remembers a failure to read the file during an upload, which the storage client
+// would report as its own.
+type keptFile struct {
+	r   io.ReaderAt
+	mu  sync.Mutex
+	err error
+}
+
+func (k *keptFile) ReadAt(p []byte, off int64) (int, error) {
+	n, err := k.r.ReadAt(p, off)
+	if err != nil && err != io.EOF {
+		k.mu.Lock()
+		k.err = cmp.Or(k.err, err)
+		k.mu.Unlock()
+	}
+	return n, err
+}
+
+func (k *keptFile) failed() error {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.err
+}
+
+// payload is what an upload sends: a render in memory or a kept file.
+type payload struct {
+	format, contentType string
+	r                   io.ReaderAt
+	size                int64
+	sum                 [sha256.Size]byte
+}
+
+// Upload puts out where o.Storage says and returns the object's location (upload).
+func (u *Uploader) Upload(ctx context.Context, o *shotd.Options, out *shotd.Output) (string, error) {
+	return u.upload(ctx, o, payload{format: out.Format, contentType: out.ContentType, r: bytes.NewReader(out.Data),
+		size: int64(len(out.Data)), sum: sha256.Sum256(out.Data)})
+}
+
+// upload puts p where o.Storage says and returns the object's location. It has a budget of its
 // own: the render may have used up most of ctx's deadline, and its bytes would be lost for
 // want of a few seconds. Only a cancellation of ctx (a shutdown) stops it early.
-func (u *Uploader) Upload(ctx context.Context, o *shotd.Options, out *shotd.Output) (string, error) {
+func (u *Uploader) upload(ctx context.Context, o *shotd.Options, p payload) (string, error) {
 	if u.Dial == nil {
 		return "", errors.New("objstore: the uploader has no dialer")
 	}
@@ -81,10 +140,10 @@ func (u *Uploader) Upload(ctx context.Context, o *shotd.Options, out *shotd.Outp
 		}
 	})
 	defer stop()
-	key := ObjectKey(st.Path, out.Format, out.Data, time.Now())
+	key := objectKey(st.Path, p.format, p.sum, time.Now())
 	start := time.Now()
-	err = c.Put(uctx, key, out.Data, PutOptions{ContentType: out.ContentType, ACL: st.ACL, Class: st.Class})
-	log := u.Log.With().Str("bucket", st.Bucket).Str("key", key).Int("bytes", len(out.Data)).Logger()
+	err = c.PutFrom(uctx, key, p.r, p.size, PutOptions{ContentType: p.contentType, ACL: st.ACL, Class: st.Class})
+	log := u.Log.With().Str("bucket", st.Bucket).Str("key", key).Int64("bytes", p.size).Logger()
 	if err != nil {
 		log.Warn().Err(err).Msg("store: upload failed")
 		return "", err

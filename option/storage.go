@@ -103,7 +103,7 @@ func checkStorageClass(v string) string {
 
 // storageOptionSpecs are the rows of the option table for store=true. Every one is left out of
 // the cache key: where a file goes does not change its bytes, and a cache hit uploads the cached
-// file where its request says (httpd's hitUpload).
+// file where its request says (httpd's admitHit).
 func storageOptionSpecs() []*OptionSpec {
 	const g = "Storage"
 	return []*OptionSpec{
