@@ -430,6 +430,7 @@ failures_per_minute = 10000
 		}
 		if u.Quota.Remaining != max(l.quota-u.Quota.Used, 0) {
 			t.Errorf("node %d: remaining %d with %d used of %d: a reservation is left", i+1, u.Quota.Remaining, u.Quota.Used, l.quota)
+			dumpLedger(t, ctx, roots[i], accA)
 		}
 		if successes == int64(l.quota) {
 			if out := c.Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/a?n=last" + strconv.Itoa(i)}); out.Label != "402 quota_exceeded" {
