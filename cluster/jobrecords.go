@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -213,6 +214,48 @@ func (j *Jobs) put(ctx context.Context, key string, r encoder, rev uint64) error
 		_, err = j.kv.Update(actx, key, data, rev)
 	}
 	return err
+}
+
+// create writes a new record, retried until ctx ends: a try whose answer was lost may have
+// written it, which the next one finds (the same bytes).
+func (j *Jobs) create(ctx context.Context, key string, r encoder) error {
+	data, err := r.encode()
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		_, err = j.kv.Create(actx, key, data)
+		if conflict(err) {
+			var e jetstream.KeyValueEntry
+			if e, err = j.kv.Get(actx, key); err == nil {
+				if !bytes.Equal(e.Value(), data) {
+					err = fmt.Errorf("cluster: %s exists already", key)
+				}
+				cancel()
+				return err
+			}
+		}
+		cancel()
+		if err == nil || !j.pause(ctx, attempt) {
+			return err
+		}
+	}
+}
+
+// remove deletes a record, retried until ctx ends; one that is not there is no error.
+func (j *Jobs) remove(ctx context.Context, key string) error {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := j.kv.Delete(actx, key)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		if !j.pause(ctx, attempt) {
+			return err
+		}
+	}
 }
 
 // pause waits before another try: a few ms doubled per attempt up to a quarter second; false

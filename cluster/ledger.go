@@ -211,6 +211,29 @@ func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs 
 	return hs, st, nil
 }
 
+// Drop drops the reservations ids of the record key unbilled, in one compare-and-swap (those
+// gone already are no error): the reservations of jobs that were not queued after all. Retried
+// until ctx ends, it finds what a try whose answer was lost did.
+func (l *Ledger) Drop(ctx context.Context, key string, ids []string) (LedgerState, error) {
+	return l.dropIf(ctx, key, func(id string, _ reservation) bool { return slices.Contains(ids, id) })
+}
+
+// dropIf drops, in one compare-and-swap, every reservation of the record key that drop picks.
+func (l *Ledger) dropIf(ctx context.Context, key string, drop func(id string, v reservation) bool) (LedgerState, error) {
+	return l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
+		n := len(r.Res)
+		for id, v := range r.Res {
+			if drop(id, v) {
+				delete(r.Res, id)
+			}
+		}
+		if len(r.Res) == n {
+			return errSettled
+		}
+		return nil
+	})
+}
+
 // ErrBilled: Claim finds the job billed already (a node billed it and died before it recorded
 // the job's success).
 var ErrBilled = errors.New("cluster: the job is billed already")
