@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -175,4 +176,70 @@ func TestSubmitRecordAnswerLost(t *testing.T) {
 		t.Fatalf("job %s %s", job.Status, job.ErrorMessage)
 	}
 	checkBilled(t, jn.ledger, acc, 1)
+}
+
+// TestSweepReservations: the sweep drops the reservations of jobs that ended and of jobs without
+// a record past the grace, and leaves those of queued jobs, of a Submit under way and of sync
+// renders.
+func TestSweepReservations(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	earlier := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log, Now: func() time.Time { return time.Now().Add(-2 * reservationGrace) }})
+	now := NewLedger(n.Ledger, "n1", LedgerConfig{Log: log})
+	t.Cleanup(func() { _ = now.Close(ctx) })
+	acc := shotd.Account{ID: "acc_sweep", CreatedAt: time.Now()}
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	key := LedgerKey(acc.ID, start)
+	record := func(h Hold, status string) {
+		t.Helper()
+		r := jobRecord{Job: shotd.Job{JobID: strings.TrimPrefix(h.ID, "job-"), AccountID: acc.ID, Status: status}, Hold: h}
+		data, err := r.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Jobs.Create(ctx, jobKey(r.Job.JobID), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reserve := func(l *Ledger, id string) Hold {
+		t.Helper()
+		hs, _, err := l.ReserveJobs(ctx, key, 10, []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs[0]
+	}
+	reserve(earlier, "job_gone")                            // its Submit failed and could not undo
+	reserve(now, "job_submitting")                          // its record is being written
+	record(reserve(earlier, "job_queued"), shotd.JobQueued) // waits for a slot
+	record(reserve(now, "job_failed"), shotd.JobFailed)     // its end could not drop it
+	record(reserve(earlier, "job_ok"), shotd.JobSucceeded)  // the same, billed elsewhere
+	claimed := reserve(now, "job_claimed")                  // rendering on n1
+	record(claimed, shotd.JobRendering)
+	if _, err := now.Claim(ctx, claimed, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := now.Reserve(ctx, key, 10, 5, true); err != nil { // a sync render
+		t.Fatal(err)
+	}
+	sweeper := NewLedger(n.Ledger, "n2", LedgerConfig{NoRenew: true, Log: log})
+	dropped, err := sweepReservations(ctx, sweeper, n.Jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := sweeper.get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for id := range r.Res {
+		left = append(left, id)
+	}
+	slices.Sort(left)
+	if dropped != 3 || len(left) != 4 || !slices.Contains(left, "job-job_submitting") || !slices.Contains(left, "job-job_queued") ||
+		!slices.Contains(left, "job-job_claimed") {
+		t.Fatalf("dropped %d, left %v; want the reservations of job_gone, job_failed and job_ok dropped", dropped, left)
+	}
 }
