@@ -224,6 +224,19 @@ func TestSweepReservations(t *testing.T) {
 	if _, _, err := now.Reserve(ctx, key, 10, 5, true); err != nil { // a sync render
 		t.Fatal(err)
 	}
+	// Two jobs billed a while ago: one whose end is recorded, one whose end is not yet (its
+	// next delivery bills it again, and must find its bill).
+	for _, id := range []string{"job_billed", "job_billing"} {
+		h := reserve(earlier, id)
+		if _, err := earlier.Settle(ctx, h, true); err != nil {
+			t.Fatal(err)
+		}
+		status := shotd.JobSucceeded
+		if id == "job_billing" {
+			status = shotd.JobRendering
+		}
+		record(h, status)
+	}
 	sweeper := NewLedger(n.Ledger, "n2", LedgerConfig{NoRenew: true, Log: log})
 	dropped, err := sweepReservations(ctx, sweeper, n.Jobs)
 	if err != nil {
@@ -241,5 +254,54 @@ func TestSweepReservations(t *testing.T) {
 	if dropped != 3 || len(left) != 4 || !slices.Contains(left, "job-job_submitting") || !slices.Contains(left, "job-job_queued") ||
 		!slices.Contains(left, "job-job_claimed") {
 		t.Fatalf("dropped %d, left %v; want the reservations of job_gone, job_failed and job_ok dropped", dropped, left)
+	}
+	if _, ok := r.Bills["job-job_billed"]; ok || len(r.Bills) != 1 {
+		t.Fatalf("bills kept %v; want only job_billing's", r.Bills)
+	}
+}
+
+// TestLedgerSettleRetriedAfterManyBills: a job's bill whose answer was lost is tried again (the
+// job's next delivery) after more bills of the account than any fixed count of remembered ids:
+// it is not billed twice. The same holds for a sync render's bill tried again within its call.
+func TestLedgerSettleRetriedAfterManyBills(t *testing.T) {
+	nodes := startCluster(t, 1)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_many", time.Unix(1_700_000_000, 0))
+	hs, _, err := l.ReserveJobs(ctx, key, 1000, []string{"job_late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(ctx, hs[0], 10); err != nil {
+		t.Fatal(err)
+	}
+	sync, _, err := l.Reserve(ctx, key, 1000, 10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []Hold{hs[0], sync} {
+		if _, err := l.Settle(ctx, h, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const others = 100
+	for range others {
+		h, _, err := l.Reserve(ctx, key, 1000, 10, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Settle(ctx, h, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range []Hold{hs[0], sync} {
+		st, err := l.Settle(ctx, h, true) // the retry
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Billed != others+2 {
+			t.Fatalf("%s: %d billed after %d bills and a retry: billed twice", h.ID, st.Billed, others+2)
+		}
 	}
 }
