@@ -107,6 +107,7 @@ renders_per_process = 2
 [limits]
 refused_per_address_per_minute = 0
 refused_per_key_per_minute = 0
+bulk_max_items = 100
 
 # Jobs' webhooks retry soon, so that a delivery to a node that died is made again in the run.
 [webhooks]
