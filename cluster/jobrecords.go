@@ -62,6 +62,9 @@ type jobRecord struct {
 	// once: the ledger remembers the bills it made) and records the success.
 	Billing bool             `json:"billing,omitempty"`
 	Result  *shotd.JobResult `json:"result,omitempty"`
+	// HookQueued: the message of the job's webhook is in the work stream; it is not queued
+	// again (the stream drops a duplicate only within two minutes).
+	HookQueued bool `json:"hook_queued,omitempty"`
 }
 
 func (r *jobRecord) encode() ([]byte, error) {
@@ -83,6 +86,8 @@ type batchRecord struct {
 	// compare-and-swap, never back): the batch's jobs are read about once each in all, not once
 	// per job end.
 	Ended int `json:"ended,omitempty"`
+	// HookQueued: the message of the batch's webhook is in the work stream (as a job's).
+	HookQueued bool `json:"hook_queued,omitempty"`
 }
 
 func (r *batchRecord) encode() ([]byte, error) {

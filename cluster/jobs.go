@@ -74,6 +74,7 @@ type JobsConfig struct {
 	onRead    func(key string)                            // tests: hears every read of a job or batch record
 	preClaim  func(id string)                             // tests: runs before a job's render claims its reservation
 	retry     time.Duration                               // tests: the wait before a job's message comes again after an error
+	published func(workMsg)                               // tests: hears every message this node publishes
 	wrapKV    func(jetstream.KeyValue) jetstream.KeyValue // tests: the jobs bucket as this node sees it
 	Log       zerolog.Logger
 }
@@ -499,15 +500,25 @@ func (j *Jobs) finish(ctx context.Context, r jobRecord, node string, starts int,
 }
 
 // afterEnd queues the deliveries an ended job calls for: its webhook, and its batch's once
-// every job of the batch ended. Run again after a node died here, it queues them again: the
-// stream drops a duplicate published within two minutes, and a delivery already made is not
-// made again (its record says so).
+// every job of the batch ended. Each is queued once: its record says when its message is in the
+// stream (HookQueued), and a delivery already made is not made again. Run again after a node
+// died between the message and the record, it queues it again, which the stream drops as a
+// duplicate within two minutes.
 func (j *Jobs) afterEnd(ctx context.Context, r jobRecord) error {
 	if j.cfg.Sender == nil {
 		return nil
 	}
-	if w := r.Job.Webhook; w != nil && w.Status == shotd.WebhookPending {
+	if w := r.Job.Webhook; w != nil && w.Status == shotd.WebhookPending && !r.HookQueued {
 		if err := j.publish(ctx, workMsg{Kind: "hook", ID: r.Job.JobID}); err != nil {
+			return err
+		}
+		if _, err := j.updateJob(ctx, r.Job.JobID, func(r *jobRecord) error {
+			if r.HookQueued {
+				return errUnchanged
+			}
+			r.HookQueued = true
+			return nil
+		}); err != nil {
 			return err
 		}
 	}
@@ -550,8 +561,20 @@ func (j *Jobs) afterEnd(ctx context.Context, r jobRecord) error {
 		if !all {
 			return nil // the job its count stopped at queues it
 		}
+	} else if b.HookQueued {
+		return nil
 	}
-	return j.publish(ctx, workMsg{Kind: "batch", ID: b.Batch.BatchID})
+	if err := j.publish(ctx, workMsg{Kind: "batch", ID: b.Batch.BatchID}); err != nil {
+		return err
+	}
+	_, err = j.updateBatch(ctx, b.Batch.BatchID, func(b *batchRecord) error {
+		if b.HookQueued {
+			return errUnchanged
+		}
+		b.HookQueued = true
+		return nil
+	})
+	return err
 }
 
 // publish puts a message on the work stream, retried until ctx ends; its id makes a retry (or
@@ -568,6 +591,9 @@ func (j *Jobs) publish(ctx context.Context, m workMsg) error {
 		_, err := j.js.Publish(actx, subject, data, jetstream.WithMsgID(m.Kind+"-"+m.ID))
 		cancel()
 		if err == nil {
+			if j.cfg.published != nil {
+				j.cfg.published(m)
+			}
 			return nil
 		}
 		if attempt >= 10 || !j.pause(ctx, attempt) {

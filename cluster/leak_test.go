@@ -305,3 +305,58 @@ func TestLedgerSettleRetriedAfterManyBills(t *testing.T) {
 		}
 	}
 }
+
+// TestAfterEndQueuesHookOnce: a job's end passed on again (its message delivered again after its
+// node died before acknowledging it) queues its webhook and its batch's no second time, whenever
+// it comes: the stream drops a duplicate only within two minutes, and a second message would
+// make a second schedule of attempts.
+func TestAfterEndQueuesHookOnce(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_hook_once", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var mu sync.Mutex
+	published := map[string]int{}
+	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, s, func(c *JobsConfig) {
+		c.RetryDelays = []time.Duration{time.Hour} // the first attempt fails: the hooks stay pending
+		c.published = func(m workMsg) {
+			mu.Lock()
+			defer mu.Unlock()
+			published[m.Kind+"-"+m.ID]++
+		}
+	})
+	req := jobRequest(acc, plan, 1, true)
+	req.BatchWebhookURL = "http://127.0.0.1:1/batch"
+	req.Options[0].WebhookURL = "http://127.0.0.1:1/job"
+	jobs, batch, err := jn.jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobs[0].JobID
+	waitJob(t, jn.jobs, acc.ID, id, 30*time.Second)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s.mu.Lock()
+		tried := s.tried[id] > 0 && s.tried[batch.BatchID] > 0
+		s.mu.Unlock()
+		if tried {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no first attempt of the webhooks")
+		}
+	}
+	r, _, err := jn.jobs.getJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jn.jobs.afterEnd(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if published["hook-"+id] != 1 || published["batch-"+batch.BatchID] != 1 {
+		t.Fatalf("published %v; want the job's and the batch's webhook once each", published)
+	}
+}
