@@ -14,9 +14,11 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// DeleteAccount removes account id from the cluster: its jobs and batches, the shared records
-// of its files, its keys (which stop working on every node at once) and the account. An account
-// with a job queued or rendering is refused (shotd.ErrAccountBusy), with nothing removed. The
+// DeleteAccount removes account id from the cluster: its keys (which stop working on every node
+// at once), its jobs and batches, the shared records of its files and the account. The keys are
+// revoked first, so that no new job of the account is queued while its jobs are read. An account
+// with a job queued or rendering is refused (shotd.ErrAccountBusy): its keys are put back, and
+// nothing else is removed. The
 // objects of its files stay in the S3 bucket until the node that stored each file sweeps it at
 // its expiry (or the bucket's lifecycle rule does): no key can fetch them any more. Its usage
 // in the ledger stays, as a record of what it was billed, until the period's record is unused.
@@ -27,24 +29,42 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	jobs, batches, err := j.accountRecords(ctx, id)
-	if err != nil {
-		return d, err
-	}
-	for _, r := range jobs {
-		if !r.Job.Final() {
-			return d, shotd.ErrAccountBusy
-		}
-	}
 	keys, err := b.Keys(id)
 	if err != nil {
 		return d, err
 	}
-	for _, k := range keys {
-		if err := deleteKey(ctx, b.keys, k.AccessKey); err != nil {
-			return d, err
+	revoked := make([]jetstream.KeyValueEntry, 0, len(keys))
+	// putBack gives the revoked keys back when the account is not deleted after all.
+	putBack := func(cause error) (shotd.AccountDeletion, error) {
+		for _, e := range revoked {
+			if _, err := b.keys.Create(ctx, e.Key(), e.Value()); err != nil {
+				return shotd.AccountDeletion{}, errors.Join(cause, fmt.Errorf("cluster: put back key %s: %w", redact(e.Key()), err))
+			}
 		}
-		d.Keys++
+		return shotd.AccountDeletion{}, cause
+	}
+	for _, k := range keys {
+		e, err := b.keys.Get(ctx, k.AccessKey)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err == nil {
+			err = deleteKey(ctx, b.keys, k.AccessKey)
+		}
+		if err != nil {
+			return putBack(err)
+		}
+		revoked = append(revoked, e)
+	}
+	d.Keys = len(revoked)
+	jobs, batches, err := j.accountRecords(ctx, id)
+	if err != nil {
+		return putBack(err)
+	}
+	for _, r := range jobs {
+		if !r.Job.Final() {
+			return putBack(shotd.ErrAccountBusy)
+		}
 	}
 	if err := deleteKey(ctx, b.accounts, id); err != nil {
 		return d, err
@@ -75,6 +95,9 @@ func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecor
 	var jobs []jobRecord
 	var batches []string
 	err := scan(ctx, j.kv, "j.*", func(key string, data []byte) {
+		if j.cfg.onRead != nil {
+			j.cfg.onRead(key)
+		}
 		var r jobRecord
 		if decode(j.log, "job", key, data, &r) == nil && r.Job.AccountID == accountID {
 			jobs = append(jobs, r)

@@ -360,3 +360,54 @@ func TestAfterEndQueuesHookOnce(t *testing.T) {
 		t.Fatalf("published %v; want the job's and the batch's webhook once each", published)
 	}
 }
+
+// TestDeleteAccountRevokesFirst: the account's keys are revoked before its jobs are read, so
+// that none is queued meanwhile; refused because a job is queued, the deletion puts them back.
+func TestDeleteAccountRevokesFirst(t *testing.T) {
+	nodes := startCluster(t, 1)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	book, err := OpenBook(context.Background(), nodes[0], log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(book.Close)
+	acc, err := book.CreateAccount("revoke@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := book.CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := NewFiles(nil, nodes[0], log)
+	var mu sync.Mutex
+	var keyAtScan []error // whether the key was there at each read of the account's jobs
+	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) {
+		c.Capacity = -1
+		c.onRead = func(k string) {
+			if strings.HasPrefix(k, "j.") {
+				_, err := nodes[0].Keys.Get(context.Background(), key.AccessKey)
+				mu.Lock()
+				keyAtScan = append(keyAtScan, err)
+				mu.Unlock()
+			}
+		}
+	})
+	if _, _, err := idle.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	keyAtScan = nil
+	mu.Unlock()
+	if _, err := DeleteAccount(book, idle.jobs, files, acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
+		t.Fatalf("delete with a job queued: %v, want ErrAccountBusy", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keyAtScan) == 0 || !errors.Is(keyAtScan[0], jetstream.ErrKeyNotFound) {
+		t.Fatalf("the account's key at the read of its jobs: %v; want it revoked", keyAtScan)
+	}
+	if _, err := nodes[0].Keys.Get(context.Background(), key.AccessKey); err != nil {
+		t.Fatalf("the key after a refused deletion: %v; want it back", err)
+	}
+}
