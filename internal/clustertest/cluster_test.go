@@ -391,6 +391,7 @@ failures_per_minute = 10000
 	for _, id := range jobIDs {
 		if !slices.Contains(all, id) {
 			t.Errorf("job %s answered 202 is not among the account's jobs", id)
+			dumpJob(t, ctx, roots[(victim.Load()+1)%n], id)
 		}
 	}
 	jobs := checkJobs(t, ctx, clients, live, all, batchID, rcv, 3*time.Minute)

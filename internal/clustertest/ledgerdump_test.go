@@ -24,35 +24,15 @@ import (
 // `shotd cluster status`.
 func dumpLedger(t *testing.T, ctx context.Context, root *chaos.Root, accountID string) {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join(root.DataDir, "cluster", cluster.ClientFile))
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	nc, err := connect(root)
 	if err != nil {
 		t.Logf("ledger dump: %v", err)
-		return
-	}
-	var ci struct{ URL, Token string }
-	if err := json.Unmarshal(data, &ci); err != nil {
-		t.Logf("ledger dump: %s: %v", cluster.ClientFile, err)
-		return
-	}
-	nc, err := nats.Connect(ci.URL, nats.Token(ci.Token), nats.Name("clustertest-ledger-dump"), nats.Timeout(5*time.Second))
-	if err != nil {
-		t.Logf("ledger dump: connect: %v", err)
 		return
 	}
 	defer nc.Close()
-	js, err := jetstream.New(nc)
-	if err != nil {
-		t.Logf("ledger dump: %v", err)
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
-	defer cancel()
-	ledger, err := js.KeyValue(ctx, cluster.BucketLedger)
-	if err != nil {
-		t.Logf("ledger dump: %v", err)
-		return
-	}
-	jobs, err := js.KeyValue(ctx, cluster.BucketJobs)
+	ledger, jobs, err := buckets(ctx, nc)
 	if err != nil {
 		t.Logf("ledger dump: %v", err)
 		return
@@ -108,4 +88,56 @@ func dumpLedger(t *testing.T, ctx context.Context, root *chaos.Root, accountID s
 			t.Logf("    job %s (revision %d): %s", jobID, je.Revision(), je.Value())
 		}
 	}
+}
+
+// dumpJob logs a job's record as the node of root reads it, or why it has none: a job answered
+// 202 that the admin API's list lacks is either missing from the bucket or missed by the list.
+func dumpJob(t *testing.T, ctx context.Context, root *chaos.Root, jobID string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	nc, err := connect(root)
+	if err != nil {
+		t.Logf("job dump: %v", err)
+		return
+	}
+	defer nc.Close()
+	_, jobs, err := buckets(ctx, nc)
+	if err != nil {
+		t.Logf("job dump: %v", err)
+		return
+	}
+	e, err := jobs.Get(ctx, "j."+jobID)
+	if err != nil {
+		t.Logf("job %s: %v", jobID, err)
+		return
+	}
+	t.Logf("job %s (revision %d, %s): %s", jobID, e.Revision(), e.Operation(), e.Value())
+}
+
+// connect reaches the node of root through the loopback address and token it wrote for
+// `shotd cluster status`.
+func connect(root *chaos.Root) (*nats.Conn, error) {
+	data, err := os.ReadFile(filepath.Join(root.DataDir, "cluster", cluster.ClientFile))
+	if err != nil {
+		return nil, err
+	}
+	var ci struct{ URL, Token string }
+	if err := json.Unmarshal(data, &ci); err != nil {
+		return nil, err
+	}
+	return nats.Connect(ci.URL, nats.Token(ci.Token), nats.Name("clustertest-dump"), nats.Timeout(5*time.Second))
+}
+
+// buckets opens the ledger and jobs buckets.
+func buckets(ctx context.Context, nc *nats.Conn) (ledger, jobs jetstream.KeyValue, err error) {
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if ledger, err = js.KeyValue(ctx, cluster.BucketLedger); err != nil {
+		return nil, nil, err
+	}
+	jobs, err = js.KeyValue(ctx, cluster.BucketJobs)
+	return ledger, jobs, err
 }
