@@ -81,7 +81,7 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 		}
 		d.Batches++
 	}
-	n, err := deleteMatching(ctx, files.kv, ">", func(data []byte, key string) bool {
+	n, err := deleteMatching(ctx, files.js, files.kv, ">", func(data []byte, key string) bool {
 		var r fileRecord
 		return decode(files.log, "file", key, data, &r) == nil && r.Record.AccountID == id
 	})
@@ -94,7 +94,7 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecord, []string, error) {
 	var jobs []jobRecord
 	var batches []string
-	err := scan(ctx, j.kv, "j.*", func(key string, data []byte) {
+	err := scan(ctx, j.js, j.kv, "j.*", func(key string, data []byte) {
 		if j.cfg.onRead != nil {
 			j.cfg.onRead(key)
 		}
@@ -104,7 +104,7 @@ func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecor
 		}
 	})
 	if err == nil {
-		err = scan(ctx, j.kv, "b.*", func(key string, data []byte) {
+		err = scan(ctx, j.js, j.kv, "b.*", func(key string, data []byte) {
 			var r batchRecord
 			if decode(j.log, "batch", key, data, &r) == nil && r.Batch.AccountID == accountID {
 				batches = append(batches, r.Batch.BatchID)
@@ -114,17 +114,27 @@ func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecor
 	return jobs, batches, err
 }
 
-// scan reads every value of kv whose key matches filter.
-func scan(ctx context.Context, kv jetstream.KeyValue, filter string, f func(key string, data []byte)) error {
-	l, err := kv.ListKeysFiltered(ctx, filter)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil
-	}
+// scan reads every value of kv whose key matches filter. The keys come from the subjects of the
+// bucket's stream, as its leader counts them at one instant: the bucket's own listing (an
+// ordered consumer) can end early while keys are written, and leave some out (its end is a
+// message that reports nothing pending, which writes meanwhile make wrong; nats.py #995
+// describes the same watcher).
+func scan(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, filter string, f func(key string, data []byte)) error {
+	stream, err := js.Stream(ctx, "KV_"+kv.Bucket())
 	if err != nil {
 		return fmt.Errorf("cluster: list %s: %w", filter, err)
 	}
-	defer func() { _ = l.Stop() }()
-	for key := range l.Keys() {
+	prefix := "$KV." + kv.Bucket() + "."
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+filter))
+	if err != nil {
+		return fmt.Errorf("cluster: list %s: %w", filter, err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subject, prefix))
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
 		e, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
@@ -138,9 +148,9 @@ func scan(ctx context.Context, kv jetstream.KeyValue, filter string, f func(key 
 }
 
 // deleteMatching deletes the values of kv under filter that match; it returns how many.
-func deleteMatching(ctx context.Context, kv jetstream.KeyValue, filter string, match func(data []byte, key string) bool) (int, error) {
+func deleteMatching(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, filter string, match func(data []byte, key string) bool) (int, error) {
 	var keys []string
-	if err := scan(ctx, kv, filter, func(key string, data []byte) {
+	if err := scan(ctx, js, kv, filter, func(key string, data []byte) {
 		if match(data, key) {
 			keys = append(keys, key)
 		}

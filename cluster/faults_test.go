@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -238,7 +239,7 @@ func TestSweepReservations(t *testing.T) {
 		record(h, status)
 	}
 	sweeper := NewLedger(n.Ledger, "n2", LedgerConfig{NoRenew: true, Log: log})
-	dropped, err := sweepReservations(ctx, sweeper, n.Jobs)
+	dropped, err := sweepReservations(ctx, n.js, sweeper, n.Jobs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -409,5 +410,45 @@ func TestDeleteAccountRevokesFirst(t *testing.T) {
 	}
 	if _, err := nodes[0].Keys.Get(context.Background(), key.AccessKey); err != nil {
 		t.Fatalf("the key after a refused deletion: %v; want it back", err)
+	}
+}
+
+// TestScanWhileWritten: a scan of a bucket lists every key while other nodes write to it (the
+// webhooks' attempts write job records while the admin API lists an account's jobs).
+func TestScanWhileWritten(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx := context.Background()
+	const keys = 300
+	for i := range keys {
+		if _, err := nodes[0].Jobs.Put(ctx, fmt.Sprintf("j.k%03d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, n := range nodes[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = n.Jobs.Put(ctx, fmt.Sprintf("j.k%03d", (i*7)%keys), []byte("y"))
+				_, _ = n.Jobs.Put(ctx, fmt.Sprintf("x.new%d-%s", i, n.NodeName()), []byte("z"))
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for range 20 {
+		got := 0
+		if err := scan(ctx, nodes[0].js, nodes[0].Jobs, "j.*", func(string, []byte) { got++ }); err != nil {
+			t.Fatal(err)
+		}
+		if got != keys {
+			t.Fatalf("listed %d keys of %d", got, keys)
+		}
 	}
 }

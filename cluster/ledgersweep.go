@@ -21,14 +21,14 @@ const reservationGrace = time.Minute
 // lost. Each is dropped only if it is still as read, in one compare-and-swap per record, which
 // also forgets the bills of jobs that ended (no delivery bills them again). It returns how many
 // reservations it dropped.
-func sweepReservations(ctx context.Context, l *Ledger, jobs jetstream.KeyValue) (int, error) {
+func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue) (int, error) {
 	type stale struct {
 		key   string
 		res   map[string]reservation
 		bills []string // of jobs that ended, past the tries of the call that billed them
 	}
 	var found []stale
-	err := scan(ctx, l.kv, ">", func(key string, data []byte) {
+	err := scan(ctx, js, l.kv, ">", func(key string, data []byte) {
 		var r ledgerRecord
 		if decode(l.log, "ledger", key, data, &r) != nil {
 			return

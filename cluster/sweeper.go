@@ -49,6 +49,7 @@ type Sweeper struct {
 	cfg    SweeperConfig
 	kv     jetstream.KeyValue
 	jobs   jetstream.KeyValue
+	js     jetstream.JetStream
 	ledger *Ledger // no renewals: it only drops reservations (sweepReservations)
 	lease  *lease
 	log    zerolog.Logger
@@ -76,7 +77,7 @@ func StartSweeper(n *Node, cfg SweeperConfig) *Sweeper {
 		cfg.Now = time.Now
 	}
 	log := cfg.Log.With().Str("component", "cluster-sweeper").Logger()
-	s := &Sweeper{cfg: cfg, kv: n.Files, jobs: n.Jobs, log: log, now: cfg.Now, stop: make(chan struct{}),
+	s := &Sweeper{cfg: cfg, kv: n.Files, jobs: n.Jobs, js: n.js, log: log, now: cfg.Now, stop: make(chan struct{}),
 		ledger: NewLedger(n.Ledger, n.NodeName(), LedgerConfig{NoRenew: true, Log: log}),
 		lease:  &lease{kv: n.Leases, name: sweeperLease, node: n.NodeName(), ttl: cfg.LeaseTTL, log: log, now: time.Now}}
 	s.wg.Add(1)
@@ -162,7 +163,7 @@ func (s *Sweeper) sweep() {
 	if n > 0 {
 		s.log.Info().Int("objects", n).Msg("sweep: expired files deleted")
 	}
-	if _, err := sweepReservations(ctx, s.ledger, s.jobs); err != nil && ctx.Err() == nil {
+	if _, err := sweepReservations(ctx, s.js, s.ledger, s.jobs); err != nil && ctx.Err() == nil {
 		s.log.Warn().Err(err).Msg("sweep: the ledger's reservations could not all be checked")
 	}
 }
