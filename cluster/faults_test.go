@@ -110,10 +110,16 @@ func TestSubmitReservationAnswerLost(t *testing.T) {
 		return pngOut(), nil
 	}, nil, func(c *JobsConfig) { c.Ledger = l })
 	_, _, err := jn.jobs.Submit(jobRequest(acc, plan, 2, true), time.Second)
+	checkFailedSubmit(t, err, nodes[0], acc)
+}
+
+// checkFailedSubmit checks that a Submit failed with service_unavailable and left no reservation.
+func checkFailedSubmit(t *testing.T, err error, n *Node, acc shotd.Account) {
+	t.Helper()
 	if shotd.CodeOf(err) != shotd.CodeServiceUnavailable {
 		t.Fatalf("Submit: %v, want service_unavailable", err)
 	}
-	if st := ledgerState(t, nodes[0], acc); st.Reservations != 0 {
+	if st := ledgerState(t, n, acc); st.Reservations != 0 {
 		t.Fatalf("ledger %+v after a failed Submit: a reservation is left", st)
 	}
 }
@@ -141,18 +147,13 @@ func TestSubmitUndoesItsRecords(t *testing.T) {
 		}
 	})
 	_, _, err := jn.jobs.Submit(jobRequest(acc, plan, 3, true), time.Second)
-	if shotd.CodeOf(err) != shotd.CodeServiceUnavailable {
-		t.Fatalf("Submit: %v, want service_unavailable", err)
-	}
+	checkFailedSubmit(t, err, nodes[0], acc)
 	jobs, batches, err := jn.jobs.accountRecords(context.Background(), acc.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(jobs) != 0 || len(batches) != 0 {
 		t.Fatalf("%d job records and %d batches left by a failed Submit", len(jobs), len(batches))
-	}
-	if st := ledgerState(t, nodes[0], acc); st.Reservations != 0 {
-		t.Fatalf("ledger %+v after a failed Submit: a reservation is left", st)
 	}
 }
 

@@ -26,17 +26,12 @@ func dumpLedger(t *testing.T, ctx context.Context, root *chaos.Root, accountID s
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	nc, err := connect(root)
+	ledger, jobs, closeConn, err := buckets(ctx, root)
 	if err != nil {
 		t.Logf("ledger dump: %v", err)
 		return
 	}
-	defer nc.Close()
-	ledger, jobs, err := buckets(ctx, nc)
-	if err != nil {
-		t.Logf("ledger dump: %v", err)
-		return
-	}
+	defer closeConn()
 	keys, err := ledger.Keys(ctx)
 	if err != nil {
 		t.Logf("ledger dump: keys: %v", err)
@@ -96,17 +91,12 @@ func dumpJob(t *testing.T, ctx context.Context, root *chaos.Root, jobID string) 
 	t.Helper()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	nc, err := connect(root)
+	_, jobs, closeConn, err := buckets(ctx, root)
 	if err != nil {
 		t.Logf("job dump: %v", err)
 		return
 	}
-	defer nc.Close()
-	_, jobs, err := buckets(ctx, nc)
-	if err != nil {
-		t.Logf("job dump: %v", err)
-		return
-	}
+	defer closeConn()
 	e, err := jobs.Get(ctx, "j."+jobID)
 	if err != nil {
 		t.Logf("job %s: %v", jobID, err)
@@ -115,29 +105,31 @@ func dumpJob(t *testing.T, ctx context.Context, root *chaos.Root, jobID string) 
 	t.Logf("job %s (revision %d, %s): %s", jobID, e.Revision(), e.Operation(), e.Value())
 }
 
-// connect reaches the node of root through the loopback address and token it wrote for
-// `shotd cluster status`.
-func connect(root *chaos.Root) (*nats.Conn, error) {
+// buckets opens the ledger and jobs buckets of the node of root, through the loopback address
+// and token it wrote for `shotd cluster status`; closeConn closes the connection.
+func buckets(ctx context.Context, root *chaos.Root) (ledger, jobs jetstream.KeyValue, closeConn func(), err error) {
 	data, err := os.ReadFile(filepath.Join(root.DataDir, "cluster", cluster.ClientFile))
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	var ci struct{ URL, Token string }
 	if err := json.Unmarshal(data, &ci); err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	return nats.Connect(ci.URL, nats.Token(ci.Token), nats.Name("clustertest-dump"), nats.Timeout(5*time.Second))
-}
-
-// buckets opens the ledger and jobs buckets.
-func buckets(ctx context.Context, nc *nats.Conn) (ledger, jobs jetstream.KeyValue, err error) {
-	js, err := jetstream.New(nc)
+	nc, err := nats.Connect(ci.URL, nats.Token(ci.Token), nats.Name("clustertest-dump"), nats.Timeout(5*time.Second))
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if ledger, err = js.KeyValue(ctx, cluster.BucketLedger); err != nil {
-		return nil, nil, err
+	js, err := jetstream.New(nc)
+	if err == nil {
+		ledger, err = js.KeyValue(ctx, cluster.BucketLedger)
 	}
-	jobs, err = js.KeyValue(ctx, cluster.BucketJobs)
-	return ledger, jobs, err
+	if err == nil {
+		jobs, err = js.KeyValue(ctx, cluster.BucketJobs)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, nil, nil, err
+	}
+	return ledger, jobs, nc.Close, nil
 }
