@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -196,7 +197,7 @@ func TestSweepReservations(t *testing.T) {
 	key := LedgerKey(acc.ID, start)
 	record := func(h Hold, status string) {
 		t.Helper()
-		r := jobRecord{Job: shotd.Job{JobID: strings.TrimPrefix(h.ID, "job-"), AccountID: acc.ID, Status: status}, Hold: h}
+		r := jobRecord{Job: shotd.Job{JobID: strings.TrimPrefix(h.ID, "job-"), AccountID: acc.ID, Status: status, UpdatedAt: time.Now()}, Hold: h}
 		data, err := r.encode()
 		if err != nil {
 			t.Fatal(err)
@@ -451,5 +452,60 @@ func TestScanWhileWritten(t *testing.T) {
 		if got != keys {
 			t.Fatalf("listed %d keys of %d", got, keys)
 		}
+	}
+}
+
+// TestSweepRequeuesOrphanJob: a job whose record was written but whose message never reached
+// the stream (its node died in between, after answering 202 or not) is queued again by the
+// sweep once it has waited past the grace, and ends; a second sweep queues it no more.
+func TestSweepRequeuesOrphanJob(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	acc := shotd.Account{ID: "acc_orphan", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var renders atomic.Int64
+	jn := startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) { c.Capacity = -1 }) // takes no job: the message stays queued
+	jobs, _, err := jn.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The orphan: a job like it, with its record and its reservation, whose message never went
+	// to the stream.
+	r, _, err := jn.jobs.getJob(ctx, jobs[0].JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, _, err := jn.ledger.ReserveJobs(ctx, r.Hold.Key, plan.MonthlyQuota, []string{"job_orphan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Job.JobID, r.Hold = "job_orphan", hs[0]
+	if err := jn.jobs.create(ctx, jobKey(r.Job.JobID), &r); err != nil {
+		t.Fatal(err)
+	}
+	worker := startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return pngOut(), nil
+	}, nil, nil)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	later := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log, Now: func() time.Time { return time.Now().Add(2 * reservationGrace) }})
+	if _, err := sweepReservations(ctx, n.js, later, n.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{jobs[0].JobID, "job_orphan"} {
+		if job := waitJob(t, worker.jobs, acc.ID, id, 30*time.Second); job.Status != shotd.JobSucceeded {
+			t.Fatalf("job %s %s %s", id, job.Status, job.ErrorMessage)
+		}
+	}
+	checkBilled(t, worker.ledger, acc, 2)
+	if r, _, err = worker.jobs.getJob(ctx, "job_orphan"); err != nil || !r.Requeued {
+		t.Fatalf("record %+v %v; want it marked requeued", r, err)
+	}
+	if renders.Load() != 2 {
+		t.Fatalf("%d renders, want 2", renders.Load())
 	}
 }

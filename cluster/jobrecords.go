@@ -65,6 +65,9 @@ type jobRecord struct {
 	// HookQueued: the message of the job's webhook is in the work stream; it is not queued
 	// again (the stream drops a duplicate only within two minutes).
 	HookQueued bool `json:"hook_queued,omitempty"`
+	// Requeued: the sweeper queued the job's message again, the job having waited past a grace
+	// without starting (its node may have died between its record and its message).
+	Requeued bool `json:"requeued,omitempty"`
 }
 
 func (r *jobRecord) encode() ([]byte, error) {
