@@ -14,9 +14,11 @@ import (
 	"github.com/shotd/shotd"
 )
 
-// DeleteAccount removes account id from the cluster: its jobs and batches, the shared records
-// of its files, its keys (which stop working on every node at once) and the account. An account
-// with a job queued or rendering is refused (shotd.ErrAccountBusy), with nothing removed. The
+// DeleteAccount removes account id from the cluster: its keys (which stop working on every node
+// at once), its jobs and batches, the shared records of its files and the account. The keys are
+// revoked first, so that no new job of the account is queued while its jobs are read. An account
+// with a job queued or rendering is refused (shotd.ErrAccountBusy): its keys are put back, and
+// nothing else is removed. The
 // objects of its files stay in the S3 bucket until the node that stored each file sweeps it at
 // its expiry (or the bucket's lifecycle rule does): no key can fetch them any more. Its usage
 // in the ledger stays, as a record of what it was billed, until the period's record is unused.
@@ -27,24 +29,42 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	jobs, batches, err := j.accountRecords(ctx, id)
-	if err != nil {
-		return d, err
-	}
-	for _, r := range jobs {
-		if !r.Job.Final() {
-			return d, shotd.ErrAccountBusy
-		}
-	}
 	keys, err := b.Keys(id)
 	if err != nil {
 		return d, err
 	}
-	for _, k := range keys {
-		if err := deleteKey(ctx, b.keys, k.AccessKey); err != nil {
-			return d, err
+	revoked := make([]jetstream.KeyValueEntry, 0, len(keys))
+	// putBack gives the revoked keys back when the account is not deleted after all.
+	putBack := func(cause error) (shotd.AccountDeletion, error) {
+		for _, e := range revoked {
+			if _, err := b.keys.Create(ctx, e.Key(), e.Value()); err != nil {
+				return shotd.AccountDeletion{}, errors.Join(cause, fmt.Errorf("cluster: put back key %s: %w", redact(e.Key()), err))
+			}
 		}
-		d.Keys++
+		return shotd.AccountDeletion{}, cause
+	}
+	for _, k := range keys {
+		e, err := b.keys.Get(ctx, k.AccessKey)
+		if errors.Is(err, jetstream.ErrKeyNotFound) {
+			continue
+		}
+		if err == nil {
+			err = deleteKey(ctx, b.keys, k.AccessKey)
+		}
+		if err != nil {
+			return putBack(err)
+		}
+		revoked = append(revoked, e)
+	}
+	d.Keys = len(revoked)
+	jobs, batches, err := j.accountRecords(ctx, id)
+	if err != nil {
+		return putBack(err)
+	}
+	for _, r := range jobs {
+		if !r.Job.Final() {
+			return putBack(shotd.ErrAccountBusy)
+		}
 	}
 	if err := deleteKey(ctx, b.accounts, id); err != nil {
 		return d, err
@@ -61,7 +81,7 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 		}
 		d.Batches++
 	}
-	n, err := deleteMatching(ctx, files.kv, ">", func(data []byte, key string) bool {
+	n, err := deleteMatching(ctx, files.js, files.kv, ">", func(data []byte, key string) bool {
 		var r fileRecord
 		return decode(files.log, "file", key, data, &r) == nil && r.Record.AccountID == id
 	})
@@ -74,14 +94,17 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecord, []string, error) {
 	var jobs []jobRecord
 	var batches []string
-	err := scan(ctx, j.kv, "j.*", func(key string, data []byte) {
+	err := scan(ctx, j.js, j.kv, "j.*", func(key string, data []byte) {
+		if j.cfg.onRead != nil {
+			j.cfg.onRead(key)
+		}
 		var r jobRecord
 		if decode(j.log, "job", key, data, &r) == nil && r.Job.AccountID == accountID {
 			jobs = append(jobs, r)
 		}
 	})
 	if err == nil {
-		err = scan(ctx, j.kv, "b.*", func(key string, data []byte) {
+		err = scan(ctx, j.js, j.kv, "b.*", func(key string, data []byte) {
 			var r batchRecord
 			if decode(j.log, "batch", key, data, &r) == nil && r.Batch.AccountID == accountID {
 				batches = append(batches, r.Batch.BatchID)
@@ -91,17 +114,27 @@ func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecor
 	return jobs, batches, err
 }
 
-// scan reads every value of kv whose key matches filter.
-func scan(ctx context.Context, kv jetstream.KeyValue, filter string, f func(key string, data []byte)) error {
-	l, err := kv.ListKeysFiltered(ctx, filter)
-	if errors.Is(err, jetstream.ErrNoKeysFound) {
-		return nil
-	}
+// scan reads every value of kv whose key matches filter. The keys come from the subjects of the
+// bucket's stream, as its leader counts them at one instant: the bucket's own listing (an
+// ordered consumer) can end early while keys are written, and leave some out (its end is a
+// message that reports nothing pending, which writes meanwhile make wrong; nats.py #995
+// describes the same watcher).
+func scan(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, filter string, f func(key string, data []byte)) error {
+	stream, err := js.Stream(ctx, "KV_"+kv.Bucket())
 	if err != nil {
 		return fmt.Errorf("cluster: list %s: %w", filter, err)
 	}
-	defer func() { _ = l.Stop() }()
-	for key := range l.Keys() {
+	prefix := "$KV." + kv.Bucket() + "."
+	info, err := stream.Info(ctx, jetstream.WithSubjectFilter(prefix+filter))
+	if err != nil {
+		return fmt.Errorf("cluster: list %s: %w", filter, err)
+	}
+	keys := make([]string, 0, len(info.State.Subjects))
+	for subject := range info.State.Subjects {
+		keys = append(keys, strings.TrimPrefix(subject, prefix))
+	}
+	slices.Sort(keys)
+	for _, key := range keys {
 		e, err := kv.Get(ctx, key)
 		if errors.Is(err, jetstream.ErrKeyNotFound) {
 			continue
@@ -115,9 +148,9 @@ func scan(ctx context.Context, kv jetstream.KeyValue, filter string, f func(key 
 }
 
 // deleteMatching deletes the values of kv under filter that match; it returns how many.
-func deleteMatching(ctx context.Context, kv jetstream.KeyValue, filter string, match func(data []byte, key string) bool) (int, error) {
+func deleteMatching(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, filter string, match func(data []byte, key string) bool) (int, error) {
 	var keys []string
-	if err := scan(ctx, kv, filter, func(key string, data []byte) {
+	if err := scan(ctx, js, kv, filter, func(key string, data []byte) {
 		if match(data, key) {
 			keys = append(keys, key)
 		}

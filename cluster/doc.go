@@ -20,6 +20,10 @@
 //
 // DeleteAccount removes an account with its keys, jobs, batches and file records.
 //
+// Sweeper runs on one node at a time (a lease): it deletes the objects of expired files, and
+// sweeps the ledger (sweepReservations): it drops the reservations of jobs that ended or are
+// gone, forgets their bills, and queues again a job that never started.
+//
 // Every record and work message carries a version; a record of an unknown version is refused with a log line,
 // never a crash, so nodes of two versions can run side by side during a rolling restart.
 //

@@ -39,13 +39,14 @@ type fileRecord struct {
 type Files struct {
 	LocalFiles
 	kv  jetstream.KeyValue
+	js  jetstream.JetStream // lists kv (scan)
 	log zerolog.Logger
 	now func() time.Time
 }
 
 // NewFiles shares the records of local's files in the node's files bucket.
 func NewFiles(local LocalFiles, n *Node, log zerolog.Logger) *Files {
-	return &Files{LocalFiles: local, kv: n.Files, log: log, now: time.Now}
+	return &Files{LocalFiles: local, kv: n.Files, js: n.js, log: log, now: time.Now}
 }
 
 // PutFile stores the file on this node and publishes its record.

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -61,6 +62,12 @@ type jobRecord struct {
 	// once: the ledger remembers the bills it made) and records the success.
 	Billing bool             `json:"billing,omitempty"`
 	Result  *shotd.JobResult `json:"result,omitempty"`
+	// HookQueued: the message of the job's webhook is in the work stream; it is not queued
+	// again (the stream drops a duplicate only within two minutes).
+	HookQueued bool `json:"hook_queued,omitempty"`
+	// Requeued: the sweeper queued the job's message again, the job having waited past a grace
+	// without starting (its node may have died between its record and its message).
+	Requeued bool `json:"requeued,omitempty"`
 }
 
 func (r *jobRecord) encode() ([]byte, error) {
@@ -82,6 +89,8 @@ type batchRecord struct {
 	// compare-and-swap, never back): the batch's jobs are read about once each in all, not once
 	// per job end.
 	Ended int `json:"ended,omitempty"`
+	// HookQueued: the message of the batch's webhook is in the work stream (as a job's).
+	HookQueued bool `json:"hook_queued,omitempty"`
 }
 
 func (r *batchRecord) encode() ([]byte, error) {
@@ -213,6 +222,48 @@ func (j *Jobs) put(ctx context.Context, key string, r encoder, rev uint64) error
 		_, err = j.kv.Update(actx, key, data, rev)
 	}
 	return err
+}
+
+// create writes a new record, retried until ctx ends: a try whose answer was lost may have
+// written it, which the next one finds (the same bytes).
+func (j *Jobs) create(ctx context.Context, key string, r encoder) error {
+	data, err := r.encode()
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		_, err = j.kv.Create(actx, key, data)
+		if conflict(err) {
+			var e jetstream.KeyValueEntry
+			if e, err = j.kv.Get(actx, key); err == nil {
+				if !bytes.Equal(e.Value(), data) {
+					err = fmt.Errorf("cluster: %s exists already", key)
+				}
+				cancel()
+				return err
+			}
+		}
+		cancel()
+		if err == nil || !j.pause(ctx, attempt) {
+			return err
+		}
+	}
+}
+
+// remove deletes a record, retried until ctx ends; one that is not there is no error.
+func (j *Jobs) remove(ctx context.Context, key string) error {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		err := j.kv.Delete(actx, key)
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrKeyNotFound) {
+			return nil
+		}
+		if !j.pause(ctx, attempt) {
+			return err
+		}
+	}
 }
 
 // pause waits before another try: a few ms doubled per attempt up to a quarter second; false

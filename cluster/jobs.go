@@ -69,11 +69,13 @@ type JobsConfig struct {
 	// had no concurrency slot free (1 s). A job's deliveries are not bounded (a bound would leave
 	// a job never ended); its renders are, by shotd.MaxJobInterruptions starts in its record.
 	SlotRetry time.Duration
-	Ended     func(shotd.Job)  // hears every job whose end this node recorded
-	Attempted func(string)     // hears every webhook attempt: delivered, retry, failed
-	onRead    func(key string) // tests: hears every read of a job or batch record
-	preClaim  func(id string)  // tests: runs before a job's render claims its reservation
-	retry     time.Duration    // tests: the wait before a job's message comes again after an error
+	Ended     func(shotd.Job)                             // hears every job whose end this node recorded
+	Attempted func(string)                                // hears every webhook attempt: delivered, retry, failed
+	onRead    func(key string)                            // tests: hears every read of a job or batch record
+	preClaim  func(id string)                             // tests: runs before a job's render claims its reservation
+	retry     time.Duration                               // tests: the wait before a job's message comes again after an error
+	published func(workMsg)                               // tests: hears every message this node publishes
+	wrapKV    func(jetstream.KeyValue) jetstream.KeyValue // tests: the jobs bucket as this node sees it
 	Log       zerolog.Logger
 }
 
@@ -114,6 +116,9 @@ func OpenJobs(ctx context.Context, n *Node, cfg JobsConfig) (*Jobs, error) {
 	}
 	j := &Jobs{cfg: cfg, node: n.NodeName(), kv: n.Jobs, js: n.js, log: cfg.Log, stopped: make(chan struct{})}
 	j.life, j.cut = context.WithCancel(context.Background())
+	if cfg.wrapKV != nil {
+		j.kv = cfg.wrapKV(j.kv)
+	}
 	sc := jetstream.StreamConfig{Name: StreamWork, Description: "shotd jobs and webhooks", Subjects: []string{"shotd.work.>"},
 		Retention: jetstream.WorkQueuePolicy, Storage: jetstream.FileStorage, Replicas: n.Replicas(), Duplicates: 2 * time.Minute}
 	for {
@@ -495,15 +500,25 @@ func (j *Jobs) finish(ctx context.Context, r jobRecord, node string, starts int,
 }
 
 // afterEnd queues the deliveries an ended job calls for: its webhook, and its batch's once
-// every job of the batch ended. Run again after a node died here, it queues them again: the
-// stream drops a duplicate published within two minutes, and a delivery already made is not
-// made again (its record says so).
+// every job of the batch ended. Each is queued once: its record says when its message is in the
+// stream (HookQueued), and a delivery already made is not made again. Run again after a node
+// died between the message and the record, it queues it again, which the stream drops as a
+// duplicate within two minutes.
 func (j *Jobs) afterEnd(ctx context.Context, r jobRecord) error {
 	if j.cfg.Sender == nil {
 		return nil
 	}
-	if w := r.Job.Webhook; w != nil && w.Status == shotd.WebhookPending {
+	if w := r.Job.Webhook; w != nil && w.Status == shotd.WebhookPending && !r.HookQueued {
 		if err := j.publish(ctx, workMsg{Kind: "hook", ID: r.Job.JobID}); err != nil {
+			return err
+		}
+		if _, err := j.updateJob(ctx, r.Job.JobID, func(r *jobRecord) error {
+			if r.HookQueued {
+				return errUnchanged
+			}
+			r.HookQueued = true
+			return nil
+		}); err != nil {
 			return err
 		}
 	}
@@ -546,8 +561,20 @@ func (j *Jobs) afterEnd(ctx context.Context, r jobRecord) error {
 		if !all {
 			return nil // the job its count stopped at queues it
 		}
+	} else if b.HookQueued {
+		return nil
 	}
-	return j.publish(ctx, workMsg{Kind: "batch", ID: b.Batch.BatchID})
+	if err := j.publish(ctx, workMsg{Kind: "batch", ID: b.Batch.BatchID}); err != nil {
+		return err
+	}
+	_, err = j.updateBatch(ctx, b.Batch.BatchID, func(b *batchRecord) error {
+		if b.HookQueued {
+			return errUnchanged
+		}
+		b.HookQueued = true
+		return nil
+	})
+	return err
 }
 
 // publish puts a message on the work stream, retried until ctx ends; its id makes a retry (or
@@ -564,6 +591,9 @@ func (j *Jobs) publish(ctx context.Context, m workMsg) error {
 		_, err := j.js.Publish(actx, subject, data, jetstream.WithMsgID(m.Kind+"-"+m.ID))
 		cancel()
 		if err == nil {
+			if j.cfg.published != nil {
+				j.cfg.published(m)
+			}
 			return nil
 		}
 		if attempt >= 10 || !j.pause(ctx, attempt) {
@@ -720,25 +750,31 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 			req.Plan.MonthlyQuota, end.Format(time.RFC3339))
 	}
 	if err != nil {
+		// The reservations' write may have landed with its answer lost (the ledger's leader
+		// died): they would hold the quota for JobLease with no job. Dropped.
+		j.undoSubmit(key, ids, nil, err)
 		return nil, nil, err
 	}
-	undo := func(cause error) ([]shotd.Job, *shotd.Batch, error) {
-		for _, h := range holds {
-			_, _ = j.cfg.Ledger.Settle(context.Background(), h, false)
-		}
-		j.log.Error().Err(cause).Msg("jobs not queued")
-		return nil, nil, shotd.Wrap(shotd.CodeServiceUnavailable, cause, "the cluster could not queue the jobs; try again")
+	wctx, wcancel := context.WithTimeout(ctx, timeout)
+	defer wcancel()
+	records := make([]string, 0, len(jobs)+1)
+	for _, jb := range jobs {
+		records = append(records, jobKey(jb.JobID))
 	}
 	if batch != nil {
-		if err := j.put(ctx, batchKey(batch.BatchID), &batchRecord{Batch: *batch}, 0); err != nil {
-			return undo(err)
-		}
+		records = append(records, batchKey(batch.BatchID))
+		err = j.create(wctx, batchKey(batch.BatchID), &batchRecord{Batch: *batch})
 	}
-	err = parallel(len(jobs), func(i int) error {
-		return j.put(ctx, jobKey(jobs[i].JobID), &jobRecord{Job: jobs[i], Hold: holds[i], Concurrency: req.Plan.Concurrency}, 0)
-	})
+	if err == nil {
+		err = parallel(len(jobs), func(i int) error {
+			return j.create(wctx, jobKey(jobs[i].JobID), &jobRecord{Job: jobs[i], Hold: holds[i], Concurrency: req.Plan.Concurrency})
+		})
+	}
 	if err != nil {
-		return undo(err) // records without a message stay queued in the bucket, never run
+		// Records without a message would stay queued in the bucket, never run: deleted,
+		// with their reservations.
+		j.undoSubmit(key, ids, records, err)
+		return nil, nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster could not queue the jobs; try again")
 	}
 	// A job whose message could not be queued fails, so that every job of the answer ends.
 	_ = parallel(len(jobs), func(i int) error {
@@ -751,6 +787,30 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 		return nil
 	})
 	return jobs, batch, nil
+}
+
+// undoTimeout bounds the undoing of a Submit that failed. What it leaves (no quorum for that
+// long) the ledger sweep finds: reservations of jobs that have no record.
+const undoTimeout = 15 * time.Second
+
+// undoSubmit undoes what a failed Submit may have written, cause being why it failed: the
+// records of its jobs and batch (the keys records: a record without a message would stay queued
+// for ever, never run), then the reservations of its jobs (ids) in the ledger record key, in one
+// compare-and-swap. Each write is retried, as any try's answer may be lost.
+func (j *Jobs) undoSubmit(key string, ids, records []string, cause error) {
+	j.log.Error().Err(cause).Int("jobs", len(ids)).Msg("jobs not queued; what was written is undone")
+	ctx, cancel := context.WithTimeout(j.life, undoTimeout)
+	defer cancel()
+	if err := parallel(len(records), func(i int) error { return j.remove(ctx, records[i]) }); err != nil {
+		j.log.Error().Err(err).Msg("records of jobs not queued left in the bucket")
+	}
+	holds := make([]string, len(ids))
+	for i, id := range ids {
+		holds[i] = JobHoldID(id)
+	}
+	if _, err := j.cfg.Ledger.Drop(ctx, key, holds); err != nil {
+		j.log.Error().Err(err).Msg("reservations of jobs not queued left; the ledger sweep drops them")
+	}
 }
 
 // Stats counts this node's jobs. It queues none: the cluster's queue is the work stream, where

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/store"
 )
 
 // DefaultLease is how long a reservation lives unless its node renews it. A node renews its
@@ -33,13 +35,30 @@ type ledgerRecord struct {
 	// Res are the live reservations: each holds one unit of quota until it is billed or dropped,
 	// and a concurrency slot when Slot is set.
 	Res map[string]reservation `json:"res,omitempty"`
-	// Done are the last reservations billed, newest last: a Settle retried after a write whose
-	// answer was lost (it may have landed) finds its bill there and does not bill again.
-	Done []string `json:"done,omitempty"`
+	// Bills are the reservations billed, each with the Unix second until which it is kept: a
+	// Settle tried again after a write whose answer was lost (it may have landed) finds its bill
+	// here and does not bill again. A sync render's is kept for as long as its Settle call can
+	// try (settleWindow, and the clocks' disagreement); a job's until its job has ended, as its
+	// next delivery bills it again while its record says it is billing: the sweeper forgets it
+	// then (sweepReservations), or JobRetention after.
+	Bills map[string]int64 `json:"bills,omitempty"`
 }
 
-// doneKept is how many billed reservation ids a record remembers.
-const doneKept = 64
+// settleWindow bounds the tries of one Settle call; billKept is how long a bill is kept for them,
+// more by a lease, within which the nodes' clocks must agree.
+const (
+	settleWindow = 30 * time.Second
+	billKept     = settleWindow + DefaultLease
+)
+
+// forgets reports whether the bill of reservation id, kept until the Unix second until, may be
+// forgotten at now; a job's bill only JobRetention after, unless the sweeper finds its job ended.
+func forgets(id string, until int64, now time.Time) bool {
+	if strings.HasPrefix(id, jobHoldPrefix) {
+		return now.After(time.Unix(until, 0).Add(store.JobRetention))
+	}
+	return now.After(time.Unix(until, 0))
+}
 
 type reservation struct {
 	Node    string    `json:"node"`
@@ -67,6 +86,11 @@ func (r *ledgerRecord) prune(now time.Time) (dropped []string) {
 		if !now.Before(v.Expires) {
 			delete(r.Res, id)
 			dropped = append(dropped, id)
+		}
+	}
+	for id, until := range r.Bills {
+		if forgets(id, until, now) {
+			delete(r.Bills, id)
 		}
 	}
 	return dropped
@@ -174,7 +198,9 @@ func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int
 
 // JobHoldID names the reservation of a job in its account's ledger record: whichever node runs
 // the job settles that one reservation, so that a job is billed at most once.
-func JobHoldID(jobID string) string { return "job-" + jobID }
+func JobHoldID(jobID string) string { return jobHoldPrefix + jobID }
+
+const jobHoldPrefix = "job-"
 
 // JobLease is the lease of a queued job's reservation. Nobody renews it: the job's message is
 // taken by some node whatever node dies, and that node claims the reservation (Claim, with the
@@ -211,6 +237,29 @@ func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs 
 	return hs, st, nil
 }
 
+// Drop drops the reservations ids of the record key unbilled, in one compare-and-swap (those
+// gone already are no error): the reservations of jobs that were not queued after all. Retried
+// until ctx ends, it finds what a try whose answer was lost did.
+func (l *Ledger) Drop(ctx context.Context, key string, ids []string) (LedgerState, error) {
+	return l.dropIf(ctx, key, func(id string, _ reservation) bool { return slices.Contains(ids, id) })
+}
+
+// dropIf drops, in one compare-and-swap, every reservation of the record key that drop picks.
+func (l *Ledger) dropIf(ctx context.Context, key string, drop func(id string, v reservation) bool) (LedgerState, error) {
+	return l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
+		n := len(r.Res)
+		for id, v := range r.Res {
+			if drop(id, v) {
+				delete(r.Res, id)
+			}
+		}
+		if len(r.Res) == n {
+			return errSettled
+		}
+		return nil
+	})
+}
+
 // ErrBilled: Claim finds the job billed already (a node billed it and died before it recorded
 // the job's success).
 var ErrBilled = errors.New("cluster: the job is billed already")
@@ -224,7 +273,7 @@ var ErrBilled = errors.New("cluster: the job is billed already")
 // a queued job's reservation would lose its JobLease for the ordinary lease.
 func (l *Ledger) Claim(ctx context.Context, h Hold, concurrency int) (LedgerState, error) {
 	st, err := l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
-		if slices.Contains(r.Done, h.ID) {
+		if _, ok := r.Bills[h.ID]; ok {
 			return ErrBilled
 		}
 		v, ok := r.Res[h.ID]
@@ -283,11 +332,16 @@ var errLost = errors.New("cluster: the reservation expired before the render end
 // meanwhile is billed only if it still fits the quota; otherwise Settle returns an error
 // (service_unavailable) and bills nothing, so that the quota holds whatever happened.
 //
-// Settle is idempotent: a retry after a write whose answer was lost finds the bill it made.
+// Settle is idempotent: a retry after a write whose answer was lost finds the bill it made, as
+// does a later call for a job whose end was not recorded (its bill is kept until it is). One
+// call tries for settleWindow at most, the time its bill is sure to be kept.
 func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, error) {
 	defer l.release(h)
+	start := l.now()
+	ctx, cancel := context.WithTimeout(ctx, settleWindow)
+	defer cancel()
 	return l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
-		if bill && slices.Contains(r.Done, h.ID) {
+		if _, ok := r.Bills[h.ID]; bill && ok {
 			return errSettled
 		}
 		_, ok := r.Res[h.ID]
@@ -301,10 +355,10 @@ func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, er
 			}
 		}
 		r.Billed++
-		r.Done = append(r.Done, h.ID)
-		if len(r.Done) > doneKept {
-			r.Done = r.Done[len(r.Done)-doneKept:]
+		if r.Bills == nil {
+			r.Bills = map[string]int64{}
 		}
+		r.Bills[h.ID] = start.Add(billKept).Unix()
 		return nil
 	})
 }

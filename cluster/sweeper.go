@@ -43,13 +43,17 @@ const sweeperLease = "sweeper"
 // cluster at a time: the node that holds the "sweeper" lease. Its index is the bucket's listing
 // under shotd's prefix: an object named as a file id (f_...) whose shared record is gone or
 // expired, and older than the grace period, is deleted; anything else under the prefix is left
-// alone. So the objects of a node that is gone for good are deleted too.
+// alone. So the objects of a node that is gone for good are deleted too. The same node drops
+// the ledger's reservations of jobs that ended or are gone (sweepReservations).
 type Sweeper struct {
-	cfg   SweeperConfig
-	kv    jetstream.KeyValue
-	lease *lease
-	log   zerolog.Logger
-	now   func() time.Time
+	cfg    SweeperConfig
+	kv     jetstream.KeyValue
+	jobs   jetstream.KeyValue
+	js     jetstream.JetStream
+	ledger *Ledger // no renewals: it only drops reservations (sweepReservations)
+	lease  *lease
+	log    zerolog.Logger
+	now    func() time.Time
 
 	stop chan struct{}
 	wg   sync.WaitGroup
@@ -73,8 +77,9 @@ func StartSweeper(n *Node, cfg SweeperConfig) *Sweeper {
 		cfg.Now = time.Now
 	}
 	log := cfg.Log.With().Str("component", "cluster-sweeper").Logger()
-	s := &Sweeper{cfg: cfg, kv: n.Files, log: log, now: cfg.Now, stop: make(chan struct{}),
-		lease: &lease{kv: n.Leases, name: sweeperLease, node: n.NodeName(), ttl: cfg.LeaseTTL, log: log, now: time.Now}}
+	s := &Sweeper{cfg: cfg, kv: n.Files, jobs: n.Jobs, js: n.js, log: log, now: cfg.Now, stop: make(chan struct{}),
+		ledger: NewLedger(n.Ledger, n.NodeName(), LedgerConfig{NoRenew: true, Log: log}),
+		lease:  &lease{kv: n.Leases, name: sweeperLease, node: n.NodeName(), ttl: cfg.LeaseTTL, log: log, now: time.Now}}
 	s.wg.Add(1)
 	go s.run()
 	return s
@@ -157,6 +162,9 @@ func (s *Sweeper) sweep() {
 	}
 	if n > 0 {
 		s.log.Info().Int("objects", n).Msg("sweep: expired files deleted")
+	}
+	if _, err := sweepReservations(ctx, s.js, s.ledger, s.jobs); err != nil && ctx.Err() == nil {
+		s.log.Warn().Err(err).Msg("sweep: the ledger's reservations could not all be checked")
 	}
 }
 

@@ -43,7 +43,8 @@ func (l load) String() string {
 
 // TestClusterQuota starts three nodes, renders for account A round-robin over them (and for an
 // account B with room to spare, beside) and kills with SIGKILL the node that leads the quota
-// ledger: halfway through A's quota, or in the long runs at random halfway or five before it.
+// ledger: halfway through A's quota, or in the long runs at 30% of it past the bulk or five
+// before it, by turns.
 // A sends a bulk with webhooks first, then sync renders and every third an async job with a
 // webhook: every job ends on every node's view, every webhook arrives signed, and A's successes
 // (200s and succeeded jobs) never pass the quota and equal the usage every node reports.
@@ -56,8 +57,15 @@ func TestClusterQuota(t *testing.T) {
 	}
 	l := load{quota: 16, concurrency: 2, maxAttempts: 1000, workers: 5, killAt: 8, bulk: 4, jobEvery: 3}
 	if os.Getenv("SHOTD_TEST_CLUSTER_LONG") != "" {
-		l = load{quota: 100, concurrency: 4, maxAttempts: 20000, workers: 10, killAt: 50, bulk: 20, jobEvery: 3, growAt: 60}
-		if rand.IntN(2) == 0 {
+		// The load: a quota of 200 and a concurrency of 4; a bulk of 100 with webhooks,
+		// then at most 600 sync renders and 300 async jobs (one in three); a node killed at
+		// about 30% of the quota left after the bulk, or when 195 of 200 are taken; a fourth
+		// node started at about 60%. Run n of make cluster-test (SHOTD_TEST_CLUSTER_RUN) takes
+		// the first kill point when n is odd, the second when even, so that five runs cover both.
+		l = load{quota: 200, concurrency: 4, maxAttempts: 900, workers: 10, bulk: 100, jobEvery: 3}
+		l.killAt = l.bulk + (l.quota-l.bulk)*3/10
+		l.growAt = l.bulk + (l.quota-l.bulk)*6/10
+		if run, _ := strconv.Atoi(os.Getenv("SHOTD_TEST_CLUSTER_RUN")); run > 0 && run%2 == 0 {
 			l.killAt = l.quota - 5
 		}
 	}
@@ -99,6 +107,7 @@ renders_per_process = 2
 [limits]
 refused_per_address_per_minute = 0
 refused_per_key_per_minute = 0
+bulk_max_items = 100
 
 # Jobs' webhooks retry soon, so that a delivery to a node that died is made again in the run.
 [webhooks]
@@ -382,6 +391,7 @@ failures_per_minute = 10000
 	for _, id := range jobIDs {
 		if !slices.Contains(all, id) {
 			t.Errorf("job %s answered 202 is not among the account's jobs", id)
+			dumpJob(t, ctx, roots[(victim.Load()+1)%n], id)
 		}
 	}
 	jobs := checkJobs(t, ctx, clients, live, all, batchID, rcv, 3*time.Minute)
@@ -430,6 +440,7 @@ failures_per_minute = 10000
 		}
 		if u.Quota.Remaining != max(l.quota-u.Quota.Used, 0) {
 			t.Errorf("node %d: remaining %d with %d used of %d: a reservation is left", i+1, u.Quota.Remaining, u.Quota.Used, l.quota)
+			dumpLedger(t, ctx, roots[i], accA)
 		}
 		if successes == int64(l.quota) {
 			if out := c.Render(ctx, chaos.Shot{Format: "png", Width: 320, Height: 240, URL: page.URL + "/a?n=last" + strconv.Itoa(i)}); out.Label != "402 quota_exceeded" {

@@ -1,0 +1,511 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+)
+
+// faultKV is a bucket whose writes can lose their answer (the write lands, an error comes back,
+// as when the stream's leader dies after committing it) and that can be unreachable for a while
+// (no leader). The rest is the real bucket.
+type faultKV struct {
+	jetstream.KeyValue
+	mu sync.Mutex
+	// lose picks the writes whose answer is lost: after each, the bucket is down for downFor.
+	lose    func(key string) bool
+	downFor time.Duration
+	down    time.Time // unreachable until then
+	// refuse picks the writes that fail without landing, for good.
+	refuse func(key string) bool
+}
+
+var errNoAnswer = errors.New("test: no answer (the leader died)")
+
+func (f *faultKV) unreachable() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Now().Before(f.down)
+}
+
+// write runs w unless the bucket is down or refuses key, and loses its answer when picked.
+func (f *faultKV) write(key string, w func() (uint64, error)) (uint64, error) {
+	if f.unreachable() || (f.refuse != nil && f.refuse(key)) {
+		return 0, errNoAnswer
+	}
+	rev, err := w()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil && f.lose != nil && f.lose(key) {
+		f.down = time.Now().Add(f.downFor)
+		return 0, errNoAnswer
+	}
+	return rev, err
+}
+
+func (f *faultKV) Get(ctx context.Context, key string) (jetstream.KeyValueEntry, error) {
+	if f.unreachable() {
+		return nil, errNoAnswer
+	}
+	return f.KeyValue.Get(ctx, key)
+}
+
+func (f *faultKV) Create(ctx context.Context, key string, value []byte, opts ...jetstream.KVCreateOpt) (uint64, error) {
+	return f.write(key, func() (uint64, error) { return f.KeyValue.Create(ctx, key, value, opts...) })
+}
+
+func (f *faultKV) Update(ctx context.Context, key string, value []byte, rev uint64) (uint64, error) {
+	return f.write(key, func() (uint64, error) { return f.KeyValue.Update(ctx, key, value, rev) })
+}
+
+// once picks the first write of each key that match accepts.
+func once(match func(key string) bool) func(string) bool {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return func(key string) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if !match(key) || seen[key] {
+			return false
+		}
+		seen[key] = true
+		return true
+	}
+}
+
+func ledgerState(t *testing.T, n *Node, acc shotd.Account) LedgerState {
+	t.Helper()
+	l := NewLedger(n.Ledger, "reader", LedgerConfig{NoRenew: true})
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	st, err := l.State(context.Background(), LedgerKey(acc.ID, start))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// TestSubmitReservationAnswerLost: the write of a Submit's reservations lands but its answer is
+// lost and the ledger stays unreachable past the Submit's timeout (its leader was killed): the
+// Submit fails (service_unavailable) and its reservations are dropped, not left for JobLease.
+func TestSubmitReservationAnswerLost(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_lost", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	fkv := &faultKV{KeyValue: nodes[0].Ledger, downFor: 1500 * time.Millisecond,
+		lose: once(func(key string) bool { return strings.HasPrefix(key, acc.ID+".") })}
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	l := NewLedger(fkv, nodes[0].NodeName(), LedgerConfig{Log: log})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) { c.Ledger = l })
+	_, _, err := jn.jobs.Submit(jobRequest(acc, plan, 2, true), time.Second)
+	checkFailedSubmit(t, err, nodes[0], acc)
+}
+
+// checkFailedSubmit checks that a Submit failed with service_unavailable and left no reservation.
+func checkFailedSubmit(t *testing.T, err error, n *Node, acc shotd.Account) {
+	t.Helper()
+	if shotd.CodeOf(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("Submit: %v, want service_unavailable", err)
+	}
+	if st := ledgerState(t, n, acc); st.Reservations != 0 {
+		t.Fatalf("ledger %+v after a failed Submit: a reservation is left", st)
+	}
+}
+
+// TestSubmitUndoesItsRecords: a Submit that cannot write one job's record fails, and leaves
+// neither the records it wrote (they would stay queued for ever, never run) nor reservations.
+func TestSubmitUndoesItsRecords(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_undo", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var refused string
+	var mu sync.Mutex
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) {
+		c.wrapKV = func(kv jetstream.KeyValue) jetstream.KeyValue {
+			return &faultKV{KeyValue: kv, refuse: func(key string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				if refused == "" && strings.HasPrefix(key, "j.") {
+					refused = key // the first job record written is refused, the others land
+				}
+				return key == refused
+			}}
+		}
+	})
+	_, _, err := jn.jobs.Submit(jobRequest(acc, plan, 3, true), time.Second)
+	checkFailedSubmit(t, err, nodes[0], acc)
+	jobs, batches, err := jn.jobs.accountRecords(context.Background(), acc.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(jobs) != 0 || len(batches) != 0 {
+		t.Fatalf("%d job records and %d batches left by a failed Submit", len(jobs), len(batches))
+	}
+}
+
+// TestSubmitRecordAnswerLost: a job record's write lands with its answer lost; the Submit tries
+// again, finds its record and queues the job, which ends succeeded and billed.
+func TestSubmitRecordAnswerLost(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_rec", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) {
+		c.wrapKV = func(kv jetstream.KeyValue) jetstream.KeyValue {
+			return &faultKV{KeyValue: kv, downFor: 200 * time.Millisecond, lose: once(func(key string) bool { return strings.HasPrefix(key, "j.") })}
+		}
+	})
+	jobs, _, err := jn.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := waitJob(t, jn.jobs, acc.ID, jobs[0].JobID, 30*time.Second); job.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s", job.Status, job.ErrorMessage)
+	}
+	checkBilled(t, jn.ledger, acc, 1)
+}
+
+// TestSweepReservations: the sweep drops the reservations of jobs that ended and of jobs without
+// a record past the grace, and leaves those of queued jobs, of a Submit under way and of sync
+// renders.
+func TestSweepReservations(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	earlier := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log, Now: func() time.Time { return time.Now().Add(-2 * reservationGrace) }})
+	now := NewLedger(n.Ledger, "n1", LedgerConfig{Log: log})
+	t.Cleanup(func() { _ = now.Close(ctx) })
+	acc := shotd.Account{ID: "acc_sweep", CreatedAt: time.Now()}
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	key := LedgerKey(acc.ID, start)
+	record := func(h Hold, status string) {
+		t.Helper()
+		r := jobRecord{Job: shotd.Job{JobID: strings.TrimPrefix(h.ID, "job-"), AccountID: acc.ID, Status: status, UpdatedAt: time.Now()}, Hold: h}
+		data, err := r.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Jobs.Create(ctx, jobKey(r.Job.JobID), data); err != nil {
+			t.Fatal(err)
+		}
+	}
+	reserve := func(l *Ledger, id string) Hold {
+		t.Helper()
+		hs, _, err := l.ReserveJobs(ctx, key, 10, []string{id})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return hs[0]
+	}
+	reserve(earlier, "job_gone")                            // its Submit failed and could not undo
+	reserve(now, "job_submitting")                          // its record is being written
+	record(reserve(earlier, "job_queued"), shotd.JobQueued) // waits for a slot
+	record(reserve(now, "job_failed"), shotd.JobFailed)     // its end could not drop it
+	record(reserve(earlier, "job_ok"), shotd.JobSucceeded)  // the same, billed elsewhere
+	claimed := reserve(now, "job_claimed")                  // rendering on n1
+	record(claimed, shotd.JobRendering)
+	if _, err := now.Claim(ctx, claimed, 5); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := now.Reserve(ctx, key, 10, 5, true); err != nil { // a sync render
+		t.Fatal(err)
+	}
+	// Two jobs billed a while ago: one whose end is recorded, one whose end is not yet (its
+	// next delivery bills it again, and must find its bill).
+	for _, id := range []string{"job_billed", "job_billing"} {
+		h := reserve(earlier, id)
+		if _, err := earlier.Settle(ctx, h, true); err != nil {
+			t.Fatal(err)
+		}
+		status := shotd.JobSucceeded
+		if id == "job_billing" {
+			status = shotd.JobRendering
+		}
+		record(h, status)
+	}
+	sweeper := NewLedger(n.Ledger, "n2", LedgerConfig{NoRenew: true, Log: log})
+	dropped, err := sweepReservations(ctx, n.js, sweeper, n.Jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := sweeper.get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var left []string
+	for id := range r.Res {
+		left = append(left, id)
+	}
+	slices.Sort(left)
+	if dropped != 3 || len(left) != 4 || !slices.Contains(left, "job-job_submitting") || !slices.Contains(left, "job-job_queued") ||
+		!slices.Contains(left, "job-job_claimed") {
+		t.Fatalf("dropped %d, left %v; want the reservations of job_gone, job_failed and job_ok dropped", dropped, left)
+	}
+	if _, ok := r.Bills["job-job_billed"]; ok || len(r.Bills) != 1 {
+		t.Fatalf("bills kept %v; want only job_billing's", r.Bills)
+	}
+}
+
+// TestLedgerSettleRetriedAfterManyBills: a job's bill whose answer was lost is tried again (the
+// job's next delivery) after more bills of the account than any fixed count of remembered ids:
+// it is not billed twice. The same holds for a sync render's bill tried again within its call.
+func TestLedgerSettleRetriedAfterManyBills(t *testing.T) {
+	nodes := startCluster(t, 1)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_many", time.Unix(1_700_000_000, 0))
+	hs, _, err := l.ReserveJobs(ctx, key, 1000, []string{"job_late"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(ctx, hs[0], 10); err != nil {
+		t.Fatal(err)
+	}
+	sync, _, err := l.Reserve(ctx, key, 1000, 10, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range []Hold{hs[0], sync} {
+		if _, err := l.Settle(ctx, h, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const others = 100
+	for range others {
+		h, _, err := l.Reserve(ctx, key, 1000, 10, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.Settle(ctx, h, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range []Hold{hs[0], sync} {
+		st, err := l.Settle(ctx, h, true) // the retry
+		if err != nil {
+			t.Fatal(err)
+		}
+		if st.Billed != others+2 {
+			t.Fatalf("%s: %d billed after %d bills and a retry: billed twice", h.ID, st.Billed, others+2)
+		}
+	}
+}
+
+// TestAfterEndQueuesHookOnce: a job's end passed on again (its message delivered again after its
+// node died before acknowledging it) queues its webhook and its batch's no second time, whenever
+// it comes: the stream drops a duplicate only within two minutes, and a second message would
+// make a second schedule of attempts.
+func TestAfterEndQueuesHookOnce(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_hook_once", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var mu sync.Mutex
+	published := map[string]int{}
+	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, s, func(c *JobsConfig) {
+		c.RetryDelays = []time.Duration{time.Hour} // the first attempt fails: the hooks stay pending
+		c.published = func(m workMsg) {
+			mu.Lock()
+			defer mu.Unlock()
+			published[m.Kind+"-"+m.ID]++
+		}
+	})
+	req := jobRequest(acc, plan, 1, true)
+	req.BatchWebhookURL = "http://127.0.0.1:1/batch"
+	req.Options[0].WebhookURL = "http://127.0.0.1:1/job"
+	jobs, batch, err := jn.jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobs[0].JobID
+	waitJob(t, jn.jobs, acc.ID, id, 30*time.Second)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		s.mu.Lock()
+		tried := s.tried[id] > 0 && s.tried[batch.BatchID] > 0
+		s.mu.Unlock()
+		if tried {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no first attempt of the webhooks")
+		}
+	}
+	r, _, err := jn.jobs.getJob(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jn.jobs.afterEnd(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if published["hook-"+id] != 1 || published["batch-"+batch.BatchID] != 1 {
+		t.Fatalf("published %v; want the job's and the batch's webhook once each", published)
+	}
+}
+
+// TestDeleteAccountRevokesFirst: the account's keys are revoked before its jobs are read, so
+// that none is queued meanwhile; refused because a job is queued, the deletion puts them back.
+func TestDeleteAccountRevokesFirst(t *testing.T) {
+	nodes := startCluster(t, 1)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	book, err := OpenBook(context.Background(), nodes[0], log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(book.Close)
+	acc, err := book.CreateAccount("revoke@example.test", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, err := book.CreateKey(acc.ID, "k", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := NewFiles(nil, nodes[0], log)
+	var mu sync.Mutex
+	var keyAtScan []error // whether the key was there at each read of the account's jobs
+	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) {
+		c.Capacity = -1
+		c.onRead = func(k string) {
+			if strings.HasPrefix(k, "j.") {
+				_, err := nodes[0].Keys.Get(context.Background(), key.AccessKey)
+				mu.Lock()
+				keyAtScan = append(keyAtScan, err)
+				mu.Unlock()
+			}
+		}
+	})
+	if _, _, err := idle.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	keyAtScan = nil
+	mu.Unlock()
+	if _, err := DeleteAccount(book, idle.jobs, files, acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
+		t.Fatalf("delete with a job queued: %v, want ErrAccountBusy", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(keyAtScan) == 0 || !errors.Is(keyAtScan[0], jetstream.ErrKeyNotFound) {
+		t.Fatalf("the account's key at the read of its jobs: %v; want it revoked", keyAtScan)
+	}
+	if _, err := nodes[0].Keys.Get(context.Background(), key.AccessKey); err != nil {
+		t.Fatalf("the key after a refused deletion: %v; want it back", err)
+	}
+}
+
+// TestScanWhileWritten: a scan of a bucket lists every key while other nodes write to it (the
+// webhooks' attempts write job records while the admin API lists an account's jobs).
+func TestScanWhileWritten(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx := context.Background()
+	const keys = 300
+	for i := range keys {
+		if _, err := nodes[0].Jobs.Put(ctx, fmt.Sprintf("j.k%03d", i), []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, n := range nodes[1:] {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_, _ = n.Jobs.Put(ctx, fmt.Sprintf("j.k%03d", (i*7)%keys), []byte("y"))
+				_, _ = n.Jobs.Put(ctx, fmt.Sprintf("x.new%d-%s", i, n.NodeName()), []byte("z"))
+			}
+		}()
+	}
+	defer func() { close(stop); wg.Wait() }()
+	for range 20 {
+		got := 0
+		if err := scan(ctx, nodes[0].js, nodes[0].Jobs, "j.*", func(string, []byte) { got++ }); err != nil {
+			t.Fatal(err)
+		}
+		if got != keys {
+			t.Fatalf("listed %d keys of %d", got, keys)
+		}
+	}
+}
+
+// TestSweepRequeuesOrphanJob: a job whose record was written but whose message never reached
+// the stream (its node died in between, after answering 202 or not) is queued again by the
+// sweep once it has waited past the grace, and ends; a second sweep queues it no more.
+func TestSweepRequeuesOrphanJob(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	acc := shotd.Account{ID: "acc_orphan", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var renders atomic.Int64
+	jn := startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return pngOut(), nil
+	}, nil, func(c *JobsConfig) { c.Capacity = -1 }) // takes no job: the message stays queued
+	jobs, _, err := jn.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The orphan: a job like it, with its record and its reservation, whose message never went
+	// to the stream.
+	r, _, err := jn.jobs.getJob(ctx, jobs[0].JobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs, _, err := jn.ledger.ReserveJobs(ctx, r.Hold.Key, plan.MonthlyQuota, []string{"job_orphan"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Job.JobID, r.Hold = "job_orphan", hs[0]
+	if err := jn.jobs.create(ctx, jobKey(r.Job.JobID), &r); err != nil {
+		t.Fatal(err)
+	}
+	worker := startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		renders.Add(1)
+		return pngOut(), nil
+	}, nil, nil)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	later := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log, Now: func() time.Time { return time.Now().Add(2 * reservationGrace) }})
+	if _, err := sweepReservations(ctx, n.js, later, n.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{jobs[0].JobID, "job_orphan"} {
+		if job := waitJob(t, worker.jobs, acc.ID, id, 30*time.Second); job.Status != shotd.JobSucceeded {
+			t.Fatalf("job %s %s %s", id, job.Status, job.ErrorMessage)
+		}
+	}
+	checkBilled(t, worker.ledger, acc, 2)
+	if r, _, err = worker.jobs.getJob(ctx, "job_orphan"); err != nil || !r.Requeued {
+		t.Fatalf("record %+v %v; want it marked requeued", r, err)
+	}
+	if renders.Load() != 2 {
+		t.Fatalf("%d renders, want 2", renders.Load())
+	}
+}

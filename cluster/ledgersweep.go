@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/nats-io/nats.go/jetstream"
+
+	"github.com/shotd/shotd"
+)
+
+// reservationGrace: the reservation of a queued job whose record is missing is dropped only once
+// it is older than this. Its Submit writes the record just after the reservation, and deletes
+// both when it fails, all within seconds.
+const reservationGrace = time.Minute
+
+// sweepReservations drops, from every record of the ledger, the reservations of jobs that hold
+// quota for nothing: the job ended (its end drops the reservation, but that write can fail while
+// the cluster elects a leader) or its record is missing (a failed Submit that could not undo its
+// reservation, or a job deleted). A job's reservation lasts JobLease otherwise: an hour of quota
+// lost. Each is dropped only if it is still as read, in one compare-and-swap per record, which
+// also forgets the bills of jobs that ended (no delivery bills them again). It returns how many
+// reservations it dropped.
+func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue) (int, error) {
+	type stale struct {
+		key   string
+		res   map[string]reservation
+		bills []string // of jobs that ended, past the tries of the call that billed them
+	}
+	var found []stale
+	var orphans []string
+	err := scan(ctx, js, l.kv, ">", func(key string, data []byte) {
+		var r ledgerRecord
+		if decode(l.log, "ledger", key, data, &r) != nil {
+			return
+		}
+		now := l.now()
+		s := stale{key: key, res: map[string]reservation{}}
+		for id, v := range r.Res {
+			jobID, ok := strings.CutPrefix(id, jobHoldPrefix)
+			if !ok || !now.Before(v.Expires) { // not a job's, or expired: update prunes it
+				continue
+			}
+			stale, orphan := jobStale(ctx, l, jobs, jobID, v, now)
+			if stale {
+				s.res[id] = v
+			}
+			if orphan {
+				orphans = append(orphans, jobID)
+			}
+		}
+		for id, until := range r.Bills {
+			if jobID, ok := strings.CutPrefix(id, jobHoldPrefix); ok && now.After(time.Unix(until, 0)) && jobEnded(ctx, l, jobs, jobID) {
+				s.bills = append(s.bills, id)
+			}
+		}
+		if len(s.res) > 0 || len(s.bills) > 0 {
+			found = append(found, s)
+		}
+	})
+	for _, id := range orphans {
+		if qerr := requeue(ctx, js, l, jobs, id); qerr != nil {
+			err = errors.Join(err, qerr)
+		}
+	}
+	dropped := 0
+	for _, s := range found {
+		var ids []string
+		_, uerr := l.update(ctx, s.key, func(r *ledgerRecord, now time.Time) error {
+			ids = ids[:0]
+			for id, v := range r.Res {
+				if was, ok := s.res[id]; ok && v.Node == was.Node && v.Slot == was.Slot && v.Expires.Equal(was.Expires) {
+					delete(r.Res, id)
+					ids = append(ids, id)
+				}
+			}
+			forgot := 0
+			for _, id := range s.bills {
+				if _, ok := r.Bills[id]; ok {
+					delete(r.Bills, id)
+					forgot++
+				}
+			}
+			if len(ids) == 0 && forgot == 0 {
+				return errSettled
+			}
+			return nil
+		})
+		if uerr != nil {
+			err = errors.Join(err, uerr)
+			continue
+		}
+		dropped += len(ids)
+		if len(ids) > 0 {
+			l.log.Warn().Str("ledger", s.key).Strs("reservations", ids).Msg("reservations of jobs ended or gone released unbilled")
+		}
+	}
+	return dropped, err
+}
+
+// jobStale reports whether the reservation v of job jobID holds quota for nothing (stale): the
+// job ended, or it was never claimed and has no record past the grace. A record that cannot be
+// read keeps it. orphan: the job has been queued past the grace without ever starting, and was
+// not queued again yet: its message may be missing (requeue).
+func jobStale(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string, v reservation, now time.Time) (stale, orphan bool) {
+	r, found, ok := readJob(ctx, l, jobs, jobID)
+	if ok && !found {
+		// A queued job's reservation is never renewed: it was taken JobLease before it expires.
+		return !v.Slot && now.Sub(v.Expires.Add(-JobLease)) > reservationGrace, false
+	}
+	if !ok {
+		return false, false
+	}
+	return r.Job.Final(), orphanCandidate(r, now)
+}
+
+// orphanCandidate: a job queued for longer than the grace that never started and was not
+// queued again. Its node may have died between its record and its message: a job nobody runs,
+// with its reservation held, and perhaps a 202 answered.
+func orphanCandidate(r jobRecord, now time.Time) bool {
+	return r.Job.Status == shotd.JobQueued && r.Starts == 0 && !r.Billing && !r.Requeued &&
+		now.Sub(r.Job.UpdatedAt) > reservationGrace
+}
+
+// requeue queues job jobID's message again if the job is still an orphan candidate, then says
+// so in its record, so that a job waiting for a slot (its message in the stream all along) gets
+// at most one more. The message has the id of the first: within two minutes of it the stream
+// drops it, and a sweep that does not get to the record's write publishes it again unharmed.
+// A job delivered twice has one owner and one end (Jobs.runJob).
+func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue, jobID string) error {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	e, err := jobs.Get(gctx, jobKey(jobID))
+	if err != nil {
+		return err
+	}
+	var r jobRecord
+	if err := decode(l.log, "job", jobKey(jobID), e.Value(), &r); err != nil || !orphanCandidate(r, l.now()) {
+		return err
+	}
+	data, _ := json.Marshal(workMsg{V: recordVersion, Kind: "job", ID: jobID})
+	if _, err := js.Publish(gctx, subjectJob, data, jetstream.WithMsgID("job-"+jobID)); err != nil {
+		return fmt.Errorf("cluster: queue job %s again: %w", jobID, err)
+	}
+	r.Requeued = true
+	r.Job.Webhook = r.Hook.state() // encode moves it to Hook
+	data, err = r.encode()
+	if err == nil {
+		_, err = jobs.Update(gctx, jobKey(jobID), data, e.Revision())
+	}
+	l.log.Warn().Str("job", jobID).Msg("job queued for a while without starting: its message queued again")
+	return err
+}
+
+// jobEnded reports whether job jobID ended or is gone: no delivery bills it any more.
+func jobEnded(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string) bool {
+	r, found, ok := readJob(ctx, l, jobs, jobID)
+	return ok && (!found || r.Job.Final())
+}
+
+// readJob reads job jobID's record (found: it has one); ok is false when it could not be read.
+func readJob(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string) (r jobRecord, found, ok bool) {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	e, err := jobs.Get(gctx, jobKey(jobID))
+	if errors.Is(err, jetstream.ErrKeyNotFound) {
+		return r, false, true
+	}
+	if err != nil || decode(l.log, "job", jobKey(jobID), e.Value(), &r) != nil {
+		return r, false, false
+	}
+	r.Job.Webhook = r.Hook.state()
+	return r, true, true
+}
