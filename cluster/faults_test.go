@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -508,4 +509,43 @@ func TestSweepRequeuesOrphanJob(t *testing.T) {
 	if renders.Load() != 2 {
 		t.Fatalf("%d renders, want 2", renders.Load())
 	}
+}
+
+// TestJobDuplicateMessageWhileRendering: a second message of a job (another message id, as a
+// requeue past the stream's de-duplication window sends) reaches another node while the job
+// renders on a live node: that node waits instead of taking the job over, and the job renders
+// once, billed once.
+func TestJobDuplicateMessageWhileRendering(t *testing.T) {
+	nodes := startCluster(t, 3)
+	acc := shotd.Account{ID: "acc_dup", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var renders atomic.Int64
+	started, release := make(chan struct{}), make(chan struct{})
+	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		if renders.Add(1) == 1 {
+			close(started)
+		}
+		<-release
+		return pngOut(), nil
+	}
+	first := startJobsNode(t, nodes[0], render, nil, func(c *JobsConfig) { c.Capacity = 1 })
+	jobs, _, err := first.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	other := startJobsNode(t, nodes[1], render, nil, nil)
+	data, _ := json.Marshal(workMsg{V: recordVersion, Kind: "job", ID: jobs[0].JobID})
+	if _, err := nodes[1].js.Publish(context.Background(), subjectJob, data, jetstream.WithMsgID("dup-"+jobs[0].JobID)); err != nil {
+		t.Fatal(err)
+	}
+	for other.jobs.slotWaits.Load() == 0 && renders.Load() == 1 {
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(release)
+	job := waitJob(t, other.jobs, acc.ID, jobs[0].JobID, 30*time.Second)
+	if job.Status != shotd.JobSucceeded || renders.Load() != 1 {
+		t.Fatalf("job %s %s, %d renders; want succeeded, rendered once", job.Status, job.ErrorMessage, renders.Load())
+	}
+	checkBilled(t, other.ledger, acc, 1)
 }

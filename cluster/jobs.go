@@ -97,7 +97,9 @@ type Jobs struct {
 	loops   sync.WaitGroup
 	running sync.WaitGroup
 
-	holding           atomic.Int64 // jobs this node holds
+	mu                sync.Mutex
+	inRun             map[string]bool // jobs this node runs now, whatever message brought them
+	holding           atomic.Int64    // jobs this node holds
 	succeeded, failed atomic.Uint64
 	slotWaits         atomic.Uint64    // jobs given back to the stream for want of a slot
 	onRead            func(key string) // tests: hears every read of a job or batch record
@@ -299,6 +301,11 @@ func (j *Jobs) handleJob(msg jetstream.Msg) {
 // ended, or was gone); an error leaves it to a later delivery.
 func (j *Jobs) runJob(id string) error {
 	ctx := j.life
+	if !j.enter(id) {
+		// This node runs the job already (a second message of it): this one waits.
+		return errNoSlot
+	}
+	defer j.leave(id)
 	r, _, err := j.getJob(ctx, id)
 	switch {
 	case errors.Is(err, shotd.ErrNotFound):
@@ -329,6 +336,12 @@ func (j *Jobs) runJob(id string) error {
 		case shotd.CodeConcurrencyLimit:
 			j.slotWaits.Add(1)
 			return errNoSlot
+		}
+		if errors.Is(err, errClaimed) {
+			j.slotWaits.Add(1)
+			return errNoSlot // another node renders it: this message comes back, and finds it ended
+		}
+		switch shotd.CodeOf(err) {
 		case shotd.CodeQuotaExceeded:
 			// Its reservation lapsed (the node that held it died) and the quota filled since.
 			e := shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots was used up before the job could render", r.Hold.Quota)
@@ -376,14 +389,20 @@ func (j *Jobs) runJob(id string) error {
 	}
 	if ctx.Err() != nil {
 		// Cut by the shutdown: the job is queued again for another node; its reservation
-		// stays, which that node claims.
-		_, _ = j.updateJob(context.Background(), id, func(r *jobRecord) error {
-			if r.Node != j.node || r.Starts != starts || r.Job.Final() || r.Billing {
+		// stays, without its slot, which that node claims.
+		bctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		queued := false
+		_, uerr := j.updateJob(bctx, id, func(r *jobRecord) error {
+			if queued = r.Node == j.node && r.Starts == starts && !r.Job.Final() && !r.Billing; !queued {
 				return errUnchanged
 			}
 			r.Job.Status, r.Starts = shotd.JobQueued, starts-1
 			return nil
 		})
+		if uerr == nil && queued {
+			_ = j.cfg.Ledger.Yield(bctx, hold)
+		}
 		return ctx.Err()
 	}
 	if err != nil {
@@ -404,6 +423,26 @@ func (j *Jobs) runJob(id string) error {
 		return err
 	}
 	return j.bill(ctx, r, j.node, starts)
+}
+
+// enter marks job id as run by this node, unless it is already: false then.
+func (j *Jobs) enter(id string) bool {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.inRun[id] {
+		return false
+	}
+	if j.inRun == nil {
+		j.inRun = map[string]bool{}
+	}
+	j.inRun[id] = true
+	return true
+}
+
+func (j *Jobs) leave(id string) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.inRun, id)
 }
 
 // unclaim gives back h, the reservation that this node claimed for a job it does not bill, err

@@ -264,10 +264,16 @@ func (l *Ledger) dropIf(ctx context.Context, key string, drop func(id string, v 
 // the job's success).
 var ErrBilled = errors.New("cluster: the job is billed already")
 
+// errClaimed: Claim finds the job's reservation held with a slot by another node whose lease
+// runs: that node renders it. The message waits in the stream, as for a slot.
+var errClaimed = errors.New("cluster: another node renders the job")
+
 // Claim makes a job's reservation this node's and gives it a concurrency slot, for the job's
 // render: when the reservation expired meanwhile (the node that held it died), a new one is
 // taken if the quota still has room (else quota_exceeded); when every slot of the account is
-// taken, concurrency_limit. ErrBilled when the reservation was billed already.
+// taken, concurrency_limit. ErrBilled when the reservation was billed already; errClaimed when
+// another node holds it with a slot and a lease not expired (it renders the job: a node is
+// taken for dead only once its lease ends, which the ack wait of the job's message outlasts).
 //
 // The reservation is this node's to renew only once claimed: renewed during a claim that fails,
 // a queued job's reservation would lose its JobLease for the ordinary lease.
@@ -279,6 +285,11 @@ func (l *Ledger) Claim(ctx context.Context, h Hold, concurrency int) (LedgerStat
 		v, ok := r.Res[h.ID]
 		if ok && v.Node == l.node && v.Slot {
 			return errSettled // a try whose answer was lost had made it
+		}
+		if ok && v.Slot && now.Before(v.Expires) {
+			// Another node renders the job and renews its lease: this is a second message of
+			// the job, not a redelivery after a death (the ack wait exceeds the lease).
+			return errClaimed
 		}
 		res, slots := r.live(now)
 		if !ok && r.Billed+res >= h.Quota {
@@ -318,6 +329,22 @@ func (l *Ledger) Unclaim(ctx context.Context, h Hold, owner string) error {
 			v.Node = owner
 			r.Res[h.ID] = v
 		}
+		return nil
+	})
+	return err
+}
+
+// Yield gives back a job's reservation that this node claimed for a render cut by its shutdown:
+// queued again without a slot, for JobLease, so that the node that takes the job next claims it
+// at once rather than once its lease ends.
+func (l *Ledger) Yield(ctx context.Context, h Hold) error {
+	defer l.release(h)
+	_, err := l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
+		v, ok := r.Res[h.ID]
+		if !ok || v.Node != l.node || !v.Slot {
+			return errSettled
+		}
+		r.Res[h.ID] = reservation{Node: l.node, Expires: now.Add(JobLease)}
 		return nil
 	})
 	return err

@@ -129,8 +129,11 @@ func orphanCandidate(r jobRecord, now time.Time) bool {
 // requeue queues job jobID's message again if the job is still an orphan candidate, then says
 // so in its record, so that a job waiting for a slot (its message in the stream all along) gets
 // at most one more. The message has the id of the first: within two minutes of it the stream
-// drops it, and a sweep that does not get to the record's write publishes it again unharmed.
-// A job delivered twice has one owner and one end (Jobs.runJob).
+// drops it; later it does not, and the job has two messages. That is harmless: a node does not
+// take over a job that another live node renders (Ledger.Claim: errClaimed), nor run one twice
+// itself (Jobs.enter), and a message of an ended job is acknowledged. Checking the stream for
+// the job's message instead would need a subject per job, which nodes of the previous version
+// (whose consumer filters one subject) would undo in a rolling restart.
 func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue, jobID string) error {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
