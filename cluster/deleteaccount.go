@@ -16,9 +16,11 @@ import (
 
 // DeleteAccount removes account id from the cluster: its keys (which stop working on every node
 // at once), its jobs and batches, the shared records of its files and the account. The keys are
-// revoked first, so that no new job of the account is queued while its jobs are read. An account
-// with a job queued or rendering is refused (shotd.ErrAccountBusy): its keys are put back, and
-// nothing else is removed. The
+// revoked first, so that no new job of the account is queued while its jobs are read; a job
+// request authenticated just before (or on a node whose copy of the keys lags) may still write
+// its records after a first read, so the jobs are read again once such a request is over
+// (revokeSettle). An account with a job queued or rendering is refused (shotd.ErrAccountBusy):
+// its keys are put back, and nothing else is removed. The
 // objects of its files stay in the S3 bucket until the node that stored each file sweeps it at
 // its expiry (or the bucket's lifecycle rule does): no key can fetch them any more. Its usage
 // in the ledger stays, as a record of what it was billed, until the period's record is unused.
@@ -34,10 +36,14 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 		return d, err
 	}
 	revoked := make([]jetstream.KeyValueEntry, 0, len(keys))
-	// putBack gives the revoked keys back when the account is not deleted after all.
+	// putBack gives the revoked keys back when the account is not deleted after all: with a
+	// time of its own, whatever the reads before it used up, and retried (no quorum for a while
+	// must not delete the keys for good).
 	putBack := func(cause error) (shotd.AccountDeletion, error) {
+		pctx, cancel := context.WithTimeout(context.Background(), putBackTimeout)
+		defer cancel()
 		for _, e := range revoked {
-			if _, err := b.keys.Create(ctx, e.Key(), e.Value()); err != nil {
+			if err := j.recreate(pctx, b.keys, e); err != nil {
 				return shotd.AccountDeletion{}, errors.Join(cause, fmt.Errorf("cluster: put back key %s: %w", redact(e.Key()), err))
 			}
 		}
@@ -52,18 +58,34 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 			err = deleteKey(ctx, b.keys, k.AccessKey)
 		}
 		if err != nil {
-			return putBack(err)
+			return putBack(unavailable(err))
 		}
 		revoked = append(revoked, e)
 	}
+	settled := time.Now().Add(j.revokeSettle())
 	d.Keys = len(revoked)
-	jobs, batches, err := j.accountRecords(ctx, id)
-	if err != nil {
-		return putBack(err)
-	}
-	for _, r := range jobs {
-		if !r.Job.Final() {
-			return putBack(shotd.ErrAccountBusy)
+	var jobs []jobRecord
+	var batches []string
+	for read := 0; read < 2; read++ {
+		if read == 1 {
+			// A request that passed the key check before the revocation (or on a node whose
+			// copy of the keys lags) may have written its jobs since the first read.
+			select {
+			case <-time.After(time.Until(settled)):
+			case <-ctx.Done():
+				return putBack(unavailable(ctx.Err()))
+			}
+		}
+		sctx, scancel := context.WithTimeout(ctx, time.Minute)
+		jobs, batches, err = j.accountRecords(sctx, id)
+		scancel()
+		if err != nil {
+			return putBack(unavailable(err))
+		}
+		for _, r := range jobs {
+			if !r.Job.Final() {
+				return putBack(shotd.ErrAccountBusy)
+			}
 		}
 	}
 	if err := deleteKey(ctx, b.accounts, id); err != nil {
@@ -87,6 +109,46 @@ func DeleteAccount(b *Book, j *Jobs, files *Files, id string) (shotd.AccountDele
 	})
 	d.Files = n
 	return d, err
+}
+
+// putBackTimeout bounds the putting back of a refused deletion's keys.
+const putBackTimeout = 30 * time.Second
+
+// revokeSettle is how long after the revocation of an account's keys a job request that passed
+// the key check before it may still write records: the key copies' lag (the watch, about a
+// second) and the time Submit writes records for (submitRecordsWithin), with a margin for a write
+// under way at its end.
+func (j *Jobs) revokeSettle() time.Duration {
+	if j.cfg.revokeSettle > 0 {
+		return j.cfg.revokeSettle
+	}
+	return 2*time.Second + submitRecordsWithin + 3*time.Second
+}
+
+// recreate writes entry e back into kv, retried until ctx ends; a key there already (a try
+// whose answer was lost) is no error.
+func (j *Jobs) recreate(ctx context.Context, kv jetstream.KeyValue, e jetstream.KeyValueEntry) error {
+	for attempt := 0; ; attempt++ {
+		actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+		_, err := kv.Create(actx, e.Key(), e.Value())
+		cancel()
+		if err == nil || errors.Is(err, jetstream.ErrKeyExists) {
+			return nil
+		}
+		select { // not j.pause: a stopping node puts the keys back all the same
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(min(attempt+1, 10)) * 50 * time.Millisecond):
+		}
+	}
+}
+
+// unavailable makes err, from a read or write of the cluster's buckets, service_unavailable.
+func unavailable(err error) error {
+	if err == nil || shotd.CodeOf(err) != shotd.CodeInternalError {
+		return err
+	}
+	return shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster could not be reached; try again")
 }
 
 // accountRecords lists the job records and batch ids of an account: a scan of the jobs bucket,

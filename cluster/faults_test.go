@@ -365,9 +365,18 @@ func TestAfterEndQueuesHookOnce(t *testing.T) {
 	}
 }
 
-// TestDeleteAccountRevokesFirst: the account's keys are revoked before its jobs are read, so
-// that none is queued meanwhile; refused because a job is queued, the deletion puts them back.
-func TestDeleteAccountRevokesFirst(t *testing.T) {
+// deletionFixture is an account with one key and an idle job queue (no render) on a 1-node
+// cluster, whose jobs bucket reads call onJobRead.
+type deletionFixture struct {
+	node  *Node
+	book  *Book
+	acc   shotd.Account
+	key   shotd.Key
+	files *Files
+	idle  *jobsNode
+}
+
+func newDeletionFixture(t *testing.T, onJobRead func(key string)) *deletionFixture {
 	nodes := startCluster(t, 1)
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	book, err := OpenBook(context.Background(), nodes[0], log)
@@ -383,27 +392,44 @@ func TestDeleteAccountRevokesFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files := NewFiles(nil, nodes[0], log)
-	var mu sync.Mutex
-	var keyAtScan []error // whether the key was there at each read of the account's jobs
 	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) {
-		c.Capacity = -1
+		c.Capacity, c.revokeSettle = -1, 100*time.Millisecond
 		c.onRead = func(k string) {
 			if strings.HasPrefix(k, "j.") {
-				_, err := nodes[0].Keys.Get(context.Background(), key.AccessKey)
-				mu.Lock()
-				keyAtScan = append(keyAtScan, err)
-				mu.Unlock()
+				onJobRead(k)
 			}
 		}
 	})
-	if _, _, err := idle.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second); err != nil {
+	return &deletionFixture{node: nodes[0], book: book, acc: acc, key: key, files: NewFiles(nil, nodes[0], log), idle: idle}
+}
+
+// keyBack checks that the account's key is there after a refused deletion.
+func (f *deletionFixture) keyBack(t *testing.T) {
+	t.Helper()
+	if _, err := f.node.Keys.Get(context.Background(), f.key.AccessKey); err != nil {
+		t.Fatalf("the key after a refused deletion: %v; want it back", err)
+	}
+}
+
+// TestDeleteAccountRevokesFirst: the account's keys are revoked before its jobs are read, so
+// that none is queued meanwhile; refused because a job is queued, the deletion puts them back.
+func TestDeleteAccountRevokesFirst(t *testing.T) {
+	var mu sync.Mutex
+	var keyAtScan []error // whether the key was there at each read of the account's jobs
+	var f *deletionFixture
+	f = newDeletionFixture(t, func(string) {
+		_, err := f.node.Keys.Get(context.Background(), f.key.AccessKey)
+		mu.Lock()
+		keyAtScan = append(keyAtScan, err)
+		mu.Unlock()
+	})
+	if _, _, err := f.idle.jobs.Submit(jobRequest(f.acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
 	keyAtScan = nil
 	mu.Unlock()
-	if _, err := DeleteAccount(book, idle.jobs, files, acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
+	if _, err := DeleteAccount(f.book, f.idle.jobs, f.files, f.acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
 		t.Fatalf("delete with a job queued: %v, want ErrAccountBusy", err)
 	}
 	mu.Lock()
@@ -411,9 +437,64 @@ func TestDeleteAccountRevokesFirst(t *testing.T) {
 	if len(keyAtScan) == 0 || !errors.Is(keyAtScan[0], jetstream.ErrKeyNotFound) {
 		t.Fatalf("the account's key at the read of its jobs: %v; want it revoked", keyAtScan)
 	}
-	if _, err := nodes[0].Keys.Get(context.Background(), key.AccessKey); err != nil {
-		t.Fatalf("the key after a refused deletion: %v; want it back", err)
+	f.keyBack(t)
+}
+
+// TestDeleteAccountSubmitRacingRevocation: a job request that passed the key check before the
+// revocation writes its job after the deletion's first read of the jobs: the deletion is
+// refused all the same (it reads them again once such a request is over), keys put back.
+func TestDeleteAccountSubmitRacingRevocation(t *testing.T) {
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var once sync.Once
+	var armed atomic.Bool
+	var f *deletionFixture
+	f = newDeletionFixture(t, func(string) {
+		if !armed.Load() {
+			return
+		}
+		once.Do(func() { // during the first read: the raced request queues its job
+			if _, _, err := f.idle.jobs.Submit(jobRequest(f.acc, plan, 1, false), 5*time.Second); err != nil {
+				t.Error(err)
+			}
+		})
+	})
+	// An ended job, for the first read to find.
+	jobs, _, err := f.idle.jobs.Submit(jobRequest(f.acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
 	}
+	r, _, err := f.idle.jobs.getJob(context.Background(), jobs[0].JobID)
+	if err == nil {
+		err = f.idle.jobs.fail(context.Background(), r, "", 0, shotd.Errorf(shotd.CodeInternalError, "ended"))
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	if _, err := DeleteAccount(f.book, f.idle.jobs, f.files, f.acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
+		t.Fatalf("delete with a job queued by a raced request: %v, want ErrAccountBusy", err)
+	}
+	f.keyBack(t)
+}
+
+// TestDeleteAccountPutsKeysBackThroughOutage: a refused deletion whose first tries to put the
+// keys back find the keys bucket without a leader tries again, and the keys are back.
+func TestDeleteAccountPutsKeysBackThroughOutage(t *testing.T) {
+	var fault *faultKV
+	f := newDeletionFixture(t, func(string) {
+		fault.mu.Lock()
+		fault.down = time.Now().Add(2 * time.Second) // from the read on, for a while
+		fault.mu.Unlock()
+	})
+	fault = &faultKV{KeyValue: f.book.keys}
+	f.book.keys = fault
+	if _, _, err := f.idle.jobs.Submit(jobRequest(f.acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := DeleteAccount(f.book, f.idle.jobs, f.files, f.acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
+		t.Fatalf("delete with a job queued: %v, want ErrAccountBusy", err)
+	}
+	f.keyBack(t)
 }
 
 // TestScanWhileWritten: a scan of a bucket lists every key while other nodes write to it (the

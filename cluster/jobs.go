@@ -68,15 +68,16 @@ type JobsConfig struct {
 	// SlotRetry is how long a job's message waits in the stream, given back, after its account
 	// had no concurrency slot free (1 s). A job's deliveries are not bounded (a bound would leave
 	// a job never ended); its renders are, by shotd.MaxJobInterruptions starts in its record.
-	SlotRetry time.Duration
-	Ended     func(shotd.Job)                             // hears every job whose end this node recorded
-	Attempted func(string)                                // hears every webhook attempt: delivered, retry, failed
-	onRead    func(key string)                            // tests: hears every read of a job or batch record
-	preClaim  func(id string)                             // tests: runs before a job's render claims its reservation
-	retry     time.Duration                               // tests: the wait before a job's message comes again after an error
-	published func(workMsg)                               // tests: hears every message this node publishes
-	wrapKV    func(jetstream.KeyValue) jetstream.KeyValue // tests: the jobs bucket as this node sees it
-	Log       zerolog.Logger
+	SlotRetry    time.Duration
+	revokeSettle time.Duration                               // tests: DeleteAccount's wait between its reads of the jobs
+	Ended        func(shotd.Job)                             // hears every job whose end this node recorded
+	Attempted    func(string)                                // hears every webhook attempt: delivered, retry, failed
+	onRead       func(key string)                            // tests: hears every read of a job or batch record
+	preClaim     func(id string)                             // tests: runs before a job's render claims its reservation
+	retry        time.Duration                               // tests: the wait before a job's message comes again after an error
+	published    func(workMsg)                               // tests: hears every message this node publishes
+	wrapKV       func(jetstream.KeyValue) jetstream.KeyValue // tests: the jobs bucket as this node sees it
+	Log          zerolog.Logger
 }
 
 // Jobs is the job queue of cluster mode: job and batch records in the replicated jobs bucket,
@@ -794,8 +795,12 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 		j.undoSubmit(key, ids, nil, err)
 		return nil, nil, err
 	}
+	// No record is written past submitRecordsWithin from the start: a deletion of the account
+	// that revoked its keys meanwhile reads its jobs again after that (DeleteAccount).
 	wctx, wcancel := context.WithTimeout(ctx, timeout)
 	defer wcancel()
+	wctx, wcancel2 := context.WithDeadline(wctx, now.Add(submitRecordsWithin))
+	defer wcancel2()
 	records := make([]string, 0, len(jobs)+1)
 	for _, jb := range jobs {
 		records = append(records, jobKey(jb.JobID))
@@ -827,6 +832,9 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 	})
 	return jobs, batch, nil
 }
+
+// submitRecordsWithin bounds the time from a Submit's start within which it writes its records.
+const submitRecordsWithin = 10 * time.Second
 
 // undoTimeout bounds the undoing of a Submit that failed. What it leaves (no quorum for that
 // long) the ledger sweep finds: reservations of jobs that have no record.

@@ -479,7 +479,7 @@ func TestDeleteAccount(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	files := NewFiles(st, nodes[0], log)
 	plan := shotd.Plan{MonthlyQuota: 10, Concurrency: 2}
-	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
+	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) { c.Capacity, c.revokeSettle = -1, 100*time.Millisecond })
 	jobs, batch, err := idle.jobs.Submit(jobRequest(acc, plan, 2, true), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
