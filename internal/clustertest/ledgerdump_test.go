@@ -54,14 +54,14 @@ func dumpLedger(t *testing.T, ctx context.Context, root *chaos.Root, accountID s
 				Slot    bool      `json:"slot"`
 				Expires time.Time `json:"exp"`
 			} `json:"res"`
-			Done []string `json:"done"`
+			Bills map[string]int64 `json:"bills"` // billed reservation -> kept until (Unix s)
 		}
 		if err := json.Unmarshal(e.Value(), &r); err != nil {
 			t.Logf("ledger dump: %s: %v: %s", key, err, e.Value())
 			continue
 		}
-		t.Logf("ledger %s (revision %d, written %s ago): billed %d, %d reservations, %d ids remembered as billed",
-			key, e.Revision(), now.Sub(e.Created()).Round(time.Millisecond), r.Billed, len(r.Res), len(r.Done))
+		t.Logf("ledger %s (revision %d, written %s ago): billed %d, %d reservations, %d bills remembered",
+			key, e.Revision(), now.Sub(e.Created()).Round(time.Millisecond), r.Billed, len(r.Res), len(r.Bills))
 		ids := make([]string, 0, len(r.Res))
 		for id := range r.Res {
 			ids = append(ids, id)
