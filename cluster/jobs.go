@@ -474,14 +474,36 @@ func (j *Jobs) bill(ctx context.Context, r jobRecord, node string, starts int) e
 	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	_, err := j.cfg.Ledger.Settle(sctx, r.Hold, true)
 	cancel()
+	if errors.Is(err, errGone) {
+		// The job ended meanwhile (its end forgets its bill after it is recorded), or its
+		// reservation expired while this node was cut off: claimed again, and billed.
+		cur, _, gerr := j.getJob(ctx, r.Job.JobID)
+		switch {
+		case gerr != nil:
+			return gerr
+		case cur.Job.Final():
+			return j.afterEnd(ctx, cur)
+		}
+		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		_, err = j.cfg.Ledger.Claim(cctx, r.Hold, r.Concurrency)
+		cancel()
+		if err == nil {
+			sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			_, err = j.cfg.Ledger.Settle(sctx, r.Hold, true)
+			cancel()
+		}
+		if shotd.CodeOf(err) == shotd.CodeQuotaExceeded {
+			err = errLost
+		}
+	}
 	if errors.Is(err, errLost) {
 		e := shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots was used up while the job's reservation was lost", r.Hold.Quota)
-		return j.finish(ctx, r, node, starts, nil, e, false)
+		return j.finish(ctx, r, node, starts, nil, e)
 	}
 	if err != nil {
 		return err
 	}
-	return j.finish(ctx, r, node, starts, r.Result, nil, false)
+	return j.finish(ctx, r, node, starts, r.Result, nil)
 }
 
 // fail ends a job failed with err and drops its reservation unbilled.
@@ -491,13 +513,13 @@ func (j *Jobs) fail(ctx context.Context, r jobRecord, node string, starts int, e
 
 // end records a job's end that needs no bill and drops its reservation.
 func (j *Jobs) end(ctx context.Context, r jobRecord, node string, starts int, result *shotd.JobResult, err error) error {
-	return j.finish(ctx, r, node, starts, result, err, true)
+	return j.finish(ctx, r, node, starts, result, err)
 }
 
 // finish records the end of a job whose render (if any) was node's starts-th: succeeded with
-// result, or failed with err; drop: its reservation is dropped unbilled once the end is
-// recorded. Then the end is passed on (afterEnd).
-func (j *Jobs) finish(ctx context.Context, r jobRecord, node string, starts int, result *shotd.JobResult, err error, drop bool) error {
+// result, or failed with err; once the end is recorded its reservation (if any) is dropped
+// unbilled and its bill forgotten. Then the end is passed on (afterEnd).
+func (j *Jobs) finish(ctx context.Context, r jobRecord, node string, starts int, result *shotd.JobResult, err error) error {
 	final, uerr := j.updateJob(ctx, r.Job.JobID, func(r *jobRecord) error {
 		if r.Job.Final() {
 			return errNotOwner
@@ -520,13 +542,13 @@ func (j *Jobs) finish(ctx context.Context, r jobRecord, node string, starts int,
 	if uerr != nil {
 		return uerr
 	}
-	if drop {
-		sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		if _, serr := j.cfg.Ledger.Settle(sctx, r.Hold, false); serr != nil {
-			j.log.Warn().Err(serr).Str("job", r.Job.JobID).Msg("reservation of an ended job not dropped; its lease ends it")
-		}
-		cancel()
+	// Its reservation dropped, its bill forgotten: the record keeps no job's bill longer
+	// than the job lasts. Failed, the sweeper does it.
+	sctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	if serr := j.cfg.Ledger.End(sctx, r.Hold); serr != nil {
+		j.log.Warn().Err(serr).Str("job", r.Job.JobID).Msg("reservation or bill of an ended job left; the sweeper drops it")
 	}
+	cancel()
 	if final.Job.Status == shotd.JobSucceeded {
 		j.succeeded.Add(1)
 	} else {

@@ -150,7 +150,8 @@ func TestJobRedeliveredAfterNodeDies(t *testing.T) {
 }
 
 // TestJobOneSuccess: a job delivered twice at once (its first node taken for dead while still
-// rendering) renders on two nodes; only the newer owner's end is recorded, and it is billed once.
+// rendering: cut off from the ledger, its lease expired) renders on two nodes; only the newer
+// owner's end is recorded, and it is billed once.
 func TestJobOneSuccess(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_one", CreatedAt: time.Now()}
@@ -161,7 +162,11 @@ func TestJobOneSuccess(t *testing.T) {
 		close(firstIn)
 		<-firstOut
 		return pngOut(), nil
-	}, nil, func(c *JobsConfig) { c.Capacity = 1 }) // busy with the job: the second delivery goes elsewhere
+	}, nil, func(c *JobsConfig) {
+		c.Capacity = 1 // busy with the job: the second delivery goes elsewhere
+		c.Ledger = NewLedger(nodes[0].Ledger, nodes[0].NodeName(), LedgerConfig{NoRenew: true, Lease: time.Second})
+		t.Cleanup(func() { _ = c.Ledger.Close(context.Background()) })
+	})
 	jobs, _, err := first.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
@@ -872,5 +877,32 @@ func TestJobReadUnavailable(t *testing.T) {
 	}
 	if _, _, err := n.jobs.Batch(acc.ID, batch.BatchID); shotd.CodeOf(err) != shotd.CodeServiceUnavailable {
 		t.Fatalf("batch read on a node cut off: %v (%s), want service_unavailable", err, shotd.CodeOf(err))
+	}
+}
+
+// TestJobEndForgetsItsBill: a job's bill leaves its account's ledger record once its end is
+// recorded, without the sweeper: the record does not grow with the jobs of the last minutes.
+func TestJobEndForgetsItsBill(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_forget", CreatedAt: time.Now()}
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, nil, nil)
+	jobs, _, err := jn.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := waitJob(t, jn.jobs, acc.ID, jobs[0].JobID, 30*time.Second); job.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s", job.Status, job.ErrorMessage)
+	}
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		r, _, err := jn.ledger.get(context.Background(), LedgerKey(acc.ID, start))
+		if err == nil && r.Billed == 1 && len(r.Bills) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("record %+v %v; want 1 billed and the job's bill forgotten", r, err)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,9 +39,10 @@ type ledgerRecord struct {
 	// Bills are the reservations billed, each with the Unix second until which it is kept: a
 	// Settle tried again after a write whose answer was lost (it may have landed) finds its bill
 	// here and does not bill again. A sync render's is kept for as long as its Settle call can
-	// try (settleWindow, and the clocks' disagreement); a job's until its job has ended, as its
-	// next delivery bills it again while its record says it is billing: the sweeper forgets it
-	// then (sweepReservations), or JobRetention after.
+	// try (settleWindow, and the clocks' disagreement), maxBills of them at most (capBills); a
+	// job's until its job has ended, as its next delivery bills it again while its record says
+	// it is billing: its end forgets it (Ledger.End), else the sweeper (sweepReservations), or
+	// JobRetention after.
 	Bills map[string]int64 `json:"bills,omitempty"`
 }
 
@@ -376,6 +378,11 @@ func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, er
 		if !bill {
 			return nil
 		}
+		if !ok && strings.HasPrefix(h.ID, jobHoldPrefix) {
+			// Expired (its node was cut off), or the job ended and its bill was forgotten
+			// (Ledger.End) while this call's write was in flight: the caller tells which.
+			return errGone
+		}
 		if !ok {
 			if res, _ := r.live(now); r.Billed+res >= h.Quota {
 				return shotd.Wrap(shotd.CodeServiceUnavailable, errLost, "the quota reservation of this render was lost")
@@ -386,8 +393,59 @@ func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, er
 			r.Bills = map[string]int64{}
 		}
 		r.Bills[h.ID] = start.Add(billKept).Unix()
+		r.capBills()
 		return nil
 	})
+}
+
+// errGone: Settle finds neither a job's reservation nor its bill.
+var errGone = errors.New("cluster: the job's reservation is gone")
+
+// maxBills bounds the bills a record keeps (about 35 bytes each in JSON: 70 KB, well under NATS's
+// 1 MB payload, rewritten by every admission of the account). Past it the bills of sync renders
+// that are kept the soonest are forgotten first: a retried Settle is then exact for 45 s or the
+// account's last maxBills sync bills, whichever is fewer (45 s at 44 renders/s of one account).
+const maxBills = 2000
+
+// capBills forgets the oldest sync bills past maxBills. A job's bill is kept: it lives from its
+// bill to its job's end (Ledger.End), a moment.
+func (r *ledgerRecord) capBills() {
+	over := len(r.Bills) - maxBills
+	if over <= 0 {
+		return
+	}
+	type bill struct {
+		id    string
+		until int64
+	}
+	sync := make([]bill, 0, len(r.Bills))
+	for id, until := range r.Bills {
+		if !strings.HasPrefix(id, jobHoldPrefix) {
+			sync = append(sync, bill{id, until})
+		}
+	}
+	slices.SortFunc(sync, func(a, b bill) int { return cmp.Or(cmp.Compare(a.until, b.until), strings.Compare(a.id, b.id)) })
+	for _, b := range sync[:min(over, len(sync))] {
+		delete(r.Bills, b.id)
+	}
+}
+
+// End drops a job's reservation (unbilled, if it is still there) and forgets its bill, once the
+// job's end is recorded: no delivery bills it any more, and a Settle of it still trying finds it
+// gone (errGone) and reads the job's end. One compare-and-swap.
+func (l *Ledger) End(ctx context.Context, h Hold) error {
+	defer l.release(h)
+	_, err := l.update(ctx, h.Key, func(r *ledgerRecord, now time.Time) error {
+		_, res := r.Res[h.ID]
+		_, bill := r.Bills[h.ID]
+		if !res && !bill {
+			return errSettled
+		}
+		delete(r.Res, h.ID)
+		delete(r.Bills, h.ID)
+		return nil
+	})
+	return err
 }
 
 // errSettled: fn finds its change made already; update answers success without a write.

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -298,5 +299,55 @@ func TestLedgerFailedClaimKeepsJobLease(t *testing.T) {
 	}
 	if exp := r.Res[hs[0].ID].Expires; exp.Before(time.Now().Add(JobLease / 2)) {
 		t.Fatalf("queued job's reservation expires at %s, in %s; want its JobLease of %s", exp, time.Until(exp), JobLease)
+	}
+}
+
+// TestLedgerBillsCapped: past maxBills, a record forgets the sync bills kept the soonest first,
+// and keeps every job's bill.
+func TestLedgerBillsCapped(t *testing.T) {
+	r := ledgerRecord{Bills: map[string]int64{}}
+	for i := range maxBills + 10 {
+		r.Bills[fmt.Sprintf("n1-%d", i)] = int64(1000 + i)
+	}
+	r.Bills[JobHoldID("job_old")] = 1
+	r.capBills()
+	if len(r.Bills) != maxBills {
+		t.Fatalf("%d bills kept, want %d", len(r.Bills), maxBills)
+	}
+	if _, ok := r.Bills[JobHoldID("job_old")]; !ok {
+		t.Fatal("a job's bill was forgotten")
+	}
+	for i := range 11 {
+		if _, ok := r.Bills[fmt.Sprintf("n1-%d", i)]; ok {
+			t.Fatalf("bill n1-%d kept, one of the oldest", i)
+		}
+	}
+}
+
+// TestLedgerEndForgetsJobBill: a job's end forgets its bill; a Settle of it still trying then
+// (another delivery's, its first write's answer lost) finds it gone and bills no second time.
+func TestLedgerEndForgetsJobBill(t *testing.T) {
+	nodes := startCluster(t, 1)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_end", time.Unix(1_700_000_000, 0))
+	hs, _, err := l.ReserveJobs(ctx, key, 10, []string{"job_end"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Settle(ctx, hs[0], true); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.End(ctx, hs[0]); err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := l.get(ctx, key)
+	if err != nil || len(r.Bills) != 0 || len(r.Res) != 0 {
+		t.Fatalf("record %+v %v after the job's end; want no bill, no reservation", r, err)
+	}
+	st, err := l.Settle(ctx, hs[0], true)
+	if !errors.Is(err, errGone) || st.Billed != 1 {
+		t.Fatalf("a late Settle: %+v %v; want errGone, 1 billed", st, err)
 	}
 }
