@@ -182,6 +182,11 @@ func (j *Jobs) accountRecords(ctx context.Context, accountID string) ([]jobRecor
 // message that reports nothing pending, which writes meanwhile make wrong; nats.py #995
 // describes the same watcher).
 func scan(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, filter string, f func(key string, data []byte)) error {
+	return scanWhere(ctx, js, kv, filter, nil, f)
+}
+
+// scanWhere is scan of the keys that keep picks (nil: all), the others not read.
+func scanWhere(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, filter string, keep func(key string) bool, f func(key string, data []byte)) error {
 	stream, err := js.Stream(ctx, "KV_"+kv.Bucket())
 	if err != nil {
 		return fmt.Errorf("cluster: list %s: %w", filter, err)
@@ -193,7 +198,9 @@ func scan(ctx context.Context, js jetstream.JetStream, kv jetstream.KeyValue, fi
 	}
 	keys := make([]string, 0, len(info.State.Subjects))
 	for subject := range info.State.Subjects {
-		keys = append(keys, strings.TrimPrefix(subject, prefix))
+		if key := strings.TrimPrefix(subject, prefix); keep == nil || keep(key) {
+			keys = append(keys, key)
+		}
 	}
 	slices.Sort(keys)
 	for _, key := range keys {

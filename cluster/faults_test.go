@@ -630,3 +630,60 @@ func TestJobDuplicateMessageWhileRendering(t *testing.T) {
 	}
 	checkBilled(t, other.ledger, acc, 1)
 }
+
+// TestSweepUnwritableLedgerEnds: a ledger record the sweep cannot write (no quorum, for good)
+// does not keep the pass: it ends with an error, so that the sweeper renews its lease.
+func TestSweepUnwritableLedgerEnds(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true})
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	key := LedgerKey("acc_stuck", time.Now().Add(-time.Hour))
+	if _, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_gone"}); err != nil { // no record
+		t.Fatal(err)
+	}
+	stuck := &faultKV{KeyValue: n.Ledger, refuse: func(string) bool { return true }}
+	later := NewLedger(stuck, "n1", LedgerConfig{NoRenew: true, Now: func() time.Time { return time.Now().Add(2 * reservationGrace) }})
+	t.Cleanup(func() { _ = later.Close(ctx) })
+	done := make(chan error, 1)
+	go func() {
+		_, err := sweepReservations(ctx, n.js, later, n.Jobs)
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("the sweep wrote a record that cannot be written")
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("the sweep's pass did not end")
+	}
+}
+
+// TestSweepSkipsPastPeriods: the sweep reads the ledger records of the last month's periods
+// only: a record of a period long past is left as it is, whatever it holds.
+func TestSweepSkipsPastPeriods(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true})
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	old := LedgerKey("acc_past", time.Now().Add(-40*24*time.Hour))
+	current := LedgerKey("acc_past", time.Now().Add(-24*time.Hour))
+	for _, key := range []string{old, current} {
+		if _, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_none"}); err != nil { // no record
+			t.Fatal(err)
+		}
+	}
+	later := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Now: func() time.Time { return time.Now().Add(2 * reservationGrace) }})
+	t.Cleanup(func() { _ = later.Close(ctx) })
+	dropped, err := sweepReservations(ctx, n.js, later, n.Jobs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := l.State(ctx, old)
+	if err != nil || dropped != 1 || st.Reservations != 1 {
+		t.Fatalf("%d dropped, the past period's record %+v %v; want 1 dropped (the current period's)", dropped, st, err)
+	}
+}

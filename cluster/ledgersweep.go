@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -12,6 +13,23 @@ import (
 
 	"github.com/shotd/shotd"
 )
+
+// sweptPeriods: the sweep reads the ledger records of the periods that started within this
+// (a month's period, a day's margin, and the hour a job's reservation lasts past its end); the
+// older ones are what the accounts were billed, and hold nothing live.
+const sweptPeriods = 32*24*time.Hour + JobLease
+
+// recent reports whether the ledger record key (LedgerKey) is of a period that started after
+// since; a key not of that form is read.
+func recent(key string, since time.Time) bool {
+	i := strings.LastIndexByte(key, '.')
+	start, err := strconv.ParseInt(key[i+1:], 10, 64)
+	return i < 0 || err != nil || time.Unix(start, 0).After(since)
+}
+
+// sweepUpdateTimeout bounds the sweep's write of one ledger record: one that cannot be written
+// (no quorum, a record of a newer version) does not hold the pass up.
+const sweepUpdateTimeout = 10 * time.Second
 
 // reservationGrace: the reservation of a queued job whose record is missing is dropped only once
 // it is older than this. Its Submit writes the record just after the reservation, and deletes
@@ -33,7 +51,8 @@ func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, j
 	}
 	var found []stale
 	var orphans []string
-	err := scan(ctx, js, l.kv, ">", func(key string, data []byte) {
+	since := l.now().Add(-sweptPeriods)
+	err := scanWhere(ctx, js, l.kv, ">", func(key string) bool { return recent(key, since) }, func(key string, data []byte) {
 		var r ledgerRecord
 		if decode(l.log, "ledger", key, data, &r) != nil {
 			return
@@ -70,7 +89,8 @@ func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, j
 	dropped := 0
 	for _, s := range found {
 		var ids []string
-		_, uerr := l.update(ctx, s.key, func(r *ledgerRecord, now time.Time) error {
+		uctx, cancel := context.WithTimeout(ctx, sweepUpdateTimeout)
+		_, uerr := l.update(uctx, s.key, func(r *ledgerRecord, now time.Time) error {
 			ids = ids[:0]
 			for id, v := range r.Res {
 				if was, ok := s.res[id]; ok && v.Node == was.Node && v.Slot == was.Slot && v.Expires.Equal(was.Expires) {
@@ -90,8 +110,12 @@ func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, j
 			}
 			return nil
 		})
+		cancel()
 		if uerr != nil {
 			err = errors.Join(err, uerr)
+			if ctx.Err() != nil {
+				break // the pass's time is up: the next one goes on
+			}
 			continue
 		}
 		dropped += len(ids)

@@ -163,7 +163,11 @@ func (s *Sweeper) sweep() {
 	if n > 0 {
 		s.log.Info().Int("objects", n).Msg("sweep: expired files deleted")
 	}
-	if _, err := sweepReservations(ctx, s.js, s.ledger, s.jobs); err != nil && ctx.Err() == nil {
+	// Bounded: the lease is renewed between passes only, and an outage of the ledger must not
+	// keep this loop (the next pass takes up what this one left).
+	lctx, lcancel := context.WithTimeout(ctx, min(s.cfg.Interval, s.cfg.LeaseTTL))
+	defer lcancel()
+	if _, err := sweepReservations(lctx, s.js, s.ledger, s.jobs); err != nil && ctx.Err() == nil {
 		s.log.Warn().Err(err).Msg("sweep: the ledger's reservations could not all be checked")
 	}
 }
