@@ -28,8 +28,16 @@ type faultKV struct {
 	lose    func(key string) bool
 	downFor time.Duration
 	down    time.Time // unreachable until then
-	// refuse picks the writes that fail without landing, for good.
-	refuse func(key string) bool
+	// refuse picks the writes that fail without landing, for good; refuseDelete the deletes.
+	refuse       func(key string) bool
+	refuseDelete func(key string) bool
+}
+
+func (f *faultKV) Delete(ctx context.Context, key string, opts ...jetstream.KVDeleteOpt) error {
+	if f.refuseDelete != nil && f.refuseDelete(key) {
+		return errNoAnswer
+	}
+	return f.KeyValue.Delete(ctx, key, opts...)
 }
 
 var errNoAnswer = errors.New("test: no answer (the leader died)")
@@ -685,5 +693,60 @@ func TestSweepSkipsPastPeriods(t *testing.T) {
 	st, err := l.State(ctx, old)
 	if err != nil || dropped != 1 || st.Reservations != 1 {
 		t.Fatalf("%d dropped, the past period's record %+v %v; want 1 dropped (the current period's)", dropped, st, err)
+	}
+}
+
+// TestSubmitUndoneRecordEnds: a failed Submit whose undo can neither remove nor end one of its
+// job records (the jobs bucket without a leader; the ledger answers) keeps that job's
+// reservation, marked undone; the sweep then ends the job failed instead of queueing it: no
+// job queued for days with nothing to run it, none run for a request answered 503.
+func TestSubmitUndoneRecordEnds(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	acc := shotd.Account{ID: "acc_zombie", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	var mu sync.Mutex
+	var written []string // job records written
+	jn := startJobsNode(t, n, nil, nil, func(c *JobsConfig) {
+		c.Capacity = -1
+		c.wrapKV = func(kv jetstream.KeyValue) jetstream.KeyValue {
+			return &faultKV{KeyValue: kv, refuse: func(key string) bool {
+				mu.Lock()
+				defer mu.Unlock()
+				if !strings.HasPrefix(key, "j.") {
+					return false
+				}
+				if len(written) == 0 {
+					written = append(written, key) // the first job record lands
+					return false
+				}
+				return true // the second, and every change of the first, is refused
+			}, refuseDelete: func(key string) bool { return strings.HasPrefix(key, "j.") }}
+		}
+	})
+	_, _, err := jn.jobs.Submit(jobRequest(acc, plan, 2, true), time.Second)
+	if shotd.CodeOf(err) != shotd.CodeServiceUnavailable {
+		t.Fatalf("Submit: %v, want service_unavailable", err)
+	}
+	id := strings.TrimPrefix(written[0], "j.")
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	later := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log, Now: func() time.Time { return time.Now().Add(2 * reservationGrace) }})
+	t.Cleanup(func() { _ = later.Close(ctx) })
+	for range 2 { // the first ends the job, the second drops its reservation
+		if _, err := sweepReservations(ctx, n.js, later, n.Jobs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e, err := n.Jobs.Get(ctx, jobKey(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r jobRecord
+	if err := json.Unmarshal(e.Value(), &r); err != nil || r.Job.Status != shotd.JobFailed || r.Requeued {
+		t.Fatalf("job of a failed request: %s (requeued %v) %v; want failed, not queued again", r.Job.Status, r.Requeued, err)
+	}
+	if st := ledgerState(t, n, acc); st.Reservations != 0 || st.Billed != 0 {
+		t.Fatalf("ledger %+v, want nothing held or billed", st)
 	}
 }

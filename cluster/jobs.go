@@ -863,23 +863,56 @@ const submitRecordsWithin = 10 * time.Second
 const undoTimeout = 15 * time.Second
 
 // undoSubmit undoes what a failed Submit may have written, cause being why it failed: the
-// records of its jobs and batch (the keys records: a record without a message would stay queued
-// for ever, never run), then the reservations of its jobs (ids) in the ledger record key, in one
-// compare-and-swap. Each write is retried, as any try's answer may be lost.
+// records of its jobs and batch (the keys records, its jobs' first: a record without a message
+// would stay queued for ever, never run), then the reservations of its jobs (ids) in the ledger
+// record key, in one compare-and-swap. Only the reservations of jobs whose record is surely gone
+// are dropped; a record that could not be removed is ended failed instead (an ended record is
+// harmless), and one that could be neither keeps its reservation, marked undone, so that the
+// sweeper ends its job rather than queue it. Each write is retried, as any try's answer may be
+// lost.
 func (j *Jobs) undoSubmit(key string, ids, records []string, cause error) {
 	j.log.Error().Err(cause).Int("jobs", len(ids)).Msg("jobs not queued; what was written is undone")
 	ctx, cancel := context.WithTimeout(j.life, undoTimeout)
 	defer cancel()
-	if err := parallel(len(records), func(i int) error { return j.remove(ctx, records[i]) }); err != nil {
-		j.log.Error().Err(err).Msg("records of jobs not queued left in the bucket")
+	removed := make([]bool, len(records))
+	if err := parallel(len(records), func(i int) error {
+		err := j.remove(ctx, records[i])
+		removed[i] = err == nil
+		return err
+	}); err != nil {
+		j.log.Error().Err(err).Msg("records of jobs not queued left in the bucket; ended failed")
 	}
-	holds := make([]string, len(ids))
+	// A time of its own: the removals may have used up ctx.
+	fctx, fcancel := context.WithTimeout(j.life, 5*time.Second)
+	defer fcancel()
+	var drop, undone []string
 	for i, id := range ids {
-		holds[i] = JobHoldID(id)
+		gone := i >= len(records) || removed[i]
+		if !gone {
+			_, err := j.updateJob(fctx, id, func(r *jobRecord) error { return undoneJob(r) })
+			gone = err == nil || errors.Is(err, shotd.ErrNotFound)
+		}
+		if gone {
+			drop = append(drop, JobHoldID(id))
+		} else {
+			undone = append(undone, JobHoldID(id))
+		}
 	}
-	if _, err := j.cfg.Ledger.Drop(ctx, key, holds); err != nil {
+	lctx, lcancel := context.WithTimeout(j.life, 5*time.Second) // the same: its own time
+	defer lcancel()
+	if _, err := j.cfg.Ledger.undo(lctx, key, drop, undone); err != nil {
 		j.log.Error().Err(err).Msg("reservations of jobs not queued left; the ledger sweep drops them")
 	}
+}
+
+// undoneJob ends the record of a job whose request failed (answered 503): failed, no webhook.
+func undoneJob(r *jobRecord) error {
+	if r.Job.Final() || r.Job.Status != shotd.JobQueued || r.Starts > 0 {
+		return errUnchanged
+	}
+	r.Job.Status, r.Job.ErrorCode, r.Job.ErrorMessage = shotd.JobFailed, string(shotd.CodeServiceUnavailable), "the request that queued this job failed"
+	r.Job.Webhook, r.Hook = nil, nil
+	return nil
 }
 
 // Stats counts this node's jobs. It queues none: the cluster's queue is the work stream, where

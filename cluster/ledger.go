@@ -66,6 +66,9 @@ type reservation struct {
 	Node    string    `json:"node"`
 	Slot    bool      `json:"slot,omitempty"`
 	Expires time.Time `json:"exp"`
+	// Undone: a job's whose request failed after its record was written, a record that could be
+	// neither removed nor ended: the sweeper ends the job, never queues it.
+	Undone bool `json:"undone,omitempty"`
 }
 
 // live counts the reservations not expired at now, and the slots among them.
@@ -239,23 +242,23 @@ func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs 
 	return hs, st, nil
 }
 
-// Drop drops the reservations ids of the record key unbilled, in one compare-and-swap (those
-// gone already are no error): the reservations of jobs that were not queued after all. Retried
-// until ctx ends, it finds what a try whose answer was lost did.
-func (l *Ledger) Drop(ctx context.Context, key string, ids []string) (LedgerState, error) {
-	return l.dropIf(ctx, key, func(id string, _ reservation) bool { return slices.Contains(ids, id) })
-}
-
-// dropIf drops, in one compare-and-swap, every reservation of the record key that drop picks.
-func (l *Ledger) dropIf(ctx context.Context, key string, drop func(id string, v reservation) bool) (LedgerState, error) {
+// undo drops the reservations drop and marks the reservations undone as of jobs whose request
+// failed (the sweeper ends such a job rather than queue it), in one compare-and-swap.
+func (l *Ledger) undo(ctx context.Context, key string, drop, undone []string) (LedgerState, error) {
 	return l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
-		n := len(r.Res)
+		changed := false
 		for id, v := range r.Res {
-			if drop(id, v) {
+			switch {
+			case slices.Contains(drop, id):
 				delete(r.Res, id)
+				changed = true
+			case slices.Contains(undone, id) && !v.Undone:
+				v.Undone = true
+				r.Res[id] = v
+				changed = true
 			}
 		}
-		if len(r.Res) == n {
+		if !changed {
 			return errSettled
 		}
 		return nil

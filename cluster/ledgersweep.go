@@ -50,7 +50,7 @@ func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, j
 		bills []string // of jobs that ended, past the tries of the call that billed them
 	}
 	var found []stale
-	var orphans []string
+	var orphans, undone []string
 	since := l.now().Add(-sweptPeriods)
 	err := scanWhere(ctx, js, l.kv, ">", func(key string) bool { return recent(key, since) }, func(key string, data []byte) {
 		var r ledgerRecord
@@ -68,7 +68,9 @@ func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, j
 			if stale {
 				s.res[id] = v
 			}
-			if orphan {
+			if orphan && v.Undone {
+				undone = append(undone, jobID) // its request failed: ended, not queued
+			} else if orphan {
 				orphans = append(orphans, jobID)
 			}
 		}
@@ -84,6 +86,11 @@ func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, j
 	for _, id := range orphans {
 		if qerr := requeue(ctx, js, l, jobs, id); qerr != nil {
 			err = errors.Join(err, qerr)
+		}
+	}
+	for _, id := range undone {
+		if uerr := endUndone(ctx, l, jobs, id); uerr != nil {
+			err = errors.Join(err, uerr)
 		}
 	}
 	dropped := 0
@@ -180,6 +187,33 @@ func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstr
 		_, err = jobs.Update(gctx, jobKey(jobID), data, e.Revision())
 	}
 	l.log.Warn().Str("job", jobID).Msg("job queued for a while without starting: its message queued again")
+	return err
+}
+
+// endUndone ends failed job jobID, whose request failed after its record was written and whose
+// undo could neither remove nor end it (its reservation says so): the request was answered 503,
+// so the job must not run. The next sweep drops its reservation (its job ended).
+func endUndone(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string) error {
+	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	e, err := jobs.Get(gctx, jobKey(jobID))
+	if err != nil {
+		return err
+	}
+	var r jobRecord
+	if err := decode(l.log, "job", jobKey(jobID), e.Value(), &r); err != nil {
+		return err
+	}
+	r.Job.Webhook = r.Hook.state() // encode moves it to Hook
+	if undoneJob(&r) != nil {
+		return nil
+	}
+	r.Job.UpdatedAt = l.now().UTC()
+	data, err := r.encode()
+	if err == nil {
+		_, err = jobs.Update(gctx, jobKey(jobID), data, e.Revision())
+	}
+	l.log.Warn().Str("job", jobID).Msg("job of a failed request left queued: ended failed")
 	return err
 }
 
