@@ -846,7 +846,9 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 	_ = parallel(len(jobs), func(i int) error {
 		if err := j.publish(ctx, workMsg{Kind: "job", ID: jobs[i].JobID}); err != nil {
 			e := shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job could not be queued")
-			if ferr := j.fail(context.Background(), jobRecord{Job: jobs[i], Hold: holds[i]}, "", 0, e); ferr != nil {
+			fctx, fcancel := context.WithTimeout(j.life, 30*time.Second)
+			defer fcancel()
+			if ferr := j.fail(fctx, jobRecord{Job: jobs[i], Hold: holds[i]}, "", 0, e); ferr != nil {
 				j.log.Error().Err(ferr).Str("job", jobs[i].JobID).Msg("job neither queued nor failed")
 			}
 		}

@@ -68,6 +68,9 @@ func (c *Cluster) validate(v *validator, s3 S3) {
 	}
 	if !nodeName.MatchString(c.NodeName) {
 		v.addf("cluster.node_name", "must be 1 to 64 of A-Z a-z 0-9 _ -, starting with a letter or digit, got %q", c.NodeName)
+	} else if strings.HasPrefix(strings.ToLower(c.NodeName), "job-") {
+		// The ledger names a job's reservation job-<id>, and a node's own <node>-<n>.
+		v.addf("cluster.node_name", "must not start with \"job-\" (reserved), got %q", c.NodeName)
 	}
 	if c.Name == "" {
 		c.Name = DefaultClusterName

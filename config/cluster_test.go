@@ -44,6 +44,7 @@ func TestCluster(t *testing.T) {
 		{name: "TLS half set", toml: s3 + loop + "cert_file = \"" + cert + "\"\n", err: "cluster.key_file: must be set"},
 		{name: "TLS file missing", toml: s3 + loop + "cert_file = \"/nonexistent/c\"\nkey_file = \"" + key + "\"\nca_file = \"" + ca + "\"\n", err: "cluster.cert_file: cannot be read"},
 		{name: "bad node name", toml: s3 + "[cluster]\nnode_name = \"n 1\"\nlisten = \"127.0.0.1:7422\"\n", err: "cluster.node_name"},
+		{name: "node name of a job hold", toml: s3 + "[cluster]\nnode_name = \"job-1\"\nlisten = \"127.0.0.1:7422\"\n", err: "reserved"},
 		{name: "no node name", toml: s3 + "[cluster]\nlisten = \"127.0.0.1:7422\"\n", err: "cluster.node_name"},
 		{name: "bad listen", toml: s3 + "[cluster]\nnode_name = \"n1\"\nlisten = \"127.0.0.1\"\n", err: "cluster.listen"},
 		{name: "peer without port", toml: s3 + loop, env: []string{"SHOTD_CLUSTER_PEERS=127.0.0.1"}, err: "cluster.peers[0]"},
