@@ -252,7 +252,7 @@ func (j *Jobs) JobsOf(accountID, before string, limit int) ([]shotd.Job, string,
 	defer cancel()
 	recs, _, err := j.accountRecords(ctx, accountID)
 	if err != nil {
-		return nil, "", err
+		return nil, "", unavailable(err)
 	}
 	all := make([]shotd.Job, len(recs))
 	for i, r := range recs {
