@@ -74,13 +74,20 @@ func (g *Gate) Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnaps
 	if err == nil && req.Kind == shotd.AdmitJobs {
 		g.inner.ReleaseJobs(req.Account.ID, max(req.Jobs, 1))
 	}
-	if err != nil || req.Kind != shotd.AdmitRender {
+	if err != nil || !req.Kind.Ticketed() {
 		return res, lim, err
 	}
 	key, end := g.key(req.Account)
 	ctx, cancel := context.WithTimeout(context.Background(), g.timeout)
 	defer cancel()
-	h, st, err := g.ledger.Reserve(ctx, key, req.Plan.MonthlyQuota, req.Plan.Concurrency, true)
+	var h Hold
+	var st LedgerState
+	if req.Kind == shotd.AdmitStoredHit {
+		// A stored cache hit uploads a file: a concurrency slot across the cluster, no quota.
+		h, st, err = g.ledger.ReserveSlot(ctx, key, req.Plan.Concurrency)
+	} else {
+		h, st, err = g.ledger.Reserve(ctx, key, req.Plan.MonthlyQuota, req.Plan.Concurrency, true)
+	}
 	lim = g.limits(lim, req.Plan, st)
 	lim.QuotaReset = end
 	var e *shotd.Error

@@ -252,3 +252,40 @@ func TestGateUnbilledSuccessNotCountedByTheNode(t *testing.T) {
 	}
 	checkBilled(t, other, acc, plan.MonthlyQuota)
 }
+
+// TestGateStoredHitTakesClusterSlot: a store=true cache hit holds one of the account's
+// concurrency slots across the cluster (a render on another node waits for it), takes no quota
+// (admitted with the quota used up) and is settled unbilled.
+func TestGateStoredHitTakesClusterSlot(t *testing.T) {
+	nodes := startCluster(t, 1)
+	g := []*gateNode{startGateNode(t, nodes[0], "n1"), startGateNode(t, nodes[0], "n2")}
+	acc := shotd.Account{ID: "acc_hit", Plan: "p", CreatedAt: time.Now().UTC().Add(-time.Hour), EmailVerified: true}
+	for _, n := range g {
+		if _, err := n.st.CreateAccountWithID(acc.ID, "h@example.test", "p", true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 1, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1000}
+	key, _ := g[0].gate.key(acc)
+	h, _, err := g[0].gate.ledger.Reserve(context.Background(), key, plan.MonthlyQuota, plan.Concurrency, false)
+	if err == nil {
+		_, err = g[0].gate.ledger.Settle(context.Background(), h, true) // the quota is used
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	hit, _, err := g[0].gate.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitStoredHit})
+	if err != nil {
+		t.Fatalf("a stored hit with the quota used: %v, want admitted", err)
+	}
+	plan.MonthlyQuota = 2 // room for a render: only the slot is in the way
+	if _, _, err := g[1].gate.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}); code(err) != shotd.CodeConcurrencyLimit {
+		t.Fatalf("a render on another node during a stored hit: %v, want concurrency_limit", err)
+	}
+	if _, err := g[0].gate.Settle(acc.ID, hit.Ticket, shotd.OutcomeSucceeded); err != nil {
+		t.Fatal(err)
+	}
+	if st := ledgerState(t, nodes[0], acc); st.Billed != 1 || st.Reservations != 0 || st.Slots != 0 {
+		t.Fatalf("ledger %+v after the hit; want 1 billed (before it), nothing held", st)
+	}
+}

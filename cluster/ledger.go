@@ -69,13 +69,17 @@ type reservation struct {
 	// Undone: a job's whose request failed after its record was written, a record that could be
 	// neither removed nor ended: the sweeper ends the job, never queues it.
 	Undone bool `json:"undone,omitempty"`
+	// Free: a concurrency slot only, no unit of quota (a stored cache hit); settled unbilled.
+	Free bool `json:"free,omitempty"`
 }
 
-// live counts the reservations not expired at now, and the slots among them.
+// live counts the reservations of quota not expired at now, and the slots among all of them.
 func (r *ledgerRecord) live(now time.Time) (res, slots int) {
 	for _, v := range r.Res {
 		if now.Before(v.Expires) {
-			res++
+			if !v.Free {
+				res++
+			}
 			if v.Slot {
 				slots++
 			}
@@ -106,6 +110,7 @@ type Hold struct {
 	Key   string // the ledger record
 	ID    string // the reservation in it
 	Quota int
+	Free  bool // a slot without quota (ReserveSlot): never billed
 }
 
 // LedgerState is an account's ledger record as it stands: billed successes, live reservations
@@ -170,8 +175,19 @@ func LedgerKey(accountID string, periodStart time.Time) string {
 // refusal is a *shotd.Error: quota_exceeded or concurrency_limit; anything else (no quorum, a
 // record of an unknown version) is service_unavailable, never an admission.
 func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int, slot bool) (Hold, LedgerState, error) {
+	return l.reserve(ctx, key, quota, concurrency, slot, false)
+}
+
+// ReserveSlot takes a concurrency slot of the account without a unit of quota: for a render
+// that is not billed but runs (a store=true cache hit uploads its file). concurrency_limit when
+// every slot is taken. Settle ends it, never billed.
+func (l *Ledger) ReserveSlot(ctx context.Context, key string, concurrency int) (Hold, LedgerState, error) {
+	return l.reserve(ctx, key, 0, concurrency, true, true)
+}
+
+func (l *Ledger) reserve(ctx context.Context, key string, quota, concurrency int, slot, free bool) (Hold, LedgerState, error) {
 	id := l.node + "-" + strconv.FormatUint(l.seq.Add(1), 36) + "-" + randomHex(4)
-	h := Hold{Key: key, ID: id, Quota: quota}
+	h := Hold{Key: key, ID: id, Quota: quota, Free: free}
 	// Held from before the write: a renewal that runs while the write is in flight then keeps
 	// it alive too.
 	l.hold(h)
@@ -180,7 +196,7 @@ func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int
 			return errSettled // a try whose answer was lost had made it
 		}
 		res, slots := r.live(now)
-		if r.Billed+res >= quota {
+		if !free && r.Billed+res >= quota {
 			return shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up", quota)
 		}
 		if slot && slots >= concurrency {
@@ -191,7 +207,7 @@ func (l *Ledger) Reserve(ctx context.Context, key string, quota, concurrency int
 		if r.Res == nil {
 			r.Res = map[string]reservation{}
 		}
-		r.Res[id] = reservation{Node: l.node, Slot: slot, Expires: now.Add(l.lease)}
+		r.Res[id] = reservation{Node: l.node, Slot: slot, Free: free, Expires: now.Add(l.lease)}
 		return nil
 	})
 	if err != nil {
@@ -369,6 +385,7 @@ var errLost = errors.New("cluster: the reservation expired before the render end
 // call tries for settleWindow at most, the time its bill is sure to be kept.
 func (l *Ledger) Settle(ctx context.Context, h Hold, bill bool) (LedgerState, error) {
 	defer l.release(h)
+	bill = bill && !h.Free
 	start := l.now()
 	ctx, cancel := context.WithTimeout(ctx, settleWindow)
 	defer cancel()
