@@ -168,12 +168,8 @@ func orphanCandidate(r jobRecord, now time.Time) bool {
 func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue, jobID string) error {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	e, err := jobs.Get(gctx, jobKey(jobID))
-	if err != nil {
-		return err
-	}
-	var r jobRecord
-	if err := decode(l.log, "job", jobKey(jobID), e.Value(), &r); err != nil || !orphanCandidate(r, l.now()) {
+	r, rev, err := readJobRev(gctx, l, jobs, jobID)
+	if err != nil || !orphanCandidate(r, l.now()) {
 		return err
 	}
 	data, _ := json.Marshal(workMsg{V: recordVersion, Kind: "job", ID: jobID})
@@ -181,12 +177,30 @@ func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstr
 		return fmt.Errorf("cluster: queue job %s again: %w", jobID, err)
 	}
 	r.Requeued = true
-	r.Job.Webhook = r.Hook.state() // encode moves it to Hook
-	data, err = r.encode()
-	if err == nil {
-		_, err = jobs.Update(gctx, jobKey(jobID), data, e.Revision())
-	}
 	l.log.Warn().Str("job", jobID).Msg("job queued for a while without starting: its message queued again")
+	return writeJobRev(gctx, jobs, jobID, r, rev)
+}
+
+// readJobRev reads job jobID's record and its revision, for writeJobRev.
+func readJobRev(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string) (jobRecord, uint64, error) {
+	var r jobRecord
+	e, err := jobs.Get(ctx, jobKey(jobID))
+	if err != nil {
+		return r, 0, err
+	}
+	if err := decode(l.log, "job", jobKey(jobID), e.Value(), &r); err != nil {
+		return r, 0, err
+	}
+	r.Job.Webhook = r.Hook.state() // encode moves it to Hook
+	return r, e.Revision(), nil
+}
+
+// writeJobRev writes r back if nobody wrote it since its revision rev.
+func writeJobRev(ctx context.Context, jobs jetstream.KeyValue, jobID string, r jobRecord, rev uint64) error {
+	data, err := r.encode()
+	if err == nil {
+		_, err = jobs.Update(ctx, jobKey(jobID), data, rev)
+	}
 	return err
 }
 
@@ -196,25 +210,13 @@ func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstr
 func endUndone(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string) error {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	e, err := jobs.Get(gctx, jobKey(jobID))
-	if err != nil {
+	r, rev, err := readJobRev(gctx, l, jobs, jobID)
+	if err != nil || undoneJob(&r) != nil {
 		return err
-	}
-	var r jobRecord
-	if err := decode(l.log, "job", jobKey(jobID), e.Value(), &r); err != nil {
-		return err
-	}
-	r.Job.Webhook = r.Hook.state() // encode moves it to Hook
-	if undoneJob(&r) != nil {
-		return nil
 	}
 	r.Job.UpdatedAt = l.now().UTC()
-	data, err := r.encode()
-	if err == nil {
-		_, err = jobs.Update(gctx, jobKey(jobID), data, e.Revision())
-	}
 	l.log.Warn().Str("job", jobID).Msg("job of a failed request left queued: ended failed")
-	return err
+	return writeJobRev(gctx, jobs, jobID, r, rev)
 }
 
 // jobEnded reports whether job jobID ended or is gone: no delivery bills it any more.
