@@ -22,7 +22,9 @@
 //
 // Sweeper runs on one node at a time (a lease): it deletes the objects of expired files, and
 // sweeps the ledger (sweepReservations): it drops the reservations of jobs that ended or are
-// gone, forgets their bills, and queues again a job that never started.
+// gone, forgets their bills, queues again a job that never started, and ends failed the job of a
+// request that failed whose undo could not remove its record. A job is rendered by one node at a
+// time: another live node's claim of it (a second message) waits.
 //
 // Every record and work message carries a version; a record of an unknown version is refused with a log line,
 // never a crash, so nodes of two versions can run side by side during a rolling restart.
