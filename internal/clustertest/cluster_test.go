@@ -252,15 +252,19 @@ failures_per_minute = 10000
 	var (
 		next, oks, inflight, attempts atomic.Int64
 		accepted                      atomic.Int64 // A's jobs answered 202
-		maybe                         atomic.Int64 // A's job requests whose answer was lost: queued, or not
-		killedAt                      time.Time
-		killed                        atomic.Bool
-		grown                         atomic.Bool
-		growing                       sync.WaitGroup
-		victim                        atomic.Int64
-		mu                            sync.Mutex
-		labels                        = map[string]int{}
-		early                         []string // quota_exceeded that came too soon
+		// maybe counts A's requests that may hold a unit of quota without a success to show:
+		// a job request whose answer was lost (queued, or not), and any request answered 503
+		// while the cluster elects leaders after the kill (its reservation's write may have
+		// landed with its answer lost: it holds until its lease ends, or the sweeper ends it).
+		maybe    atomic.Int64
+		killedAt time.Time
+		killed   atomic.Bool
+		grown    atomic.Bool
+		growing  sync.WaitGroup
+		victim   atomic.Int64
+		mu       sync.Mutex
+		labels   = map[string]int{}
+		early    []string // quota_exceeded that came too soon
 	)
 	accepted.Store(int64(l.bulk))
 	start := time.Now()
@@ -313,6 +317,9 @@ failures_per_minute = 10000
 						labels["202 job"]++
 					case strings.HasPrefix(err.Error(), "async render: status"):
 						labels["job refused: "+err.Error()]++
+						if strings.Contains(err.Error(), "status 503") {
+							maybe.Add(1)
+						}
 					default:
 						maybe.Add(1)
 						labels["job: transport error"]++
@@ -331,6 +338,9 @@ failures_per_minute = 10000
 				}
 				mu.Lock()
 				labels[out.Label]++
+				if out.Label == "503 service_unavailable" {
+					maybe.Add(1)
+				}
 				if out.Label == "402 quota_exceeded" {
 					// Refused for quota only when the successes so far, the renders in flight and
 					// what the killed node may still hold (its concurrency) reach the quota.
