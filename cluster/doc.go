@@ -16,7 +16,9 @@
 //     work-queue stream: a message per job to render and per webhook to deliver, pulled by a
 //     node only while it has free render slots, delivered again to another node when the one
 //     holding it dies. A job's quota is reserved in the ledger when it is queued, its render
-//     claims a concurrency slot there, and its success is billed before it is shown.
+//     claims a concurrency slot there, and its success is billed before it is shown. The ended
+//     job of a sync render with a webhook (RecordFinished) is written already ended, its
+//     webhook's message queued first, and is never rendered.
 //
 // DeleteAccount removes an account with its keys, jobs, batches and file records.
 //

@@ -686,6 +686,10 @@ func (j *Jobs) handleHook(msg jetstream.Msg) {
 	}
 	stop()
 	switch {
+	case errors.Is(err, errNoRecord) && young(msg): // RecordFinished writes it now
+		_ = msg.NakWithDelay(time.Second)
+	case errors.Is(err, errNoRecord): // a job deleted, or a record never written
+		_ = msg.Ack()
 	case err != nil:
 		j.log.Warn().Err(err).Str("id", m.ID).Msg("webhook attempt not recorded; tried again later")
 		_ = msg.NakWithDelay(5 * time.Second)
@@ -722,6 +726,9 @@ func attemptStarted(err error) (stop bool, _ error) {
 func (j *Jobs) attemptJob(id string) (time.Duration, error) {
 	ctx := context.Background()
 	r, err := j.updateJob(ctx, id, func(r *jobRecord) error { return beginAttempt(r.Job.Webhook) })
+	if errors.Is(err, shotd.ErrNotFound) {
+		return 0, errNoRecord
+	}
 	if stop, err := attemptStarted(err); stop {
 		return 0, err
 	}

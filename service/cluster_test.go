@@ -2,6 +2,9 @@ package service
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -15,6 +18,7 @@ import (
 	"github.com/shotd/shotd/config"
 	"github.com/shotd/shotd/internal/freeport"
 	"github.com/shotd/shotd/internal/s3test"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // TestOpenCloseCluster: a node in cluster mode (a cluster of one) makes its first account in the
@@ -28,6 +32,7 @@ func TestOpenCloseCluster(t *testing.T) {
 		cfg := testConfig(dir)
 		cfg.Storage.S3 = config.S3{Endpoint: srv.Endpoint(), Region: s3test.Region, Bucket: "results", Addressing: "path",
 			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
+		cfg.Network.AllowPrivate = []string{"127.0.0.1"} // the webhook receiver
 		cfg.Cluster = config.Cluster{NodeName: "n1", Name: "shotd", Listen: route, Replicas: 3}
 		cfg.Plans["extra"] = shotd.Plan{Name: "extra", MonthlyQuota: 5, RequestsPerMinute: 5, StatusRequestsPerMinute: 5,
 			Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1}
@@ -119,6 +124,7 @@ func TestOpenCloseCluster(t *testing.T) {
 	if n := used(svc, fs.AccessKey); n != 2 {
 		t.Fatalf("used %d after a render and a job, want 2", n)
 	}
+	syncWebhook(t, svc, fs)
 	closeIt(svc)
 
 	svc = open()
@@ -126,8 +132,8 @@ func TestOpenCloseCluster(t *testing.T) {
 	if svc.FirstStart() != nil {
 		t.Error("a second first start: the cluster's accounts were not kept")
 	}
-	if n := used(svc, fs.AccessKey); n != 2 {
-		t.Fatalf("used %d after the restart, want 2", n)
+	if n := used(svc, fs.AccessKey); n != 3 {
+		t.Fatalf("used %d after the restart, want 3", n)
 	}
 	if st := jobStatus(svc); st != shotd.JobSucceeded {
 		t.Fatalf("job after the restart: %s", st)
@@ -141,5 +147,40 @@ func TestOpenCloseCluster(t *testing.T) {
 	next := testConfig(dir)
 	if err := svc.Reload(next); err == nil || !strings.Contains(err.Error(), acc.ID) {
 		t.Fatalf("reload without plan extra: %v, want a refusal naming %s", err, acc.ID)
+	}
+}
+
+// syncWebhook: a sync /take with webhook_url on ScreenshotOne's paths sends its webhook in
+// cluster mode too, signed their way, for the render it answered (billed once, by the gate).
+func syncWebhook(t *testing.T, svc *Service, fs *FirstStart) {
+	t.Helper()
+	rc := testkit.StartReceiver(t)
+	q := url.Values{"html": {"<h1>sync</h1>"}, "access_key": {fs.AccessKey}, "webhook_url": {rc.URL()}, "external_identifier": {"s7"}}
+	resp, err := http.Get("http://" + svc.PublicAddr().String() + "/take?" + q.Encode())
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("sync take: %d", resp.StatusCode)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if ds := rc.Deliveries(); len(ds) > 0 {
+			d := ds[0]
+			mac := hmac.New(sha256.New, []byte(fs.SecretKey))
+			mac.Write(d.Body)
+			var b struct {
+				IsSuccessful       bool   `json:"is_successful"`
+				ExternalIdentifier string `json:"external_identifier"`
+			}
+			if err := json.Unmarshal(d.Body, &b); err != nil || !b.IsSuccessful || b.ExternalIdentifier != "s7" ||
+				d.Header.Get("X-ScreenshotOne-Signature") != hex.EncodeToString(mac.Sum(nil)) {
+				t.Fatalf("sync webhook %s (%v), signature %q", d.Body, err, d.Header.Get("X-ScreenshotOne-Signature"))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no webhook of the sync take")
+		}
 	}
 }

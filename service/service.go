@@ -342,8 +342,7 @@ func (s *Service) newServers(programs Programs) {
 		files = s.cluster.files
 		ready = s.cluster.ready(s.renderer.Ready)
 		jobs, records = s.cluster.jobs, s.cluster.jobs
-		hooks = nil // the cluster's jobs live in its KV, not in this store (docs/cluster.md)
-		log.Info().Msg("cluster mode: a sync request's webhook_url on ScreenshotOne's paths sends no webhook")
+		hooks = clusterSyncWebhooks{jobs: s.cluster.jobs}
 	}
 	s.public = httpd.New(httpd.Settings{PublicURL: cfg.PublicURL, MaxSourceBytes: cfg.Limits.MaxSourceBytes,
 		MaxOutputBytes: cfg.Limits.MaxOutputBytes, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),

@@ -5,6 +5,7 @@ import (
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/actors"
+	"github.com/shotd/shotd/cluster"
 	"github.com/shotd/shotd/store"
 )
 
@@ -36,3 +37,14 @@ func (w syncWebhooks) Record(req shotd.JobRequest, result *shotd.JobResult, rend
 }
 
 func (w syncWebhooks) Deliver(jobID string) { w.webhooks.Deliver(jobID) }
+
+// clusterSyncWebhooks is httpd.SyncWebhooks in cluster mode: Record writes the ended job in
+// the cluster's jobs bucket with its hook message already queued (cluster.Jobs.RecordFinished),
+// so that any node delivers it even if this one dies before Deliver.
+type clusterSyncWebhooks struct{ jobs *cluster.Jobs }
+
+func (w clusterSyncWebhooks) Record(req shotd.JobRequest, result *shotd.JobResult, renderErr error) (string, error) {
+	return w.jobs.RecordFinished(req, result, renderErr)
+}
+
+func (clusterSyncWebhooks) Deliver(string) {} // queued by Record
