@@ -67,7 +67,7 @@ func OpenBook(ctx context.Context, n *Node, log zerolog.Logger) (*Book, error) {
 	b.cancel = cancel
 	ready := make(chan error, 2)
 	for _, kv := range []jetstream.KeyValue{b.accounts, b.keys} {
-		w, err := kv.WatchAll(wctx)
+		w, err := watchAll(ctx, wctx, kv, log)
 		if err != nil {
 			cancel()
 			return nil, fmt.Errorf("cluster: watch %s: %w", kv.Bucket(), err)
@@ -84,6 +84,24 @@ func OpenBook(ctx context.Context, n *Node, log zerolog.Logger) (*Book, error) {
 		}
 	}
 	return b, nil
+}
+
+// watchAll starts watching kv for as long as wctx lives, trying again until ctx ends: a node
+// that joins while the cluster elects leaders after a node's death (seconds) sees its first
+// tries time out, and must not give up its start for that.
+func watchAll(ctx, wctx context.Context, kv jetstream.KeyValue, log zerolog.Logger) (jetstream.KeyWatcher, error) {
+	for attempt := 1; ; attempt++ {
+		w, err := kv.WatchAll(wctx)
+		if err == nil {
+			return w, nil
+		}
+		log.Warn().Err(err).Str("bucket", kv.Bucket()).Int("attempt", attempt).Msg("watch not started yet; trying again")
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
 }
 
 // watch applies every change of bucket to the copy; the first nil entry marks the end of the
