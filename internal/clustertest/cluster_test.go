@@ -433,7 +433,10 @@ failures_per_minute = 10000
 		}
 		return true
 	}
-	for deadline := time.Now().Add(40 * time.Second); !drained() && time.Now().Before(deadline); {
+	// A reservation whose job record was never written (the killed node died inside a Submit)
+	// is dropped by the cluster's sweeper after a grace of a minute, at its next pass (each
+	// minute; a dead holder's sweeper lease first lapses): wait for that too, bounded.
+	for deadline := time.Now().Add(3 * time.Minute); !drained() && time.Now().Before(deadline); {
 		time.Sleep(time.Second)
 	}
 	for i, c := range clients {
@@ -470,7 +473,9 @@ failures_per_minute = 10000
 	if successes > int64(l.quota) {
 		t.Errorf("%d 200s and %d succeeded jobs for a quota of %d", oks.Load(), jobs.succeeded, l.quota)
 	}
-	if oks.Load()+accepted.Load()+lost.Load() < int64(l.quota) {
+	// Requests whose answers were lost (or 503s during the election) may have held a unit while
+	// the load ran.
+	if oks.Load()+accepted.Load()+lost.Load()+maybe.Load() < int64(l.quota) {
 		t.Errorf("only %d 200s and %d jobs of a quota of %d in %d attempts: the cluster refused too much", oks.Load(), accepted.Load(), l.quota, attempts.Load())
 	}
 	if p := page.peak.Load(); p > int64(l.concurrency) {
