@@ -566,19 +566,6 @@ func (r *render) navigate(ctx context.Context) error {
 	return nil
 }
 
-func drainLifecycle(t *tab) error {
-	for {
-		select {
-		case <-t.lifecycle.Ready():
-			if _, err := t.lifecycle.Recv(); err != nil {
-				return err
-			}
-		default:
-			return nil
-		}
-	}
-}
-
 // wait blocks until the page is as loaded as wait_until asks.
 func (r *render) wait(ctx context.Context) error {
 	switch r.o.WaitUntil {

@@ -392,3 +392,18 @@ func (t *tab) undoCalls(ctx context.Context) []func() error {
 	}
 	return calls
 }
+
+// drainLifecycle reads away the tab's buffered lifecycle events: the render reads its own
+// ordered stream (mainNav), so the tab's long-lived one fills during a render until the wipe.
+func drainLifecycle(t *tab) error {
+	for {
+		select {
+		case <-t.lifecycle.Ready():
+			if _, err := t.lifecycle.Recv(); err != nil {
+				return err
+			}
+		default:
+			return nil
+		}
+	}
+}

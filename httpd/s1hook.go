@@ -7,8 +7,8 @@ import (
 
 // SyncWebhooks sends ScreenshotOne's webhook of a sync render on their paths, as their service
 // does for a request with webhook_url that is not async: the render is recorded as a job that
-// has already ended (never queued, so never rendered again), and the webhook actor delivers it
-// with the retries of any job's delivery.
+// has already ended (never queued, so never rendered again), and it is delivered with the
+// retries of any job's: by the webhook actor on a single node, by any node in cluster mode.
 type SyncWebhooks interface {
 	// Record stores the ended job of o's sync render, made with req's key: succeeded with
 	// result, or failed with renderErr (result nil). It returns the job's id.
