@@ -750,3 +750,51 @@ func TestSubmitUndoneRecordEnds(t *testing.T) {
 		t.Fatalf("ledger %+v, want nothing held or billed", st)
 	}
 }
+
+// TestRequeueMarkAfterConcurrentWrite: a node takes the job (or writes its webhook's state)
+// between the sweep's read of an orphan's record and its write of the requeued mark: the mark
+// is read again and written, or left when the job is no longer an orphan, never an error.
+func TestRequeueMarkAfterConcurrentWrite(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true})
+	t.Cleanup(func() { _ = l.Close(ctx) })
+	for _, started := range []bool{false, true} {
+		id := fmt.Sprintf("job_race%v", started)
+		r := jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_race", Status: shotd.JobQueued, UpdatedAt: time.Now().Add(-2 * reservationGrace)}}
+		data, err := r.encode()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := n.Jobs.Create(ctx, jobKey(id), data); err != nil {
+			t.Fatal(err)
+		}
+		calls := 0
+		err = markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
+			if calls++; calls == 1 { // another writer lands after this read
+				other := *r
+				if started {
+					other.Starts = 1
+				}
+				other.Job.UpdatedAt = time.Now().Add(-2 * reservationGrace)
+				data, _ := other.encode()
+				if _, err := n.Jobs.Put(ctx, jobKey(id), data); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !orphanCandidate(*r, time.Now()) {
+				return false
+			}
+			r.Requeued = true
+			return true
+		})
+		if err != nil {
+			t.Fatalf("started %v: %v", started, err)
+		}
+		got, _, err := readJobRev(ctx, l, n.Jobs, id)
+		if err != nil || calls != 2 || got.Requeued == started {
+			t.Fatalf("started %v: %d reads, record %+v %v", started, calls, got, err)
+		}
+	}
+}

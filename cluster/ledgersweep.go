@@ -168,7 +168,7 @@ func orphanCandidate(r jobRecord, now time.Time) bool {
 func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue, jobID string) error {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	r, rev, err := readJobRev(gctx, l, jobs, jobID)
+	r, _, err := readJobRev(gctx, l, jobs, jobID)
 	if err != nil || !orphanCandidate(r, l.now()) {
 		return err
 	}
@@ -176,9 +176,30 @@ func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstr
 	if _, err := js.Publish(gctx, subjectJob, data, jetstream.WithMsgID("job-"+jobID)); err != nil {
 		return fmt.Errorf("cluster: queue job %s again: %w", jobID, err)
 	}
-	r.Requeued = true
 	l.log.Warn().Str("job", jobID).Msg("job queued for a while without starting: its message queued again")
-	return writeJobRev(gctx, jobs, jobID, r, rev)
+	return markJob(gctx, l, jobs, jobID, func(r *jobRecord) bool {
+		if !orphanCandidate(*r, l.now()) {
+			return false // a node took it (perhaps on the message just sent): nothing to mark
+		}
+		r.Requeued = true
+		return true
+	})
+}
+
+// markJob changes job jobID's record with change (false: leave it as it is) in a
+// compare-and-swap, read again when another write came between: a node may take the job or
+// write its webhook's state at any moment.
+func markJob(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string, change func(*jobRecord) bool) error {
+	for attempt := 0; ; attempt++ {
+		r, rev, err := readJobRev(ctx, l, jobs, jobID)
+		if err != nil || !change(&r) {
+			return err
+		}
+		err = writeJobRev(ctx, jobs, jobID, r, rev)
+		if !conflict(err) || attempt == 4 || !l.pause(ctx, attempt) {
+			return err
+		}
+	}
 }
 
 // readJobRev reads job jobID's record and its revision, for writeJobRev.
@@ -210,13 +231,19 @@ func writeJobRev(ctx context.Context, jobs jetstream.KeyValue, jobID string, r j
 func endUndone(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string) error {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	r, rev, err := readJobRev(gctx, l, jobs, jobID)
-	if err != nil || undoneJob(&r) != nil {
-		return err
+	ended := false
+	err := markJob(gctx, l, jobs, jobID, func(r *jobRecord) bool {
+		if undoneJob(r) != nil {
+			return false
+		}
+		r.Job.UpdatedAt = l.now().UTC()
+		ended = true
+		return true
+	})
+	if err == nil && ended {
+		l.log.Warn().Str("job", jobID).Msg("job of a failed request left queued: ended failed")
 	}
-	r.Job.UpdatedAt = l.now().UTC()
-	l.log.Warn().Str("job", jobID).Msg("job of a failed request left queued: ended failed")
-	return writeJobRev(gctx, jobs, jobID, r, rev)
+	return err
 }
 
 // jobEnded reports whether job jobID ended or is gone: no delivery bills it any more.
