@@ -177,12 +177,12 @@ func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstr
 		return fmt.Errorf("cluster: queue job %s again: %w", jobID, err)
 	}
 	l.log.Warn().Str("job", jobID).Msg("job queued for a while without starting: its message queued again")
+	// Marked even when a node took the job on the message just sent: the mark says it has had
+	// its one more message.
 	return markJob(gctx, l, jobs, jobID, func(r *jobRecord) bool {
-		if !orphanCandidate(*r, l.now()) {
-			return false // a node took it (perhaps on the message just sent): nothing to mark
-		}
+		was := r.Requeued
 		r.Requeued = true
-		return true
+		return !was
 	})
 }
 
