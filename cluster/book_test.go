@@ -3,9 +3,11 @@ package cluster
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
@@ -295,5 +297,43 @@ func TestBookUnknownVersion(t *testing.T) {
 	}
 	if _, err := b.UpdateKey("sk_future", func(*shotd.Key) error { return nil }); !errors.Is(err, ErrUnknownVersion) {
 		t.Fatalf("update: got %v, want ErrUnknownVersion", err)
+	}
+}
+
+// flakyWatchKV is a bucket whose first watches fail, as while the cluster elects a leader.
+type flakyWatchKV struct {
+	jetstream.KeyValue
+	fails atomic.Int32 // watches still to fail
+	tries atomic.Int32
+}
+
+func (f *flakyWatchKV) WatchAll(ctx context.Context, opts ...jetstream.WatchOpt) (jetstream.KeyWatcher, error) {
+	f.tries.Add(1)
+	if f.fails.Add(-1) >= 0 {
+		return nil, errNoAnswer
+	}
+	return f.KeyValue.WatchAll(ctx, opts...)
+}
+
+// TestWatchAllRetries: a node starting while the buckets have no leader tries its watch again
+// until its start's context ends, instead of giving up at the first timeout.
+func TestWatchAllRetries(t *testing.T) {
+	n := startCluster(t, 1)[0]
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	wctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	kv := &flakyWatchKV{KeyValue: n.Accounts}
+	kv.fails.Store(3)
+	w, err := watchAll(context.Background(), wctx, kv, log)
+	if err != nil || kv.tries.Load() != 4 {
+		t.Fatalf("watch %v after %d tries; want one after 4", err, kv.tries.Load())
+	}
+	_ = w.Stop()
+
+	kv.fails.Store(1 << 30)
+	ctx, stop := context.WithTimeout(context.Background(), 1200*time.Millisecond)
+	defer stop()
+	if _, err := watchAll(ctx, wctx, kv, log); !errors.Is(err, errNoAnswer) {
+		t.Fatalf("watch with its start's time up: %v, want the last error", err)
 	}
 }
