@@ -16,18 +16,24 @@ var AllFeatures = []string{FeaturePDF, FeatureVideo, FeatureAsync, FeatureBulk, 
 
 // Plan is one [plans.NAME] table of the configuration.
 type Plan struct {
-	Name                    string `json:"name"`
-	MonthlyQuota            int    `json:"monthly_quota"`
-	RequestsPerMinute       int    `json:"requests_per_minute"`
-	StatusRequestsPerMinute int    `json:"status_requests_per_minute"`
-	Concurrency             int    `json:"concurrency"`
-	QueueLimit              int    `json:"queue_limit"`
-	FailuresPerMinute       int    `json:"failures_per_minute"`
+	Name         string `json:"name"`
+	MonthlyQuota int    `json:"monthly_quota"`
+	PlanLimits
+	Features []string `json:"features"`
+}
+
+// PlanLimits are a plan's limits besides its quota, which a UsageReport shows as they are.
+// Embedded, their JSON fields stand in the embedding struct's place.
+type PlanLimits struct {
+	RequestsPerMinute       int `json:"requests_per_minute"`
+	StatusRequestsPerMinute int `json:"status_requests_per_minute"`
+	Concurrency             int `json:"concurrency"`
+	QueueLimit              int `json:"queue_limit"`
+	FailuresPerMinute       int `json:"failures_per_minute"`
 	// FailuresPerDay bounds the failed renders of the last 24 hours (0: no bound). Failed
 	// renders are free, and a page's scripts may have sent the page anywhere before it failed:
 	// this caps the free crawls an account can make that way.
-	FailuresPerDay int      `json:"failures_per_day"`
-	Features       []string `json:"features"`
+	FailuresPerDay int `json:"failures_per_day"`
 }
 
 // HasFeature reports whether the plan includes feature.

@@ -64,13 +64,8 @@ type UsageReport struct {
 		Bonus     int       `json:"bonus"`
 		Reset     time.Time `json:"reset"`
 	} `json:"quota"`
-	RequestsPerMinute       int `json:"requests_per_minute"`
-	StatusRequestsPerMinute int `json:"status_requests_per_minute"`
-	Concurrency             int `json:"concurrency"`
-	QueueLimit              int `json:"queue_limit"`
-	FailuresPerMinute       int `json:"failures_per_minute"`
-	FailuresPerDay          int `json:"failures_per_day"`
-	Renders                 struct {
+	PlanLimits
+	Renders struct {
 		Succeeded int `json:"succeeded"`
 		Failed    int `json:"failed"`
 		CacheHits int `json:"cache_hits"`

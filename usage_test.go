@@ -1,6 +1,7 @@
 package shotd
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 )
@@ -79,5 +80,39 @@ func TestBillingPeriodsTile(t *testing.T) {
 			}
 			start, end = nextStart, nextEnd
 		}
+	}
+}
+
+// TestLimitsJSON pins the JSON of a plan and of a usage report (GET /api/v1/usage): their
+// shared PlanLimits stand, field by field, where they stood before they were one type.
+func TestLimitsJSON(t *testing.T) {
+	limits := PlanLimits{RequestsPerMinute: 1, StatusRequestsPerMinute: 2, Concurrency: 3, QueueLimit: 4,
+		FailuresPerMinute: 5, FailuresPerDay: 6}
+	const fields = `"requests_per_minute":1,"status_requests_per_minute":2,"concurrency":3,"queue_limit":4,` +
+		`"failures_per_minute":5,"failures_per_day":6`
+	var u UsageReport
+	u.Quota.Limit, u.Quota.Reset = 10, utc("2026-03-15T10:00:00Z")
+	u.PlanLimits = limits
+	u.Renders.Failed, u.Jobs.Waiting = 7, 8
+	tests := []struct {
+		name string
+		v    any
+		want string
+	}{
+		{"plan", Plan{Name: "p", MonthlyQuota: 10, PlanLimits: limits, Features: []string{FeaturePDF}},
+			`{"name":"p","monthly_quota":10,` + fields + `,"features":["pdf"]}`},
+		{"usage report", u, `{"quota":{"limit":10,"used":0,"remaining":0,"bonus":0,"reset":"2026-03-15T10:00:00Z"},` +
+			fields + `,"renders":{"succeeded":0,"failed":7,"cache_hits":0},"jobs":{"waiting":8,"running":0}}`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := json.Marshal(tt.v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Fatalf("got  %s\nwant %s", got, tt.want)
+			}
+		})
 	}
 }

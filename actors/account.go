@@ -437,12 +437,7 @@ func (a *accountActor) usage() *shotd.UsageReport {
 	u.Quota.Bonus = max(a.bonus, 0)
 	u.Quota.Remaining = max(a.capacity()-a.reserved, 0)
 	u.Quota.Reset = a.periodEnd
-	u.RequestsPerMinute = a.plan.RequestsPerMinute
-	u.StatusRequestsPerMinute = a.plan.StatusRequestsPerMinute
-	u.Concurrency = a.plan.Concurrency
-	u.QueueLimit = a.plan.QueueLimit
-	u.FailuresPerMinute = a.plan.FailuresPerMinute
-	u.FailuresPerDay = a.plan.FailuresPerDay
+	u.PlanLimits = a.plan.PlanLimits
 	u.Renders.Succeeded, u.Renders.Failed, u.Renders.CacheHits = a.succeeded, a.failed, a.cacheHits
 	u.Jobs.Waiting, u.Jobs.Running = a.jobsWaiting, a.jobsRunning
 	return u

@@ -150,8 +150,10 @@ func (h *accountsHarness) waitStored(tb testing.TB, acc shotd.Account, now time.
 
 // testPlan has every limit far away; tests lower the one they exercise.
 func testPlan(name string) shotd.Plan {
-	return shotd.Plan{Name: name, MonthlyQuota: 100, RequestsPerMinute: 100, StatusRequestsPerMinute: 1000,
-		Concurrency: 10, QueueLimit: 10, FailuresPerMinute: 10, Features: shotd.AllFeatures}
+	return shotd.Plan{Name: name, MonthlyQuota: 100,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 100, StatusRequestsPerMinute: 1000,
+			Concurrency: 10, QueueLimit: 10, FailuresPerMinute: 10},
+		Features: shotd.AllFeatures}
 }
 
 func codeOf(err error) shotd.Code {
@@ -636,6 +638,9 @@ func TestNotBilled(t *testing.T) {
 	}
 	if u.Quota.Used != 0 || u.Quota.Remaining != 1 || u.Renders.Succeeded != 0 || u.Renders.Failed != 2 || u.Renders.CacheHits != 2 {
 		t.Fatalf("usage %+v %+v: want nothing billed, 2 failed, 2 cache hits", u.Quota, u.Renders)
+	}
+	if u.PlanLimits != plan.PlanLimits || u.PlanLimits == (shotd.PlanLimits{}) {
+		t.Fatalf("usage limits %+v: want the plan's, %+v", u.PlanLimits, plan.PlanLimits)
 	}
 	stored := h.waitStored(t, acc, time.Now(), func(u shotd.Usage) bool { return u.Failed == 2 && u.CacheHits == 2 })
 	if stored.Used != 0 || stored.Succeeded != 0 {

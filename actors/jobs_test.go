@@ -33,8 +33,10 @@ import (
 // the account actors, the webhook actor and an HTTP receiver on loopback. The end-to-end job
 // tests with Chrome are in httpd and cmd/shotd.
 
-var jobsPlan = shotd.Plan{Name: "default", MonthlyQuota: 100, RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
-	Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 100, Features: shotd.AllFeatures}
+var jobsPlan = shotd.Plan{Name: "default", MonthlyQuota: 100,
+	PlanLimits: shotd.PlanLimits{RequestsPerMinute: 100, StatusRequestsPerMinute: 100, Concurrency: 2,
+		QueueLimit: 10, FailuresPerMinute: 100},
+	Features: shotd.AllFeatures}
 
 // script answers renders with errs in turn, then with a 1x1 PNG (or with always, when set).
 type script struct {

@@ -55,8 +55,10 @@ func TestJobStoredHitUnreadable(t *testing.T) {
 // upload counts in the failure window and a done one as a cache hit, neither billed.
 func TestAdmitStoredHit(t *testing.T) {
 	h := startAccounts(t, t.TempDir(), time.Now, 0)
-	plan := shotd.Plan{Name: "default", MonthlyQuota: 1, RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
-		Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 1, Features: shotd.AllFeatures}
+	plan := shotd.Plan{Name: "default", MonthlyQuota: 1,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
+			Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 1},
+		Features: shotd.AllFeatures}
 	acc := h.account(t, "default", 0)
 	hit := shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitStoredHit}
 	render, _, err := h.accounts.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender}) // the quota's one

@@ -270,8 +270,10 @@ func openService(dir, browserPath, isolation string, pool int, extraFlags []stri
 	cfg.DataDir, cfg.Listen, cfg.AdminListen, cfg.PublicURL = dir, "127.0.0.1:0", "127.0.0.1:0", "http://127.0.0.1"
 	cfg.Browser.Path, cfg.Browser.Isolation, cfg.Browser.PoolSize = browserPath, isolation, pool
 	cfg.Network.AllowPrivate = []string{"127.0.0.1/32"} // the fixture pages
-	cfg.Plans["bench"] = shotd.Plan{Name: "bench", MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30,
-		StatusRequestsPerMinute: 1 << 30, Concurrency: 64, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}
+	cfg.Plans["bench"] = shotd.Plan{Name: "bench", MonthlyQuota: 1 << 30,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
+			Concurrency: 64, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30},
+		Features: shotd.AllFeatures}
 	ctx := context.Background()
 	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log), shotdsvc.WithChromeFlags(extraFlags...))
 	if err != nil {

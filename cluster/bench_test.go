@@ -11,8 +11,9 @@ import (
 // (the same actors, then a reservation and a bill in the ledger: two compare-and-swaps, each an
 // fsynced write to every replica). Compare the ns/op of the sub-benchmarks.
 func BenchmarkAdmission(b *testing.B) {
-	plan := shotd.Plan{Name: "p", MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
-		Concurrency: 1 << 20, QueueLimit: 10, FailuresPerMinute: 1 << 20}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 1 << 30,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
+			Concurrency: 1 << 20, QueueLimit: 10, FailuresPerMinute: 1 << 20}}
 	for _, tc := range []struct {
 		name  string
 		nodes int

@@ -110,7 +110,7 @@ func ledgerState(t *testing.T, n *Node, acc shotd.Account) LedgerState {
 func TestSubmitReservationAnswerLost(t *testing.T) {
 	nodes := startCluster(t, 1)
 	acc := shotd.Account{ID: "acc_lost", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	fkv := &faultKV{KeyValue: nodes[0].Ledger, downFor: 1500 * time.Millisecond,
 		lose: once(func(key string) bool { return strings.HasPrefix(key, acc.ID+".") })}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
@@ -139,7 +139,7 @@ func checkFailedSubmit(t *testing.T, err error, n *Node, acc shotd.Account) {
 func TestSubmitUndoesItsRecords(t *testing.T) {
 	nodes := startCluster(t, 1)
 	acc := shotd.Account{ID: "acc_undo", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	var refused string
 	var mu sync.Mutex
 	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
@@ -172,7 +172,7 @@ func TestSubmitUndoesItsRecords(t *testing.T) {
 func TestSubmitRecordAnswerLost(t *testing.T) {
 	nodes := startCluster(t, 1)
 	acc := shotd.Account{ID: "acc_rec", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
 		return pngOut(), nil
 	}, nil, func(c *JobsConfig) {
@@ -325,7 +325,7 @@ func TestLedgerSettleRetriedAfterManyBills(t *testing.T) {
 func TestAfterEndQueuesHookOnce(t *testing.T) {
 	nodes := startCluster(t, 1)
 	acc := shotd.Account{ID: "acc_hook_once", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	var mu sync.Mutex
 	published := map[string]int{}
 	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
@@ -431,7 +431,8 @@ func TestDeleteAccountRevokesFirst(t *testing.T) {
 		keyAtScan = append(keyAtScan, err)
 		mu.Unlock()
 	})
-	if _, _, err := f.idle.jobs.Submit(jobRequest(f.acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second); err != nil {
+	if _, _, err := f.idle.jobs.Submit(jobRequest(f.acc, shotd.Plan{MonthlyQuota: 5,
+		PlanLimits: shotd.PlanLimits{Concurrency: 1}}, 1, false), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()
@@ -452,7 +453,7 @@ func TestDeleteAccountRevokesFirst(t *testing.T) {
 // revocation writes its job after the deletion's first read of the jobs: the deletion is
 // refused all the same (it reads them again once such a request is over), keys put back.
 func TestDeleteAccountSubmitRacingRevocation(t *testing.T) {
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	var once sync.Once
 	var armed atomic.Bool
 	var f *deletionFixture
@@ -496,7 +497,8 @@ func TestDeleteAccountPutsKeysBackThroughOutage(t *testing.T) {
 	})
 	fault = &faultKV{KeyValue: f.book.keys}
 	f.book.keys = fault
-	if _, _, err := f.idle.jobs.Submit(jobRequest(f.acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second); err != nil {
+	if _, _, err := f.idle.jobs.Submit(jobRequest(f.acc, shotd.Plan{MonthlyQuota: 5,
+		PlanLimits: shotd.PlanLimits{Concurrency: 1}}, 1, false), 5*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := DeleteAccount(f.book, f.idle.jobs, f.files, f.acc.ID); !errors.Is(err, shotd.ErrAccountBusy) {
@@ -553,7 +555,7 @@ func TestSweepRequeuesOrphanJob(t *testing.T) {
 	n := nodes[0]
 	ctx := context.Background()
 	acc := shotd.Account{ID: "acc_orphan", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	var renders atomic.Int64
 	jn := startJobsNode(t, n, func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
 		renders.Add(1)
@@ -607,7 +609,7 @@ func TestSweepRequeuesOrphanJob(t *testing.T) {
 func TestJobDuplicateMessageWhileRendering(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_dup", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	var renders atomic.Int64
 	started, release := make(chan struct{}), make(chan struct{})
 	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
@@ -705,7 +707,7 @@ func TestSubmitUndoneRecordEnds(t *testing.T) {
 	n := nodes[0]
 	ctx := context.Background()
 	acc := shotd.Account{ID: "acc_zombie", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	var mu sync.Mutex
 	var written []string // job records written
 	jn := startJobsNode(t, n, nil, nil, func(c *JobsConfig) {

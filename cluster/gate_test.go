@@ -70,8 +70,9 @@ func TestGateAcrossNodes(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plan := shotd.Plan{Name: "p", MonthlyQuota: 20, RequestsPerMinute: 100000, StatusRequestsPerMinute: 1000, Concurrency: 2,
-		QueueLimit: 10, FailuresPerMinute: 1000}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 20,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 100000, StatusRequestsPerMinute: 1000,
+			Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 1000}}
 	var ok, quota, busy, running, peak atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 8 {
@@ -144,7 +145,9 @@ func TestGateRefusalReleasesTheNode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := shotd.Plan{Name: "p", MonthlyQuota: 5, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1000}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 5,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
+			Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1000}}
 	// Another node used the quota already.
 	other := NewLedger(nodes[0].Ledger, "other", LedgerConfig{})
 	t.Cleanup(func() { _ = other.Close(context.Background()) })
@@ -178,7 +181,9 @@ func TestGateNotBilled(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan := shotd.Plan{Name: "p", MonthlyQuota: 1, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 5, QueueLimit: 1, FailuresPerMinute: 1000}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 1,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
+			Concurrency: 5, QueueLimit: 1, FailuresPerMinute: 1000}}
 	res, _, err := n.gate.Admit(shotd.Admission{Account: a, Plan: plan, Kind: shotd.AdmitRender})
 	if err != nil {
 		t.Fatal(err)
@@ -216,8 +221,9 @@ func TestGateUnbilledSuccessNotCountedByTheNode(t *testing.T) {
 	if _, err := gn.st.CreateAccountWithID(acc.ID, "u@example.test", "p", true); err != nil {
 		t.Fatal(err)
 	}
-	plan := shotd.Plan{Name: "p", MonthlyQuota: 2, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 2,
-		QueueLimit: 10, FailuresPerMinute: 1000}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 2,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
+			Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 1000}}
 	admit := func() *shotd.AdmitResult {
 		t.Helper()
 		res, _, err := gate.Admit(shotd.Admission{Account: acc, Plan: plan, Kind: shotd.AdmitRender})
@@ -265,7 +271,9 @@ func TestGateStoredHitTakesClusterSlot(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	plan := shotd.Plan{Name: "p", MonthlyQuota: 1, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1000}
+	plan := shotd.Plan{Name: "p", MonthlyQuota: 1,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
+			Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1000}}
 	key, _ := g[0].gate.key(acc)
 	h, _, err := g[0].gate.ledger.Reserve(context.Background(), key, plan.MonthlyQuota, plan.Concurrency, false)
 	if err == nil {

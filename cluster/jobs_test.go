@@ -112,7 +112,7 @@ func checkBilled(t *testing.T, l *Ledger, acc shotd.Account, want int) {
 func TestJobRedeliveredAfterNodeDies(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_redeliver", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	started := make(chan struct{})
 	release := make(chan struct{})
 	defer close(release)
@@ -155,7 +155,7 @@ func TestJobRedeliveredAfterNodeDies(t *testing.T) {
 func TestJobOneSuccess(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_one", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 2}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 2}}
 	firstIn, firstOut := make(chan struct{}), make(chan struct{})
 	secondIn := make(chan struct{})
 	first := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
@@ -200,7 +200,7 @@ func TestJobOneSuccess(t *testing.T) {
 func TestJobsQuota(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_quota", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 6, Concurrency: 2}
+	plan := shotd.Plan{MonthlyQuota: 6, PlanLimits: shotd.PlanLimits{Concurrency: 2}}
 	var running, peak atomic.Int64
 	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
 		n := running.Add(1)
@@ -301,7 +301,7 @@ func (s *recordingSender) SendBatch(b shotd.Batch, jobs []shotd.Job) error {
 func TestJobsWebhooks(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_hooks", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 100, Concurrency: 4}
+	plan := shotd.Plan{MonthlyQuota: 100, PlanLimits: shotd.PlanLimits{Concurrency: 4}}
 	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
 	var js []*jobsNode
 	for _, n := range nodes {
@@ -413,7 +413,7 @@ func TestJobUpdatesCAS(t *testing.T) {
 func TestJobWaitingForSlotLeavesAtClose(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_leave", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	a := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
@@ -483,7 +483,7 @@ func TestDeleteAccount(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = st.Close(context.Background()) })
 	files := NewFiles(st, nodes[0], log)
-	plan := shotd.Plan{MonthlyQuota: 10, Concurrency: 2}
+	plan := shotd.Plan{MonthlyQuota: 10, PlanLimits: shotd.PlanLimits{Concurrency: 2}}
 	idle := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) { c.Capacity, c.revokeSettle = -1, 100*time.Millisecond })
 	jobs, batch, err := idle.jobs.Submit(jobRequest(acc, plan, 2, true), 5*time.Second)
 	if err != nil {
@@ -548,7 +548,7 @@ func TestDeleteAccount(t *testing.T) {
 func TestJobReservationOutlivesItsNode(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_outlive", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 2, Concurrency: 2}
+	plan := shotd.Plan{MonthlyQuota: 2, PlanLimits: shotd.PlanLimits{Concurrency: 2}}
 	short := LedgerConfig{Lease: 300 * time.Millisecond, NoRenew: true}
 	var dying *Ledger
 	queued := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) {
@@ -625,8 +625,8 @@ func TestJobBacklogDoesNotBlockOtherAccounts(t *testing.T) {
 	nodes := startCluster(t, 3)
 	accA := shotd.Account{ID: "acc_bulk", CreatedAt: time.Now()}
 	accB := shotd.Account{ID: "acc_small", CreatedAt: time.Now()}
-	planA := shotd.Plan{MonthlyQuota: 100, Concurrency: 1}
-	planB := shotd.Plan{MonthlyQuota: 10, Concurrency: 1}
+	planA := shotd.Plan{MonthlyQuota: 100, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
+	planB := shotd.Plan{MonthlyQuota: 10, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	started, release := make(chan struct{}), make(chan struct{})
 	var once sync.Once
 	n := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
@@ -664,7 +664,7 @@ func TestBatchEndCountsReads(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_batchreads", CreatedAt: time.Now()}
 	const n = 40
-	plan := shotd.Plan{MonthlyQuota: n, Concurrency: 6}
+	plan := shotd.Plan{MonthlyQuota: n, PlanLimits: shotd.PlanLimits{Concurrency: 6}}
 	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
 	var reads atomic.Int64
 	var js []*jobsNode
@@ -741,7 +741,7 @@ func startRacedWorker(t *testing.T, n *Node, meanwhile func(id string)) *jobsNod
 func TestJobEndedMeanwhileGivesItsClaimBack(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_unclaim", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	other := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
 	ended := make(chan struct{})
 	worker := startRacedWorker(t, nodes[0], func(id string) {
@@ -778,7 +778,7 @@ func TestJobEndedMeanwhileGivesItsClaimBack(t *testing.T) {
 func TestJobOutlivesManyFailedDeliveries(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_many", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	idle := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
 	jobs, _, err := idle.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
 	if err != nil {
@@ -831,7 +831,7 @@ func TestJobOutlivesManyFailedDeliveries(t *testing.T) {
 func TestJobBilledMeanwhileEndsSucceeded(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_billed", CreatedAt: time.Now()}
-	plan := shotd.Plan{MonthlyQuota: 5, Concurrency: 1}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
 	other := startJobsNode(t, nodes[1], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
 	worker := startRacedWorker(t, nodes[0], func(id string) {
 		// Another node rendered the job, wrote Billing and billed it, then died.
@@ -865,7 +865,8 @@ func TestJobReadUnavailable(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_unavailable", CreatedAt: time.Now()}
 	n := startJobsNode(t, nodes[0], nil, nil, func(c *JobsConfig) { c.Capacity = -1 })
-	jobs, batch, err := n.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, true), 5*time.Second)
+	jobs, batch, err := n.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5,
+		PlanLimits: shotd.PlanLimits{Concurrency: 1}}, 1, true), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -888,7 +889,8 @@ func TestJobEndForgetsItsBill(t *testing.T) {
 	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
 		return pngOut(), nil
 	}, nil, nil)
-	jobs, _, err := jn.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false), 5*time.Second)
+	jobs, _, err := jn.jobs.Submit(jobRequest(acc, shotd.Plan{MonthlyQuota: 5,
+		PlanLimits: shotd.PlanLimits{Concurrency: 1}}, 1, false), 5*time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -42,7 +42,8 @@ func TestSealedJobRenderedOnAnotherNode(t *testing.T) {
 	rendering := startJobsNode(t, nodes[1], render.Render, nil, func(c *JobsConfig) { c.Secrets = sealers[1] })
 
 	acc := shotd.Account{ID: "acc_sealed", CreatedAt: time.Now()}
-	req := jobRequest(acc, shotd.Plan{MonthlyQuota: 5, Concurrency: 1}, 1, false)
+	req := jobRequest(acc, shotd.Plan{MonthlyQuota: 5,
+		PlanLimits: shotd.PlanLimits{Concurrency: 1}}, 1, false)
 	req.Options[0].Store = true
 	req.Options[0].Storage = shotd.StorageTarget{Bucket: "shots", Endpoint: srv.Endpoint(), Path: "sealed/job",
 		Credentials: shotd.StorageCredentials{AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}}

@@ -59,7 +59,8 @@ func TestRecordFinishedDelivered(t *testing.T) {
 	req := func(ext string) shotd.JobRequest {
 		o := &shotd.Options{URL: "http://127.0.0.1:1/", Format: "png", Dialect: shotd.DialectS1, WebhookURL: srv.URL + "/hook",
 			WebhookSign: true, ExternalIdentifier: ext}
-		return shotd.JobRequest{Account: acc, Plan: shotd.Plan{MonthlyQuota: 10, Concurrency: 1}, AccessKey: key.AccessKey,
+		return shotd.JobRequest{Account: acc, Plan: shotd.Plan{MonthlyQuota: 10,
+			PlanLimits: shotd.PlanLimits{Concurrency: 1}}, AccessKey: key.AccessKey,
 			Options: []*shotd.Options{o}}
 	}
 	result := &shotd.JobResult{FileID: "f_sync", Format: "png", ContentType: "image/png", SizeBytes: 10, Cache: "MISS",

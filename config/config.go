@@ -310,15 +310,17 @@ func Default() *Config {
 // a table only lists what differs.
 func basePlan(name string) shotd.Plan {
 	return shotd.Plan{
-		Name:                    name,
-		MonthlyQuota:            1000,
-		RequestsPerMinute:       60,
-		StatusRequestsPerMinute: 600,
-		Concurrency:             4,
-		QueueLimit:              100,
-		FailuresPerMinute:       30,
-		FailuresPerDay:          100,
-		Features:                slices.Clone(shotd.AllFeatures),
+		Name:         name,
+		MonthlyQuota: 1000,
+		PlanLimits: shotd.PlanLimits{
+			RequestsPerMinute:       60,
+			StatusRequestsPerMinute: 600,
+			Concurrency:             4,
+			QueueLimit:              100,
+			FailuresPerMinute:       30,
+			FailuresPerDay:          100,
+		},
+		Features: slices.Clone(shotd.AllFeatures),
 	}
 }
 

@@ -72,8 +72,9 @@ func TestDefaults(t *testing.T) {
 		Blocking: Blocking{EasyList: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easylist.txt",
 			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
 			Autoconsent: "/usr/local/share/shotd/autoconsent/autoconsent.standalone.js"},
-		Plans: map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 1000, RequestsPerMinute: 60,
-			StatusRequestsPerMinute: 600, Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100,
+		Plans: map[string]shotd.Plan{"default": {Name: "default", MonthlyQuota: 1000,
+			PlanLimits: shotd.PlanLimits{RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
+				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100},
 			Features: []string{"pdf", "video", "async", "bulk", "cache"}}},
 	}
 	tests := []struct {
@@ -192,12 +193,18 @@ func fullConfig() *Config {
 			EasyPrivacy: "/usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist/easyprivacy.txt",
 			Autoconsent: ""},
 		Plans: map[string]shotd.Plan{
-			"default": {Name: "default", MonthlyQuota: 10, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
-				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100, Features: []string{}},
-			"pro": {Name: "pro", MonthlyQuota: 100000, RequestsPerMinute: 600, StatusRequestsPerMinute: 6000,
-				Concurrency: 16, QueueLimit: 1000, FailuresPerMinute: 300, FailuresPerDay: 1000, Features: []string{"pdf", "cache"}},
-			"all-but-quota": {Name: "all-but-quota", MonthlyQuota: 5, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
-				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100, Features: shotd.AllFeatures},
+			"default": {Name: "default", MonthlyQuota: 10,
+				PlanLimits: shotd.PlanLimits{RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
+					Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100},
+				Features: []string{}},
+			"pro": {Name: "pro", MonthlyQuota: 100000,
+				PlanLimits: shotd.PlanLimits{RequestsPerMinute: 600, StatusRequestsPerMinute: 6000,
+					Concurrency: 16, QueueLimit: 1000, FailuresPerMinute: 300, FailuresPerDay: 1000},
+				Features: []string{"pdf", "cache"}},
+			"all-but-quota": {Name: "all-but-quota", MonthlyQuota: 5,
+				PlanLimits: shotd.PlanLimits{RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
+					Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 30, FailuresPerDay: 100},
+				Features: shotd.AllFeatures},
 		},
 	}
 }
@@ -488,8 +495,9 @@ func TestValidateListsEveryProblem(t *testing.T) {
 func TestValidateNormalizes(t *testing.T) {
 	c := Default()
 	c.PublicURL = "https://shots.example.com/x//"
-	c.Plans["pro"] = shotd.Plan{MonthlyQuota: 1, RequestsPerMinute: 1, StatusRequestsPerMinute: 1,
-		Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1}
+	c.Plans["pro"] = shotd.Plan{MonthlyQuota: 1,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1, StatusRequestsPerMinute: 1, Concurrency: 1,
+			QueueLimit: 1, FailuresPerMinute: 1}}
 	if err := c.Validate(); err != nil {
 		t.Fatal(err)
 	}

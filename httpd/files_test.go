@@ -478,8 +478,10 @@ func BenchmarkCacheHitHTTP(b *testing.B) {
 }
 
 func init() {
-	testPlans["cache_quota1"] = shotd.Plan{MonthlyQuota: 1, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
-		Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 1000, Features: shotd.AllFeatures}
+	testPlans["cache_quota1"] = shotd.Plan{MonthlyQuota: 1,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
+			Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 1000},
+		Features: shotd.AllFeatures}
 }
 
 // plantCache stores data as the cached answer of q for ttl, under the key the server computes.

@@ -26,19 +26,29 @@ import (
 func init() {
 	// Generous rate allowances: the tests poll job records, which counts against the status
 	// allowance, and fail renders on purpose, which counts against the failure window.
-	testPlans["jobs"] = shotd.Plan{MonthlyQuota: 1000, RequestsPerMinute: 1000, StatusRequestsPerMinute: 100000,
-		Concurrency: 4, QueueLimit: 50, FailuresPerMinute: 1000, Features: shotd.AllFeatures}
-	testPlans["jobs-serial"] = shotd.Plan{MonthlyQuota: 1000, RequestsPerMinute: 1000, StatusRequestsPerMinute: 100000,
-		Concurrency: 1, QueueLimit: 50, FailuresPerMinute: 1000, Features: shotd.AllFeatures}
-	testPlans["jobs-queue3"] = shotd.Plan{MonthlyQuota: 1000, RequestsPerMinute: 1000, StatusRequestsPerMinute: 100000,
-		Concurrency: 1, QueueLimit: 3, FailuresPerMinute: 1000, Features: shotd.AllFeatures}
+	testPlans["jobs"] = shotd.Plan{MonthlyQuota: 1000,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 100000,
+			Concurrency: 4, QueueLimit: 50, FailuresPerMinute: 1000},
+		Features: shotd.AllFeatures}
+	testPlans["jobs-serial"] = shotd.Plan{MonthlyQuota: 1000,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 100000,
+			Concurrency: 1, QueueLimit: 50, FailuresPerMinute: 1000},
+		Features: shotd.AllFeatures}
+	testPlans["jobs-queue3"] = shotd.Plan{MonthlyQuota: 1000,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 100000,
+			Concurrency: 1, QueueLimit: 3, FailuresPerMinute: 1000},
+		Features: shotd.AllFeatures}
 	// bench-accept never gets a concurrency slot: its jobs stay queued, so BenchmarkAsyncAccept
 	// measures acceptance alone, with no render competing for the two cores.
-	testPlans["bench-accept"] = shotd.Plan{MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
-		Concurrency: 0, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}
+	testPlans["bench-accept"] = shotd.Plan{MonthlyQuota: 1 << 30,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
+			Concurrency: 0, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30},
+		Features: shotd.AllFeatures}
 	// bench-render lets its jobs run (against a closed port: they fail fast, without billing).
-	testPlans["bench-render"] = shotd.Plan{MonthlyQuota: 1 << 30, RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
-		Concurrency: 2, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30, Features: shotd.AllFeatures}
+	testPlans["bench-render"] = shotd.Plan{MonthlyQuota: 1 << 30,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
+			Concurrency: 2, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30},
+		Features: shotd.AllFeatures}
 }
 
 // jobRecord is the job record of GET /api/v1/jobs/{id} as a client reads it.

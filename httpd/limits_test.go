@@ -19,8 +19,10 @@ import (
 // Plans of the limit tests. Every limit is positive; each plan lowers the ones it exercises.
 func init() {
 	base := func(mod func(p *shotd.Plan)) shotd.Plan {
-		p := shotd.Plan{MonthlyQuota: 1000, RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000, Concurrency: 4,
-			QueueLimit: 100, FailuresPerMinute: 1000, Features: shotd.AllFeatures}
+		p := shotd.Plan{MonthlyQuota: 1000,
+			PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1000, StatusRequestsPerMinute: 1000,
+				Concurrency: 4, QueueLimit: 100, FailuresPerMinute: 1000},
+			Features: shotd.AllFeatures}
 		mod(&p)
 		return p
 	}

@@ -85,8 +85,10 @@ func run(m *testing.M) (int, error) {
 	for k, v := range cfg.Plans {
 		env.plans[k] = v
 	}
-	env.plans["basic"] = shotd.Plan{Name: "basic", MonthlyQuota: 10, RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
-		Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 30, Features: []string{}}
+	env.plans["basic"] = shotd.Plan{Name: "basic", MonthlyQuota: 10,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 60, StatusRequestsPerMinute: 600,
+			Concurrency: 2, QueueLimit: 10, FailuresPerMinute: 30},
+		Features: []string{}}
 	for name, p := range testPlans {
 		p.Name = name
 		env.plans[name] = p

@@ -19,10 +19,14 @@ import (
 )
 
 func init() {
-	testPlans["onepm"] = shotd.Plan{MonthlyQuota: 100, RequestsPerMinute: 1, StatusRequestsPerMinute: 100,
-		Concurrency: 1, QueueLimit: 5, FailuresPerMinute: 100, Features: []string{}}
-	testPlans["queue1"] = shotd.Plan{MonthlyQuota: 100, RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
-		Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 100, Features: []string{shotd.FeatureAsync, shotd.FeatureBulk}}
+	testPlans["onepm"] = shotd.Plan{MonthlyQuota: 100,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1, StatusRequestsPerMinute: 100, Concurrency: 1,
+			QueueLimit: 5, FailuresPerMinute: 100},
+		Features: []string{}}
+	testPlans["queue1"] = shotd.Plan{MonthlyQuota: 100,
+		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 100, StatusRequestsPerMinute: 100,
+			Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 100},
+		Features: []string{shotd.FeatureAsync, shotd.FeatureBulk}}
 }
 
 // startRaw serves a fresh public API on loopback and returns it with its address.

@@ -34,8 +34,9 @@ func TestOpenCloseCluster(t *testing.T) {
 			AccessKeyID: s3test.AccessKey, SecretAccessKey: s3test.SecretKey}
 		cfg.Network.AllowPrivate = []string{"127.0.0.1"} // the webhook receiver
 		cfg.Cluster = config.Cluster{NodeName: "n1", Name: "shotd", Listen: route, Replicas: 3}
-		cfg.Plans["extra"] = shotd.Plan{Name: "extra", MonthlyQuota: 5, RequestsPerMinute: 5, StatusRequestsPerMinute: 5,
-			Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1}
+		cfg.Plans["extra"] = shotd.Plan{Name: "extra", MonthlyQuota: 5,
+			PlanLimits: shotd.PlanLimits{RequestsPerMinute: 5, StatusRequestsPerMinute: 5,
+				Concurrency: 1, QueueLimit: 1, FailuresPerMinute: 1}}
 		svc, err := Open(t.Context(), cfg)
 		if err != nil {
 			t.Fatal(err)
