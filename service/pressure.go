@@ -24,11 +24,15 @@ func (s *Service) Pressure() pressure.Gauge {
 // there, data_dir has room for a few results, and ffmpeg (video formats only: not required) is
 // still where it was found at start.
 func (s *Service) readyChecks(programs Programs) []httpd.ReadyCheck {
-	minFree := uint64(64<<20) + uint64(max(s.cfg.Limits.MaxOutputBytes, 0))
+	s.diskReserve.Store(64 << 20)
+	maxOutput := uint64(max(s.cfg.Limits.MaxOutputBytes, 0))
+	db := s.store.DB()
+	// Read at start: a closed bbolt forgets its path, and would show as a file gone rather than
+	// as a database that does not answer.
+	path := db.Path()
 	return []httpd.ReadyCheck{
 		{Name: "database", Required: true, Check: func() string {
-			db := s.store.DB()
-			if _, err := os.Stat(db.Path()); err != nil {
+			if _, err := os.Stat(path); err != nil {
 				return "the database file is gone: " + err.Error()
 			}
 			if err := db.View(func(*bbolt.Tx) error { return nil }); err != nil {
@@ -37,6 +41,7 @@ func (s *Service) readyChecks(programs Programs) []httpd.ReadyCheck {
 			return ""
 		}},
 		{Name: "disk", Required: true, Check: func() string {
+			minFree := s.diskReserve.Load() + maxOutput
 			var st unix.Statfs_t
 			if err := unix.Statfs(s.cfg.DataDir, &st); err != nil {
 				return "data_dir cannot be read: " + err.Error()

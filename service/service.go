@@ -65,6 +65,9 @@ type Service struct {
 
 	reloadMu sync.Mutex     // Reload
 	applied  *config.Config // the configuration in force after the last Reload; nil: cfg
+	// diskReserve is the room /readyz wants free in data_dir beside one result of
+	// limits.max_output_bytes: 64 MiB; tests raise it to see the disk check fail.
+	diskReserve atomic.Uint64
 }
 
 // Open starts the service that cfg describes (cfg as config.Load returns it: valid) and serves

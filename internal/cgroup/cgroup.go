@@ -64,14 +64,19 @@ func (p *Parent) Dir() string { return p.dir }
 // V2 reports whether the cgroup is of the unified hierarchy (cgroup v2).
 func (p *Parent) V2() bool { return p.v2 }
 
+// ProcDir is where the proc filesystem is mounted. Tests of the readings (OfPID, and the
+// pressure and metrics built on them) point it at a directory laid out like /proc, with
+// mountinfo naming a directory laid out like a cgroup: this machine may have no memory cgroup.
+var ProcDir = "/proc"
+
 // locateProc is Locate for the process that /proc/<proc> names ("self" or a pid), through the
 // service's own mounts.
 func locateProc(proc string) (dir string, v2 bool, err error) {
-	self, err := os.ReadFile("/proc/" + proc + "/cgroup")
+	self, err := os.ReadFile(filepath.Join(ProcDir, proc, "cgroup"))
 	if err != nil {
 		return "", false, err
 	}
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := os.ReadFile(filepath.Join(ProcDir, "self", "mountinfo"))
 	if err != nil {
 		return "", false, err
 	}
