@@ -285,13 +285,13 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 // to the top and reports the document height. scrollTo with behavior 'instant' overrides a
 // smooth scroll-behavior of the page.
 //
-// When no step or delay was asked for, no scroll listener was found (watched false:
-// scrollListened) and no intersection observer of the page observes anything (observeMarkJS's
-// mark), only the browser's own lazy loading reacts to the scroll: without lazy images or frames
-// (a frame's scripts are not looked at) the page is not scrolled at all; with lazy images only,
-// the steps are reachPx (lazyReach) longer than the viewport, as Chrome starts loading a lazy
-// image that far from it and farther.
-const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, watched, reachPx) => {
+// When the render may skip (skippable: scrollSkippable) and nothing of the page watches the
+// scroll (no mark of watchMarkJS, no onscroll handler of the window or the document), only the
+// browser's own lazy loading reacts to it: without lazy images or frames (a frame's scripts are
+// not looked at) the page is not scrolled at all; with lazy images only, the steps are reachPx
+// (lazyReach) longer than the viewport, as Chrome starts loading a lazy image that far from it
+// and farther. Under disable_javascript no script of the page runs, and the mark is never made.
+const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, skippable, reachPx) => {
 	const t0 = performance.now();
 	const sleep = ms => new Promise(res => setTimeout(res, ms));
 	const frame = () => new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
@@ -299,7 +299,8 @@ const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, wat
 	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
 	let step = stepPx > 0 ? stepPx : Math.max(innerHeight, 100);
 	let y = 0;
-	if (!watched && !globalThis[Symbol.for('shotd.observed')] && stepPx <= 0 && delayMs <= 0 && !document.querySelector('iframe, frame')) {
+	const watched = globalThis[Symbol.for('shotd.watched')] || onscroll !== null || document.onscroll !== null;
+	if (skippable && !watched && !document.querySelector('iframe, frame')) {
 		if (document.querySelector('img[loading=lazy i]')) step += reachPx;
 		else y = Infinity; // nothing to scroll for
 	}
@@ -370,16 +371,8 @@ func (r *render) pageHeight(ctx context.Context) (float64, error) {
 		if d, ok := ctx.Deadline(); ok {
 			budget = time.Until(d) / scrollShare
 		}
-		watched := true
-		if r.scrollSkippable() { // fullpage.go
-			l, err := r.scrollListened(ctx)
-			if err != nil && ctx.Err() != nil {
-				return 0, err
-			}
-			watched = l || err != nil // could not tell: scroll as if watched
-		}
 		expr = jsCall(scrollPageJS, maxH, budget.Milliseconds(), scrollSettle.Milliseconds(), scrollImageWait.Milliseconds(),
-			r.o.FullPageScrollBy, r.o.FullPageScrollDelay.Milliseconds(), watched, lazyReach) // full_page_scroll_by, _delay
+			r.o.FullPageScrollBy, r.o.FullPageScrollDelay.Milliseconds(), r.scrollSkippable(), lazyReach) // full_page_scroll_by, _delay; fullpage.go
 	}
 	if err := r.eval(ctx, expr, &h); err != nil {
 		return 0, fmt.Errorf("measure the page: %w", err)

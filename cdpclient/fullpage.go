@@ -7,11 +7,8 @@ import (
 	"fmt"
 	"image"
 	"math"
-	"strings"
 
-	"github.com/mafredri/cdp/protocol/domdebugger"
 	"github.com/mafredri/cdp/protocol/page"
-	"github.com/mafredri/cdp/protocol/runtime"
 	_ "golang.org/x/image/webp" // decode a webp capture for full_page_slices
 
 	"github.com/shotd/shotd"
@@ -157,75 +154,32 @@ func (r *render) scrollSkippable() bool {
 		o.FullPageScrollBy <= 0 && o.FullPageScrollDelay <= 0
 }
 
-// observeMarkJS runs in every new document of such a render and marks its window once an
-// IntersectionObserver of the page observes something: the mark scrollPageJS reads. Nothing
-// cheaper tells: Runtime.queryObjects, which finds every observer, collects all garbage first
-// (50 ms on the bench's heavy page, and about 23 ms more a MB of script heap).
-const observeMarkJS = `(() => {
-	const p = IntersectionObserver.prototype, observe = p.observe;
-	p.observe = {observe(target) {
-		globalThis[Symbol.for('shotd.observed')] = true;
+// watchMarkJS runs in every new document of such a render and marks its window once an
+// IntersectionObserver of the page observes something or a scroll listener (scroll, scrollend)
+// is added to the window or the document: the mark scrollPageJS reads, beside the onscroll
+// handlers. Nothing cheaper tells: Runtime.queryObjects, which finds every observer, collects all
+// garbage first (50 ms on the bench's heavy page, and about 23 ms more a MB of script heap), and
+// the two round trips of DOMDebugger.getEventListeners on the window and the document took 19 ms
+// there.
+const watchMarkJS = `(() => {
+	const mark = Symbol.for('shotd.watched');
+	const io = IntersectionObserver.prototype, observe = io.observe;
+	io.observe = {observe(target) {
+		globalThis[mark] = true;
 		return observe.apply(this, arguments);
 	}}.observe;
+	const et = EventTarget.prototype, add = et.addEventListener;
+	et.addEventListener = {addEventListener(type, listener) {
+		if ((this === globalThis || this === document) && String(type).startsWith('scroll')) globalThis[mark] = true;
+		return add.apply(this, arguments);
+	}}.addEventListener;
 })()`
 
-// observeMark is observeMarkJS when the render may use it, "" otherwise; no script of the page
-// runs under disable_javascript.
-func (r *render) observeMark() string {
+// watchMark is watchMarkJS when the render may use it, "" otherwise; no script of the page runs
+// under disable_javascript.
+func (r *render) watchMark() string {
 	if !r.scrollSkippable() || r.o.DisableJavaScript {
 		return ""
 	}
-	return observeMarkJS
-}
-
-// scrollListenerObjects is the object group of scrollListened's handles.
-const scrollListenerObjects = "shotd-scroll-listeners"
-
-// scrollListened reports whether the window or the document has a scroll listener (scroll,
-// scrollend; an onscroll attribute of the body is the window's): two round trips, each sent at
-// once. Under disable_javascript no listener of the page runs, an onscroll attribute neither.
-func (r *render) scrollListened(ctx context.Context) (bool, error) {
-	if r.o.DisableJavaScript {
-		return false, nil
-	}
-	defer func() {
-		// The handles keep the objects alive until released; if the render ends first, its
-		// document goes with them.
-		_ = r.t.c.Runtime.ReleaseObjectGroup(ctx, runtime.NewReleaseObjectGroupArgs(scrollListenerObjects))
-	}()
-	var ids [2]runtime.RemoteObjectID
-	var listens [2]bool
-	calls := make([]func() error, 2)
-	for i, expr := range []string{"window", "document"} {
-		calls[i] = func() error {
-			rep, err := r.t.c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(expr).SetObjectGroup(scrollListenerObjects))
-			if err != nil {
-				return err
-			}
-			if rep.ExceptionDetails != nil || rep.Result.ObjectID == nil {
-				return &errScript{msg: "no handle on the " + expr}
-			}
-			ids[i] = *rep.Result.ObjectID
-			return nil
-		}
-	}
-	if err := concurrently(calls); err != nil {
-		return true, err
-	}
-	for i := range calls {
-		calls[i] = func() error {
-			rep, err := r.t.c.DOMDebugger.GetEventListeners(ctx, domdebugger.NewGetEventListenersArgs(ids[i]))
-			if err != nil {
-				return err
-			}
-			for _, l := range rep.Listeners {
-				listens[i] = listens[i] || strings.HasPrefix(l.Type, "scroll")
-			}
-			return nil
-		}
-	}
-	if err := concurrently(calls); err != nil {
-		return true, err
-	}
-	return listens[0] || listens[1], nil
+	return watchMarkJS
 }
