@@ -28,7 +28,7 @@ func main() {
 	n := flag.Int("n", 30, "renders per row and side")
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for every side, space separated (for experiments)")
-	rowsFlag := flag.String("rows", "small:1+200ms,1,2,4 heavy:1+200ms,1 pdf:1+200ms,1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll); 1+P is one client pausing P between requests")
+	rowsFlag := flag.String("rows", "small:1+200ms,1,2,4 heavy:1+200ms,1 pdf:1+200ms,1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll, which finds nothing to scroll for on it), fullstep (the same, scrolled a viewport at a time); 1+P is one client pausing P between requests")
 	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
 	chromium := flag.String("chromium", "/usr/lib/chromium/chromium", "full Chromium for the second raw loop (\"\": none)")
 	pool := flag.Int("pool", config.Default().Browser.PoolSize, "browser processes of the service (browser.pool_size)")
@@ -54,7 +54,7 @@ func main() {
 		name, list, ok := strings.Cut(spec, ":")
 		sc, known := scenarios[name]
 		if !ok || !known {
-			usage("-rows: %q is not scenario:clients (scenarios: small, heavy, pdf, full)", spec)
+			usage("-rows: %q is not scenario:clients (scenarios: small, heavy, pdf, full, fullstep)", spec)
 		}
 		for _, f := range strings.Split(list, ",") {
 			count, pause, paused := strings.Cut(f, "+")
@@ -100,6 +100,9 @@ var scenarios = map[string]scenario{
 	"heavy": {"heavy png", "/heavy", url.Values{}, rawPNG},
 	"pdf":   {"small pdf", "/small", url.Values{"format": {"pdf"}}, rawPDF},
 	"full":  {"heavy full", "/heavy", url.Values{"full_page": {"true"}}, rawFullPage},
+	// Not among the default rows: the heavy full page with a scroll step at every viewport (as
+	// a page that watches its scroll gets), for the cost of the lazy-load scroll itself.
+	"fullstep": {"full steps", "/heavy", url.Values{"full_page": {"true"}, "full_page_scroll_by": {"1024"}}, rawFullPage},
 }
 
 // row is one line of the table: conc clients of a scenario, each pausing gap between requests.

@@ -284,13 +284,27 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 // loading, and for content still being added, scrolling on should the page have grown; returns
 // to the top and reports the document height. scrollTo with behavior 'instant' overrides a
 // smooth scroll-behavior of the page.
-const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs) => {
+//
+// When the render may skip (skippable: scrollSkippable) and nothing of the page watches the
+// scroll (no mark of watchMarkJS, no onscroll handler of the window or the document), only the
+// browser's own lazy loading reacts to it: without lazy images or frames (a frame's scripts are
+// not looked at) the page is not scrolled at all; with lazy images only, the steps are reachPx
+// (lazyReach) longer than the viewport, as Chrome starts loading a lazy image that far from it
+// and farther. Under disable_javascript no script of the page runs, and the mark is never made.
+const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, skippable, reachPx) => {
 	const t0 = performance.now();
 	const sleep = ms => new Promise(res => setTimeout(res, ms));
 	const frame = () => new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
 	const update = () => new Promise(res => requestAnimationFrame(() => setTimeout(res, 0)));
 	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
-	const step = stepPx > 0 ? stepPx : Math.max(innerHeight, 100);
+	let step = stepPx > 0 ? stepPx : Math.max(innerHeight, 100);
+	let y = 0;
+	const watched = globalThis[Symbol.for('shotd.watched')] || onscroll !== null || document.onscroll !== null;
+	if (skippable && !watched && !document.querySelector('iframe, frame')) {
+		if (document.querySelector('img[loading=lazy i]')) step += reachPx;
+		else y = Infinity; // nothing to scroll for
+	}
+	const scrolls = y === 0;
 	let added = 0; // when the page last added nodes
 	const mo = new MutationObserver(() => { added = performance.now(); });
 	mo.observe(document, {childList: true, subtree: true});
@@ -302,7 +316,6 @@ const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs) => 
 		const r = i.getBoundingClientRect();
 		return r.width > 0 && r.height > 0 && r.top + scrollY < maxH;
 	});
-	let y = 0;
 	const scrollOn = async () => {
 		for (;;) {
 			for (; y < Math.min(height(), maxH) && performance.now() - t0 < budget; y += step) {
@@ -318,15 +331,17 @@ const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs) => 
 			if (!(y < Math.min(height(), maxH))) return;
 		}
 	};
-	await scrollOn();
+	if (scrolls) await scrollOn();
 	const end = Math.min(performance.now() + imgMs, t0 + budget);
 	while (performance.now() < end && (pending() || performance.now() - added < 50)) {
 		await sleep(25);
 		if (y < Math.min(height(), maxH)) await scrollOn();
 	}
 	mo.disconnect();
-	scrollTo({top: 0, left: 0, behavior: 'instant'});
-	await frame();
+	if (scrolls || scrollY !== 0) {
+		scrollTo({top: 0, left: 0, behavior: 'instant'});
+		await frame();
+	}
 	return height();
 }`
 
@@ -337,6 +352,9 @@ const (
 	scrollSettle    = 300 * time.Millisecond // the longest wait after a step for content still being added
 	scrollImageWait = 2 * time.Second        // wait for images still loading after the scroll
 	scrollShare     = 2                      // the scroll may take 1/scrollShare of the time left
+	// lazyReach is less than the least distance from the viewport at which Chrome starts to
+	// load a lazy image (1,250 px on a fast connection, more on slower ones).
+	lazyReach = 1000
 )
 
 // pageHeight returns the document's height in CSS pixels, after scrolling through the page
@@ -354,7 +372,7 @@ func (r *render) pageHeight(ctx context.Context) (float64, error) {
 			budget = time.Until(d) / scrollShare
 		}
 		expr = jsCall(scrollPageJS, maxH, budget.Milliseconds(), scrollSettle.Milliseconds(), scrollImageWait.Milliseconds(),
-			r.o.FullPageScrollBy, r.o.FullPageScrollDelay.Milliseconds()) // full_page_scroll_by, _delay
+			r.o.FullPageScrollBy, r.o.FullPageScrollDelay.Milliseconds(), r.scrollSkippable(), lazyReach) // full_page_scroll_by, _delay; fullpage.go
 	}
 	if err := r.eval(ctx, expr, &h); err != nil {
 		return 0, fmt.Errorf("measure the page: %w", err)

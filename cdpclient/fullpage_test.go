@@ -220,3 +220,105 @@ func TestSlicesBounded(t *testing.T) {
 		})
 	}
 }
+
+// seenBoxPage is 3000 CSS px high with a grey box at 2500 px that script turns green once it is
+// in the viewport (the 300 px of opts), as a lazy loader would load it.
+func seenBoxPage(script string) string {
+	return `<!doctype html><body style="margin:0"><div style="height:2500px;background:#fff"></div>
+<div id=box style="height:200px;background:#888"></div><div style="height:300px"></div>
+<script>const inView = () => { const r = box.getBoundingClientRect(); return r.top < innerHeight && r.bottom > 0; };
+const seen = () => { if (inView()) box.style.background = '#0f0'; };
+` + script + `</script></body>`
+}
+
+// scrolledFullPage renders o as a full page with the lazy-load scroll and checks its height.
+func scrolledFullPage(t *testing.T, o *shotd.Options, wantH int) image.Image {
+	t.Helper()
+	o.FullPage, o.FullPageScroll = true, true
+	img := decodePNG(t, mustRender(t, shared, o).Data)
+	if b := img.Bounds(); b.Dy() != wantH {
+		t.Fatalf("height %d, want %d", b.Dy(), wantH)
+	}
+	return img
+}
+
+// TestFullPageScrollWatchers: the lazy-load scroll steps through every viewport whenever
+// something of the page may react to it, whichever way it watches: an intersection observer the
+// page kept no reference to (in a page of its own and in an html source), a scroll listener on
+// the window or the document, an onscroll attribute, an observer in a frame (its scripts are not
+// looked at; any frame makes the scroll step). Each page is captured whole, its box turned green.
+func TestFullPageScrollWatchers(t *testing.T) {
+	t.Parallel()
+	pages := map[string]string{ // path: the page's way of watching
+		"/observer":          `new IntersectionObserver(es => es.forEach(e => { if (e.isIntersecting) box.style.background = '#0f0'; })).observe(box);`,
+		"/window-listener":   `addEventListener('scroll', seen);`,
+		"/document-listener": `document.addEventListener('scroll', seen, {passive: true});`,
+		"/onscroll":          `document.body.setAttribute('onscroll', 'seen()');`,
+	}
+	mux := http.NewServeMux()
+	names := []string{"/frame"}
+	for path, script := range pages {
+		mux.HandleFunc(path, htmlPage(seenBoxPage(script)))
+		names = append(names, path)
+	}
+	mux.HandleFunc("/frame", htmlPage(`<!doctype html><body style="margin:0;background:#fff"><div style="height:2500px"></div>
+<iframe src="/framed" style="display:block;border:0;width:400px;height:200px"></iframe><div style="height:300px"></div></body>`))
+	mux.HandleFunc("/framed", htmlPage(`<!doctype html><body style="margin:0"><div id=box style="height:200px;background:#888"></div>
+<script>new IntersectionObserver(es => es.forEach(e => { if (e.isIntersecting) box.style.background = '#0f0'; })).observe(box);</script></body>`))
+	srv, _ := server(t, mux)
+	for _, path := range append(names, "html observer") {
+		t.Run(strings.TrimPrefix(path, "/"), func(t *testing.T) {
+			o := opts(srv.URL + path)
+			if path == "html observer" { // the mark's script runs in an html source's document too
+				o = htmlOpts(seenBoxPage(pages["/observer"]))
+			}
+			img := scrolledFullPage(t, o, 3000)
+			if got := rgbAt(img, 200, 2600); got != green {
+				t.Errorf("the box is %v, want green: the scroll did not reach it", got)
+			}
+		})
+	}
+}
+
+// TestFullPageScrollLazyImages: on a page whose scripts do not watch the scroll, the steps are
+// longer than the viewport by less than Chrome's reach for lazy images, so that each of the 20
+// lazy images spread down the page is loaded and captured.
+func TestFullPageScrollLazyImages(t *testing.T) {
+	t.Parallel()
+	const n, gap = 20, 290
+	var b strings.Builder
+	fmt.Fprintf(&b, `<!doctype html><body style="margin:0;background:#fff;position:relative;height:%dpx">`, (n+2)*gap)
+	for i := range n {
+		fmt.Fprintf(&b, `<img loading=lazy src="/red.svg?%d" width=100 height=100 style="position:absolute;left:0;top:%dpx">`, i, (i+1)*gap)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(b.String()))
+	mux.HandleFunc("/red.svg", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "image/svg+xml")
+		fmt.Fprint(w, `<svg xmlns="http://www.w3.org/2000/svg" width="100" height="100"><rect width="100" height="100" fill="#f00"/></svg>`)
+	})
+	srv, _ := server(t, mux)
+	img := scrolledFullPage(t, opts(srv.URL), (n+2)*gap)
+	for i := range n {
+		if got := rgbAt(img, 50, (i+1)*gap+50); got != red {
+			t.Errorf("lazy image %d at %d px is %v, want red", i, (i+1)*gap, got)
+		}
+	}
+}
+
+// TestFullPageScrollSkipped: a page with nothing that reacts to the scroll (no observer, no
+// scroll listener, no lazy image, no frame) is not scrolled at all. The page polls scrollY on
+// every animation frame (a way of watching the scroll that is not looked for) and paints a black
+// bar at its top once it has seen the page scrolled.
+func TestFullPageScrollSkipped(t *testing.T) {
+	t.Parallel()
+	o := htmlOpts(`<!doctype html><body style="margin:0;background:#fff"><div id=bar style="height:10px;background:#fff"></div>
+<div style="height:5000px"></div><script>
+const poll = () => { if (scrollY > 0) bar.style.background = '#000'; else requestAnimationFrame(poll); };
+requestAnimationFrame(poll);
+</script></body>`)
+	img := scrolledFullPage(t, o, 5010)
+	if got := rgbAt(img, 200, 5); got != white {
+		t.Errorf("the bar is %v: the page was scrolled", got)
+	}
+}

@@ -436,7 +436,7 @@ func (r *render) prepare(ctx context.Context) error {
 			return err
 		}
 	}
-	for _, s := range []string{r.wsScript, r.startScript()} {
+	for _, s := range []string{r.wsScript, r.startScript(), r.watchMark()} {
 		if s == "" {
 			continue
 		}

@@ -146,6 +146,9 @@ const probeJS = `(async () => {
 		timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
 		dark: matchMedia('(prefers-color-scheme: dark)').matches,
 		touch: navigator.maxTouchPoints,
+		// Native unless a script of the last render replaced them.
+		observe: IntersectionObserver.prototype.observe.toString(),
+		addEventListener: EventTarget.prototype.addEventListener.toString(),
 		geolocation: await new Promise(res => navigator.geolocation.getCurrentPosition(
 			p => res(p.coords.latitude), e => res('error ' + e.code), {timeout: 2000})),
 		frame,
@@ -255,6 +258,7 @@ func wipeLeavesNothing(t *testing.T, p *Process) {
 	dirty.DarkMode = true
 	dirty.HasTouch = true
 	dirty.HasGeolocation, dirty.Latitude, dirty.Longitude = true, 48.85, 2.35 // granted and overridden
+	dirty.FullPage, dirty.FullPageScroll = true, true                         // watchMarkJS in its documents
 	used := renderContext(t, p, dirty)
 
 	nextTab(t, p, used)
