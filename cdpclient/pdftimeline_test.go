@@ -137,16 +137,7 @@ func BenchmarkPDFTimeline(b *testing.B) {
 	// raw opens a target for a raw loop (navigate, load, print, read, as the bench's); between
 	// runs after each render, off its clock.
 	raw := func(fetch bool, between func(*Target) error) func(timeline) error {
-		rt, err := p.OpenTarget(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(rt.Close)
-		if fetch {
-			if err := p.enableGuardFetch(ctx, rt.t); err != nil {
-				b.Fatal(err)
-			}
-		}
+		rt := benchTarget(ctx, b, p, fetch)
 		return func(tl timeline) error {
 			time.Sleep(200 * time.Millisecond)
 			start := time.Now()
