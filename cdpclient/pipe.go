@@ -38,6 +38,9 @@ var errPipeClosed = errors.New("devtools pipe closed")
 // testHookWrite, when set by a test, sees every CDP message sent.
 var testHookWrite atomic.Pointer[func([]byte)]
 
+// testHookRead, when set by a test, sees every CDP message read, as it is read.
+var testHookRead atomic.Pointer[func([]byte)]
+
 // pipeConn is the parent's end of Chrome's DevTools pipes.
 type pipeConn struct {
 	w   *os.File // Chrome's fd 3
@@ -95,6 +98,9 @@ func (p *pipeConn) read() {
 		msg, err := readMessage(br)
 		if err != nil {
 			return
+		}
+		if h := testHookRead.Load(); h != nil {
+			(*h)(msg)
 		}
 		id := sessionOf(msg)
 		p.mu.Lock()

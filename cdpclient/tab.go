@@ -371,7 +371,9 @@ func (p *Process) recycle(t *tab) {
 	}
 	p.yieldToLoads(true)
 	p.prio.background(len(p.ready) > 0)
-	if err := p.wipe(t); err != nil {
+	err := p.wipe(t)
+	p.prio.backgroundEnds()
+	if err != nil {
 		if p.life.Err() == nil {
 			p.log.Info().Err(err).Str("browser_context", string(t.browserContext)).Msg("tab not known clean: replaced")
 		}
@@ -426,7 +428,9 @@ func (p *Process) discard(t *tab) {
 		case <-p.life.Done():
 		}
 		p.yieldToLoads(false)
+		p.prio.background(len(p.ready) > 0)
 		p.disposeTab(t)
+		p.prio.backgroundEnds()
 	}) {
 		p.background.Add(-1)
 		p.closeRoute(t) // the browser is going, and the context with it
@@ -507,8 +511,10 @@ func (p *Process) prewarm() {
 		}
 		p.yieldToLoads(true)
 		p.background.Add(1)
+		p.prio.background(len(p.ready) > 0)
 		t, err := p.newTab(p.life)
 		if err != nil {
+			p.prio.backgroundEnds()
 			p.background.Add(-1)
 			p.slots <- struct{}{}
 			if p.life.Err() != nil {
@@ -538,6 +544,7 @@ func (p *Process) prewarm() {
 				p.log.Debug().Err(err).Msg("enable Fetch in a pre-warmed tab")
 			}
 		}
+		p.prio.backgroundEnds()
 		p.background.Add(-1)
 		p.ready <- t // never blocks: one slot token per place in ready
 		if p.life.Err() != nil {

@@ -214,6 +214,22 @@ func BenchmarkWipeSteps(b *testing.B) {
 	b.Logf("idle %.2f ms per step\n%s", float64((sums["idle"][""]/time.Duration(counts["idle"])).Microseconds())/1000, table)
 }
 
+// benchTarget opens a Target in p for a raw loop, closed with b, with the guard's Fetch patterns
+// on if fetch.
+func benchTarget(ctx context.Context, b *testing.B, p *Process, fetch bool) *Target {
+	t, err := p.OpenTarget(ctx)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(t.Close)
+	if fetch {
+		if err := p.enableGuardFetch(ctx, t.t); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return t
+}
+
 // BenchmarkPausedPDF compares, on one Chrome behind the egress guard, a small PDF rendered with a
 // pause of 200 ms before each (as the bench's pdf:1+200ms row) four ways, each p50 in ms: the raw
 // loop on one reused target (navigate, load, print, read), the same with the guard's Fetch
@@ -234,16 +250,7 @@ func BenchmarkPausedPDF(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	raw := func(fetch bool) func() error {
-		t, err := p.OpenTarget(ctx)
-		if err != nil {
-			b.Fatal(err)
-		}
-		b.Cleanup(t.Close)
-		if fetch {
-			if err := p.enableGuardFetch(ctx, t.t); err != nil {
-				b.Fatal(err)
-			}
-		}
+		t := benchTarget(ctx, b, p, fetch)
 		return func() error {
 			nav, err := t.Client.Page.Navigate(ctx, page.NewNavigateArgs(srv.URL+"/page"))
 			if err != nil {
