@@ -10,10 +10,11 @@ const idleNice = 19
 
 // priority runs a Chrome's background work (a tab's wipe, a disposal, a pre-warmed tab) at the
 // lowest CPU priority while no render of its own is in flight, and gives the Chrome its priority
-// back when that work ends, or sooner when a render starts on it. A wipe costs about as much CPU as a small render; at normal
-// priority it slows down the render that the next request starts on another Chrome (on two
-// cores, 1.3x for one client sending renders back to back, against 0.97x with a pause between
-// them). At the lowest priority it takes only the CPU that the renders leave.
+// back when that work ends, or sooner when a render starts on it. A wipe costs about as much CPU
+// as a small render; at normal priority it slows down the render that the next request starts
+// on another Chrome (on two cores, 1.3x for one client sending renders back to back, against
+// 0.97x with a pause between them). At the lowest priority it takes only the CPU that the
+// renders leave.
 //
 // Nice values are per thread; PRIO_PGRP sets every thread of every process in the group, which
 // Chrome leads. Giving a priority back needs the right to lower a nice value (root, CAP_SYS_NICE
