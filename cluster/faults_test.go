@@ -359,9 +359,23 @@ func TestAfterEndQueuesHookOnce(t *testing.T) {
 			t.Fatal("no first attempt of the webhooks")
 		}
 	}
-	r, _, err := jn.jobs.getJob(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
+	// afterEnd publishes a message, then marks it queued in a second write: until both records
+	// show it queued, the call below could rightly publish again.
+	var r jobRecord
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _, err = jn.jobs.getJob(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := jn.jobs.getBatch(context.Background(), batch.BatchID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.HookQueued && b.HookQueued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the webhooks were not marked queued")
+		}
 	}
 	if err := jn.jobs.afterEnd(context.Background(), r); err != nil {
 		t.Fatal(err)
