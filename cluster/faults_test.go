@@ -190,6 +190,50 @@ func TestSubmitRecordAnswerLost(t *testing.T) {
 	checkBilled(t, jn.ledger, acc, 1)
 }
 
+// TestJobUpdatesAnswerLost: every write of a job's record lands with its answer lost. Each
+// change is applied once all the same: the job starts once (a start read back as another
+// delivery's kept its claim and left the job to a later delivery, which started it again), and
+// its webhook's attempts count once each.
+func TestJobUpdatesAnswerLost(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_lostupd", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
+	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, s, func(c *JobsConfig) {
+		c.wrapKV = func(kv jetstream.KeyValue) jetstream.KeyValue {
+			return &faultKV{KeyValue: kv, downFor: 50 * time.Millisecond, lose: func(key string) bool { return strings.HasPrefix(key, "j.") }}
+		}
+	})
+	req := jobRequest(acc, plan, 1, false)
+	req.Options[0].WebhookURL = "http://127.0.0.1:1/job"
+	jobs, _, err := jn.jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobs[0].JobID
+	if job := waitJob(t, jn.jobs, acc.ID, id, 30*time.Second); job.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s", job.Status, job.ErrorMessage)
+	}
+	var r jobRecord
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// Read through the faulty bucket too: down for a moment after each write.
+		r, _, err = jn.jobs.getJob(context.Background(), id)
+		if w := r.Job.Webhook; err == nil && w != nil && w.Status == shotd.WebhookDelivered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook %+v (%v), not delivered", r.Job.Webhook, err)
+		}
+	}
+	// The sender refuses the first attempt and takes the second.
+	if r.Starts != 1 || r.Job.Webhook.Attempts != 2 {
+		t.Fatalf("job started %d times, webhook attempts %d; want 1 and 2", r.Starts, r.Job.Webhook.Attempts)
+	}
+	checkBilled(t, jn.ledger, acc, 1)
+}
+
 // TestSweepReservations: the sweep drops the reservations of jobs that ended and of jobs without
 // a record past the grace, and leaves those of queued jobs, of a Submit under way and of sync
 // renders.

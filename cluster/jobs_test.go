@@ -381,7 +381,7 @@ func TestJobUpdatesCAS(t *testing.T) {
 	}
 	job := shotd.Job{JobID: store.NewJobID(), AccountID: "acc_cas", Status: shotd.JobQueued,
 		Webhook: &shotd.WebhookState{URL: "http://127.0.0.1:1/", Sign: true}}
-	if err := js[0].jobs.put(context.Background(), jobKey(job.JobID), &jobRecord{Job: job}, 0); err != nil {
+	if _, err := js[0].jobs.put(context.Background(), jobKey(job.JobID), &jobRecord{Job: job}, 0); err != nil {
 		t.Fatal(err)
 	}
 	const each = 10
