@@ -858,3 +858,39 @@ func TestRequeueMarkAfterConcurrentWrite(t *testing.T) {
 		}
 	}
 }
+
+// TestMarkJobOutlastsWriters: writes of other nodes landing between each of markJob's reads and
+// its write, more than a few times in a row, delay the mark until its context ends, no more.
+func TestMarkJobOutlastsWriters(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // as its callers
+	defer cancel()
+	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	const id, writers = "job_busy", 8
+	r := jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_busy", Status: shotd.JobQueued, UpdatedAt: time.Now()}}
+	data, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.Jobs.Create(ctx, jobKey(id), data); err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	err = markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
+		if calls++; calls <= writers { // another write (a webhook's state) lands after this read
+			if _, err := n.Jobs.Put(ctx, jobKey(id), data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Requeued = true
+		return true
+	})
+	if err != nil || calls != writers+1 {
+		t.Fatalf("after %d reads: %v; want the mark written on read %d", calls, err, writers+1)
+	}
+	if got, _, err := readJobRev(ctx, l, n.Jobs, id); err != nil || !got.Requeued {
+		t.Fatalf("record %+v %v, want marked", got, err)
+	}
+}
