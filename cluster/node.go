@@ -280,6 +280,19 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, Description: "shotd once-per-cluster tasks"}},
 	}
 	logged := time.Time{}
+	// Until JetStream's meta group has a leader this node follows, its API requests go
+	// unanswered until their timeout: wait for it first.
+	for !n.srv.JetStreamIsCurrent() {
+		if time.Since(logged) > 10*time.Second {
+			n.log.Info().Msg("waiting for a quorum of nodes")
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: no quorum of nodes before the start timeout (are the peers up and reachable?): %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	for _, s := range specs {
 		s.cfg.Replicas = n.replicas
 		s.cfg.Storage = jetstream.FileStorage
