@@ -822,16 +822,9 @@ func TestRequeueMarkAfterConcurrentWrite(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close(ctx) })
 	for _, started := range []bool{false, true} {
 		id := fmt.Sprintf("job_race%v", started)
-		r := jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_race", Status: shotd.JobQueued, UpdatedAt: time.Now().Add(-2 * reservationGrace)}}
-		data, err := r.encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := n.Jobs.Create(ctx, jobKey(id), data); err != nil {
-			t.Fatal(err)
-		}
+		createJobRecord(t, n.Jobs, jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_race", Status: shotd.JobQueued, UpdatedAt: time.Now().Add(-2 * reservationGrace)}})
 		calls := 0
-		err = markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
+		err := markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
 			if calls++; calls == 1 { // another writer lands after this read
 				other := *r
 				if started {
@@ -869,16 +862,9 @@ func TestMarkJobOutlastsWriters(t *testing.T) {
 	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true})
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	const id, writers = "job_busy", 8
-	r := jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_busy", Status: shotd.JobQueued, UpdatedAt: time.Now()}}
-	data, err := r.encode()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := n.Jobs.Create(ctx, jobKey(id), data); err != nil {
-		t.Fatal(err)
-	}
+	data := createJobRecord(t, n.Jobs, jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_busy", Status: shotd.JobQueued, UpdatedAt: time.Now()}})
 	calls := 0
-	err = markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
+	err := markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
 		if calls++; calls <= writers { // another write (a webhook's state) lands after this read
 			if _, err := n.Jobs.Put(ctx, jobKey(id), data); err != nil {
 				t.Fatal(err)
@@ -893,4 +879,17 @@ func TestMarkJobOutlastsWriters(t *testing.T) {
 	if got, _, err := readJobRev(ctx, l, n.Jobs, id); err != nil || !got.Requeued {
 		t.Fatalf("record %+v %v, want marked", got, err)
 	}
+}
+
+// createJobRecord creates r's record in kv and returns what it wrote.
+func createJobRecord(t *testing.T, kv jetstream.KeyValue, r jobRecord) []byte {
+	t.Helper()
+	data, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(context.Background(), jobKey(r.Job.JobID), data); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }
