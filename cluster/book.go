@@ -411,14 +411,15 @@ func (b *Book) RevokeKey(accessKey string) error {
 //
 // A key this node's copy does not have yet (made on another node a moment ago) is read from
 // the bucket once; an absent one is remembered for a few seconds, in a bounded map, so that a
-// flood of unknown keys does not become a flood of reads.
+// flood of unknown keys does not become a flood of reads. So is a key whose account the copy
+// lacks: the two buckets' watches run apart, and a new key can come before its account.
 func (b *Book) Lookup(accessKey string) (shotd.Key, shotd.Account, error) {
 	b.mu.RLock()
 	k, kok := b.ks[accessKey]
 	a, aok := b.accs[k.AccountID]
 	until, neg := b.missing[accessKey]
 	b.mu.RUnlock()
-	if !kok && (!neg || time.Now().After(until)) && store.PlausibleAccessKey(accessKey) {
+	if (kok && !aok) || (!kok && (!neg || time.Now().After(until)) && store.PlausibleAccessKey(accessKey)) {
 		k, a, kok, aok = b.readKey(accessKey)
 	}
 	switch {

@@ -190,6 +190,50 @@ func TestSubmitRecordAnswerLost(t *testing.T) {
 	checkBilled(t, jn.ledger, acc, 1)
 }
 
+// TestJobUpdatesAnswerLost: every write of a job's record lands with its answer lost. Each
+// change is applied once all the same: the job starts once (a start read back as another
+// delivery's kept its claim and left the job to a later delivery, which started it again), and
+// its webhook's attempts count once each.
+func TestJobUpdatesAnswerLost(t *testing.T) {
+	nodes := startCluster(t, 1)
+	acc := shotd.Account{ID: "acc_lostupd", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
+	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	jn := startJobsNode(t, nodes[0], func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+		return pngOut(), nil
+	}, s, func(c *JobsConfig) {
+		c.wrapKV = func(kv jetstream.KeyValue) jetstream.KeyValue {
+			return &faultKV{KeyValue: kv, downFor: 50 * time.Millisecond, lose: func(key string) bool { return strings.HasPrefix(key, "j.") }}
+		}
+	})
+	req := jobRequest(acc, plan, 1, false)
+	req.Options[0].WebhookURL = "http://127.0.0.1:1/job"
+	jobs, _, err := jn.jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobs[0].JobID
+	if job := waitJob(t, jn.jobs, acc.ID, id, 30*time.Second); job.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s", job.Status, job.ErrorMessage)
+	}
+	var r jobRecord
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		// Read through the faulty bucket too: down for a moment after each write.
+		r, _, err = jn.jobs.getJob(context.Background(), id)
+		if w := r.Job.Webhook; err == nil && w != nil && w.Status == shotd.WebhookDelivered {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("webhook %+v (%v), not delivered", r.Job.Webhook, err)
+		}
+	}
+	// The sender refuses the first attempt and takes the second.
+	if r.Starts != 1 || r.Job.Webhook.Attempts != 2 {
+		t.Fatalf("job started %d times, webhook attempts %d; want 1 and 2", r.Starts, r.Job.Webhook.Attempts)
+	}
+	checkBilled(t, jn.ledger, acc, 1)
+}
+
 // TestSweepReservations: the sweep drops the reservations of jobs that ended and of jobs without
 // a record past the grace, and leaves those of queued jobs, of a Submit under way and of sync
 // renders.
@@ -359,9 +403,23 @@ func TestAfterEndQueuesHookOnce(t *testing.T) {
 			t.Fatal("no first attempt of the webhooks")
 		}
 	}
-	r, _, err := jn.jobs.getJob(context.Background(), id)
-	if err != nil {
-		t.Fatal(err)
+	// afterEnd publishes a message, then marks it queued in a second write: until both records
+	// show it queued, the call below could rightly publish again.
+	var r jobRecord
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if r, _, err = jn.jobs.getJob(context.Background(), id); err != nil {
+			t.Fatal(err)
+		}
+		b, _, err := jn.jobs.getBatch(context.Background(), batch.BatchID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.HookQueued && b.HookQueued {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the webhooks were not marked queued")
+		}
 	}
 	if err := jn.jobs.afterEnd(context.Background(), r); err != nil {
 		t.Fatal(err)
@@ -764,16 +822,9 @@ func TestRequeueMarkAfterConcurrentWrite(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close(ctx) })
 	for _, started := range []bool{false, true} {
 		id := fmt.Sprintf("job_race%v", started)
-		r := jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_race", Status: shotd.JobQueued, UpdatedAt: time.Now().Add(-2 * reservationGrace)}}
-		data, err := r.encode()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := n.Jobs.Create(ctx, jobKey(id), data); err != nil {
-			t.Fatal(err)
-		}
+		createJobRecord(t, n.Jobs, jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_race", Status: shotd.JobQueued, UpdatedAt: time.Now().Add(-2 * reservationGrace)}})
 		calls := 0
-		err = markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
+		err := markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
 			if calls++; calls == 1 { // another writer lands after this read
 				other := *r
 				if started {
@@ -799,4 +850,46 @@ func TestRequeueMarkAfterConcurrentWrite(t *testing.T) {
 			t.Fatalf("started %v: %d reads, record %+v %v", started, calls, got, err)
 		}
 	}
+}
+
+// TestMarkJobOutlastsWriters: writes of other nodes landing between each of markJob's reads and
+// its write, more than a few times in a row, delay the mark until its context ends, no more.
+func TestMarkJobOutlastsWriters(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second) // as its callers
+	defer cancel()
+	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	const id, writers = "job_busy", 8
+	data := createJobRecord(t, n.Jobs, jobRecord{Job: shotd.Job{JobID: id, AccountID: "acc_busy", Status: shotd.JobQueued, UpdatedAt: time.Now()}})
+	calls := 0
+	err := markJob(ctx, l, n.Jobs, id, func(r *jobRecord) bool {
+		if calls++; calls <= writers { // another write (a webhook's state) lands after this read
+			if _, err := n.Jobs.Put(ctx, jobKey(id), data); err != nil {
+				t.Fatal(err)
+			}
+		}
+		r.Requeued = true
+		return true
+	})
+	if err != nil || calls != writers+1 {
+		t.Fatalf("after %d reads: %v; want the mark written on read %d", calls, err, writers+1)
+	}
+	if got, _, err := readJobRev(ctx, l, n.Jobs, id); err != nil || !got.Requeued {
+		t.Fatalf("record %+v %v, want marked", got, err)
+	}
+}
+
+// createJobRecord creates r's record in kv and returns what it wrote.
+func createJobRecord(t *testing.T, kv jetstream.KeyValue, r jobRecord) []byte {
+	t.Helper()
+	data, err := r.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kv.Create(context.Background(), jobKey(r.Job.JobID), data); err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

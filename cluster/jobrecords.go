@@ -109,24 +109,35 @@ var errUnchanged = errors.New("cluster: unchanged")
 
 // getJob reads a job's record: shotd.ErrNotFound when there is none.
 func (j *Jobs) getJob(ctx context.Context, id string) (jobRecord, uint64, error) {
+	r, rev, _, err := j.readJob(ctx, id)
+	return r, rev, err
+}
+
+// readJob is getJob with the record as stored.
+func (j *Jobs) readJob(ctx context.Context, id string) (jobRecord, uint64, []byte, error) {
 	var r jobRecord
-	rev, err := j.get(ctx, "job", jobKey(id), &r)
+	rev, raw, err := j.get(ctx, "job", jobKey(id), &r)
 	if err == nil {
 		r.Job.Webhook = r.Hook.state()
 	}
-	return r, rev, err
+	return r, rev, raw, err
 }
 
 func (j *Jobs) getBatch(ctx context.Context, id string) (batchRecord, uint64, error) {
-	var r batchRecord
-	rev, err := j.get(ctx, "batch", batchKey(id), &r)
-	if err == nil {
-		r.Batch.Webhook = r.Hook.state()
-	}
+	r, rev, _, err := j.readBatch(ctx, id)
 	return r, rev, err
 }
 
-func (j *Jobs) get(ctx context.Context, kind, key string, v any) (uint64, error) {
+func (j *Jobs) readBatch(ctx context.Context, id string) (batchRecord, uint64, []byte, error) {
+	var r batchRecord
+	rev, raw, err := j.get(ctx, "batch", batchKey(id), &r)
+	if err == nil {
+		r.Batch.Webhook = r.Hook.state()
+	}
+	return r, rev, raw, err
+}
+
+func (j *Jobs) get(ctx context.Context, kind, key string, v any) (uint64, []byte, error) {
 	if j.cfg.onRead != nil {
 		j.cfg.onRead(key)
 	}
@@ -135,27 +146,33 @@ func (j *Jobs) get(ctx context.Context, kind, key string, v any) (uint64, error)
 	e, err := j.kv.Get(actx, key)
 	switch {
 	case errors.Is(err, jetstream.ErrKeyNotFound), errors.Is(err, jetstream.ErrInvalidKey):
-		return 0, shotd.ErrNotFound
+		return 0, nil, shotd.ErrNotFound
 	case err != nil: // no leader for a moment, or this node cut off: worth another try
-		return 0, shotd.Wrap(shotd.CodeServiceUnavailable, fmt.Errorf("cluster: %s %s: %w", kind, key, err),
+		return 0, nil, shotd.Wrap(shotd.CodeServiceUnavailable, fmt.Errorf("cluster: %s %s: %w", kind, key, err),
 			"the cluster's job records could not be read; try again")
 	}
 	if err := decode(j.log, kind, key, e.Value(), v); err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	return e.Revision(), nil
+	return e.Revision(), e.Value(), nil
 }
 
 // updateJob applies fn to a job's record and writes it by compare-and-swap, reading again and
 // retrying when another node wrote first or no answer came, until ctx ends. fn's error is
 // returned with nothing written (errUnchanged: nil and the record as it is). As in the bbolt
 // store, a job that ends gets its webhook pending, or none when it failed with
-// webhook_errors=false.
+// webhook_errors=false. A write whose answer was lost may have landed: when the record read
+// again is the one it wrote, it did, and fn is not applied twice (an increment, or a start
+// that would read as another delivery's).
 func (j *Jobs) updateJob(ctx context.Context, id string, fn func(r *jobRecord) error) (jobRecord, error) {
+	var sent []byte // the last write's record, whose answer did not come
 	for attempt := 0; ; attempt++ {
-		r, rev, err := j.getJob(ctx, id)
+		r, rev, raw, err := j.readJob(ctx, id)
 		if errors.Is(err, shotd.ErrNotFound) || errors.Is(err, ErrUnknownVersion) {
 			return r, err
+		}
+		if err == nil && sent != nil && bytes.Equal(raw, sent) {
+			return r, nil
 		}
 		if err == nil {
 			wasFinal := r.Job.Final()
@@ -171,8 +188,7 @@ func (j *Jobs) updateJob(ctx context.Context, id string, fn func(r *jobRecord) e
 			if w := r.Job.Webhook; r.Job.Final() && w != nil && w.Status == "" {
 				w.Status = shotd.WebhookPending
 			}
-			err = j.put(ctx, jobKey(id), &r, rev)
-			if err == nil {
+			if sent, err = j.put(ctx, jobKey(id), &r, rev); err == nil {
 				return r, nil
 			}
 		}
@@ -184,10 +200,14 @@ func (j *Jobs) updateJob(ctx context.Context, id string, fn func(r *jobRecord) e
 
 // updateBatch is updateJob for a batch's record.
 func (j *Jobs) updateBatch(ctx context.Context, id string, fn func(r *batchRecord) error) (batchRecord, error) {
+	var sent []byte
 	for attempt := 0; ; attempt++ {
-		r, rev, err := j.getBatch(ctx, id)
+		r, rev, raw, err := j.readBatch(ctx, id)
 		if errors.Is(err, shotd.ErrNotFound) || errors.Is(err, ErrUnknownVersion) {
 			return r, err
+		}
+		if err == nil && sent != nil && bytes.Equal(raw, sent) {
+			return r, nil
 		}
 		if err == nil {
 			if ferr := fn(&r); errors.Is(ferr, errUnchanged) {
@@ -195,8 +215,7 @@ func (j *Jobs) updateBatch(ctx context.Context, id string, fn func(r *batchRecor
 			} else if ferr != nil {
 				return r, ferr
 			}
-			err = j.put(ctx, batchKey(id), &r, rev)
-			if err == nil {
+			if sent, err = j.put(ctx, batchKey(id), &r, rev); err == nil {
 				return r, nil
 			}
 		}
@@ -208,11 +227,12 @@ func (j *Jobs) updateBatch(ctx context.Context, id string, fn func(r *batchRecor
 
 type encoder interface{ encode() ([]byte, error) }
 
-// put writes a record: created when rev is 0, else only over revision rev.
-func (j *Jobs) put(ctx context.Context, key string, r encoder, rev uint64) error {
+// put writes a record: created when rev is 0, else only over revision rev. It returns what it
+// sent when the write failed otherwise than by a conflict (it may have landed), else nil.
+func (j *Jobs) put(ctx context.Context, key string, r encoder, rev uint64) ([]byte, error) {
 	data, err := r.encode()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	actx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
@@ -221,7 +241,10 @@ func (j *Jobs) put(ctx context.Context, key string, r encoder, rev uint64) error
 	} else {
 		_, err = j.kv.Update(actx, key, data, rev)
 	}
-	return err
+	if err == nil || conflict(err) {
+		return nil, err
+	}
+	return data, err
 }
 
 // create writes a new record, retried until ctx ends: a try whose answer was lost may have

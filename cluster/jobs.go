@@ -361,6 +361,9 @@ func (j *Jobs) runJob(id string) error {
 	}
 	hold, starts := r.Hold, r.Starts+1
 	r, err = j.updateJob(ctx, id, func(r *jobRecord) error {
+		if r.Node == j.node && r.Starts == starts && r.Job.Status == shotd.JobRendering && !r.Job.Final() && !r.Billing {
+			return errUnchanged // this write landed, its answer lost (enter: no other run here)
+		}
 		if r.Job.Final() || r.Billing || r.Starts >= starts {
 			return errNotOwner // another delivery got here first
 		}
@@ -413,8 +416,11 @@ func (j *Jobs) runJob(id string) error {
 		return j.end(ctx, r, j.node, starts, result, nil)
 	}
 	r, err = j.updateJob(ctx, id, func(r *jobRecord) error {
-		if r.Node != j.node || r.Starts != starts || r.Job.Final() || r.Billing {
+		if r.Node != j.node || r.Starts != starts || r.Job.Final() {
 			return errNotOwner
+		}
+		if r.Billing {
+			return errUnchanged // this write landed, its answer lost
 		}
 		r.Billing, r.Result = true, result
 		return nil

@@ -202,11 +202,21 @@ func TestJobsQuota(t *testing.T) {
 	acc := shotd.Account{ID: "acc_quota", CreatedAt: time.Now()}
 	plan := shotd.Plan{MonthlyQuota: 6, PlanLimits: shotd.PlanLimits{Concurrency: 2}}
 	var running, peak atomic.Int64
+	// The failing job ends only after the quota checks below: its end gives its reservation
+	// back, which would make room for the bulk that must be refused.
+	checked := make(chan struct{})
+	var checkedOnce sync.Once
 	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
 		n := running.Add(1)
 		for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
 		}
 		time.Sleep(100 * time.Millisecond)
+		if o.URL == "http://127.0.0.1/fail" {
+			select {
+			case <-checked:
+			case <-ctx.Done():
+			}
+		}
 		running.Add(-1)
 		if o.URL == "http://127.0.0.1/fail" {
 			return nil, shotd.Errorf(shotd.CodeNavigationFailed, "no page")
@@ -217,6 +227,7 @@ func TestJobsQuota(t *testing.T) {
 	for _, n := range nodes {
 		js = append(js, startJobsNode(t, n, render, nil, nil))
 	}
+	t.Cleanup(func() { checkedOnce.Do(func() { close(checked) }) }) // before the nodes close
 	req := jobRequest(acc, plan, 5, true)
 	req.Options[4].URL = "http://127.0.0.1/fail"
 	jobs, batch, err := js[0].jobs.Submit(req, 5*time.Second)
@@ -231,6 +242,7 @@ func TestJobsQuota(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkedOnce.Do(func() { close(checked) })
 	for _, jb := range append(jobs, more...) {
 		waitJob(t, js[1].jobs, acc.ID, jb.JobID, 30*time.Second)
 	}
@@ -369,7 +381,7 @@ func TestJobUpdatesCAS(t *testing.T) {
 	}
 	job := shotd.Job{JobID: store.NewJobID(), AccountID: "acc_cas", Status: shotd.JobQueued,
 		Webhook: &shotd.WebhookState{URL: "http://127.0.0.1:1/", Sign: true}}
-	if err := js[0].jobs.put(context.Background(), jobKey(job.JobID), &jobRecord{Job: job}, 0); err != nil {
+	if _, err := js[0].jobs.put(context.Background(), jobKey(job.JobID), &jobRecord{Job: job}, 0); err != nil {
 		t.Fatal(err)
 	}
 	const each = 10
@@ -528,17 +540,16 @@ func TestDeleteAccount(t *testing.T) {
 	if _, err := files.File(acc.ID, rec.FileID); !errors.Is(err, shotd.ErrNotFound) {
 		t.Fatalf("file record after the deletion: %v", err)
 	}
-	for deadline := time.Now().Add(time.Second); ; time.Sleep(20 * time.Millisecond) {
-		_, _, err := books[1].Lookup(key.AccessKey)
-		if errors.Is(err, shotd.ErrNotFound) {
+	// Another node's copies follow the bucket's watch: soon, not at once.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		_, _, kerr := books[1].Lookup(key.AccessKey)
+		_, aerr := books[1].Account(acc.ID)
+		if errors.Is(kerr, shotd.ErrNotFound) && errors.Is(aerr, shotd.ErrNotFound) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the deleted account's key on another node: %v", err)
+			t.Fatalf("the deleted account on another node: key %v, account %v", kerr, aerr)
 		}
-	}
-	if _, err := books[1].Account(acc.ID); !errors.Is(err, shotd.ErrNotFound) {
-		t.Fatalf("account after the deletion: %v", err)
 	}
 }
 
@@ -664,7 +675,8 @@ func TestBatchEndCountsReads(t *testing.T) {
 	nodes := startCluster(t, 3)
 	acc := shotd.Account{ID: "acc_batchreads", CreatedAt: time.Now()}
 	const n = 40
-	plan := shotd.Plan{MonthlyQuota: n, PlanLimits: shotd.PlanLimits{Concurrency: 6}}
+	// Concurrency: the workers' capacity (3 nodes of 3), so that no job waits on a claim.
+	plan := shotd.Plan{MonthlyQuota: n, PlanLimits: shotd.PlanLimits{Concurrency: 9}}
 	s := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
 	var reads atomic.Int64
 	var js []*jobsNode
@@ -716,10 +728,11 @@ func TestBatchEndCountsReads(t *testing.T) {
 	if err != nil || b.Ended != n {
 		t.Fatalf("batch counted %d ended jobs (%v), want %d", b.Ended, err, n)
 	}
-	// A job's own run reads its record a few times (its start, its render, its end); finding
-	// the batch's end costs about one more read each. Read at every end, it would be n each.
-	if r := reads.Load(); r > 12*n {
-		t.Fatalf("%d reads of job records for %d jobs, want at most %d", r, n, 12*n)
+	// A job's own run reads its record a few times (its start, its render, its end, again on a
+	// retried write); finding the batch's end costs about one more read each: measured 7-9 per
+	// job. Read at every end, it would be n (40) more each.
+	if r := reads.Load(); r > 20*n {
+		t.Fatalf("%d reads of job records for %d jobs, want at most %d", r, n, 20*n)
 	}
 }
 

@@ -192,7 +192,8 @@ func TestLedgerRenewal(t *testing.T) {
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
 	// Leases long enough that a renewal slowed by a loaded disk (each KV call may take up to its
 	// 1 s timeout) still lands before the lease ends: a 300 ms lease failed so on a busy machine.
-	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{Log: log, Lease: 2 * time.Second})
+	// 6 s: renewals bounded to a third of it, two of them failing in a row must not let it lapse.
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{Log: log, Lease: 6 * time.Second})
 	other := NewLedger(nodes[0].Ledger, "n2", LedgerConfig{Log: log, NoRenew: true})
 	t.Cleanup(func() { _ = l.Close(context.Background()); _ = other.Close(context.Background()) })
 	ctx := context.Background()
@@ -201,7 +202,7 @@ func TestLedgerRenewal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(6 * time.Second) // three leases
+	time.Sleep(18 * time.Second) // three leases
 	if _, _, err := other.Reserve(ctx, key, 1, 1, true); code(err) != shotd.CodeQuotaExceeded {
 		t.Fatalf("got %v, want quota_exceeded: the renewed reservation must hold", err)
 	}

@@ -187,8 +187,8 @@ func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstr
 }
 
 // markJob changes job jobID's record with change (false: leave it as it is) in a
-// compare-and-swap, read again when another write came between: a node may take the job or
-// write its webhook's state at any moment.
+// compare-and-swap, read again when another write came between, until ctx ends: a node may
+// take the job or write its webhook's state at any moment, several times in a row.
 func markJob(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string, change func(*jobRecord) bool) error {
 	for attempt := 0; ; attempt++ {
 		r, rev, err := readJobRev(ctx, l, jobs, jobID)
@@ -196,7 +196,7 @@ func markJob(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID stri
 			return err
 		}
 		err = writeJobRev(ctx, jobs, jobID, r, rev)
-		if !conflict(err) || attempt == 4 || !l.pause(ctx, attempt) {
+		if !conflict(err) || !l.pause(ctx, attempt) {
 			return err
 		}
 	}

@@ -35,7 +35,7 @@ func startClusterWith(t testing.TB, n int, change func(i int, c *Config)) []*Nod
 	nodes := make([]*Node, n)
 	errs := make([]error, n)
 	var wg sync.WaitGroup
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	for i := range n {
 		cfg := Config{

@@ -280,13 +280,33 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, Description: "shotd once-per-cluster tasks"}},
 	}
 	logged := time.Time{}
+	// Until JetStream's meta group has a leader this node follows, its API requests go
+	// unanswered until their timeout: wait for it first.
+	for !n.srv.JetStreamIsCurrent() {
+		if time.Since(logged) > 10*time.Second {
+			n.log.Info().Msg("waiting for a quorum of nodes")
+			logged = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("cluster: no quorum of nodes before the start timeout (are the peers up and reachable?): %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 	for _, s := range specs {
 		s.cfg.Replicas = n.replicas
 		s.cfg.Storage = jetstream.FileStorage
 		s.cfg.History = 1
+		waitFrom := time.Now()
 		for {
+			// One node creates and updates each bucket, the others bind once it is done: three
+			// nodes creating and updating the same stream at once left most of their requests
+			// unanswered for seconds. The creator is JetStream's meta leader (one live node the
+			// whole cluster agrees on); a node that has waited creatorWait does it itself (the
+			// meta leader may be a running node of an older version that lacks this bucket).
+			create := n.createsBuckets() || time.Since(waitFrom) > creatorWait
 			actx, cancel := context.WithTimeout(ctx, 2*time.Second)
-			kv, err := n.createBucket(actx, s.cfg)
+			kv, err := n.createBucket(actx, s.cfg, create)
 			cancel()
 			if err == nil {
 				*s.dst = kv
@@ -295,26 +315,47 @@ func (n *Node) createBuckets(ctx context.Context) error {
 			if ctx.Err() != nil {
 				return fmt.Errorf("cluster: bucket %s: no quorum of nodes before the start timeout (are the peers up and reachable?): %w", s.cfg.Bucket, err)
 			}
-			if time.Since(logged) > 10*time.Second {
+			pause := 500 * time.Millisecond
+			if errors.Is(err, errBucketPending) {
+				pause = 100 * time.Millisecond
+			} else if time.Since(logged) > 10*time.Second {
 				n.log.Info().Err(err).Str("bucket", s.cfg.Bucket).Msg("waiting for a quorum of nodes")
 				logged = time.Now()
 			}
 			select {
 			case <-ctx.Done():
-			case <-time.After(500 * time.Millisecond):
+			case <-time.After(pause):
 			}
 		}
 	}
 	return nil
 }
 
+// creatorWait is how long a node that is not the meta leader waits for a bucket to be created
+// (or its settings updated) before it does so itself.
+const creatorWait = 10 * time.Second
+
+// errBucketPending: the bucket does not exist yet, or its settings are not final, and this node
+// leaves that to the creator.
+var errBucketPending = errors.New("cluster: bucket not created yet")
+
+// createsBuckets reports whether this node creates the buckets: a standalone server, or the
+// JetStream meta leader of a cluster.
+func (n *Node) createsBuckets() bool {
+	return !n.srv.JetStreamIsClustered() || n.srv.JetStreamIsLeader()
+}
+
 // createBucket creates or adopts a bucket and turns its direct gets off: a direct get may be
 // answered by a replica that has not applied the latest write, and a key revoked on one node
 // must not read as valid through another, nor a ledger record as older than it is. Reads then
-// go through the stream's leader.
-func (n *Node) createBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (jetstream.KeyValue, error) {
+// go through the stream's leader. With create false it only binds, and returns errBucketPending
+// while the bucket is missing or still allows direct gets.
+func (n *Node) createBucket(ctx context.Context, cfg jetstream.KeyValueConfig, create bool) (jetstream.KeyValue, error) {
 	// Bind when it exists: every node creating (or updating) it at once is slow to settle.
 	if _, err := n.js.KeyValue(ctx, cfg.Bucket); errors.Is(err, jetstream.ErrBucketNotFound) {
+		if !create {
+			return nil, errBucketPending
+		}
 		if _, err := n.js.CreateKeyValue(ctx, cfg); err != nil && !errors.Is(err, jetstream.ErrBucketExists) {
 			return nil, err
 		}
@@ -327,6 +368,9 @@ func (n *Node) createBucket(ctx context.Context, cfg jetstream.KeyValueConfig) (
 	}
 	sc := stream.CachedInfo().Config
 	if sc.AllowDirect {
+		if !create {
+			return nil, errBucketPending
+		}
 		sc.AllowDirect = false
 		if _, err := n.js.UpdateStream(ctx, sc); err != nil {
 			return nil, err

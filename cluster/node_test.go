@@ -157,6 +157,38 @@ func TestNodeRestartAndJoin(t *testing.T) {
 	}
 }
 
+// TestNodeCreatesMissingBucket: a node that is not JetStream's meta leader leaves the buckets
+// to it at start, but one missing while the leader runs on (a bucket that a node of an older
+// version lacks) it creates itself after creatorWait, direct gets off.
+func TestNodeCreatesMissingBucket(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if err := nodes[0].js.DeleteKeyValue(ctx, BucketLeases); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(nodes, func(n *Node) bool { return !n.srv.JetStreamIsLeader() })
+	cfg := nodes[i].cfg
+	if err := nodes[i].Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodes[i] = again // closed by startCluster's cleanup
+	stream, err := nodes[(i+1)%3].js.Stream(ctx, "KV_"+BucketLeases)
+	if err != nil {
+		t.Fatalf("the missing bucket was not created: %v", err)
+	}
+	if stream.CachedInfo().Config.AllowDirect {
+		t.Fatal("the bucket created by a node that waited allows direct gets")
+	}
+	if _, err := again.Leases.Put(ctx, "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // TestHealthyNeedsQuorum: a node alone of three is not healthy (it cannot admit), and is again
 // once a peer is back.
 func TestHealthyNeedsQuorum(t *testing.T) {

@@ -49,7 +49,18 @@ func TestSweeperOncePerCluster(t *testing.T) {
 	// the grace period.
 	var ahead atomic.Int64
 	ahead.Store(int64(time.Hour))
-	clock := func() time.Time { return time.Now().Add(time.Duration(ahead.Load())) }
+	// current[i]: sweeper i started a sweep after the clock was set right (sweep reads the
+	// clock once, at its start).
+	current := make([]atomic.Bool, len(nodes))
+	clockOf := func(i int) func() time.Time {
+		return func() time.Time {
+			a := ahead.Load()
+			if a == 0 {
+				current[i].Store(true)
+			}
+			return time.Now().Add(time.Duration(a))
+		}
+	}
 	put("f_expired000000000000")
 	record("f_expired000000000000", time.Now().Add(-time.Minute))
 	put("f_gone0000000000000000") // its record expired from the bucket, or its node died
@@ -64,7 +75,8 @@ func TestSweeperOncePerCluster(t *testing.T) {
 	for i, n := range nodes {
 		name := n.NodeName()
 		sweepers[i] = StartSweeper(n, SweeperConfig{Bucket: bucket, Grace: 30 * time.Minute, Interval: 200 * time.Millisecond,
-			LeaseTTL: 1500 * time.Millisecond, Now: clock, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
+			// Renewed on attempts of a third of it: a long sweep must not let it lapse.
+			LeaseTTL: 5 * time.Second, Now: clockOf(i), Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel),
 			Removed: func(key string) {
 				mu.Lock()
 				defer mu.Unlock()
@@ -111,6 +123,9 @@ func TestSweeperOncePerCluster(t *testing.T) {
 
 	// The grace period: an object without a record, just written, stays.
 	ahead.Store(0)
+	// A sweep of the holder's that read the clock while it was ahead could still be running and
+	// would delete the young object: put it once the holder's loop has begun a sweep since.
+	waitFor(t, "a sweep with the clock set right", current[holder].Load)
 	put("f_young000000000000000")
 	sweepers[holder].sweep()
 	if !exists("f_young000000000000000") {
