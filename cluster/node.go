@@ -464,6 +464,7 @@ func (n *Node) Close(ctx context.Context) error {
 }
 
 func (n *Node) shutdown() {
+	n.handOffLeaders()
 	if n.nc != nil {
 		n.nc.Close()
 	}

@@ -272,3 +272,58 @@ func TestStatusPlansDiffer(t *testing.T) {
 	digest.Store(other) // node 3 reloads other plans
 	want(true)
 }
+
+// TestHandOffLeaders: a stopping node hands the streams it leads to a peer at once, instead of
+// leaving the others to notice after raft's election timeout; the last nodes of a stopping
+// cluster, whose peers could not elect anyone, keep theirs.
+func TestHandOffLeaders(t *testing.T) {
+	nodes := startCluster(t, 3)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stream := "KV_" + BucketAccounts
+	acc := nodes[0].srv.GlobalAccount().GetName()
+	var leader *Node
+	for leader == nil && ctx.Err() == nil {
+		for _, n := range nodes {
+			if n.srv.JetStreamIsStreamLeader(acc, stream) {
+				leader = n
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if leader == nil {
+		t.Fatal("no leader of the accounts bucket")
+	}
+	// The peers must be current for the hand-off: a write read back on every node says so.
+	if _, err := leader.Accounts.Put(ctx, "acc_handoff", []byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	var moved []string
+	for !slices.Contains(moved, stream) && ctx.Err() == nil {
+		moved = leader.handOffLeaders()
+		if !slices.Contains(moved, stream) {
+			time.Sleep(200 * time.Millisecond) // a replica not yet reported current
+		}
+	}
+	if leader.srv.JetStreamIsStreamLeader(acc, stream) || !leader.ledByPeer(ctx, stream) {
+		t.Fatalf("handed off %v, yet the accounts bucket is not led by a peer", moved)
+	}
+	if _, err := leader.Accounts.Put(ctx, "acc_after_handoff", []byte(`{"v":1}`)); err != nil {
+		t.Fatal(err)
+	}
+
+	// With the two others stopped, nobody could take over: the last node keeps what it leads.
+	var last *Node
+	for _, n := range nodes {
+		if last == nil && n != leader {
+			last = n
+			continue
+		}
+		if err := n.Close(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if moved := last.handOffLeaders(); len(moved) > 0 {
+		t.Fatalf("the last node handed off %v to nobody", moved)
+	}
+}
