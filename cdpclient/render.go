@@ -516,8 +516,12 @@ func (r *render) navigate(ctx context.Context) error {
 		// document.open keeps the window: the WebSocket replacement made now stays for the
 		// document's own scripts. It erases event listeners, though, so the blocker's script
 		// comes after the document is written.
-		if r.wsScript != "" {
-			if _, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(r.wsScript)); err != nil {
+		// So does the full page's watch of observers and scroll listeners (watchMark).
+		for _, s := range []string{r.wsScript, r.watchMark()} {
+			if s == "" {
+				continue
+			}
+			if _, err := c.Runtime.Evaluate(ctx, runtime.NewEvaluateArgs(s)); err != nil {
 				return err
 			}
 		}

@@ -146,8 +146,8 @@ var errNotClean = errors.New("tab not known clean")
 //     render committed loses its storage (localStorage, sessionStorage, IndexedDB, Cache
 //     Storage, service workers, file systems, shared storage); the history is reset and the
 //     context's permissions too.
-//  4. What the render set in the tab (emulation, scripts for new documents, interception,
-//     Network, worker auto-attach) is undone, and the route serves again.
+//  4. What the render set in the tab (emulation, interception, Network, worker auto-attach) is
+//     undone, and the route serves again. Its scripts for new documents go before the leave.
 //
 // Once the blank document has loaded nothing of the page runs any more, so the calls of 3 and 4
 // and the emptying of window.name go out at once. Each costs Chrome what it costs (the leave
@@ -204,6 +204,9 @@ func (p *Process) wipe(t *tab) error {
 		blockers.Wait()
 	}()
 
+	if err := t.removeScripts(ctx); err != nil {
+		return err
+	}
 	if err := t.leave(ctx); err != nil {
 		return err
 	}
@@ -385,12 +388,27 @@ func (t *tab) undoCalls(ctx context.Context) []func() error {
 	do(o.autoAttach, func() error {
 		return c.Target.SetAutoAttach(ctx, target.NewSetAutoAttachArgs(false, false))
 	})
-	for _, id := range o.scripts {
-		do(true, func() error {
-			return c.Page.RemoveScriptToEvaluateOnNewDocument(ctx, page.NewRemoveScriptToEvaluateOnNewDocumentArgs(id))
-		})
-	}
 	return calls
+}
+
+// removeScripts removes the render's scripts for new documents (all at once) before the leave:
+// the blank document would run them, and an html source written into it next keeps its window,
+// with what they did to it (a replaced WebSocket, wrapped methods, the blocker's state).
+func (t *tab) removeScripts(ctx context.Context) error {
+	calls := make([]func() error, len(t.over.scripts))
+	for i, id := range t.over.scripts {
+		calls[i] = func() error {
+			if err := t.c.Page.RemoveScriptToEvaluateOnNewDocument(ctx, page.NewRemoveScriptToEvaluateOnNewDocumentArgs(id)); err != nil {
+				return fmt.Errorf("undo overrides: %w", err)
+			}
+			return nil
+		}
+	}
+	if err := concurrently(calls); err != nil {
+		return err
+	}
+	t.over.scripts = nil
+	return nil
 }
 
 // drainLifecycle reads away the tab's buffered lifecycle events: the render reads its own

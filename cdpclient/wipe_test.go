@@ -157,7 +157,10 @@ const probeJS = `(async () => {
 })()`
 
 // htmlProbeJS is probeJS for an html source, which has no origin of its own.
-const htmlProbeJS = `document.title = JSON.stringify({name: window.name, history: history.length, origin: location.origin, ua: navigator.userAgent})`
+// The window is the blank document's, which the wipe's leave made: the methods are native
+// unless that document ran a script of the last render.
+const htmlProbeJS = `document.title = JSON.stringify({name: window.name, history: history.length, origin: location.origin, ua: navigator.userAgent,
+	observe: IntersectionObserver.prototype.observe.toString(), addEventListener: EventTarget.prototype.addEventListener.toString()})`
 
 // probe renders the state page with probeJS and returns the report.
 func (s *stateSite) probe(t *testing.T, p *Process) string {
@@ -260,7 +263,12 @@ func wipeLeavesNothing(t *testing.T, p *Process) {
 	dirty.HasGeolocation, dirty.Latitude, dirty.Longitude = true, 48.85, 2.35 // granted and overridden
 	dirty.FullPage, dirty.FullPageScroll = true, true                         // watchMarkJS in its documents
 	used := renderContext(t, p, dirty)
+	nextTab(t, p, used)
+	if got := htmlProbe(t, p); got != htmlFresh {
+		t.Errorf("an html source right after the dirty render is not as in a fresh tab:\n fresh  %s\n reused %s", htmlFresh, got)
+	}
 
+	used = renderContext(t, p, dirty)
 	nextTab(t, p, used)
 	styles := s.styles.Load()
 	var again string
