@@ -182,12 +182,15 @@ func TestPoolRendersAndCloses(t *testing.T) {
 
 // TestIdleBrowsersTakeTurns renders one page after another on a pool of two: each render goes to
 // the browser that is not cleaning the previous render's tab, so both serve. Sent to the first
-// browser every time, the next navigation would queue behind the wipe on its UI thread.
+// browser every time, the next navigation would queue behind the wipe on its UI thread. How
+// many each serves depends on how long the wipes last against the gaps between renders (on a
+// loaded machine a wipe may end before the next render comes, which then stays where the last
+// went): at least one each.
 func TestIdleBrowsersTakeTurns(t *testing.T) {
 	const n = 6
 	bs := rendersOnTwo(t, n, false)
 	for _, b := range bs {
-		if b.Renders < 2 {
+		if b.Renders < 1 {
 			t.Errorf("browser %d served %d of %d renders one after another: %+v", b.ID, b.Renders, n, bs)
 		}
 	}
