@@ -256,13 +256,9 @@ func jobEnded(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID str
 func readJob(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string) (r jobRecord, found, ok bool) {
 	gctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	e, err := jobs.Get(gctx, jobKey(jobID))
+	r, _, err := readJobRev(gctx, l, jobs, jobID)
 	if errors.Is(err, jetstream.ErrKeyNotFound) {
 		return r, false, true
 	}
-	if err != nil || decode(l.log, "job", jobKey(jobID), e.Value(), &r) != nil {
-		return r, false, false
-	}
-	r.Job.Webhook = r.Hook.state()
-	return r, true, true
+	return r, err == nil, err == nil
 }
