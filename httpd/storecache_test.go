@@ -310,20 +310,28 @@ func (c closedFiles) OpenFile(rec shotd.FileRecord) (*os.File, error) {
 }
 
 // TestStoreFromCacheUnreadable: a store=true hit whose cached file cannot be read is the
-// service's trouble: internal_error, counted neither as a failure of the account nor as a hit.
+// service's trouble, not the client's: the request renders afresh (a miss, billed as a render)
+// and uploads that render, as a job does; neither a failure of the account nor a hit.
 func TestStoreFromCacheUnreadable(t *testing.T) {
 	srv := s3test.Start(t, "user")
+	up := &objstore.Uploader{Dial: env.guard.DialContext, Attempts: 1, Timeout: time.Minute}
 	base := startServer(t, httpd.Settings{PublicURL: "http://shotd.test", MaxSourceBytes: 64 << 10, FileTTL: time.Hour},
-		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: env.renderer, Gate: env.accounts, Files: closedFiles{env.st},
-			Records: env.st, Uploader: &objstore.Uploader{Dial: env.guard.DialContext, Attempts: 1, Timeout: time.Minute}})
+		httpd.Deps{Keys: env.st.KeyCache(), Plans: env.plans, Renderer: up.Wrap(env.renderer), Gate: env.accounts,
+			Files: closedFiles{env.st}, Records: env.st, Uploader: up})
 	a := newAccount(t, "default", true)
 	getMiss(t, tiny(a, "cache", "true"))
 	r := do(t, http.MethodGet, base+"/api/v1/screenshot?"+storedQuery(a, srv.Endpoint(), "unreadable/hit").Encode(), nil, nil)
-	wantError(t, r, 500, shotd.CodeInternalError)
-	if u := usageNow(t, a); u.Quota.Used != 1 || u.Renders.Failed != 0 || u.Renders.CacheHits != 0 {
-		t.Errorf("usage %+v %+v: want the miss's render alone", u.Quota, u.Renders)
+	if r.status != 200 || r.header.Get("X-Cache") != "MISS" {
+		t.Fatalf("%d X-Cache %q, want 200 MISS: %.300s", r.status, r.header.Get("X-Cache"), r.body)
 	}
-	if _, err := srv.Object("user", "unreadable/hit.png"); err == nil {
-		t.Error("an unreadable file was uploaded")
+	if u := usageNow(t, a); u.Quota.Used != 2 || u.Renders.Failed != 0 || u.Renders.CacheHits != 0 {
+		t.Errorf("usage %+v %+v: want two renders, no failure, no hit", u.Quota, u.Renders)
+	}
+	obj, err := srv.Object("user", "unreadable/hit.png")
+	if err != nil {
+		t.Fatalf("the render was not uploaded: %v", err)
+	}
+	if !bytes.Equal(obj, r.body) {
+		t.Error("the upload is not the answer's render")
 	}
 }
