@@ -24,7 +24,6 @@ func (s *Service) Pressure() pressure.Gauge {
 // there, data_dir has room for a few results, and ffmpeg (video formats only: not required) is
 // still where it was found at start.
 func (s *Service) readyChecks(programs Programs) []httpd.ReadyCheck {
-	s.diskReserve.Store(64 << 20)
 	maxOutput := uint64(max(s.cfg.Limits.MaxOutputBytes, 0))
 	db := s.store.DB()
 	// Read at start: a closed bbolt forgets its path, and would show as a file gone rather than

@@ -66,9 +66,12 @@ type Service struct {
 	reloadMu sync.Mutex     // Reload
 	applied  *config.Config // the configuration in force after the last Reload; nil: cfg
 	// diskReserve is the room /readyz wants free in data_dir beside one result of
-	// limits.max_output_bytes: 64 MiB; tests raise it to see the disk check fail.
+	// limits.max_output_bytes (defaultDiskReserve); tests raise it to see the disk check fail.
 	diskReserve atomic.Uint64
 }
+
+// defaultDiskReserve is Service.diskReserve: room for a few results and bbolt's growth.
+const defaultDiskReserve = 64 << 20
 
 // Open starts the service that cfg describes (cfg as config.Load returns it: valid) and serves
 // the public and the admin API. Open fills cfg.AdminToken when it is empty, from data_dir (made
@@ -79,6 +82,7 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 		opt(&o)
 	}
 	s := &Service{cfg: cfg, log: o.log, errc: make(chan error, 2)}
+	s.diskReserve.Store(defaultDiskReserve)
 	cfg.Limits.ApplyServiceMemory()
 	defer func() {
 		if err != nil {
