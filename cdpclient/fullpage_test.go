@@ -280,6 +280,29 @@ func TestFullPageScrollWatchers(t *testing.T) {
 	}
 }
 
+// TestFullPageScrollWatchNative: while the lazy-load scroll watches a page, the methods it wraps
+// still look native to the page (their source text, name and length), and still work: the
+// page's observer sees the box the scroll reaches.
+func TestFullPageScrollWatchNative(t *testing.T) {
+	t.Parallel()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(seenBoxPage(`
+const native = (f, name, length) => /^function \w*\(\) \{\s*\[native code\]\s*\}$/.test(Function.prototype.toString.call(f)) &&
+	f.name === name && f.length === length;
+if (native(IntersectionObserver.prototype.observe, 'observe', 1) && native(EventTarget.prototype.addEventListener, 'addEventListener', 2)) {
+	document.body.style.background = '#0f0';
+}
+new IntersectionObserver(es => es.forEach(e => { if (e.isIntersecting) box.style.background = '#0f0'; })).observe(box);`)))
+	srv, _ := server(t, mux)
+	img := scrolledFullPage(t, opts(srv.URL), 3000)
+	if got := rgbAt(img, 200, 2600); got != green {
+		t.Errorf("the box is %v, want green: the scroll did not reach it", got)
+	}
+	if got := rgbAt(img, 200, 2900); got != green {
+		t.Errorf("the body is %v, want green: a wrapped method does not look native to the page", got)
+	}
+}
+
 // TestFullPageScrollLazyImages: on a page whose scripts do not watch the scroll, the steps are
 // longer than the viewport by less than Chrome's reach for lazy images, so that each of the 20
 // lazy images spread down the page is loaded and captured.
