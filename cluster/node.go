@@ -263,12 +263,16 @@ func splitHostPort(addr string) (string, int, error) {
 	return h, n, nil
 }
 
-// createBuckets creates (or adopts) every bucket, retrying while JetStream has no quorum yet.
-func (n *Node) createBuckets(ctx context.Context) error {
-	specs := []struct {
-		dst *jetstream.KeyValue
-		cfg jetstream.KeyValueConfig
-	}{
+// bucketSpec is one of the node's buckets: where it goes and how it is made.
+type bucketSpec struct {
+	dst *jetstream.KeyValue
+	cfg jetstream.KeyValueConfig
+}
+
+// buckets lists every bucket of the node, so that one added here is created (createBuckets),
+// has its stream's leadership handed off (handOffLeaders) and shows in Status.
+func (n *Node) buckets() []bucketSpec {
+	return []bucketSpec{
 		{&n.Accounts, jetstream.KeyValueConfig{Bucket: BucketAccounts, Description: "shotd accounts"}},
 		{&n.Keys, jetstream.KeyValueConfig{Bucket: BucketKeys, Description: "shotd access keys"}},
 		{&n.Ledger, jetstream.KeyValueConfig{Bucket: BucketLedger, Description: "shotd quota ledger"}},
@@ -279,6 +283,10 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Secrets, jetstream.KeyValueConfig{Bucket: BucketSecrets, Description: "shotd cluster secrets"}},
 		{&n.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, Description: "shotd once-per-cluster tasks"}},
 	}
+}
+
+// createBuckets creates (or adopts) every bucket, retrying while JetStream has no quorum yet.
+func (n *Node) createBuckets(ctx context.Context) error {
 	logged := time.Time{}
 	// Until JetStream's meta group has a leader this node follows, its API requests go
 	// unanswered until their timeout: wait for it first.
@@ -293,7 +301,7 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	for _, s := range specs {
+	for _, s := range n.buckets() {
 		s.cfg.Replicas = n.replicas
 		s.cfg.Storage = jetstream.FileStorage
 		s.cfg.History = 1
