@@ -24,9 +24,9 @@ func (n *Node) handOffLeaders() []string {
 	}
 	acc := n.srv.GlobalAccount().GetName()
 	var streams, moved []string
-	for _, kv := range []interface{ Bucket() string }{n.Accounts, n.Keys, n.Ledger, n.Nodes, n.Files, n.Jobs, n.Secrets, n.Leases} {
-		if kv != nil {
-			streams = append(streams, "KV_"+kv.Bucket())
+	for _, b := range n.buckets() {
+		if *b.dst != nil {
+			streams = append(streams, "KV_"+b.cfg.Bucket)
 		}
 	}
 	streams = append(streams, StreamWork)

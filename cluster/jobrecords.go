@@ -158,28 +158,19 @@ func (j *Jobs) get(ctx context.Context, kind, key string, v any) (uint64, []byte
 }
 
 // updateJob applies fn to a job's record and writes it by compare-and-swap, reading again and
-// retrying when another node wrote first or no answer came, until ctx ends. fn's error is
-// returned with nothing written (errUnchanged: nil and the record as it is). As in the bbolt
-// store, a job that ends gets its webhook pending, or none when it failed with
-// webhook_errors=false. A write whose answer was lost may have landed: when the record read
-// again is the one it wrote, it did, and fn is not applied twice (an increment, or a start
-// that would read as another delivery's).
+// retrying when another node wrote first or no answer came, until ctx ends (casRecord). As in
+// the bbolt store, a job that ends gets its webhook pending, or none when it failed with
+// webhook_errors=false.
 func (j *Jobs) updateJob(ctx context.Context, id string, fn func(r *jobRecord) error) (jobRecord, error) {
-	var sent []byte // the last write's record, whose answer did not come
-	for attempt := 0; ; attempt++ {
-		r, rev, raw, err := j.readJob(ctx, id)
-		if errors.Is(err, shotd.ErrNotFound) || errors.Is(err, ErrUnknownVersion) {
-			return r, err
-		}
-		if err == nil && sent != nil && bytes.Equal(raw, sent) {
-			return r, nil
-		}
-		if err == nil {
+	return casRecord(ctx,
+		func(ctx context.Context) (jobRecord, uint64, []byte, error) { return j.readJob(ctx, id) },
+		func(ctx context.Context, r *jobRecord, rev uint64) ([]byte, error) {
+			return j.put(ctx, jobKey(id), r, rev)
+		},
+		func(r *jobRecord) error {
 			wasFinal := r.Job.Final()
-			if ferr := fn(&r); errors.Is(ferr, errUnchanged) {
-				return r, nil
-			} else if ferr != nil {
-				return r, ferr
+			if err := fn(r); err != nil {
+				return err
 			}
 			r.Job.UpdatedAt = time.Now().UTC()
 			if w := r.Job.Webhook; r.Job.Status == shotd.JobFailed && !wasFinal && w != nil && w.SkipFailed {
@@ -188,24 +179,49 @@ func (j *Jobs) updateJob(ctx context.Context, id string, fn func(r *jobRecord) e
 			if w := r.Job.Webhook; r.Job.Final() && w != nil && w.Status == "" {
 				w.Status = shotd.WebhookPending
 			}
-			if sent, err = j.put(ctx, jobKey(id), &r, rev); err == nil {
-				return r, nil
-			}
-		}
-		if !j.pause(ctx, attempt) {
-			return r, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's job record could not be written")
-		}
-	}
+			return nil
+		},
+		j.retry(ctx, "the cluster's job record could not be written"))
 }
 
 // updateBatch is updateJob for a batch's record.
 func (j *Jobs) updateBatch(ctx context.Context, id string, fn func(r *batchRecord) error) (batchRecord, error) {
-	var sent []byte
-	for attempt := 0; ; attempt++ {
-		r, rev, raw, err := j.readBatch(ctx, id)
+	return casRecord(ctx,
+		func(ctx context.Context) (batchRecord, uint64, []byte, error) { return j.readBatch(ctx, id) },
+		func(ctx context.Context, r *batchRecord, rev uint64) ([]byte, error) {
+			return j.put(ctx, batchKey(id), r, rev)
+		},
+		fn, j.retry(ctx, "the cluster's batch record could not be written"))
+}
+
+// retry is updateJob's and updateBatch's answer to a failed try (casRecord's again): a record
+// missing or of an unknown version ends the update; anything else (another node wrote first, no
+// answer came) is tried again until ctx ends, then said to be unavailable (msg).
+func (j *Jobs) retry(ctx context.Context, msg string) func(attempt int, err error) error {
+	return func(attempt int, err error) error {
 		if errors.Is(err, shotd.ErrNotFound) || errors.Is(err, ErrUnknownVersion) {
-			return r, err
+			return err
 		}
+		if !j.pause(ctx, attempt) {
+			return shotd.Wrap(shotd.CodeServiceUnavailable, err, msg)
+		}
+		return nil
+	}
+}
+
+// casRecord is the compare-and-swap update of one record that Jobs and the ledger sweep share:
+// it reads the record (read: it, its revision and its bytes as stored), applies fn and writes it
+// over that revision (write: what it sent when the answer was lost, else nil). fn's error is
+// returned with nothing written (errUnchanged: nil and the record as it is). A failed try goes
+// to again, which answers nil to read and try once more, else the error to return. A write
+// whose answer was lost may have landed: when the record read again is the one it wrote, it
+// did, and fn is not applied twice (an increment, or a start that would read as another
+// delivery's).
+func casRecord[R any](ctx context.Context, read func(context.Context) (R, uint64, []byte, error),
+	write func(context.Context, *R, uint64) ([]byte, error), fn func(*R) error, again func(attempt int, err error) error) (R, error) {
+	var sent []byte // the last write's record, whose answer did not come
+	for attempt := 0; ; attempt++ {
+		r, rev, raw, err := read(ctx)
 		if err == nil && sent != nil && bytes.Equal(raw, sent) {
 			return r, nil
 		}
@@ -215,12 +231,12 @@ func (j *Jobs) updateBatch(ctx context.Context, id string, fn func(r *batchRecor
 			} else if ferr != nil {
 				return r, ferr
 			}
-			if sent, err = j.put(ctx, batchKey(id), &r, rev); err == nil {
+			if sent, err = write(ctx, &r, rev); err == nil {
 				return r, nil
 			}
 		}
-		if !j.pause(ctx, attempt) {
-			return r, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's batch record could not be written")
+		if err = again(attempt, err); err != nil {
+			return r, err
 		}
 	}
 }

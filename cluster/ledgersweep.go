@@ -188,18 +188,30 @@ func requeue(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstr
 
 // markJob changes job jobID's record with change (false: leave it as it is) in a
 // compare-and-swap, read again when another write came between, until ctx ends: a node may
-// take the job or write its webhook's state at any moment, several times in a row.
+// take the job or write its webhook's state at any moment, several times in a row. Any other
+// failure ends it.
 func markJob(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID string, change func(*jobRecord) bool) error {
-	for attempt := 0; ; attempt++ {
-		r, rev, err := readJobRev(ctx, l, jobs, jobID)
-		if err != nil || !change(&r) {
+	_, err := casRecord(ctx,
+		func(ctx context.Context) (jobRecord, uint64, []byte, error) {
+			r, rev, err := readJobRev(ctx, l, jobs, jobID)
+			return r, rev, nil, err
+		},
+		func(ctx context.Context, r *jobRecord, rev uint64) ([]byte, error) {
+			return nil, writeJobRev(ctx, jobs, jobID, *r, rev)
+		},
+		func(r *jobRecord) error {
+			if !change(r) {
+				return errUnchanged
+			}
+			return nil
+		},
+		func(attempt int, err error) error {
+			if conflict(err) && l.pause(ctx, attempt) {
+				return nil
+			}
 			return err
-		}
-		err = writeJobRev(ctx, jobs, jobID, r, rev)
-		if !conflict(err) || !l.pause(ctx, attempt) {
-			return err
-		}
-	}
+		})
+	return err
 }
 
 // readJobRev reads job jobID's record and its revision, for writeJobRev.

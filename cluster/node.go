@@ -263,12 +263,16 @@ func splitHostPort(addr string) (string, int, error) {
 	return h, n, nil
 }
 
-// createBuckets creates (or adopts) every bucket, retrying while JetStream has no quorum yet.
-func (n *Node) createBuckets(ctx context.Context) error {
-	specs := []struct {
-		dst *jetstream.KeyValue
-		cfg jetstream.KeyValueConfig
-	}{
+// bucketSpec is one of the node's buckets: where it goes and how it is made.
+type bucketSpec struct {
+	dst *jetstream.KeyValue
+	cfg jetstream.KeyValueConfig
+}
+
+// buckets lists every bucket of the node, so that one added here is created (createBuckets),
+// has its stream's leadership handed off (handOffLeaders) and shows in Status.
+func (n *Node) buckets() []bucketSpec {
+	return []bucketSpec{
 		{&n.Accounts, jetstream.KeyValueConfig{Bucket: BucketAccounts, Description: "shotd accounts"}},
 		{&n.Keys, jetstream.KeyValueConfig{Bucket: BucketKeys, Description: "shotd access keys"}},
 		{&n.Ledger, jetstream.KeyValueConfig{Bucket: BucketLedger, Description: "shotd quota ledger"}},
@@ -279,6 +283,10 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		{&n.Secrets, jetstream.KeyValueConfig{Bucket: BucketSecrets, Description: "shotd cluster secrets"}},
 		{&n.Leases, jetstream.KeyValueConfig{Bucket: BucketLeases, Description: "shotd once-per-cluster tasks"}},
 	}
+}
+
+// createBuckets creates (or adopts) every bucket, retrying while JetStream has no quorum yet.
+func (n *Node) createBuckets(ctx context.Context) error {
 	logged := time.Time{}
 	// Until JetStream's meta group has a leader this node follows, its API requests go
 	// unanswered until their timeout: wait for it first.
@@ -293,11 +301,12 @@ func (n *Node) createBuckets(ctx context.Context) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
-	for _, s := range specs {
+	for _, s := range n.buckets() {
 		s.cfg.Replicas = n.replicas
 		s.cfg.Storage = jetstream.FileStorage
 		s.cfg.History = 1
 		waitFrom := time.Now()
+		var last error // the last try's error
 		for {
 			// One node creates and updates each bucket, the others bind once it is done: three
 			// nodes creating and updating the same stream at once left most of their requests
@@ -312,23 +321,52 @@ func (n *Node) createBuckets(ctx context.Context) error {
 				*s.dst = kv
 				break
 			}
+			// A try cut short by the start's end says only that: the one before says why.
+			if last == nil || ctx.Err() == nil || !errors.Is(err, ctx.Err()) {
+				last = err
+			}
 			if ctx.Err() != nil {
-				return fmt.Errorf("cluster: bucket %s: no quorum of nodes before the start timeout (are the peers up and reachable?): %w", s.cfg.Bucket, err)
+				return bucketStartErr(s.cfg.Bucket, last)
 			}
 			pause := 500 * time.Millisecond
 			if errors.Is(err, errBucketPending) {
 				pause = 100 * time.Millisecond
 			} else if time.Since(logged) > 10*time.Second {
-				n.log.Info().Err(err).Str("bucket", s.cfg.Bucket).Msg("waiting for a quorum of nodes")
+				n.log.Info().Err(err).Str("bucket", s.cfg.Bucket).Msg("bucket not ready yet: trying again")
 				logged = time.Now()
 			}
 			select {
 			case <-ctx.Done():
+				return bucketStartErr(s.cfg.Bucket, last)
 			case <-time.After(pause):
 			}
 		}
 	}
 	return nil
+}
+
+// bucketStartErr says why bucket was not ready when the start timed out, err being its last
+// try's error: a lack of quorum only when JetStream said so, so that an operator looks for down
+// peers only when they are the cause.
+func bucketStartErr(bucket string, err error) error {
+	switch {
+	case noQuorum(err):
+		return fmt.Errorf("cluster: bucket %s: no quorum of nodes before the start timeout (are the peers up and reachable?): %w", bucket, err)
+	case errors.Is(err, errBucketPending):
+		return fmt.Errorf("cluster: bucket %s: not created by the JetStream meta leader before the start timeout: %w", bucket, err)
+	case errors.Is(err, context.DeadlineExceeded):
+		// Unanswered: the stream may have no leader, or this node no route to it.
+		return fmt.Errorf("cluster: bucket %s: no answer from JetStream before the start timeout (are the peers up and reachable?): %w", bucket, err)
+	}
+	return fmt.Errorf("cluster: bucket %s: not ready before the start timeout: %w", bucket, err)
+}
+
+// noQuorum reports whether err is JetStream saying it lacks the nodes to act: nobody answers
+// its API, it has no meta leader (temporarily unavailable), or too few peers to place a stream.
+func noQuorum(err error) bool {
+	var api *jetstream.APIError
+	return errors.Is(err, nats.ErrNoResponders) || errors.As(err, &api) &&
+		(api.ErrorCode == jetstream.ErrorCode(server.JSClusterNotAvailErr) || api.ErrorCode == jetstream.ErrorCode(server.JSClusterNoPeersErrF))
 }
 
 // creatorWait is how long a node that is not the meta leader waits for a bucket to be created

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -9,8 +10,10 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/freeport"
 )
 
 // TestNodesShareBuckets: a value written through one node is read through the others, and the
@@ -325,5 +328,47 @@ func TestHandOffLeaders(t *testing.T) {
 	}
 	if moved := last.handOffLeaders(); len(moved) > 0 {
 		t.Fatalf("the last node handed off %v to nobody", moved)
+	}
+}
+
+// TestStartErrorSaysWhatFailed: a start that times out says "no quorum" only for a lack of
+// quorum (a node alone of three), and otherwise names the bucket and its error (a stream in the
+// accounts bucket's place that is not a bucket: binding it fails however long the start waits).
+func TestStartErrorSaysWhatFailed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+
+	addrs := freePorts(t, 3)
+	alone := Config{NodeName: "n1", Listen: addrs[0], Peers: addrs, DataDir: t.TempDir(), Log: log}
+	sctx, scancel := context.WithTimeout(ctx, time.Second)
+	_, err := Start(sctx, alone)
+	scancel()
+	if err == nil || !strings.Contains(err.Error(), "no quorum of nodes") {
+		t.Fatalf("a node alone of three: %v, want no quorum of nodes", err)
+	}
+
+	cfg := Config{NodeName: "solo", Listen: freeport.Addr(t), DataDir: t.TempDir(), Log: log}
+	n, err := Start(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := "KV_" + BucketAccounts
+	if err := n.js.DeleteStream(ctx, stream); err != nil {
+		t.Fatal(err)
+	}
+	// A bucket keeps one message a subject; this stream keeps them all.
+	if _, err := n.js.CreateStream(ctx, jetstream.StreamConfig{Name: stream, Subjects: []string{"$KV." + BucketAccounts + ".>"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Close(ctx); err != nil {
+		t.Fatal(err)
+	}
+	sctx, scancel = context.WithTimeout(ctx, 2*time.Second)
+	_, err = Start(sctx, cfg)
+	scancel()
+	if err == nil || strings.Contains(err.Error(), "no quorum") || !strings.Contains(err.Error(), "bucket "+BucketAccounts) ||
+		!errors.Is(err, jetstream.ErrBadBucket) {
+		t.Fatalf("a bucket that cannot be bound: %v, want its name and error without no quorum", err)
 	}
 }

@@ -162,7 +162,8 @@ func (n *Node) Status(ctx context.Context) (Status, error) {
 			plans = m.Plans
 		}
 	}
-	for _, kv := range []jetstream.KeyValue{n.Accounts, n.Keys, n.Ledger, n.Nodes, n.Files, n.Jobs, n.Secrets, n.Leases} {
+	for _, b := range n.buckets() {
+		kv := *b.dst
 		s, err := kv.Status(ctx)
 		if err != nil {
 			st.Buckets = append(st.Buckets, BucketStatus{Name: kv.Bucket(), Leader: "unavailable: " + err.Error()})
