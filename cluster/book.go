@@ -290,39 +290,64 @@ func (b *Book) UpdateAccount(id string, fn func(*shotd.Account) error) (shotd.Ac
 	return a, nil
 }
 
-// swap applies change to the record of type R stored under key in kv by compare-and-swap,
-// retrying when another node wrote it meanwhile (change may then run more than once), then waits
-// until this node's copy has seen the write. kind and name name the record in errors and logs;
+// swap applies change to the record of type R stored under key in kv by compare-and-swap
+// (casRecord), retrying when another node wrote it meanwhile or no answer came (change may then
+// run more than once: it sets fields, it adds nothing), until the Book's timeout; a write whose
+// answer was lost but that landed is found as such, not made twice. It then waits until this
+// node's copy has seen the write. kind and name name the record in errors and logs;
 // invalidIsAbsent treats a key NATS refuses as one that is not there.
 func swap[R any](b *Book, kv jetstream.KeyValue, bucket, kind, name, key string, invalidIsAbsent bool, change func(*R) error) error {
 	ctx, cancel := b.ctx()
 	defer cancel()
-	for {
-		e, err := kv.Get(ctx, key)
-		if errors.Is(err, jetstream.ErrKeyNotFound) || invalidIsAbsent && errors.Is(err, jetstream.ErrInvalidKey) {
-			return fmt.Errorf("cluster: %s %s: %w", kind, name, shotd.ErrNotFound)
-		}
-		if err != nil {
-			return fmt.Errorf("cluster: %s %s: %w", kind, name, err)
-		}
-		var r R
-		if err := decode(b.log, kind, name, e.Value(), &r); err != nil {
-			return err
-		}
-		if err := change(&r); err != nil {
-			return err
-		}
-		data, _ := json.Marshal(r)
-		rev, err := kv.Update(ctx, key, data, e.Revision())
-		if conflict(err) {
-			continue
-		}
-		if err != nil {
-			return fmt.Errorf("cluster: %s %s: %w", kind, name, err)
-		}
-		b.waitSeen(bucket, rev)
-		return nil
+	var final error // the record is not there or cannot be read: no try will do better
+	var rev uint64  // of the record last read, then of the write
+	_, err := casRecord(ctx,
+		func(ctx context.Context) (r R, _ uint64, _ []byte, err error) {
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+			defer cancel()
+			e, err := kv.Get(actx, key)
+			if errors.Is(err, jetstream.ErrKeyNotFound) || invalidIsAbsent && errors.Is(err, jetstream.ErrInvalidKey) {
+				final = fmt.Errorf("cluster: %s %s: %w", kind, name, shotd.ErrNotFound)
+				return r, 0, nil, final
+			}
+			if err != nil {
+				return r, 0, nil, err
+			}
+			if final = decode(b.log, kind, name, e.Value(), &r); final != nil {
+				return r, 0, nil, final
+			}
+			rev = e.Revision()
+			return r, rev, e.Value(), nil
+		},
+		func(ctx context.Context, r *R, at uint64) ([]byte, error) {
+			data, _ := json.Marshal(r)
+			actx, cancel := context.WithTimeout(ctx, attemptTimeout)
+			defer cancel()
+			n, err := kv.Update(actx, key, data, at)
+			switch {
+			case err == nil:
+				rev = n
+				return nil, nil
+			case conflict(err):
+				return nil, err
+			}
+			return data, err // it may have landed
+		},
+		change,
+		func(attempt int, err error) error {
+			if final != nil {
+				return final
+			}
+			if !pause(ctx, attempt) {
+				return fmt.Errorf("cluster: %s %s: %w", kind, name, err)
+			}
+			return nil
+		})
+	if err != nil {
+		return err
 	}
+	b.waitSeen(bucket, rev)
+	return nil
 }
 
 // CreateKey makes a key for the account, as store.Store.CreateKey does. The account must exist.

@@ -360,3 +360,43 @@ func TestWatchAllRetries(t *testing.T) {
 		t.Fatalf("watch with its start's time up: %v, want the last error", err)
 	}
 }
+
+// TestBookUpdateAnswerLost: every write of an account or key record lands with its answer lost.
+// The update is answered as done, its change applied once (an increment added once), and the
+// node's copy has it when the call returns.
+func TestBookUpdateAnswerLost(t *testing.T) {
+	nodes := startCluster(t, 1)
+	b := openBook(t, nodes[0])
+	acc, err := b.CreateAccount("lost@example.com", "default", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	k, err := b.CreateKey(acc.ID, "first", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lose := func(string) bool { return true }
+	b.accounts = &faultKV{KeyValue: b.accounts, downFor: 50 * time.Millisecond, lose: lose}
+	b.keys = &faultKV{KeyValue: b.keys, downFor: 50 * time.Millisecond, lose: lose}
+
+	calls := 0
+	got, err := b.UpdateAccount(acc.ID, func(a *shotd.Account) error {
+		calls++
+		a.BonusScreenshots += 10
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("update with its answer lost: %v", err)
+	}
+	if calls != 1 || got.BonusScreenshots != 10 {
+		t.Errorf("change applied %d times, bonus %d; want once, 10", calls, got.BonusScreenshots)
+	}
+	if a, err := b.Account(acc.ID); err != nil || a.BonusScreenshots != 10 {
+		t.Errorf("the node's copy: %+v %v; want bonus 10", a, err)
+	}
+
+	kk, err := b.UpdateKey(k.AccessKey, func(k *shotd.Key) error { k.Name = "renamed"; return nil })
+	if err != nil || kk.Name != "renamed" {
+		t.Fatalf("key update with its answer lost: %+v %v", kk, err)
+	}
+}

@@ -508,7 +508,7 @@ func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord
 		r, rev, err := l.get(actx, key)
 		cancel()
 		if err != nil {
-			if errors.Is(err, ErrUnknownVersion) || !l.pause(ctx, attempt) {
+			if errors.Is(err, ErrUnknownVersion) || !pause(ctx, attempt) {
 				return LedgerState{}, err
 			}
 			continue // no leader for a moment (a node died): try again within ctx
@@ -546,7 +546,7 @@ func (l *Ledger) update(ctx context.Context, key string, fn func(r *ledgerRecord
 		// Someone wrote first, or the write's answer did not come (no leader for a moment; the
 		// write may have landed, which the next read shows): read again. A short random pause
 		// spreads the next tries of several writers of one hot record.
-		if !l.pause(ctx, attempt) {
+		if !pause(ctx, attempt) {
 			return LedgerState{}, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster's quota ledger could not be written")
 		}
 	}
@@ -557,7 +557,7 @@ const attemptTimeout = time.Second
 
 // pause waits before the next try: up to 1 ms doubled per attempt, at most 32 ms for conflicts
 // and up to 250 ms after several; false when ctx ends first.
-func (l *Ledger) pause(ctx context.Context, attempt int) bool {
+func pause(ctx context.Context, attempt int) bool {
 	d := time.Duration(rand.Int64N(int64(time.Millisecond) << min(attempt, 8)))
 	select {
 	case <-ctx.Done():

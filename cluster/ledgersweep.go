@@ -206,7 +206,7 @@ func markJob(ctx context.Context, l *Ledger, jobs jetstream.KeyValue, jobID stri
 			return nil
 		},
 		func(attempt int, err error) error {
-			if conflict(err) && l.pause(ctx, attempt) {
+			if conflict(err) && pause(ctx, attempt) {
 				return nil
 			}
 			return err
