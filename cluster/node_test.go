@@ -364,7 +364,8 @@ func TestStartErrorSaysWhatFailed(t *testing.T) {
 	if err := n.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	sctx, scancel = context.WithTimeout(ctx, 2*time.Second)
+	// Long enough for a loaded machine to get past the meta leader's wait to the bucket.
+	sctx, scancel = context.WithTimeout(ctx, 5*time.Second)
 	_, err = Start(sctx, cfg)
 	scancel()
 	if err == nil || strings.Contains(err.Error(), "no quorum") || !strings.Contains(err.Error(), "bucket "+BucketAccounts) ||
