@@ -27,6 +27,7 @@ import (
 func main() {
 	n := flag.Int("n", 30, "renders per row and side")
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
+	rounds := flag.Int("rounds", 3, "blocks each side's renders of a row are split into, the sides taking turns, so that a slow minute of the host falls on every side")
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for every side, space separated (for experiments)")
 	rowsFlag := flag.String("rows", "small:1+200ms,1,2,4 heavy:1+200ms,1 pdf:1+200ms,1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll, which finds nothing to scroll for on it), fullstep (the same, scrolled a viewport at a time); 1+P is one client pausing P between requests")
 	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
@@ -74,7 +75,10 @@ func main() {
 	if *pool < 1 {
 		usage("-pool: %d browsers", *pool)
 	}
-	if err := run(*browserPath, *chromium, *isolation, *n, *warm, *pool, rows, strings.Fields(*extra), b); err != nil {
+	if *rounds < 1 {
+		usage("-rounds: %d blocks", *rounds)
+	}
+	if err := run(*browserPath, *chromium, *isolation, *n, *warm, min(*rounds, *n), *pool, rows, strings.Fields(*extra), b); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -156,7 +160,7 @@ func rawSide(cfg cdpclient.Config, clean bool) (sd side, stop func(), err error)
 	return sd, func() { p.Close(context.Background()) }, nil
 }
 
-func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []row, extraFlags []string, b beyond) error {
+func run(browserPath, chromiumPath, isolation string, n, warm, rounds, pool int, rows []row, extraFlags []string, b beyond) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
@@ -196,8 +200,8 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 		}
 	}
 
-	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side, service: pool_size %d, isolation %s, %s\n",
-		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, pool, isolation, filepath.Base(path))
+	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side in %d turns, service: pool_size %d, isolation %s, %s\n",
+		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, rounds, pool, isolation, filepath.Base(path))
 	fmt.Printf("%-11s %-7s", "scenario", "clients")
 	for _, s := range sides {
 		fmt.Printf(" | %-34s", s.name+" p50/p95 ms  r/s  cpu s")
@@ -205,23 +209,9 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	fmt.Printf(" | p50 and r/s of the service against each loop\n")
 	for _, rw := range rows {
 		target := pages.URL + rw.scenario.page
-		res := make([]result, len(sides))
-		for i, s := range sides {
-			// Warm up each side right before it is measured, so that none profits from
-			// another's cold start.
-			if _, _, err := s.measure(target, rw, warm); err != nil {
-				return err
-			}
-			var d []time.Duration
-			var wall time.Duration
-			cpu, err := measureCPU(s.pids, func() (err error) {
-				d, wall, err = s.measure(target, rw, n)
-				return err
-			})
-			if err != nil {
-				return err
-			}
-			res[i] = result{p50: pct(d, 50), p95: pct(d, 95), perSecond: float64(len(d)) / wall.Seconds(), cpu: cpu, renders: len(d)}
+		res, err := measureRow(sides, target, rw, n, warm, rounds)
+		if err != nil {
+			return err
 		}
 		fmt.Printf("%-11s %-7s", rw.scenario.name, rw.label)
 		for _, r := range res {
@@ -237,6 +227,57 @@ func run(browserPath, chromiumPath, isolation string, n, warm, pool int, rows []
 	fmt.Println("raw: navigate, wait for load, capture (PNGs with optimizeForSpeed, as the service's); clean: the same, then about:blank, cookies, HTTP cache and the origin's storage cleared (outside p50, inside r/s).")
 	fmt.Println("last columns: the service's p50 over each loop's (lower is better), and its renders per second over the loop's (higher is better).")
 	return b.measure(svc, pages.URL+"/small")
+}
+
+// measureRow measures n renders of row rw on each side, in rounds blocks a side: the sides take
+// turns block by block, each round starting with the next side, so that the host's slower
+// moments fall on all of them rather than on whichever side ran then. Each side is warmed up
+// right before its first block (warm renders), so that none profits from another's cold start,
+// and with one render before each later one, after the other sides' blocks.
+func measureRow(sides []side, target string, rw row, n, warm, rounds int) ([]result, error) {
+	type sum struct {
+		d    []time.Duration
+		wall time.Duration
+		cpu  cpuUse
+	}
+	sums := make([]sum, len(sides))
+	for round := range rounds {
+		share := n / rounds
+		if round < n%rounds {
+			share++
+		}
+		for k := range sides {
+			i := (k + round) % len(sides)
+			s := sides[i]
+			w := warm
+			if round > 0 {
+				w = min(warm, 1)
+			}
+			if w > 0 {
+				if _, _, err := s.measure(target, rw, w); err != nil {
+					return nil, err
+				}
+			}
+			var d []time.Duration
+			var wall time.Duration
+			cpu, err := measureCPU(s.pids, func() (err error) {
+				d, wall, err = s.measure(target, rw, share)
+				return err
+			})
+			if err != nil {
+				return nil, err
+			}
+			sums[i].d = append(sums[i].d, d...)
+			sums[i].wall += wall
+			sums[i].cpu.chrome += cpu.chrome
+			sums[i].cpu.self += cpu.self
+		}
+	}
+	res := make([]result, len(sides))
+	for i, s := range sums {
+		res[i] = result{p50: pct(s.d, 50), p95: pct(s.d, 95), perSecond: float64(len(s.d)) / s.wall.Seconds(), cpu: s.cpu, renders: len(s.d)}
+	}
+	return res, nil
 }
 
 // startService opens the service, creates the bench's account and closes it, then opens it again
