@@ -27,7 +27,7 @@ import (
 func main() {
 	n := flag.Int("n", 30, "renders per row and side")
 	warm := flag.Int("warm", 5, "warm-up renders before each measurement")
-	rounds := flag.Int("rounds", 3, "blocks each side's renders of a row are split into, the sides taking turns, so that a slow minute of the host falls on every side")
+	rounds := flag.Int("rounds", 1, "blocks each side's renders of a row are split into, the sides taking turns, so that a slow minute of the host falls on every side")
 	extra := flag.String("chrome-flags", "", "extra Chrome flags for every side, space separated (for experiments)")
 	rowsFlag := flag.String("rows", "small:1+200ms,1,2,4 heavy:1+200ms,1 pdf:1+200ms,1 full:1", "scenarios and their client counts: small, heavy (PNG), pdf (small page), full (heavy page, full page with its lazy-load scroll, which finds nothing to scroll for on it), fullstep (the same, scrolled a viewport at a time); 1+P is one client pausing P between requests")
 	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
