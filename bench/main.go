@@ -200,8 +200,12 @@ func run(browserPath, chromiumPath, isolation string, n, warm, rounds, pool int,
 		}
 	}
 
-	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side in %d turns, service: pool_size %d, isolation %s, %s\n",
-		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, rounds, pool, isolation, filepath.Base(path))
+	turns := ""
+	if rounds > 1 {
+		turns = fmt.Sprintf(" in %d turns", rounds)
+	}
+	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side%s, service: pool_size %d, isolation %s, %s\n",
+		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, turns, pool, isolation, filepath.Base(path))
 	fmt.Printf("%-11s %-7s", "scenario", "clients")
 	for _, s := range sides {
 		fmt.Printf(" | %-34s", s.name+" p50/p95 ms  r/s  cpu s")
