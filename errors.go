@@ -170,5 +170,10 @@ func CodeOf(err error) Code {
 // API but not_found on the admin API).
 var ErrNotFound = errors.New("not found")
 
+// ErrFileUnreadable is what a kept file that cannot be read is, wrapped in an internal_error (test
+// with errors.Is): the service's trouble, not the client's. A store=true cache hit whose file it
+// is renders afresh instead.
+var ErrFileUnreadable = errors.New("the kept file could not be read")
+
 // ErrAccountBusy: an account with jobs queued or rendering cannot be deleted.
 var ErrAccountBusy = errors.New("the account has jobs queued or rendering")

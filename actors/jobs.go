@@ -348,7 +348,7 @@ type JobFiles interface {
 
 // StoredUploader carries out store=true for a file rendered before (objstore.Uploader): it
 // uploads the kept file f (rec.SizeBytes long) where o.Storage says and returns the object's
-// location; a file it cannot read is internal_error (shotd.OutcomeOfHit).
+// location; a file it cannot read is internal_error wrapping shotd.ErrFileUnreadable.
 type StoredUploader interface {
 	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, f io.ReaderAt) (string, error)
 }
@@ -446,7 +446,7 @@ func (r JobRenderer) cached(life context.Context, o *shotd.Options, key string) 
 		}
 		defer f.Close()
 		rec.StorageLocation, err = r.Uploader.UploadStored(life, o, rec, f)
-		if shotd.OutcomeOfHit(err) == shotd.OutcomeReleased {
+		if errors.Is(err, shotd.ErrFileUnreadable) {
 			// The cached file could not be read: the service's trouble, not the account's. The
 			// job holds its slot and reservation as a render does, so it renders, as it would
 			// had the file been gone; nothing was uploaded.

@@ -352,7 +352,7 @@ func (t *tab) undoCalls(ctx context.Context) []func() error {
 		if set {
 			calls = append(calls, func() error {
 				if err := f(); err != nil {
-					return fmt.Errorf("undo overrides: %w", err)
+					return fmt.Errorf("remove scripts for new documents: %w", err)
 				}
 				return nil
 			})

@@ -333,7 +333,7 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 	}
 	// The entry's location is where the request that filled it stored its file: not this one's.
 	loc, limits, err := s.admitHit(ctx, who, o, rec, f)
-	if errors.Is(err, errHitUnreadable) {
+	if errors.Is(err, shotd.ErrFileUnreadable) {
 		// The service's trouble, not the client's: the hit gave its slot back unbilled, and the
 		// request renders as a miss, whose file replaces the entry (as a job does).
 		f.Close()
@@ -379,8 +379,8 @@ func (s *Server) serveCached(ctx *fasthttp.RequestCtx, who *principal, o *shotd.
 // connection for up to the uploader's timeout and may fail, so a store=true hit is admitted as
 // shotd.AdmitStoredHit (a concurrency slot and the failure window, no quota) and settled as a
 // hit, or a failure when the client's storage refuses it; a cached file that cannot be read is
-// the service's trouble, released (shotd.OutcomeOfHit) and answered errHitUnreadable, so that the
-// request renders instead. f is left at its start for the answer.
+// the service's trouble, released (shotd.OutcomeOfHit) and answered shotd.ErrFileUnreadable, so
+// that the request renders instead. f is left at its start for the answer.
 func (s *Server) admitHit(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Options, rec shotd.FileRecord, f *os.File) (loc string, limits shotd.LimitsSnapshot, err error) {
 	adm := shotd.Admission{Account: who.account, Plan: who.plan, Kind: shotd.AdmitCacheHit, Features: o.Features()}
 	if !o.Store {
@@ -409,21 +409,15 @@ func (s *Server) admitHit(ctx *fasthttp.RequestCtx, who *principal, o *shotd.Opt
 	loc, err = s.uploader.UploadStored(context.Background(), o, rec, f)
 	if err == nil {
 		if _, serr := f.Seek(0, io.SeekStart); serr != nil {
-			err = shotd.Wrap(shotd.CodeInternalError, serr, "the cached file could not be read")
+			err = shotd.Wrap(shotd.CodeInternalError, fmt.Errorf("%w: %w", shotd.ErrFileUnreadable, serr), "the cached file could not be read")
 		}
 	}
 	outcome = shotd.OutcomeOfHit(err)
-	if err != nil && outcome == shotd.OutcomeReleased {
-		return "", limits, fmt.Errorf("%w: %w", errHitUnreadable, err)
-	}
 	if err != nil {
 		return "", limits, err
 	}
 	return loc, limits, nil
 }
-
-// errHitUnreadable: a store=true hit's cached file could not be read for its upload.
-var errHitUnreadable = errors.New("the cached file could not be read")
 
 // streamFile sends a stored file with its Content-Type.
 func (s *Server) streamFile(ctx *fasthttp.RequestCtx, rec shotd.FileRecord) {

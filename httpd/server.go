@@ -53,7 +53,8 @@ type Files interface {
 
 // Uploader carries out store=true for a render answered from the response cache: it uploads the
 // kept file f (rec.SizeBytes long) where o.Storage says and returns the object's location; a
-// file it cannot read is internal_error (shotd.OutcomeOfHit). objstore.Uploader implements it.
+// file it cannot read is internal_error wrapping shotd.ErrFileUnreadable. objstore.Uploader
+// implements it.
 type Uploader interface {
 	UploadStored(ctx context.Context, o *shotd.Options, rec shotd.FileRecord, f io.ReaderAt) (string, error)
 }

@@ -69,7 +69,7 @@ func (u *Uploader) UploadStored(ctx context.Context, o *shotd.Options, rec shotd
 }
 
 func unreadable(err error) error {
-	return shotd.Wrap(shotd.CodeInternalError, err, "the cached file could not be read")
+	return shotd.Wrap(shotd.CodeInternalError, fmt.Errorf("%w: %w", shotd.ErrFileUnreadable, err), "the cached file could not be read")
 }
 
 // keptFile remembers a failure to read the file during an upload, which the storage client
