@@ -226,7 +226,7 @@ func run(browserPath, chromiumPath, isolation string, n, warm, rounds, pool int,
 		}
 		fmt.Println()
 	}
-	fmt.Println("clients: N is N clients back to back; 1+P is one client pausing P between requests (r/s includes the pauses).")
+	fmt.Println("clients: N is N clients back to back; 1+P is one client pausing P, plus up to a frame (1/60 s) spread evenly, between requests (r/s includes the pauses).")
 	fmt.Println("cpu s: CPU seconds of all of a side's Chrome processes per render, the background work a row leaves included.")
 	fmt.Println("raw: navigate, wait for load, capture (PNGs with optimizeForSpeed, as the service's); clean: the same, then about:blank, cookies, HTTP cache and the origin's storage cleared (outside p50, inside r/s).")
 	fmt.Println("last columns: the service's p50 over each loop's (lower is better), and its renders per second over the loop's (higher is better).")
@@ -421,8 +421,8 @@ func measureRaw(p *cdpclient.Process, target string, r row, n int, clean bool) (
 	return all, time.Since(start), firstErr
 }
 
-// parallel runs f n times, conc at a time with a pause of gap after each, and returns each
-// duration and the wall time.
+// parallel runs f n times, conc at a time, each client pausing gap (spread over a frame: pause)
+// after each, and returns each duration and the wall time.
 func parallel(conc, n int, gap time.Duration, f func() error) ([]time.Duration, time.Duration, error) {
 	var mu sync.Mutex
 	var durs []time.Duration
@@ -438,6 +438,7 @@ func parallel(conc, n int, gap time.Duration, f func() error) ([]time.Duration, 
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			sent := 0
 			for range jobs {
 				t := time.Now()
 				err := f()
@@ -447,7 +448,8 @@ func parallel(conc, n int, gap time.Duration, f func() error) ([]time.Duration, 
 					firstErr = err
 				}
 				mu.Unlock()
-				time.Sleep(gap)
+				time.Sleep(pause(gap, sent))
+				sent++
 			}
 		}()
 	}
