@@ -286,12 +286,12 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 // smooth scroll-behavior of the page.
 //
 // When the render may skip (skippable: scrollSkippable) and nothing of the page watches the
-// scroll (no mark of watchMarkJS, no onscroll handler of the window or the document), only the
-// browser's own lazy loading reacts to it: without lazy images or frames (a frame's scripts are
-// not looked at) the page is not scrolled at all; with lazy images only, the steps are reachPx
-// (lazyReach) longer than the viewport, as Chrome starts loading a lazy image that far from it
-// and farther. Under disable_javascript no script of the page runs, and the mark is never made.
-const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, skippable, reachPx) => {
+// scroll (watchMarkJS, asked with watchKey, saw nothing; no onscroll handler of the window or the
+// document), only the browser's own lazy loading reacts to it: without lazy images or frames (a
+// frame's scripts are not looked at) the page is not scrolled at all; with lazy images only, the
+// steps are reachPx (lazyReach) longer than the viewport, as Chrome starts loading a lazy image
+// that far from it and farther. Under disable_javascript no script of the page runs, and nothing is seen.
+const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, skippable, reachPx, watchKey) => {
 	const t0 = performance.now();
 	const sleep = ms => new Promise(res => setTimeout(res, ms));
 	const frame = () => new Promise(res => requestAnimationFrame(() => requestAnimationFrame(res)));
@@ -299,8 +299,14 @@ const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, ski
 	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
 	let step = stepPx > 0 ? stepPx : Math.max(innerHeight, 100);
 	let y = 0;
-	const watched = globalThis[Symbol.for('shotd.watched')] || onscroll !== null || document.onscroll !== null;
-	if (skippable && !watched && !document.querySelector('iframe, frame')) {
+	const marked = () => {
+		try {
+			return IntersectionObserver.prototype.observe.call(null, watchKey) === true;
+		} catch (e) {
+			return false; // no watch of ours (native observe refuses a null this)
+		}
+	};
+	if (skippable && onscroll === null && document.onscroll === null && !marked() && !document.querySelector('iframe, frame')) {
 		if (document.querySelector('img[loading=lazy i]')) step += reachPx;
 		else y = Infinity; // nothing to scroll for
 	}
@@ -372,7 +378,7 @@ func (r *render) pageHeight(ctx context.Context) (float64, error) {
 			budget = time.Until(d) / scrollShare
 		}
 		expr = jsCall(scrollPageJS, maxH, budget.Milliseconds(), scrollSettle.Milliseconds(), scrollImageWait.Milliseconds(),
-			r.o.FullPageScrollBy, r.o.FullPageScrollDelay.Milliseconds(), r.scrollSkippable(), lazyReach) // full_page_scroll_by, _delay; fullpage.go
+			r.o.FullPageScrollBy, r.o.FullPageScrollDelay.Milliseconds(), r.scrollSkippable(), lazyReach, r.watchKey) // full_page_scroll_by, _delay; fullpage.go
 	}
 	if err := r.eval(ctx, expr, &h); err != nil {
 		return 0, fmt.Errorf("measure the page: %w", err)

@@ -4,6 +4,7 @@ import (
 	"archive/zip"
 	"bytes"
 	"context"
+	"crypto/rand"
 	"fmt"
 	"image"
 	"math"
@@ -154,31 +155,35 @@ func (r *render) scrollSkippable() bool {
 		o.FullPageScrollBy <= 0 && o.FullPageScrollDelay <= 0
 }
 
-// watchMarkJS runs in every new document of such a render and marks its window once an
+// watchMarkJS runs in every new document of such a render and remembers, in its closure, once an
 // IntersectionObserver of the page observes something or a scroll listener (scroll, scrollend)
-// is added to the window or the document: the mark scrollPageJS reads, beside the onscroll
-// handlers. Nothing cheaper tells: Runtime.queryObjects, which finds every observer, collects all
-// garbage first (50 ms on the bench's heavy page, and about 23 ms more a MB of script heap), and
-// the two round trips of DOMDebugger.getEventListeners on the window and the document took 19 ms
-// there. The wrappers are proxies of the native methods: a page that checks them (their source
-// text, name and length, as bot-detection scripts do) finds native code, where a function of
-// ours would show its source. A bare addEventListener call has no this (the window's).
-const watchMarkJS = `(() => {
-	const mark = Symbol.for('shotd.watched'), apply = Reflect.apply;
+// is added to the window or the document: what scrollPageJS asks, beside the onscroll handlers.
+// Nothing cheaper tells: Runtime.queryObjects, which finds every observer, collects all garbage
+// first (50 ms on the bench's heavy page, and about 23 ms more a MB of script heap), and the two
+// round trips of DOMDebugger.getEventListeners on the window and the document took 19 ms there.
+// The wrappers are proxies of the native methods: a page that checks them (their source text,
+// name and length, as bot-detection scripts do) finds native code, where a function of ours
+// would show its source. Nothing is put on the window for the page to find: scrollPageJS asks
+// by calling observe with the render's key (render.watchKey), which no page can guess. A bare
+// addEventListener call has no this (the window's).
+const watchMarkJS = `(key) => {
+	let watched = false;
+	const apply = Reflect.apply;
 	const io = IntersectionObserver.prototype;
 	io.observe = new Proxy(io.observe, {apply(f, self, args) {
-		globalThis[mark] = true;
+		if (args[0] === key) return watched;
+		watched = true;
 		return apply(f, self, args);
 	}});
 	const et = EventTarget.prototype;
 	et.addEventListener = new Proxy(et.addEventListener, {apply(f, self, args) {
 		const type = args[0];
 		if ((self == null || self === globalThis || self === document) && typeof type === 'string' && type.startsWith('scroll')) {
-			globalThis[mark] = true;
+			watched = true;
 		}
 		return apply(f, self, args);
 	}});
-})()`
+}`
 
 // watchMark is watchMarkJS when the render may use it, "" otherwise; no script of the page runs
 // under disable_javascript.
@@ -186,5 +191,8 @@ func (r *render) watchMark() string {
 	if !r.scrollSkippable() || r.o.DisableJavaScript {
 		return ""
 	}
-	return watchMarkJS
+	if r.watchKey == "" {
+		r.watchKey = rand.Text()
+	}
+	return jsCall(watchMarkJS, r.watchKey)
 }

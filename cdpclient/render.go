@@ -68,6 +68,7 @@ type render struct {
 	intercept *interceptor     // Fetch interception; nil when nothing needs it
 	rules     *requestRules    // blocking and extra headers; nil when the render has none
 	wsScript  string           // rules' WebSocket blocking for pages and workers; "" for none
+	watchKey  string           // what the full page's scroll asks watchMarkJS with; "" before watchMark
 	blocker   Blocker          // list-based blocking; nil when the render asks for none
 	video     *video           // the recording of mp4, webm and gif; nil for the other formats
 	data      []byte
