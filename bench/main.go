@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"slices"
 	"strconv"
@@ -36,7 +37,7 @@ func main() {
 	isolation := flag.String("isolation", config.Default().Browser.Isolation, "browser.isolation of the service: wipe or context")
 	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile (service, raw loop, proxy, clients) to this file")
 	var b beyond
-	flag.IntVar(&b.renders, "renders", 0, "more small-page renders by 4 clients after the table, before the service's RSS is taken again")
+	flag.IntVar(&b.renders, "renders", 5000, "the service's renders in all before its RSS is taken again: small-page renders by 4 clients after the table make up what the rows did not")
 	flag.IntVar(&b.accepts, "accepts", 2000, "async accepts by 16 clients for the accept rate (0: not measured)")
 	flag.IntVar(&b.hits, "hits", 200, "cache hits for their p50 (0: not measured)")
 	flag.Parse()
@@ -126,6 +127,10 @@ type service struct {
 	close   func()
 	ready   time.Duration // from Open to ready, on a data dir of a service that was open before
 	renders atomic.Int64  // renders answered 200 (cache hits included)
+	// collected is closed once the Service is garbage; startService's service holds the first
+	// one's, which the idle RSS waits for (it is not this service's memory).
+	collected     chan struct{}
+	firstReleased chan struct{}
 }
 
 // side is one of the measured: the service, or a raw loop on a Chrome of its own.
@@ -172,7 +177,12 @@ func run(browserPath, chromiumPath, isolation string, n, warm, rounds, pool int,
 		return err
 	}
 	defer svc.close()
-	// Before anything else runs in this process: the raw loops' clients would count too.
+	// Before anything else runs in this process: the raw loops' clients would count too. The
+	// first service, closed, is not this one's memory: wait (a few seconds at most) until it is
+	// garbage.
+	if !collected(svc.firstReleased, 5*time.Second) {
+		fmt.Fprintln(os.Stderr, "bench: the warm start's first service is still reachable; the idle RSS holds it")
+	}
 	b.rssIdle = rss()
 	ccfg := svc.chrome
 	path := ccfg.Path
@@ -296,7 +306,7 @@ func startService(browserPath, isolation string, pool int, extraFlags []string, 
 		os.RemoveAll(dir)
 		return nil, err
 	}
-	key := first.key
+	key, firstGone := first.key, first.collected
 	first.close()
 	first = nil // its memory is not the second's
 	start := time.Now()
@@ -306,6 +316,7 @@ func startService(browserPath, isolation string, pool int, extraFlags []string, 
 		return nil, err
 	}
 	s.ready = time.Since(start)
+	s.firstReleased = firstGone
 	closeSvc := s.close
 	s.close = func() { closeSvc(); os.RemoveAll(dir) }
 	return s, nil
@@ -364,8 +375,10 @@ func openService(dir, browserPath, isolation string, pool int, extraFlags []stri
 		}
 		return pids
 	}
+	collected := make(chan struct{})
+	runtime.AddCleanup(svc, func(ch chan struct{}) { close(ch) }, collected)
 	return &service{base: "http://" + svc.PublicAddr().String(), key: key, pids: pids, chrome: svc.ChromeConfig(),
-		close: closeAll}, nil
+		close: closeAll, collected: collected}, nil
 }
 
 // measureService sends n renders of target through the HTTP API, r.conc at a time, each client
@@ -455,6 +468,22 @@ func parallel(conc, n int, gap time.Duration, f func() error) ([]time.Duration, 
 	}
 	wg.Wait()
 	return durs, time.Since(start), firstErr
+}
+
+// collected collects garbage until gone is closed, for up to limit; it reports whether it was.
+func collected(gone <-chan struct{}, limit time.Duration) bool {
+	deadline := time.Now().Add(limit)
+	for {
+		runtime.GC()
+		select {
+		case <-gone:
+			return true
+		case <-time.After(100 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+	}
 }
 
 func pct(d []time.Duration, p int) time.Duration {

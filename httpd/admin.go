@@ -148,7 +148,8 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	// public listener.
 	a.srv = &fasthttp.Server{Handler: s.wrap(a.hostGuard(r.Handler)), Name: "shotd-admin", MaxRequestBodySize: adminMaxBody,
 		ReadBufferSize: maxHeadBytes, ErrorHandler: s.parseError,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, Logger: fasthttpLogger{log}}
+		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxIdleWorkerDuration: idleWorker,
+		Logger: fasthttpLogger{log}}
 	return a
 }
 

@@ -172,11 +172,18 @@ func New(set Settings, d Deps) *Server {
 		ReadTimeout:                  60 * time.Second,
 		WriteTimeout:                 120 * time.Second,
 		IdleTimeout:                  120 * time.Second,
+		MaxIdleWorkerDuration:        idleWorker,
 		ErrorHandler:                 s.parseError,
 		Logger:                       fasthttpLogger{d.Log},
 	}
 	return s
 }
+
+// idleWorker is how long fasthttp keeps an idle worker goroutine, and how long after Shutdown its
+// pool's cleaner, which holds the Server and through its handler the whole service, next wakes
+// to see the stop (10 s unless set). A second is far above the gap between two requests of a
+// busy listener.
+const idleWorker = time.Second
 
 // Handler returns the request handler with its middleware.
 func (s *Server) Handler() fasthttp.RequestHandler {
