@@ -129,3 +129,42 @@ func TestGateFailuresAcrossNodes(t *testing.T) {
 		}
 	}
 }
+
+// TestJobFailureCountsAcrossNodes: a job whose page fails counts against the account's failure
+// limits on the node that rendered it (whose account actors never see a cluster job) and, by its
+// report, on the others.
+func TestJobFailureCountsAcrossNodes(t *testing.T) {
+	nodes := startCluster(t, 3)
+	cfg := RatesConfig{Interval: 100 * time.Millisecond}
+	var rates []*Rates
+	for _, n := range nodes[:2] {
+		r, err := StartRates(n, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = r.Close(context.Background()) })
+		rates = append(rates, r)
+	}
+	acc := shotd.Account{ID: "acc_jobfail", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 2}}
+	jn := startJobsNode(t, nodes[0], func(context.Context, *shotd.Options) (*shotd.Output, error) {
+		return nil, shotd.Errorf(shotd.CodeNavigationFailed, "the page did not load")
+	}, nil, func(c *JobsConfig) { c.Failed = rates[0].CountJobFailure })
+	jobs, _, err := jn.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if job := waitJob(t, jn.jobs, acc.ID, jobs[0].JobID, 30*time.Second); job.Status != shotd.JobFailed {
+		t.Fatalf("job %s, want failed", job.Status)
+	}
+	if p := rates[0].Peers(acc.ID); p.Failures != 1 || p.FailuresDay != 1 {
+		t.Fatalf("the rendering node's own count: %+v, want 1 failure", p)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for p := rates[1].Peers(acc.ID); p.Failures != 1 || p.FailuresDay != 1; p = rates[1].Peers(acc.ID) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the other node never heard of the job's failure: %+v", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}

@@ -49,7 +49,7 @@ type Rates struct {
 	log      zerolog.Logger
 	sub      *nats.Subscription
 
-	mu    sync.Mutex
+	mu    sync.RWMutex      // Peers, on every admission, only reads
 	own   map[string]*tally // by account: what this node counted
 	jobs  map[string]*tally // by account: job failures of this node, which its actors do not count
 	dirty map[string]bool
@@ -144,8 +144,8 @@ func (r *Rates) tallyOf(m map[string]*tally, accountID string) *tally {
 func (r *Rates) Peers(accountID string) shotd.PeerCounts {
 	now := r.now()
 	var p shotd.PeerCounts
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.mu.RLock()
+	defer r.mu.RUnlock()
 	if t := r.jobs[accountID]; t != nil {
 		t.sum(&p, now)
 	}
