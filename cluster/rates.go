@@ -55,6 +55,7 @@ type Rates struct {
 	dirty map[string]bool
 	peers map[string]*peerReports // by node name
 	ticks int
+	odd   map[string]bool // senders of reports of an unknown version, logged once each
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -71,6 +72,20 @@ type RatesConfig struct {
 
 // StartRates subscribes to the other nodes' reports and starts publishing this node's.
 func StartRates(n *Node, cfg RatesConfig) (*Rates, error) {
+	r := newRates(n.NodeName(), cfg)
+	r.nc = n.Conn()
+	sub, err := r.nc.Subscribe(subjectRates, r.receive)
+	if err != nil {
+		return nil, err
+	}
+	r.sub = sub
+	r.wg.Add(1)
+	go r.loop()
+	return r, nil
+}
+
+// newRates is a Rates of node, not yet connected.
+func newRates(node string, cfg RatesConfig) *Rates {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 500 * time.Millisecond
 	}
@@ -80,17 +95,9 @@ func StartRates(n *Node, cfg RatesConfig) (*Rates, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	r := &Rates{nc: n.Conn(), node: n.NodeName(), interval: cfg.Interval, silence: cfg.Silence, now: cfg.Now,
+	return &Rates{node: node, interval: cfg.Interval, silence: cfg.Silence, now: cfg.Now,
 		log: cfg.Log, own: map[string]*tally{}, jobs: map[string]*tally{}, dirty: map[string]bool{},
-		peers: map[string]*peerReports{}, stop: make(chan struct{})}
-	sub, err := r.nc.Subscribe(subjectRates, r.receive)
-	if err != nil {
-		return nil, err
-	}
-	r.sub = sub
-	r.wg.Add(1)
-	go r.loop()
-	return r, nil
+		peers: map[string]*peerReports{}, odd: map[string]bool{}, stop: make(chan struct{})}
 }
 
 // Close stops publishing and listening.
@@ -243,7 +250,14 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 func (r *Rates) receive(msg *nats.Msg) {
 	var m ratesMessage
 	if err := json.Unmarshal(msg.Data, &m); err != nil || m.V != ratesVersion {
-		r.log.Warn().Err(err).Int("v", m.V).Msg("cluster rates report of an unknown version ignored")
+		// A node of another version, in a rolling restart, reports every interval: say it once.
+		r.mu.Lock()
+		first := !r.odd[m.Node]
+		r.odd[m.Node] = true
+		r.mu.Unlock()
+		if first {
+			r.log.Warn().Err(err).Int("v", m.V).Str("from", m.Node).Msg("cluster rates reports unreadable or of an unknown version ignored")
+		}
 		return
 	}
 	if m.Node == r.node || m.Node == "" {

@@ -12,8 +12,7 @@ import (
 
 // testRates is a Rates without a connection, on a clock the test moves.
 func testRates(node string, now *time.Time) *Rates {
-	return &Rates{node: node, interval: 500 * time.Millisecond, silence: 3 * time.Second, now: func() time.Time { return *now },
-		own: map[string]*tally{}, jobs: map[string]*tally{}, dirty: map[string]bool{}, peers: map[string]*peerReports{}}
+	return newRates(node, RatesConfig{Now: func() time.Time { return *now }})
 }
 
 // relay passes from's reports to each of to, through their JSON encoding, as a node would
