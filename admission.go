@@ -33,6 +33,46 @@ type Admission struct {
 	Kind     AdmitKind
 	Jobs     int      // AdmitJobs: how many jobs the request creates
 	Features []string // plan features the request needs
+	// Peers is what the other nodes of a cluster reported counting for the account
+	// (cluster.Rates): the account actor adds it to its own counts. Zero on a single node.
+	Peers PeerCounts
+}
+
+// Window names one of an account's counted windows: the per-minute rate, the status allowance,
+// and the failures (per minute and per day alike).
+type Window int
+
+// Windows an account counts in.
+const (
+	WindowRequests Window = iota
+	WindowStatus
+	WindowFailures
+)
+
+// PeerCounts is what the other nodes of a cluster counted for an account, in the windows of its
+// per-minute and per-day limits. Each reset is when the oldest of those events leaves its window
+// (zero when there is none).
+type PeerCounts struct {
+	Requests, StatusRequests, Failures, FailuresDay             int
+	RequestsReset, StatusReset, FailuresReset, FailuresDayReset time.Time
+}
+
+// Apply takes the peers' requests (status requests when status is set) off a snapshot that
+// counts the node's own only: the account's remaining rate, and its reset when a peer's oldest
+// request leaves the window first (or the node counted none).
+func (p PeerCounts) Apply(l LimitsSnapshot, status bool) LimitsSnapshot {
+	n, reset := p.Requests, p.RequestsReset
+	if status {
+		n, reset = p.StatusRequests, p.StatusReset
+	}
+	if n <= 0 || l.RateLimit <= 0 {
+		return l
+	}
+	if !reset.IsZero() && (l.RateRemaining >= l.RateLimit || reset.Before(l.RateReset)) {
+		l.RateReset = reset // the node's own window is empty, or a peer's request leaves first
+	}
+	l.RateRemaining = max(l.RateRemaining-n, 0)
+	return l
 }
 
 // AdmitResult lets a request in. An AdmitRender or AdmitStoredHit is settled exactly once with its Ticket.

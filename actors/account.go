@@ -27,6 +27,7 @@ type accountActor struct {
 	now   func() time.Time
 	log   zerolog.Logger
 	idle  time.Duration
+	tally Tally // nil on a single node
 
 	loadErr       error
 	periodStart   time.Time
@@ -244,7 +245,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	}
 	now := a.now()
 	deny := func(err *shotd.Error) {
-		ctx.Respond(&Denied{Err: err, Limits: a.snapshot(m.Kind == shotd.AdmitStatus)})
+		ctx.Respond(&Denied{Err: err, Limits: m.Peers.Apply(a.snapshot(m.Kind == shotd.AdmitStatus), m.Kind == shotd.AdmitStatus)})
 	}
 	for _, f := range m.Features {
 		if !a.plan.HasFeature(f) {
@@ -252,28 +253,29 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 			return
 		}
 	}
+	p := m.Peers // the other nodes' counts in cluster mode, added to this node's own
 	if m.Kind == shotd.AdmitStatus {
-		if a.statusRate.count(now) >= a.plan.StatusRequestsPerMinute {
-			deny(rateLimited(a.statusRate.retryAfter(now)))
+		if a.statusRate.count(now)+p.StatusRequests >= a.plan.StatusRequestsPerMinute {
+			deny(rateLimited(a.statusRate.retryAfterWith(now, p.StatusRequests, p.StatusReset)))
 			return
 		}
-		a.statusRate.add(now)
-		ctx.Respond(&shotd.AdmitResult{Limits: a.snapshot(true)})
+		a.count(&a.statusRate, shotd.WindowStatus, now)
+		ctx.Respond(&shotd.AdmitResult{Limits: p.Apply(a.snapshot(true), true)})
 		return
 	}
-	if a.rate.count(now) >= a.plan.RequestsPerMinute {
-		deny(rateLimited(a.rate.retryAfter(now)))
+	if a.rate.count(now)+p.Requests >= a.plan.RequestsPerMinute {
+		deny(rateLimited(a.rate.retryAfterWith(now, p.Requests, p.RequestsReset)))
 		return
 	}
 	if m.Kind == shotd.AdmitCacheHit {
-		a.rate.add(now)
+		a.count(&a.rate, shotd.WindowRequests, now)
 		a.settle(ctx, shotd.OutcomeCacheHit)
-		ctx.Respond(&shotd.AdmitResult{Limits: a.snapshot(false)})
+		ctx.Respond(&shotd.AdmitResult{Limits: p.Apply(a.snapshot(false), false)})
 		return
 	}
-	if a.failures.count(now) >= a.plan.FailuresPerMinute {
+	if a.failures.count(now)+p.Failures >= a.plan.FailuresPerMinute {
 		e := shotd.Errorf(shotd.CodeFailureLimit, "more than %d renders failed in the last minute", a.plan.FailuresPerMinute)
-		e.RetryAfter = a.failures.retryAfter(now)
+		e.RetryAfter = a.failures.retryAfterWith(now, p.Failures, p.FailuresReset)
 		deny(e)
 		return
 	}
@@ -281,7 +283,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	if m.Kind == shotd.AdmitJobs {
 		n = max(m.Jobs, 1)
 	}
-	if e := a.failureBudget(now, n); e != nil {
+	if e := a.failureBudget(now, n, p); e != nil {
 		deny(e)
 		return
 	}
@@ -293,7 +295,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 			return
 		}
 	}
-	a.rate.add(now)
+	a.count(&a.rate, shotd.WindowRequests, now)
 	if m.Kind != shotd.AdmitStoredHit && a.reserved+n > a.capacity() {
 		deny(shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up until %s", a.plan.MonthlyQuota, a.periodEnd.Format(time.RFC3339)))
 		return
@@ -301,7 +303,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	if m.Kind == shotd.AdmitJobs {
 		a.reserved += n
 		a.jobsWaiting += n
-		ctx.Respond(&shotd.AdmitResult{Limits: a.snapshot(false)})
+		ctx.Respond(&shotd.AdmitResult{Limits: p.Apply(a.snapshot(false), false)})
 		return
 	}
 	if a.inflight >= a.plan.Concurrency {
@@ -322,20 +324,21 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	}
 	a.inflight++
 	a.tickets[ticket] = m.Kind
-	ctx.Respond(&shotd.AdmitResult{Ticket: ticket, Limits: a.snapshot(false)})
+	ctx.Respond(&shotd.AdmitResult{Ticket: ticket, Limits: p.Apply(a.snapshot(false), false)})
 }
 
 // failureBudget refuses n more renders that would pass the plan's failures_per_day should they
 // all fail. Like the quota, the budget is reserved at admission: every render admitted and not
 // yet ended (sync, queued or running jobs; a.reserved), and each stored cache hit uploading
 // (a.uploads), may still fail, so a bulk admitted just under the budget cannot pass it by its
-// queue.
-func (a *accountActor) failureBudget(now time.Time, n int) *shotd.Error {
+// queue. In cluster mode the failures the other nodes reported (p) count too; their renders
+// under way do not.
+func (a *accountActor) failureBudget(now time.Time, n int, p shotd.PeerCounts) *shotd.Error {
 	budget := a.plan.FailuresPerDay
 	if budget <= 0 {
 		return nil
 	}
-	failed := a.failuresDay.count(now)
+	failed := a.failuresDay.count(now) + p.FailuresDay
 	pending := a.reserved + a.uploads
 	if failed+pending+n <= budget {
 		return nil
@@ -349,7 +352,7 @@ func (a *accountActor) failureBudget(now time.Time, n int) *shotd.Error {
 	default:
 		e = shotd.Errorf(shotd.CodeFailureLimit, "%d renders failed in the last 24 hours and %d are under way; the plan allows %d failures a day", failed, pending, budget)
 	}
-	e.RetryAfter = a.failuresDay.retryAfter(now)
+	e.RetryAfter = a.failuresDay.retryAfterWith(now, p.FailuresDay, p.FailuresDayReset)
 	if failed+n <= budget {
 		e.RetryAfter = 5 // room comes back as the renders under way end
 	}
@@ -360,6 +363,14 @@ func rateLimited(retryAfter int) *shotd.Error {
 	e := shotd.Errorf(shotd.CodeRateLimited, "too many requests in the last minute")
 	e.RetryAfter = retryAfter
 	return e
+}
+
+// count adds a request to window w, and tells the tally in cluster mode.
+func (a *accountActor) count(w *window, k shotd.Window, now time.Time) {
+	w.add(now)
+	if a.tally != nil {
+		a.tally.Count(a.acc.ID, k, now)
+	}
 }
 
 // settle bills or counts the outcome; the reservation was already released by the caller.
@@ -380,8 +391,12 @@ func (a *accountActor) settle(ctx actor.Context, o shotd.Outcome) {
 	case shotd.OutcomeFailed:
 		d.Failed = 1
 		a.failed++
-		a.failures.add(a.now())
-		a.failuresDay.add(a.now())
+		now := a.now()
+		a.failures.add(now)
+		a.failuresDay.add(now)
+		if a.tally != nil {
+			a.tally.Count(a.acc.ID, shotd.WindowFailures, now)
+		}
 	case shotd.OutcomeCacheHit:
 		d.CacheHits = 1
 		a.cacheHits++
@@ -487,8 +502,14 @@ func (w *window) resetAt(now time.Time) time.Time {
 	return w.times[0].Add(w.width())
 }
 
-// retryAfter is the whole seconds until one more event fits.
-func (w *window) retryAfter(now time.Time) int {
-	d := w.resetAt(now).Sub(now)
+// retryAfterWith is the whole seconds until one more event fits, with peers more events counted
+// elsewhere (other nodes'), the oldest of which leaves the window at peerReset: room comes when
+// the first of either leaves.
+func (w *window) retryAfterWith(now time.Time, peers int, peerReset time.Time) int {
+	at := w.resetAt(now)
+	if peers > 0 && !peerReset.IsZero() && (len(w.times) == 0 || peerReset.Before(at)) {
+		at = peerReset
+	}
+	d := at.Sub(now)
 	return max(int((d+time.Second-1)/time.Second), 1)
 }

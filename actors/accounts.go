@@ -26,6 +26,7 @@ type accountRouter struct {
 	log      zerolog.Logger
 	idle     time.Duration
 	now      func() time.Time
+	tally    Tally
 	children map[string]*accountChild
 	alive    int        // account actors not yet terminated, passivated ones included
 	closer   *actor.PID // set by closeAccounts: answered once every account actor has stopped
@@ -79,9 +80,9 @@ func (r *accountRouter) forward(ctx actor.Context, acc shotd.Account) {
 	}
 	c, ok := r.children[acc.ID]
 	if !ok {
-		st, now, idle, log := r.store, r.now, r.idle, r.log
+		st, now, idle, log, tally := r.store, r.now, r.idle, r.log, r.tally
 		c = &accountChild{pid: ctx.Spawn(childProps(func() actor.Actor {
-			return &accountActor{acc: acc, store: st, now: now, idle: idle, log: log, failuresDay: window{span: failureDaySpan}}
+			return &accountActor{acc: acc, store: st, now: now, idle: idle, log: log, tally: tally, failuresDay: window{span: failureDaySpan}}
 		}))}
 		r.children[acc.ID] = c
 		r.alive++
@@ -106,6 +107,15 @@ type AccountsConfig struct {
 	Idle    time.Duration // passivate an account actor idle this long; default 10 minutes
 	Timeout time.Duration // an answer slower than this is service_unavailable; default 2 s
 	Now     func() time.Time
+	// Tally, in cluster mode, hears of every request and failure the account actors count, to
+	// tell the other nodes (cluster.Rates). nil on a single node.
+	Tally Tally
+}
+
+// Tally hears of each event an account actor counts in one of its windows. It is called from
+// the actor's mailbox: it must not block.
+type Tally interface {
+	Count(accountID string, w shotd.Window, at time.Time)
 }
 
 // Accounts is the admission front of the account actors, for httpd and the job actor.
@@ -131,7 +141,7 @@ func StartAccounts(sys *actor.ActorSystem, cfg AccountsConfig) (*Accounts, error
 		cfg.Now = time.Now
 	}
 	pid, err := sys.Root.SpawnNamed(topProps(func() actor.Actor {
-		return &accountRouter{store: cfg.Store, log: cfg.Log, idle: cfg.Idle, now: cfg.Now}
+		return &accountRouter{store: cfg.Store, log: cfg.Log, idle: cfg.Idle, now: cfg.Now, tally: cfg.Tally}
 	}), "accounts")
 	if err != nil {
 		return nil, err

@@ -31,6 +31,11 @@
 // Every record and work message carries a version; a record of an unknown version is refused with a log line,
 // never a crash, so nodes of two versions can run side by side during a rolling restart.
 //
+// Rates shares each account's rate and failure counts: every node publishes its own every
+// half second over core NATS (no stream) and keeps the others' last reports, which Gate adds to
+// an admission, so the per-minute and per-day limits are the account's, not each node's, without
+// a round trip on the request path.
+//
 // Gate wraps the single node's admission (the account actors) with the ledger, so that the actors
 // keep their in-memory path unchanged and the cluster adds only the shared, exact part.
 package cluster

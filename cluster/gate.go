@@ -26,11 +26,14 @@ type Admitter interface {
 // released at once from the node's actor. Settle bills or drops the ledger reservation before
 // the actor's.
 //
-// The per-minute rate and the failure limits stay per node: with N nodes behind a balancer an
-// account may get up to N times its rate, and N times its failure budget, in the worst case.
+// The per-minute rate, the status allowance and the failure limits are the node's actor's, with
+// what the other nodes reported counting for the account added (Rates, gossiped every half
+// second): no round trip at admission, and an account passes its limit by at most what the other
+// nodes admit in one report's time. Without Rates they are each node's alone.
 type Gate struct {
 	inner   Admitter
 	ledger  *Ledger
+	rates   *Rates
 	timeout time.Duration
 	now     func() time.Time
 	log     zerolog.Logger
@@ -47,6 +50,9 @@ type GateConfig struct {
 	Timeout time.Duration
 	Now     func() time.Time
 	Log     zerolog.Logger
+	// Rates shares the rate and failure counts with the other nodes; nil: each node counts its
+	// own only.
+	Rates *Rates
 }
 
 // NewGate wraps inner with the ledger.
@@ -57,7 +63,7 @@ func NewGate(inner Admitter, ledger *Ledger, cfg GateConfig) *Gate {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Gate{inner: inner, ledger: ledger, timeout: cfg.Timeout, now: cfg.Now, log: cfg.Log, holds: map[uint64]Hold{}}
+	return &Gate{inner: inner, ledger: ledger, rates: cfg.Rates, timeout: cfg.Timeout, now: cfg.Now, log: cfg.Log, holds: map[uint64]Hold{}}
 }
 
 func (g *Gate) key(acc shotd.Account) (string, time.Time) {
@@ -70,6 +76,9 @@ func (g *Gate) key(acc shotd.Account) (string, time.Time) {
 // quota is reserved in the ledger by Jobs.Submit, all of them or none, and each job's render
 // claims a concurrency slot of the account's across the cluster when it starts.
 func (g *Gate) Admit(req shotd.Admission) (*shotd.AdmitResult, shotd.LimitsSnapshot, error) {
+	if g.rates != nil {
+		req.Peers = g.rates.Peers(req.Account.ID)
+	}
 	res, lim, err := g.inner.Admit(req)
 	if err == nil && req.Kind == shotd.AdmitJobs {
 		g.inner.ReleaseJobs(req.Account.ID, max(req.Jobs, 1))
@@ -144,6 +153,9 @@ func (g *Gate) Settle(accountID string, ticket uint64, o shotd.Outcome) (shotd.L
 		no = shotd.OutcomeReleased
 	}
 	lim, err := g.inner.Settle(accountID, ticket, no)
+	if g.rates != nil {
+		lim = g.rates.Peers(accountID).Apply(lim, false)
+	}
 	if ok && lerr == nil {
 		lim.QuotaRemaining = max(h.Quota-st.Billed-st.Reservations, 0)
 		lim.ConcurrencyRemaining = max(lim.ConcurrencyLimit-st.Slots, 0)

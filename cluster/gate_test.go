@@ -21,27 +21,53 @@ type gateNode struct {
 	st    *store.Store
 	inner *actors.Accounts
 	gate  *Gate
+	rates *Rates // nil unless started with startRatedGateNode
 }
 
 // startGateNode starts a node's admission on n's ledger; with n nil, the single node's alone
 // (gate nil).
 func startGateNode(t testing.TB, n *Node, name string) *gateNode {
 	t.Helper()
+	return startGateNodeWith(t, n, name, nil)
+}
+
+// startRatedGateNode is startGateNode with the rate and failure counts shared with the other
+// nodes (Rates on n, tuned by cfg).
+func startRatedGateNode(t testing.TB, n *Node, name string, cfg RatesConfig) *gateNode {
+	t.Helper()
+	r, err := StartRates(n, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = r.Close(ctx)
+	})
+	return startGateNodeWith(t, n, name, r)
+}
+
+func startGateNodeWith(t testing.TB, n *Node, name string, rates *Rates) *gateNode {
+	t.Helper()
 	st, err := store.Open(t.TempDir(), zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
 	sys := actors.NewSystem(zerolog.Nop())
-	acc, err := actors.StartAccounts(sys, actors.AccountsConfig{Store: st})
+	cfg := actors.AccountsConfig{Store: st}
+	if rates != nil {
+		cfg.Tally = rates
+	}
+	acc, err := actors.StartAccounts(sys, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	g := &gateNode{st: st, inner: acc}
+	g := &gateNode{st: st, inner: acc, rates: rates}
 	var l *Ledger
 	if n != nil {
 		l = NewLedger(n.Ledger, name, LedgerConfig{Log: log})
-		g.gate = NewGate(acc, l, GateConfig{Log: log})
+		g.gate = NewGate(acc, l, GateConfig{Log: log, Rates: rates})
 	}
 	t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -71,6 +71,7 @@ type JobsConfig struct {
 	SlotRetry    time.Duration
 	revokeSettle time.Duration                               // tests: DeleteAccount's wait between its reads of the jobs
 	Ended        func(shotd.Job)                             // hears every job whose end this node recorded
+	Failed       func(accountID string)                      // hears every render of a job that failed by the page's fault (Rates.CountJobFailure)
 	Attempted    func(string)                                // hears every webhook attempt: delivered, retry, failed
 	onRead       func(key string)                            // tests: hears every read of a job or batch record
 	preClaim     func(id string)                             // tests: runs before a job's render claims its reservation
@@ -410,6 +411,9 @@ func (j *Jobs) runJob(id string) error {
 		return ctx.Err()
 	}
 	if err != nil {
+		if outcome == shotd.OutcomeFailed && j.cfg.Failed != nil {
+			j.cfg.Failed(r.Job.AccountID) // against the account's failure limits, as on a single node
+		}
 		return j.fail(ctx, r, j.node, starts, err)
 	}
 	if outcome == shotd.OutcomeCacheHit { // served from the cache: not billed, as a sync hit

@@ -29,6 +29,7 @@ type clustered struct {
 	book    *cluster.Book
 	ledger  *cluster.Ledger
 	gate    *cluster.Gate
+	rates   *cluster.Rates // the rate and failure counts shared with the other nodes
 	files   *cluster.Files
 	jobs    *cluster.Jobs    // nil until startJobs
 	sweeper *cluster.Sweeper // nil until startSweeper
@@ -60,8 +61,14 @@ func startCluster(ctx context.Context, cfg *config.Config, store cluster.LocalFi
 		_ = node.Close(context.Background())
 		return nil, err
 	}
+	rates, err := cluster.StartRates(node, cluster.RatesConfig{Log: log})
+	if err != nil {
+		book.Close()
+		_ = node.Close(context.Background())
+		return nil, err
+	}
 	return &clustered{node: node, book: book, ledger: cluster.NewLedger(node.Ledger, c.NodeName, cluster.LedgerConfig{Log: log}),
-		files: cluster.NewFiles(store, node, log)}, nil
+		rates: rates, files: cluster.NewFiles(store, node, log)}, nil
 }
 
 // startJobs starts the cluster's job queue, which takes jobs while this node has free render
@@ -94,7 +101,7 @@ func (c *clustered) startJobs(s *Service, retryDelays []time.Duration, log zerol
 	c.jobs, err = cluster.OpenJobs(ctx, c.node, cluster.JobsConfig{Ledger: c.ledger, Sender: sender, RetryDelays: retryDelays, Secrets: sealer,
 		Renderer: actors.JobRenderer{Files: c.files, Render: s.jobRender, Uploader: s.storage.jobs, FileTTL: cfg.Storage.FileTTL(), RenderGrace: cfg.Browser.RenderDeadlineGrace(),
 			BusyRetry: 10 * time.Minute, MaxOutputBytes: cfg.Limits.MaxOutputBytes},
-		Capacity: cfg.Browser.PoolSize * slots, Free: free, Ended: s.renders.AddJob, Attempted: s.metrics.WebhookAttempted,
+		Capacity: cfg.Browser.PoolSize * slots, Free: free, Ended: s.renders.AddJob, Failed: c.rates.CountJobFailure, Attempted: s.metrics.WebhookAttempted,
 		Log: log.With().Str("component", "cluster-jobs").Logger()})
 	return err
 }
@@ -120,7 +127,7 @@ func (k bookKeys) Key(accessKey string) (shotd.Key, error) {
 
 // wrap puts the ledger in front of the node's own admission.
 func (c *clustered) wrap(a *actors.Accounts, log zerolog.Logger) httpd.Gate {
-	c.gate = cluster.NewGate(a, c.ledger, cluster.GateConfig{Log: log.With().Str("component", "cluster").Logger()})
+	c.gate = cluster.NewGate(a, c.ledger, cluster.GateConfig{Rates: c.rates, Log: log.With().Str("component", "cluster").Logger()})
 	return c.gate
 }
 
@@ -138,6 +145,9 @@ func (c *clustered) close(ctx context.Context, log zerolog.Logger) {
 	}
 	if err := c.ledger.Close(ctx); err != nil {
 		log.Warn().Err(err).Msg("cluster ledger")
+	}
+	if err := c.rates.Close(ctx); err != nil {
+		log.Warn().Err(err).Msg("cluster rates")
 	}
 	c.book.Close()
 	if err := c.node.Close(ctx); err != nil {

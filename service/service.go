@@ -291,10 +291,12 @@ func (s *Service) startActors(retryDelays []time.Duration) error {
 	cfg, log := s.cfg, s.log
 	var err error
 	var usage actors.UsageStore = s.store
+	var tally actors.Tally // nil on a single node (not a nil *cluster.Rates)
 	if s.cluster != nil {
 		usage = cluster.UsageStore{Book: s.cluster.book}
+		tally = s.cluster.rates
 	}
-	if s.accounts, err = actors.StartAccounts(s.sys, actors.AccountsConfig{Store: usage,
+	if s.accounts, err = actors.StartAccounts(s.sys, actors.AccountsConfig{Store: usage, Tally: tally,
 		Log: log.With().Str("component", "accounts").Logger()}); err != nil {
 		return err
 	}

@@ -137,7 +137,13 @@ status_requests_per_minute = 100000
 concurrency = %d
 queue_limit = 100
 failures_per_minute = 10000
-`, s3.Endpoint(), s3test.AccessKey, s3test.SecretKey, i+1, routes[i], peers, l.quota, l.concurrency)
+
+[plans.rated]
+monthly_quota = 100
+requests_per_minute = 100000
+status_requests_per_minute = %d
+concurrency = 1
+`, s3.Endpoint(), s3test.AccessKey, s3test.SecretKey, i+1, routes[i], peers, l.quota, l.concurrency, ratedAllowance)
 		r, err := chaos.NewRoot(extra)
 		if err != nil {
 			t.Fatal(err)
@@ -204,6 +210,10 @@ failures_per_minute = 10000
 		clients[i] = &chaos.Client{Base: s.Base, Key: key, HTTP: &http.Client{Timeout: 60 * time.Second}}
 	}
 	waitKey(t, ctx, clients[:n])
+
+	// An account of the plan "rated" gets its status allowance across the nodes.
+	keyR, _, _ := makeAccount(t, ctx, svcs[2].Admin, "rated")
+	checkStatusRateAcrossNodes(t, ctx, svcs[:n], keyR)
 
 	// Account B renders a JSON result through node 1; nodes 2 and 3 serve its file.
 	keyB, _, _ := makeAccount(t, ctx, svcs[1].Admin, "big")

@@ -1,0 +1,436 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/rs/zerolog"
+
+	"github.com/shotd/shotd"
+)
+
+// subjectRates carries the nodes' reports of their counts (core NATS: no stream, no storage).
+const subjectRates = "shotd.rates"
+
+const (
+	ratesVersion = 1
+	// ratesChunk bounds the accounts of one message: at most about 1,600 buckets each (a day of
+	// failures in every minute), well below the 1 MiB payload limit.
+	ratesChunk = 16
+	// ratesFullEvery: every this many intervals a node reports every account it counts, not only
+	// those that changed, so that a node that (re)joined learns the counts of quiet accounts.
+	ratesFullEvery = 10
+	minuteSpan     = time.Minute
+	daySpan        = 24 * time.Hour
+)
+
+// Rates shares the per-minute rate and failure counts of each account across the cluster, so
+// that an account spread over N nodes gets its plan's limits, not N times them. The node's
+// account actors tell it what they count (Count, actors.Tally); every interval it publishes, for
+// each account whose counts changed, its counts in time buckets (a second wide for the minute
+// windows, a minute wide for the day's failures), and at least an empty message, its heartbeat.
+// It keeps the last report of every other node, ages its buckets by its own clock, and drops a
+// node's reports once it has been silent for Silence. Peers sums them for an admission: reading
+// them is a map look-up under a lock, never a round trip.
+//
+// Each bucket travels as its age, so that nodes' clocks need not agree; a bucket counts as if all
+// its events came at its end, so an event leaves a peer's window up to one bucket width late
+// (errs on refusing). A report takes one interval (and the network) to arrive: in that time an
+// account can pass its limit by what the other nodes admit meanwhile.
+type Rates struct {
+	nc       *nats.Conn
+	node     string
+	interval time.Duration
+	silence  time.Duration
+	now      func() time.Time
+	log      zerolog.Logger
+	sub      *nats.Subscription
+
+	mu    sync.RWMutex      // Peers, on every admission, only reads
+	own   map[string]*tally // by account: what this node counted
+	jobs  map[string]*tally // by account: job failures of this node, which its actors do not count
+	dirty map[string]bool
+	peers map[string]*peerReports // by node name
+	ticks int
+	odd   map[string]bool // senders of reports of an unknown version, logged once each
+
+	stop      chan struct{}
+	wg        sync.WaitGroup
+	closeOnce sync.Once
+}
+
+// RatesConfig tunes Rates.
+type RatesConfig struct {
+	Interval time.Duration // between reports; default 500 ms
+	Silence  time.Duration // a node silent this long is dropped; default 3 s
+	Now      func() time.Time
+	Log      zerolog.Logger
+}
+
+// StartRates subscribes to the other nodes' reports and starts publishing this node's.
+func StartRates(n *Node, cfg RatesConfig) (*Rates, error) {
+	r := newRates(n.NodeName(), cfg)
+	r.nc = n.Conn()
+	sub, err := r.nc.Subscribe(subjectRates, r.receive)
+	if err != nil {
+		return nil, err
+	}
+	r.sub = sub
+	r.wg.Add(1)
+	go r.loop()
+	return r, nil
+}
+
+// newRates is a Rates of node, not yet connected.
+func newRates(node string, cfg RatesConfig) *Rates {
+	if cfg.Interval <= 0 {
+		cfg.Interval = 500 * time.Millisecond
+	}
+	if cfg.Silence <= 0 {
+		cfg.Silence = 3 * time.Second
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Rates{node: node, interval: cfg.Interval, silence: cfg.Silence, now: cfg.Now,
+		log: cfg.Log, own: map[string]*tally{}, jobs: map[string]*tally{}, dirty: map[string]bool{},
+		peers: map[string]*peerReports{}, odd: map[string]bool{}, stop: make(chan struct{})}
+}
+
+// Close stops publishing and listening.
+func (r *Rates) Close(ctx context.Context) error {
+	r.closeOnce.Do(func() {
+		close(r.stop)
+		_ = r.sub.Unsubscribe()
+	})
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Count records an event this node's account actor counted (actors.Tally): it must not block,
+// and takes a lock held only for map updates.
+func (r *Rates) Count(accountID string, w shotd.Window, at time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tallyOf(r.own, accountID).add(w, at)
+	r.dirty[accountID] = true
+}
+
+// CountJobFailure records the failure of a job this node rendered. The account actors never see
+// a cluster job, so the failure is added to this node's own admissions here, and reported to
+// the others with the rest.
+func (r *Rates) CountJobFailure(accountID string) {
+	at := r.now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.tallyOf(r.own, accountID).add(shotd.WindowFailures, at)
+	r.tallyOf(r.jobs, accountID).add(shotd.WindowFailures, at)
+	r.dirty[accountID] = true
+}
+
+func (r *Rates) tallyOf(m map[string]*tally, accountID string) *tally {
+	t := m[accountID]
+	if t == nil {
+		t = &tally{}
+		m[accountID] = t
+	}
+	return t
+}
+
+// Peers is what the other nodes reported counting for the account, with this node's job
+// failures, as they stand now.
+func (r *Rates) Peers(accountID string) shotd.PeerCounts {
+	now := r.now()
+	var p shotd.PeerCounts
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if t := r.jobs[accountID]; t != nil {
+		t.sum(&p, now)
+	}
+	for _, pr := range r.peers {
+		if now.Sub(pr.heard) >= r.silence {
+			continue // dropped at the next tick
+		}
+		if t := pr.accounts[accountID]; t != nil {
+			t.sum(&p, now)
+		}
+	}
+	return p
+}
+
+func (r *Rates) loop() {
+	defer r.wg.Done()
+	t := time.NewTicker(r.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-r.stop:
+			return
+		case <-t.C:
+			r.publish()
+		}
+	}
+}
+
+// publish sends the counts of the accounts that changed (all of them every ratesFullEvery
+// intervals), at least one message, and forgets what has left every window.
+func (r *Rates) publish() {
+	now := r.now()
+	msgs := r.reports(now)
+	for _, m := range msgs {
+		data, err := json.Marshal(m)
+		if err == nil {
+			err = r.nc.Publish(subjectRates, data)
+		}
+		if err != nil {
+			r.log.Warn().Err(err).Msg("cluster rates report not sent")
+			return
+		}
+	}
+}
+
+// reports builds this interval's messages and prunes what has aged out.
+func (r *Rates) reports(now time.Time) []ratesMessage {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ticks++
+	full := r.ticks%ratesFullEvery == 0
+	msgs := []ratesMessage{{V: ratesVersion, Node: r.node}}
+	for id, t := range r.own {
+		empty := t.prune(now)
+		if !full && !r.dirty[id] {
+			if empty {
+				delete(r.own, id)
+			}
+			continue
+		}
+		last := &msgs[len(msgs)-1]
+		if len(last.Accounts) >= ratesChunk {
+			msgs = append(msgs, ratesMessage{V: ratesVersion, Node: r.node})
+			last = &msgs[len(msgs)-1]
+		}
+		if last.Accounts == nil {
+			last.Accounts = map[string]accountRates{}
+		}
+		last.Accounts[id] = t.wire(now) // an empty report tells the others it aged out
+		if empty {
+			delete(r.own, id)
+		}
+	}
+	clear(r.dirty)
+	for id, t := range r.jobs {
+		if t.prune(now) {
+			delete(r.jobs, id)
+		}
+	}
+	for node, pr := range r.peers {
+		if now.Sub(pr.heard) >= r.silence {
+			delete(r.peers, node)
+			continue
+		}
+		for id, t := range pr.accounts {
+			if t.prune(now) {
+				delete(pr.accounts, id)
+			}
+		}
+	}
+	return msgs
+}
+
+// receive keeps another node's report.
+func (r *Rates) receive(msg *nats.Msg) {
+	var m ratesMessage
+	if err := json.Unmarshal(msg.Data, &m); err != nil || m.V != ratesVersion {
+		// A node of another version, in a rolling restart, reports every interval: say it once.
+		r.mu.Lock()
+		first := !r.odd[m.Node]
+		r.odd[m.Node] = true
+		r.mu.Unlock()
+		if first {
+			r.log.Warn().Err(err).Int("v", m.V).Str("from", m.Node).Msg("cluster rates reports unreadable or of an unknown version ignored")
+		}
+		return
+	}
+	if m.Node == r.node || m.Node == "" {
+		return
+	}
+	r.merge(m, r.now())
+}
+
+// merge keeps m, received at now: each account it names replaces that node's last report of it.
+func (r *Rates) merge(m ratesMessage, now time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	pr := r.peers[m.Node]
+	if pr == nil {
+		pr = &peerReports{accounts: map[string]*tally{}}
+		r.peers[m.Node] = pr
+	}
+	pr.heard = now
+	for id, a := range m.Accounts {
+		t := a.tally(now)
+		if t.prune(now) {
+			delete(pr.accounts, id)
+			continue
+		}
+		pr.accounts[id] = t
+	}
+}
+
+// peerReports is the last report of one node.
+type peerReports struct {
+	heard    time.Time
+	accounts map[string]*tally
+}
+
+// tally is one account's counts: requests, status requests and failures in buckets a second
+// wide (kept for a minute), failures also in buckets a minute wide (kept for a day).
+type tally struct {
+	requests, status, failures, failuresDay buckets
+}
+
+func (t *tally) add(w shotd.Window, at time.Time) {
+	switch w {
+	case shotd.WindowRequests:
+		t.requests.add(at, time.Second)
+	case shotd.WindowStatus:
+		t.status.add(at, time.Second)
+	case shotd.WindowFailures:
+		t.failures.add(at, time.Second)
+		t.failuresDay.add(at, time.Minute)
+	}
+}
+
+// prune drops the buckets out of their windows and reports whether nothing is left.
+func (t *tally) prune(now time.Time) bool {
+	t.requests.prune(now, minuteSpan)
+	t.status.prune(now, minuteSpan)
+	t.failures.prune(now, minuteSpan)
+	t.failuresDay.prune(now, daySpan)
+	return len(t.requests)+len(t.status)+len(t.failures)+len(t.failuresDay) == 0
+}
+
+// sum adds the counts in their windows at now to p, and moves p's resets to the earliest.
+func (t *tally) sum(p *shotd.PeerCounts, now time.Time) {
+	add := func(b buckets, span time.Duration, n *int, reset *time.Time) {
+		c, first := b.count(now, span)
+		if c == 0 {
+			return
+		}
+		*n += c
+		if at := first.Add(span); reset.IsZero() || at.Before(*reset) {
+			*reset = at
+		}
+	}
+	add(t.requests, minuteSpan, &p.Requests, &p.RequestsReset)
+	add(t.status, minuteSpan, &p.StatusRequests, &p.StatusReset)
+	add(t.failures, minuteSpan, &p.Failures, &p.FailuresReset)
+	add(t.failuresDay, daySpan, &p.FailuresDay, &p.FailuresDayReset)
+}
+
+func (t *tally) wire(now time.Time) accountRates {
+	return accountRates{Requests: t.requests.wire(now), Status: t.status.wire(now),
+		Failures: t.failures.wire(now), FailuresDay: t.failuresDay.wire(now)}
+}
+
+// bucket counts n events that came before end (and after end less the bucket's width).
+type bucket struct {
+	end time.Time
+	n   int
+}
+
+// buckets are in order of their ends.
+type buckets []bucket
+
+func (b *buckets) add(at time.Time, width time.Duration) {
+	end := at.Truncate(width).Add(width)
+	if l := len(*b); l > 0 && !end.After((*b)[l-1].end) {
+		(*b)[l-1].n++ // an event a little out of order joins the newest bucket
+		return
+	}
+	*b = append(*b, bucket{end: end, n: 1})
+}
+
+// prune drops the buckets whose every event has left a window of span.
+func (b *buckets) prune(now time.Time, span time.Duration) {
+	i := 0
+	for i < len(*b) && now.Sub((*b)[i].end) >= span {
+		i++
+	}
+	if i > 0 {
+		*b = append((*b)[:0], (*b)[i:]...)
+	}
+}
+
+// count sums the events in a window of span at now, and gives the end of the oldest bucket.
+func (b buckets) count(now time.Time, span time.Duration) (int, time.Time) {
+	n := 0
+	var first time.Time
+	for _, k := range b {
+		if now.Sub(k.end) >= span {
+			continue
+		}
+		if n == 0 {
+			first = k.end
+		}
+		n += k.n
+	}
+	return n, first
+}
+
+func (b buckets) wire(now time.Time) []wireBucket {
+	if len(b) == 0 {
+		return nil
+	}
+	w := make([]wireBucket, len(b))
+	for i, k := range b {
+		w[i] = wireBucket{now.Sub(k.end).Milliseconds(), int64(k.n)}
+	}
+	return w
+}
+
+// ratesMessage is one node's report: the counts of the accounts it names (each replacing that
+// node's previous report of the account), or none, a heartbeat.
+type ratesMessage struct {
+	V        int                     `json:"v"`
+	Node     string                  `json:"node"`
+	Accounts map[string]accountRates `json:"accounts,omitempty"`
+}
+
+// accountRates is one account's buckets on the wire.
+type accountRates struct {
+	Requests    []wireBucket `json:"r,omitempty"`
+	Status      []wireBucket `json:"s,omitempty"`
+	Failures    []wireBucket `json:"f,omitempty"` // a second wide, the last minute
+	FailuresDay []wireBucket `json:"d,omitempty"` // a minute wide, the last day
+}
+
+// wireBucket is a bucket as [age of its end in milliseconds when sent (negative: it ends
+// later), count]: ages rather than times, so that the nodes' clocks need not agree.
+type wireBucket [2]int64
+
+// tally turns a report received at now into buckets on this node's clock. Buckets out of order
+// or with no positive count are dropped.
+func (a accountRates) tally(now time.Time) *tally {
+	conv := func(w []wireBucket) buckets {
+		var b buckets
+		for _, k := range w {
+			end := now.Add(-time.Duration(k[0]) * time.Millisecond)
+			if k[1] <= 0 || (len(b) > 0 && !end.After(b[len(b)-1].end)) {
+				continue
+			}
+			b = append(b, bucket{end: end, n: int(min(k[1], 1<<31-1))})
+		}
+		return b
+	}
+	return &tally{requests: conv(a.Requests), status: conv(a.Status), failures: conv(a.Failures), failuresDay: conv(a.FailuresDay)}
+}
