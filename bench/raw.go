@@ -25,10 +25,10 @@ const (
 
 // rawLoop is the floor the service is measured against: ONE target, reused n times for
 // navigate, wait for load, capture (kind), with none of a render's isolation, checks or options,
-// pausing gap after each (spread over a frame: pause). With clean, each capture is followed by the cheapest cleaning known to
-// pass the service's isolation tests (rawClean), outside the iteration's duration as the
-// service's wipe is outside its answer, but inside the loop's wall time. It returns the duration
-// of each iteration, cleanings and pauses left out.
+// pausing gap after each (spread over a frame: pause). With clean, each capture is followed by
+// the cheapest cleaning known to pass the service's isolation tests (rawClean), outside the
+// iteration's duration as the service's wipe is outside its answer, but inside the loop's wall
+// time. It returns the duration of each iteration, cleanings and pauses left out.
 func rawLoop(ctx context.Context, p *cdpclient.Process, url, kind string, n int, gap time.Duration, clean bool) ([]time.Duration, error) {
 	t, err := p.OpenTarget(ctx)
 	if err != nil {

@@ -290,7 +290,8 @@ func (r *render) elementBox(ctx context.Context, sel string) (*area, error) {
 // document), only the browser's own lazy loading reacts to it: without lazy images or frames (a
 // frame's scripts are not looked at) the page is not scrolled at all; with lazy images only, the
 // steps are reachPx (lazyReach) longer than the viewport, as Chrome starts loading a lazy image
-// that far from it and farther. Under disable_javascript no script of the page runs, and nothing is seen.
+// that far from it and farther. Under disable_javascript no script of the page runs, and nothing
+// is watched.
 const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, skippable, reachPx, watchKey) => {
 	const t0 = performance.now();
 	const sleep = ms => new Promise(res => setTimeout(res, ms));
@@ -299,14 +300,17 @@ const scrollPageJS = `async (maxH, budget, settleMs, imgMs, stepPx, delayMs, ski
 	const height = () => Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0);
 	let step = stepPx > 0 ? stepPx : Math.max(innerHeight, 100);
 	let y = 0;
-	const marked = () => {
+	// Only the watch's own answer, false, says nothing watches: a page that replaced observe by
+	// something that does not pass the answer on is scrolled as if watched.
+	const watched = () => {
+		if (!watchKey) return false; // no watch: no script of the page runs (disable_javascript)
 		try {
-			return IntersectionObserver.prototype.observe.call(null, watchKey) === true;
+			return IntersectionObserver.prototype.observe.call(null, watchKey) !== false;
 		} catch (e) {
-			return false; // no watch of ours (native observe refuses a null this)
+			return true;
 		}
 	};
-	if (skippable && onscroll === null && document.onscroll === null && !marked() && !document.querySelector('iframe, frame')) {
+	if (skippable && onscroll === null && document.onscroll === null && !watched() && !document.querySelector('iframe, frame')) {
 		if (document.querySelector('img[loading=lazy i]')) step += reachPx;
 		else y = Infinity; // nothing to scroll for
 	}

@@ -341,13 +341,30 @@ func TestFullPageScrollLazyImages(t *testing.T) {
 // bar at its top once it has seen the page scrolled.
 func TestFullPageScrollSkipped(t *testing.T) {
 	t.Parallel()
-	o := htmlOpts(`<!doctype html><body style="margin:0;background:#fff"><div id=bar style="height:10px;background:#fff"></div>
-<div style="height:5000px"></div><script>
-const poll = () => { if (scrollY > 0) bar.style.background = '#000'; else requestAnimationFrame(poll); };
-requestAnimationFrame(poll);
-</script></body>`)
-	img := scrolledFullPage(t, o, 5010)
+	img := scrolledFullPage(t, htmlOpts(scrollPollPage("")), 5010)
 	if got := rgbAt(img, 200, 5); got != white {
 		t.Errorf("the bar is %v: the page was scrolled", got)
 	}
+}
+
+// TestFullPageScrollObserveReplaced: a page that replaced IntersectionObserver's observe by a
+// function that does not pass on what it returns gives the scroll no answer from the watch; it
+// is scrolled as a page that watches would be (the bar turns black), not skipped.
+func TestFullPageScrollObserveReplaced(t *testing.T) {
+	t.Parallel()
+	img := scrolledFullPage(t, htmlOpts(scrollPollPage(`const orig = IntersectionObserver.prototype.observe;
+IntersectionObserver.prototype.observe = function (el) { orig.call(this, el); };`)), 5010)
+	if got := rgbAt(img, 200, 5); got != black {
+		t.Errorf("the bar is %v, want black: the page was not scrolled", got)
+	}
+}
+
+// scrollPollPage is a page 5,010 px tall that polls scrollY on every animation frame and paints
+// the bar at its top black once it has seen the page scrolled; script runs first.
+func scrollPollPage(script string) string {
+	return `<!doctype html><body style="margin:0;background:#fff"><div id=bar style="height:10px;background:#fff"></div>
+<div style="height:5000px"></div><script>` + script + `
+const poll = () => { if (scrollY > 0) bar.style.background = '#000'; else requestAnimationFrame(poll); };
+requestAnimationFrame(poll);
+</script></body>`
 }
