@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -27,16 +28,45 @@ const settleTime = time.Second
 type cpuUse struct{ chrome, self time.Duration }
 
 // measureCPU returns the CPU time that the process groups led by pids() and this process spend
-// during f and the settleTime after it.
+// during f and the settleTime after it. The service replaces a Chrome every
+// browser.recycle_after renders: a group that ends during f is counted up to its last sample
+// (cpuSample apart), and one that starts during it from its start.
 func measureCPU(pids func() []int, f func() error) (cpuUse, error) {
-	leaders := pids()
-	chrome, self := groupCPU(leaders), selfCPU()
-	if err := f(); err != nil {
+	first := groupsCPU(pids())
+	last := maps.Clone(first)
+	stop, sampled := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(sampled)
+		tick := time.NewTicker(cpuSample)
+		defer tick.Stop()
+		for {
+			maps.Copy(last, groupsCPU(pids()))
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	self := selfCPU()
+	err := f()
+	if err == nil {
+		time.Sleep(settleTime)
+	}
+	close(stop)
+	<-sampled
+	if err != nil {
 		return cpuUse{}, err
 	}
-	time.Sleep(settleTime)
-	return cpuUse{chrome: groupCPU(leaders) - chrome, self: selfCPU() - self}, nil
+	var chrome time.Duration
+	for pgid, cpu := range last {
+		chrome += cpu - first[pgid] // a group started meanwhile: from zero
+	}
+	return cpuUse{chrome: chrome, self: selfCPU() - self}, nil
 }
+
+// cpuSample is how often measureCPU reads the groups' CPU while it measures.
+const cpuSample = 250 * time.Millisecond
 
 // selfCPU is the user and system time of this process.
 func selfCPU() time.Duration {
@@ -47,15 +77,15 @@ func selfCPU() time.Duration {
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
-// groupCPU sums the CPU time of every process in the groups led by leaders, with that of the
-// children they reaped (Chrome's zygote reaps its renderers). Each Chrome of shotd leads a
-// process group of its own.
-func groupCPU(leaders []int) time.Duration {
-	var sum time.Duration
+// groupsCPU is the CPU time of every process group led by leaders (each Chrome of shotd leads
+// one), by leader: its processes' and that of the children they reaped (Chrome's zygote reaps
+// its renderers). A group with no process left is not in it.
+func groupsCPU(leaders []int) map[int]time.Duration {
+	sums := make(map[int]time.Duration, len(leaders))
 	for _, st := range proc.All() {
 		if slices.Contains(leaders, st.PGID) {
-			sum += st.CPU
+			sums[st.PGID] += st.CPU
 		}
 	}
-	return sum
+	return sums
 }
