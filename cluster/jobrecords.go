@@ -3,9 +3,12 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nats-io/nats.go/jetstream"
@@ -68,6 +71,7 @@ type jobRecord struct {
 	// Requeued: the sweeper queued the job's message again, the job having waited past a grace
 	// without starting (its node may have died between its record and its message).
 	Requeued bool `json:"requeued,omitempty"`
+	Writes
 }
 
 func (r *jobRecord) encode() ([]byte, error) {
@@ -91,6 +95,7 @@ type batchRecord struct {
 	Ended int `json:"ended,omitempty"`
 	// HookQueued: the message of the batch's webhook is in the work stream (as a job's).
 	HookQueued bool `json:"hook_queued,omitempty"`
+	Writes
 }
 
 func (r *batchRecord) encode() ([]byte, error) {
@@ -209,27 +214,68 @@ func (j *Jobs) retry(ctx context.Context, msg string) func(attempt int, err erro
 	}
 }
 
+// Writes names the last few changes written to a record (casRecord's), so that a change whose
+// write lost its answer can tell it landed even when other changes were written after it.
+type Writes struct {
+	IDs []string `json:"writes,omitempty"`
+}
+
+// keptWrites is how many change ids a record keeps: more than the writes that can come between
+// a lost answer and the read that follows it (the record's other writers, a few at once).
+const keptWrites = 8
+
+func (w *Writes) writes() *Writes { return w }
+
+// add names a change's write, forgetting the oldest beyond keptWrites.
+func (w *Writes) add(id string) {
+	w.IDs = append(w.IDs, id)
+	if n := len(w.IDs); n > keptWrites {
+		w.IDs = append([]string(nil), w.IDs[n-keptWrites:]...)
+	}
+}
+
+func (w *Writes) has(id string) bool { return slices.Contains(w.IDs, id) }
+
+type namedWrites interface{ writes() *Writes }
+
+// newWriteID names one change: random, so that no other node's or call's can be mistaken for it.
+func newWriteID() string {
+	var b [9]byte
+	_, _ = rand.Read(b[:])
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
 // casRecord is the compare-and-swap update of one record that Jobs and the ledger sweep share:
 // it reads the record (read: it, its revision and its bytes as stored), applies fn and writes it
 // over that revision (write: what it sent when the answer was lost, else nil). fn's error is
 // returned with nothing written (errUnchanged: nil and the record as it is). A failed try goes
 // to again, which answers nil to read and try once more, else the error to return. A write
-// whose answer was lost may have landed: when the record read again is the one it wrote, it
-// did, and fn is not applied twice (an increment, or a start that would read as another
-// delivery's).
+// whose answer was lost may have landed, and other writers may have changed the record since;
+// fn must not be applied twice (an increment, or a start that would read as another delivery's).
+// A record with Writes carries the change's id, found again when it landed; another's write
+// is found when the record read again is the one it wrote (its changes only set fields).
 func casRecord[R any](ctx context.Context, read func(context.Context) (R, uint64, []byte, error),
 	write func(context.Context, *R, uint64) ([]byte, error), fn func(*R) error, again func(attempt int, err error) error) (R, error) {
 	var sent []byte // the last write's record, whose answer did not come
+	id := ""
 	for attempt := 0; ; attempt++ {
 		r, rev, raw, err := read(ctx)
-		if err == nil && sent != nil && bytes.Equal(raw, sent) {
-			return r, nil
+		if err == nil && sent != nil {
+			if w, ok := any(&r).(namedWrites); ok && w.writes().has(id) || !ok && bytes.Equal(raw, sent) {
+				return r, nil
+			}
 		}
 		if err == nil {
 			if ferr := fn(&r); errors.Is(ferr, errUnchanged) {
 				return r, nil
 			} else if ferr != nil {
 				return r, ferr
+			}
+			if w, ok := any(&r).(namedWrites); ok {
+				if id == "" {
+					id = newWriteID()
+				}
+				w.writes().add(id)
 			}
 			if sent, err = write(ctx, &r, rev); err == nil {
 				return r, nil
