@@ -44,6 +44,11 @@ type Config struct {
 	// renderer, whose render fails with page_crashed. 0 or a nil Cgroups: no such bound.
 	MemoryLimitMB int
 	Cgroups       *cgroup.Parent
+	// Nice is how far below the service's own CPU priority this Chrome runs, in nice steps, with
+	// every process it starts and the ffmpeg of its videos: when renders fill the CPU the
+	// service's own work (accepting requests, health checks, cache hits, the egress routes the
+	// pages load through) still runs at once. 0: the service's priority.
+	Nice int
 	// User, when set, is the system user Chrome runs as (see User); the service must be root.
 	// nil: the service's own user.
 	User *User

@@ -33,8 +33,9 @@
 // reused; after Config.TabReuse renders it is replaced too. With IsolationContext every render gets a fresh
 // context and target, disposed after it. Making a tab costs Chrome's UI thread more than a render
 // of a small page, so tabs are made ahead (Config.Prewarm) and disposed off the response path,
-// while no render is loading its page; a Chrome that only cleans up runs at the lowest CPU
-// priority where the service may set it (priority.go). Windows the pages open are closed as they
+// while no render is loading its page. Chrome runs Config.Nice steps below the service's CPU
+// priority, so that renders filling the CPU leave the service's own work its turn; a Chrome that
+// only cleans up runs at the lowest priority where the service may set it (priority.go). Windows the pages open are closed as they
 // appear.
 //
 // A render runs in steps (render.go): emulate (viewport, touch, user agent, media type and

@@ -216,7 +216,7 @@ func fastPNG(img image.Image) ([]byte, error) {
 
 // stillSpec is how media encodes the render's still image.
 func (r *render) stillSpec() media.StillSpec {
-	return media.StillSpec{Format: r.format, Quality: r.quality(), TempDir: r.p.cfg.Dir}
+	return media.StillSpec{Format: r.format, Quality: r.quality(), TempDir: r.p.cfg.Dir, Nice: r.p.cfg.Nice}
 }
 
 // encodeStill has media encode the w x h PNG capture pngData as the render's format; it keeps

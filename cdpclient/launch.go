@@ -99,6 +99,11 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	if err != nil {
 		return fail(err, "cannot start the browser")
 	}
+	// As early as can be: what Chrome starts from now on inherits it.
+	nice, err := group.Lower(cfg.Nice)
+	if err != nil {
+		cfg.Log.Warn().Err(err).Int("nice", nice).Msg("cannot lower the browser's CPU priority")
+	}
 	// Chrome holds its ends now: EOF on ours comes when its whole group is gone.
 	stderrW.Close()
 	cmdR.Close()
@@ -127,7 +132,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		stderr:       stderrR,
 		stderrDone:   make(chan struct{}),
 		pipe:         newPipeConn(cmdW, ansR, func() { cancelLife(errBrowserStopped) }),
-		prio:         newPriority(group.PID()),
+		prio:         newPriority(group.PID(), nice),
 	}
 	p.wg.Add(2)
 	go p.reap()
@@ -141,6 +146,10 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 		return nil, err
 	}
 
+	// Again, for a process or thread that Chrome was making during the first call.
+	if _, err := group.Lower(cfg.Nice); err != nil {
+		p.log.Warn().Err(err).Msg("cannot lower the browser's CPU priority")
+	}
 	p.startPool()
 	p.log.Info().Str("user_data_dir", dir).Msg("chrome started")
 	return p, nil

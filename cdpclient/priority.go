@@ -3,10 +3,12 @@ package cdpclient
 import (
 	"sync"
 	"syscall"
+
+	"github.com/shotd/shotd/internal/proc"
 )
 
 // idleNice is the nice value of a Chrome that has no render in flight and only cleans up.
-const idleNice = 19
+const idleNice = proc.MaxNice
 
 // priority runs a Chrome's background work (a tab's wipe, a disposal, a pre-warmed tab) at the
 // lowest CPU priority while no render of its own is in flight, and gives the Chrome its priority
@@ -21,7 +23,7 @@ const idleNice = 19
 // or RLIMIT_NICE): without it nothing is lowered.
 type priority struct {
 	pgid int
-	base int  // the nice value Chrome started with
+	base int  // the nice value Chrome started with (Config.Nice below the service's)
 	ok   bool // nice values can be given back
 
 	mu      sync.Mutex
@@ -30,8 +32,8 @@ type priority struct {
 	lowered bool // the group runs at idleNice
 }
 
-func newPriority(pgid int) *priority {
-	base := ownNice()
+// newPriority is the priority of the group led by pgid, started at nice value base.
+func newPriority(pgid, base int) *priority {
 	return &priority{pgid: pgid, base: base, ok: base < idleNice && canRestoreNice(base)}
 }
 
@@ -84,15 +86,6 @@ func (pr *priority) backgroundEnds() {
 		pr.lowered = false
 		_ = syscall.Setpriority(syscall.PRIO_PGRP, pr.pgid, pr.base)
 	}
-}
-
-// ownNice is the nice value of the calling thread (the kernel's getpriority answers 20 - nice).
-func ownNice() int {
-	raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, 0)
-	if err != nil {
-		return 0
-	}
-	return 20 - raw
 }
 
 // rlimitNice is RLIMIT_NICE on Linux: a process may lower a nice value down to 20 - its value.

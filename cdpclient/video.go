@@ -132,6 +132,7 @@ func (r *render) record(ctx context.Context) error {
 		Format: r.format, FPS: v.fps, Duration: d, Width: w, Height: h,
 		MaxBytes: r.p.cfg.MaxOutputBytes,
 		TempDir:  r.p.cfg.Dir, // a dedicated Dir, emptied at start, also collects what a killed service left
+		Nice:     r.p.cfg.Nice,
 	}
 	allowance := recordAllowance(d)
 	recCtx, cancel := context.WithTimeoutCause(ctx, allowance, errRecordTimeout)

@@ -10,6 +10,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -20,9 +22,11 @@ import (
 	"github.com/gorilla/websocket"
 	"github.com/mafredri/cdp/protocol/browser"
 	"github.com/mafredri/cdp/protocol/page"
+	"github.com/rs/zerolog"
 
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/internal/proc"
+	"github.com/shotd/shotd/internal/testenv"
 )
 
 // stateSite serves the pages of the wipe tests on two origins of two sites: the page on
@@ -644,27 +648,22 @@ addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = 'sta
 // the lowest CPU priority, and has its priority back once the cleaning is done, so that the next
 // render does not wait for the setpriority call; the render runs at that priority.
 func TestWipeAtIdlePriority(t *testing.T) {
-	if !canRestoreNice(ownNice()) || ownNice() >= idleNice {
-		t.Skip("this process may not give a nice value back (not root, no RLIMIT_NICE)")
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", htmlPage(`<p>priority</p>`))
 	srv, _ := server(t, mux)
-	p := launchIsolated(t, 1, IsolationWipe)
-	poolFull(t, p)
-	// groupNice is the nice value of every process of the group, or -100 when they differ.
-	groupNice := func() int {
-		n := -100
-		for i, st := range proc.Members(p.PID()) {
-			raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, st.PID)
-			if err != nil || (i > 0 && 20-raw != n) {
-				return -100
-			}
-			n = 20 - raw
-		}
-		return n
+	// Below the service's priority, as the service runs it: the wipe's priority is given back
+	// to that, not to the service's.
+	p := launchConfig(t, Config{Path: testenv.Browser(), Isolation: IsolationWipe, Prewarm: 1, Nice: 2,
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
+	if !p.prio.ok {
+		t.Skip("this process may not give a nice value back (not root, no RLIMIT_NICE)")
 	}
-	base := ownNice()
+	poolFull(t, p)
+	groupNice := func() int { return groupNice(p.PID(), false) }
+	base := proc.Nice() + 2
+	if p.prio.base != base {
+		t.Fatalf("browser started at nice %d, want %d", p.prio.base, base)
+	}
 	// The wipe's leave is the first navigation to about:blank sent after the render.
 	during := make(chan int, 1)
 	hook := func(msg []byte) {
@@ -704,6 +703,60 @@ func TestWipeAtIdlePriority(t *testing.T) {
 		if n := groupNice(); n != base {
 			t.Errorf("after wipe %d the browser is at nice %d, not %d", i, n, base)
 		}
+	}
+}
+
+// groupNice is the nice value of every process of group pgid, and with threads of each of their
+// threads, or -100 when they differ.
+func groupNice(pgid int, threads bool) int {
+	n := -100
+	for _, st := range proc.Members(pgid) {
+		ids := []int{st.PID}
+		if threads {
+			ids = tasks(st.PID)
+		}
+		for _, id := range ids {
+			raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, id)
+			if err != nil {
+				continue // gone meanwhile
+			}
+			if n != -100 && 20-raw != n {
+				return -100
+			}
+			n = 20 - raw
+		}
+	}
+	return n
+}
+
+// tasks lists the threads of process pid.
+func tasks(pid int) []int {
+	entries, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	var out []int
+	for _, e := range entries {
+		if id, err := strconv.Atoi(e.Name()); err == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// TestChromeBelowTheService: a Chrome launched with Nice runs that far below the service's CPU
+// priority, every thread of every process of it, the renderer of a page included.
+func TestChromeBelowTheService(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<p>below</p>`))
+	srv, _ := server(t, mux)
+	p := launchConfig(t, Config{Path: testenv.Browser(), Isolation: IsolationWipe, Prewarm: 1, Nice: 4,
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
+	mustRender(t, p, opts(srv.URL+"/"))
+	poolFull(t, p) // the wipe done: the priority is the browser's own again
+	want := min(proc.Nice()+4, proc.MaxNice)
+	if n := groupNice(p.PID(), true); n != want {
+		t.Fatalf("the browser's threads at nice %d (-100: not all alike), want %d", n, want)
+	}
+	if got := len(proc.Members(p.PID())); got < 3 {
+		t.Fatalf("%d processes in the browser's group; a renderer was expected among them", got)
 	}
 }
 

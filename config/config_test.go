@@ -62,7 +62,7 @@ func TestDefaults(t *testing.T) {
 		Listen: "127.0.0.1:8080", AdminListen: "127.0.0.1:8081", AdminToken: "", DataDir: "./data",
 		PublicURL: "http://127.0.0.1:8080", ShutdownTimeoutSeconds: 30, MetricsAuth: "auto",
 		Browser: Browser{Path: "", PoolSize: 2, RendersPerProcess: 4, RecycleAfter: 200,
-			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, Sandbox: "auto", User: "auto", MemoryLimitMB: "auto", SlotWaitMs: 2000, RenderDeadlineGraceSeconds: 10},
+			StartTimeoutSeconds: 20, Prewarm: 2, Isolation: "wipe", TabReuse: 50, Sandbox: "auto", User: "auto", MemoryLimitMB: "auto", SlotWaitMs: 2000, Nice: 10, RenderDeadlineGraceSeconds: 10},
 		Network: Network{AllowPrivate: []string{}},
 		Storage: Storage{FileTTLSeconds: 86400},
 		Limits: Limits{MaxSourceBytes: 5242880, MaxOutputBytes: 52428800, BulkMaxItems: 50,
@@ -132,6 +132,7 @@ sandbox = "off"
 user = "self"
 memory_limit_mb = 2048
 slot_wait_ms = 0
+nice = 0
 render_deadline_grace_seconds = 3
 
 [network]
@@ -182,7 +183,7 @@ func fullConfig() *Config {
 		Listen: "0.0.0.0:9000", AdminListen: "127.0.0.1:9001", AdminToken: "s3cret-token-s3cret-token-s3cret-token",
 		DataDir: "/var/lib/shotd", PublicURL: "https://shots.example.com/base", ShutdownTimeoutSeconds: 5, MetricsAuth: "token",
 		Browser: Browser{Path: "/bin/sh", PoolSize: 8, RendersPerProcess: 2, RecycleAfter: 50,
-			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, Sandbox: "off", User: "self", MemoryLimitMB: "2048", SlotWaitMs: 0, RenderDeadlineGraceSeconds: 3},
+			StartTimeoutSeconds: 7, Prewarm: 1, Isolation: "context", TabReuse: 9, Sandbox: "off", User: "self", MemoryLimitMB: "2048", SlotWaitMs: 0, Nice: 0, RenderDeadlineGraceSeconds: 3},
 		Network: Network{AllowPrivate: []string{"127.0.0.1", "10.0.0.0/8", "::1", "fd00::/8"}},
 		Storage: Storage{FileTTLSeconds: 3600},
 		Limits: Limits{MaxSourceBytes: 1000, MaxOutputBytes: 2000, BulkMaxItems: 5,
@@ -407,6 +408,8 @@ func TestValidate(t *testing.T) {
 		{"browser.memory_limit_mb off", func(c *Config) { c.Browser.MemoryLimitMB = "off" }, ""},
 		{"browser.memory_limit_mb zero", func(c *Config) { c.Browser.MemoryLimitMB = "0" }, ""},
 		{"browser.renderer_process_limit negative", func(c *Config) { c.Browser.RendererProcessLimit = -1 }, "browser.renderer_process_limit: must be between 0 and 1000, got -1"},
+		{"browser.nice negative", func(c *Config) { c.Browser.Nice = -1 }, "browser.nice: must be between 0 and 19, got -1"},
+		{"browser.nice past 19", func(c *Config) { c.Browser.Nice = 20 }, "browser.nice: must be between 0 and 19, got 20"},
 		{"browser.slot_wait_ms negative", func(c *Config) { c.Browser.SlotWaitMs = -1 }, "browser.slot_wait_ms: must be between 0 and 600000, got -1"},
 		{"browser.render_deadline_grace_seconds negative", func(c *Config) { c.Browser.RenderDeadlineGraceSeconds = -1 }, "browser.render_deadline_grace_seconds: must be between 0 and 600, got -1"},
 		{"allow_private garbage", func(c *Config) { c.Network.AllowPrivate = []string{"10.0.0.0/8", "intranet"} }, `network.allow_private[1]: "intranet" is not an IP address or CIDR`},

@@ -118,6 +118,7 @@ func (c *Config) Validate() error {
 		v.addf("browser.memory_limit_mb", "must be \"auto\", \"off\" or a number of MB, got %q", string(b.MemoryLimitMB))
 	}
 	v.between("browser.slot_wait_ms", b.SlotWaitMs, 0, 600_000)
+	v.between("browser.nice", b.Nice, 0, 19)
 	v.between("browser.render_deadline_grace_seconds", b.RenderDeadlineGraceSeconds, 0, 600)
 
 	for i, s := range c.Network.AllowPrivate {

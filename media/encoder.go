@@ -43,6 +43,7 @@ type VideoSpec struct {
 	Width, Height int           // output size in pixels; mp4 and webm round each down to even
 	MaxBytes      int64         // largest file accepted, else content_too_large; 0: unlimited
 	TempDir       string        // where the private temp dir is made; "": os.TempDir()
+	Nice          int           // ffmpeg's nice steps below the service's CPU priority
 }
 
 // Normalized returns the spec the Encoder really uses (gif frame rate clamped, mp4 and webm
@@ -245,7 +246,7 @@ func (e *Encoder) start(first imageInfo) error {
 		return err
 	}
 	args := ffmpegArgs(e.spec, first, e.out)
-	p, err := startProc(e.ctx, ffmpegBin, args, r, nil)
+	p, err := startProc(e.ctx, ffmpegBin, args, r, nil, e.spec.Nice)
 	if err != nil {
 		w.Close()
 		return err

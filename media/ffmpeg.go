@@ -20,9 +20,10 @@ var (
 )
 
 // startProc starts bin with args as a supervised child (proc.StartChild), killed with its group
-// when ctx ends. stdin and stdout may be nil (/dev/null); stdin, when an *os.File, is handed to
-// the child as is and closed here after the start.
-func startProc(ctx context.Context, bin string, args []string, stdin *os.File, stdout io.Writer) (*iproc.Child, error) {
+// when ctx ends, nice steps below the service's CPU priority (an encoder is render work, as
+// Chrome is: VideoSpec.Nice). stdin and stdout may be nil (/dev/null); stdin, when an *os.File,
+// is handed to the child as is and closed here after the start.
+func startProc(ctx context.Context, bin string, args []string, stdin *os.File, stdout io.Writer, nice int) (*iproc.Child, error) {
 	cmd := exec.Command(bin, args...)
 	if stdin != nil {
 		cmd.Stdin = stdin
@@ -31,6 +32,9 @@ func startProc(ctx context.Context, bin string, args []string, stdin *os.File, s
 	p, err := iproc.StartChild(ctx, cmd)
 	if stdin != nil {
 		stdin.Close() // the child holds its own copy
+	}
+	if err == nil && nice > 0 {
+		_, _ = p.Lower(nice) // best effort: the encoder works as well at the service's priority
 	}
 	return p, err
 }
@@ -49,7 +53,7 @@ func FindFFmpeg(ctx context.Context, path string) (bin, version string, err erro
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	var out bytes.Buffer
-	p, err := startProc(ctx, bin, []string{"-hide_banner", "-version"}, nil, &out)
+	p, err := startProc(ctx, bin, []string{"-hide_banner", "-version"}, nil, &out, 0)
 	if err == nil {
 		<-p.Done()
 		if err = p.CtxErr(); err == nil {

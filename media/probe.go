@@ -54,7 +54,7 @@ func Probe(ctx context.Context, data []byte) (ProbeInfo, error) {
 		"-v", "error", "-count_packets", "-select_streams", "v:0",
 		"-show_entries", "format=format_name,duration:stream=codec_name,pix_fmt,width,height,r_frame_rate,nb_read_packets",
 		"-of", "json", file,
-	}, nil, &out)
+	}, nil, &out, 0)
 	if err != nil {
 		return ProbeInfo{}, shotd.Wrap(shotd.CodeInternalError, err, "cannot start ffprobe")
 	}

@@ -42,6 +42,7 @@ type StillSpec struct {
 	Format  string // shotd.FormatAVIF, FormatJP2, FormatHEIF, FormatGIFStill or FormatTIFF
 	Quality int    // 1..100 for avif, jp2 and heif (100: jp2 lossless); 0: DefaultStillQuality
 	TempDir string // where the private temp dir is made; "": os.TempDir()
+	Nice    int    // the encoder's nice steps below the service's CPU priority
 }
 
 // IsStill reports whether format is one that EncodeStill writes.
@@ -113,7 +114,7 @@ func EncodeStill(ctx context.Context, spec StillSpec, pngData []byte) ([]byte, e
 	if bin == "" {
 		return nil, shotd.Errorf(shotd.CodeInternalError, "no still encoder for format %q", spec.Format)
 	}
-	if err := runStill(ctx, bin, args, spec.Format); err != nil {
+	if err := runStill(ctx, bin, args, spec); err != nil {
 		return nil, err
 	}
 	data, err := os.ReadFile(out)
@@ -155,9 +156,10 @@ func stillCommand(format string, q int, in, out string) (string, []string) {
 	return "", nil
 }
 
-// runStill runs one still encoder to its end.
-func runStill(ctx context.Context, bin string, args []string, format string) error {
-	p, err := startProc(ctx, bin, args, nil, nil)
+// runStill runs one still encoder of spec to its end.
+func runStill(ctx context.Context, bin string, args []string, spec StillSpec) error {
+	format := spec.Format
+	p, err := startProc(ctx, bin, args, nil, nil, spec.Nice)
 	if err != nil {
 		return shotd.Wrap(shotd.CodeInternalError, err, "the image encoder could not start")
 	}

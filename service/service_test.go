@@ -6,12 +6,14 @@ import (
 	"net/http"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd/cdpclient"
 	"github.com/shotd/shotd/config"
+	"github.com/shotd/shotd/internal/proc"
 	"github.com/shotd/shotd/internal/testenv"
 	"github.com/shotd/shotd/store"
 )
@@ -80,6 +82,17 @@ func TestOpenClose(t *testing.T) {
 	}
 	if code := get(t, "http://"+pub.Addr().String()+"/readyz"); code != 200 {
 		t.Errorf("/readyz answered %d", code)
+	}
+	// browser.nice: the service's Chrome runs below its own CPU priority.
+	infos, err := svc.Renderer().Browsers(5 * time.Second)
+	if err != nil || len(infos) == 0 {
+		t.Fatalf("browsers: %v, %v", infos, err)
+	}
+	for _, b := range infos {
+		raw, err := syscall.Getpriority(syscall.PRIO_PROCESS, b.PID)
+		if want := min(proc.Nice()+cfg.Browser.Nice, proc.MaxNice); err != nil || 20-raw != want {
+			t.Errorf("Chrome %d at nice %d (%v), want %d", b.PID, 20-raw, err, want)
+		}
 	}
 	if code := get(t, "http://"+adm.Addr().String()+"/metrics"); code != 200 {
 		t.Errorf("/metrics on a loopback admin_listen answered %d", code)

@@ -6,7 +6,8 @@
 // the group id cannot have been reused by then. Child is such a group run with a context, which
 // kills it when it ends, keeping the tail of its stderr for error messages: ffmpeg and ffprobe
 // (media) and Chrome's --version (cdpclient). Env is the allow list of the service's environment
-// that those children get.
+// that those children get. Group.Lower runs a group below the service's CPU priority, for
+// Chrome and the encoders: the service's own work comes first when the CPU is short.
 //
 // Go runs a goroutine that its owner's Close waits for, unless the owner is closing; WaitGroup
 // waits for such goroutines until a deadline, and Wait for any one piece of work.
