@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
 	"sync"
 	"time"
@@ -31,10 +33,14 @@ const (
 // that an account spread over N nodes gets its plan's limits, not N times them. The node's
 // account actors tell it what they count (Count, actors.Tally); every interval it publishes, for
 // each account whose counts changed, its counts in time buckets (a second wide for the minute
-// windows, a minute wide for the day's failures), and at least an empty message, its heartbeat.
-// It keeps the last report of every other node, ages its buckets by its own clock, and drops a
-// node's reports once it has been silent for Silence. Peers sums them for an admission: reading
-// them is a map look-up under a lock, never a round trip.
+// windows, a minute wide for the day's failures).
+// It keeps the last report of every other node, and ages its buckets by its own clock until
+// they leave their windows, whether the node still reports or not: the requests and failures a
+// node admitted or saw before it died or was cut off still happened, and count until the minute
+// or the day has passed. Each run of a node reports under an id of its own (its incarnation), so
+// that a node restarted under its name, which starts counting from nothing, does not replace
+// what its earlier run reported. Peers sums them for an admission: reading them is a map
+// look-up under a lock, never a round trip.
 //
 // Each bucket travels as its age, so that nodes' clocks need not agree; a bucket counts as if all
 // its events came at its end, so an event leaves a peer's window up to one bucket width late
@@ -43,8 +49,8 @@ const (
 type Rates struct {
 	nc       *nats.Conn
 	node     string
+	run      string // this run's incarnation id
 	interval time.Duration
-	silence  time.Duration
 	now      func() time.Time
 	log      zerolog.Logger
 	sub      *nats.Subscription
@@ -53,7 +59,7 @@ type Rates struct {
 	own   map[string]*tally // by account: what this node counted
 	jobs  map[string]*tally // by account: job failures of this node, which its actors do not count
 	dirty map[string]bool
-	peers map[string]*peerReports // by node name
+	peers map[peerRun]*peerReports
 	ticks int
 	odd   map[string]bool // senders of reports of an unknown version, logged once each
 
@@ -65,7 +71,6 @@ type Rates struct {
 // RatesConfig tunes Rates.
 type RatesConfig struct {
 	Interval time.Duration // between reports; default 500 ms
-	Silence  time.Duration // a node silent this long is dropped; default 3 s
 	Now      func() time.Time
 	Log      zerolog.Logger
 }
@@ -89,15 +94,14 @@ func newRates(node string, cfg RatesConfig) *Rates {
 	if cfg.Interval <= 0 {
 		cfg.Interval = 500 * time.Millisecond
 	}
-	if cfg.Silence <= 0 {
-		cfg.Silence = 3 * time.Second
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Rates{node: node, interval: cfg.Interval, silence: cfg.Silence, now: cfg.Now,
+	var id [9]byte
+	_, _ = rand.Read(id[:])
+	return &Rates{node: node, run: base64.RawURLEncoding.EncodeToString(id[:]), interval: cfg.Interval, now: cfg.Now,
 		log: cfg.Log, own: map[string]*tally{}, jobs: map[string]*tally{}, dirty: map[string]bool{},
-		peers: map[string]*peerReports{}, odd: map[string]bool{}, stop: make(chan struct{})}
+		peers: map[peerRun]*peerReports{}, odd: map[string]bool{}, stop: make(chan struct{})}
 }
 
 // Close stops publishing and listening.
@@ -157,9 +161,6 @@ func (r *Rates) Peers(accountID string) shotd.PeerCounts {
 		t.sum(&p, now)
 	}
 	for _, pr := range r.peers {
-		if now.Sub(pr.heard) >= r.silence {
-			continue // dropped at the next tick
-		}
 		if t := pr.accounts[accountID]; t != nil {
 			t.sum(&p, now)
 		}
@@ -182,7 +183,7 @@ func (r *Rates) loop() {
 }
 
 // publish sends the counts of the accounts that changed (all of them every ratesFullEvery
-// intervals), at least one message, and forgets what has left every window.
+// intervals), and forgets what has left every window.
 func (r *Rates) publish() {
 	now := r.now()
 	msgs := r.reports(now)
@@ -204,7 +205,7 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 	defer r.mu.Unlock()
 	r.ticks++
 	full := r.ticks%ratesFullEvery == 0
-	msgs := []ratesMessage{{V: ratesVersion, Node: r.node}}
+	var msgs []ratesMessage
 	for id, t := range r.own {
 		empty := t.prune(now)
 		if !full && !r.dirty[id] {
@@ -213,15 +214,10 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 			}
 			continue
 		}
-		last := &msgs[len(msgs)-1]
-		if len(last.Accounts) >= ratesChunk {
-			msgs = append(msgs, ratesMessage{V: ratesVersion, Node: r.node})
-			last = &msgs[len(msgs)-1]
+		if len(msgs) == 0 || len(msgs[len(msgs)-1].Accounts) >= ratesChunk {
+			msgs = append(msgs, ratesMessage{V: ratesVersion, Node: r.node, Run: r.run, Accounts: map[string]accountRates{}})
 		}
-		if last.Accounts == nil {
-			last.Accounts = map[string]accountRates{}
-		}
-		last.Accounts[id] = t.wire(now) // an empty report tells the others it aged out
+		msgs[len(msgs)-1].Accounts[id] = t.wire(now) // an empty report tells the others it aged out
 		if empty {
 			delete(r.own, id)
 		}
@@ -232,15 +228,14 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 			delete(r.jobs, id)
 		}
 	}
-	for node, pr := range r.peers {
-		if now.Sub(pr.heard) >= r.silence {
-			delete(r.peers, node)
-			continue
-		}
+	for run, pr := range r.peers {
 		for id, t := range pr.accounts {
 			if t.prune(now) {
 				delete(pr.accounts, id)
 			}
+		}
+		if len(pr.accounts) == 0 {
+			delete(r.peers, run) // a live node's next message makes it again
 		}
 	}
 	return msgs
@@ -266,16 +261,19 @@ func (r *Rates) receive(msg *nats.Msg) {
 	r.merge(m, r.now())
 }
 
-// merge keeps m, received at now: each account it names replaces that node's last report of it.
+// merge keeps m, received at now: each account it names replaces that run's last report of it.
 func (r *Rates) merge(m ratesMessage, now time.Time) {
+	if len(m.Accounts) == 0 {
+		return
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	pr := r.peers[m.Node]
+	run := peerRun{m.Node, m.Run}
+	pr := r.peers[run]
 	if pr == nil {
 		pr = &peerReports{accounts: map[string]*tally{}}
-		r.peers[m.Node] = pr
+		r.peers[run] = pr
 	}
-	pr.heard = now
 	for id, a := range m.Accounts {
 		t := a.tally(now)
 		if t.prune(now) {
@@ -286,9 +284,11 @@ func (r *Rates) merge(m ratesMessage, now time.Time) {
 	}
 }
 
-// peerReports is the last report of one node.
+// peerRun names one run of a node: its name and its incarnation id.
+type peerRun struct{ node, run string }
+
+// peerReports is the last report of each account by one run of a node.
 type peerReports struct {
-	heard    time.Time
 	accounts map[string]*tally
 }
 
@@ -399,10 +399,11 @@ func (b buckets) wire(now time.Time) []wireBucket {
 }
 
 // ratesMessage is one node's report: the counts of the accounts it names (each replacing that
-// node's previous report of the account), or none, a heartbeat.
+// run's previous report of the account).
 type ratesMessage struct {
 	V        int                     `json:"v"`
 	Node     string                  `json:"node"`
+	Run      string                  `json:"run,omitempty"` // the node's incarnation
 	Accounts map[string]accountRates `json:"accounts,omitempty"`
 }
 

@@ -100,32 +100,57 @@ func TestRatesReportAndMerge(t *testing.T) {
 	}
 }
 
-// TestRatesSilentNodeExpires: the reports of a node that stops sending count until it has been
-// silent for the silence time, then not at all, though their windows have not passed.
-func TestRatesSilentNodeExpires(t *testing.T) {
-	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+// TestRatesSilentNodeCounts: the reports of a node that stops sending count until their windows
+// pass, the minute's after a minute, the day's failures after a day; then the node is forgotten.
+func TestRatesSilentNodeCounts(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := t0
 	a, c := testRates("a", &now), testRates("c", &now)
 	a.Count("acc", shotd.WindowRequests, now)
 	a.Count("acc", shotd.WindowFailures, now)
 	relay(t, a, c)
-	now = now.Add(c.silence - time.Millisecond)
-	if p := c.Peers("acc"); p.Requests != 1 || p.FailuresDay != 1 {
-		t.Fatalf("just before the silence: %+v", p)
-	}
-	now = now.Add(time.Millisecond)
-	if p := c.Peers("acc"); p != (shotd.PeerCounts{}) {
-		t.Fatalf("silent node still counted: %+v", p)
-	}
+	now = t0.Add(30 * time.Second) // silent meanwhile
 	c.reports(now)
+	if p := c.Peers("acc"); p.Requests != 1 || p.Failures != 1 || p.FailuresDay != 1 {
+		t.Fatalf("30 s into a's silence: %+v, want its request and failure", p)
+	}
+	now = t0.Add(2 * time.Minute)
+	c.reports(now)
+	if p := c.Peers("acc"); p.Requests != 0 || p.Failures != 0 || p.FailuresDay != 1 {
+		t.Fatalf("2 min into a's silence: %+v, want the day's failure alone", p)
+	}
+	now = t0.Add(24*time.Hour + time.Minute)
+	c.reports(now)
+	if p := c.Peers("acc"); p != (shotd.PeerCounts{}) {
+		t.Fatalf("a day on: %+v, want nothing", p)
+	}
 	if len(c.peers) != 0 {
-		t.Fatalf("silent node kept: %d", len(c.peers))
+		t.Fatalf("a node with nothing left in any window is kept: %d", len(c.peers))
 	}
-	// Back, it is counted again with its next full report.
-	for range ratesFullEvery {
-		relay(t, a, c)
+}
+
+// TestRatesRestartedNode: a node restarted under its name starts counting from nothing; what its
+// earlier run reported still counts beside what the new run reports, until its windows pass.
+func TestRatesRestartedNode(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := t0
+	a, c := testRates("a", &now), testRates("c", &now)
+	a.Count("acc", shotd.WindowRequests, now)
+	a.Count("acc", shotd.WindowFailures, now)
+	relay(t, a, c)
+	now = t0.Add(5 * time.Second)
+	again := testRates("a", &now) // the same node, restarted
+	again.Count("acc", shotd.WindowRequests, now)
+	for range ratesFullEvery { // its full reports too
+		relay(t, again, c)
 	}
-	if p := c.Peers("acc"); p.Requests != 1 {
-		t.Fatalf("node back: %+v", p)
+	if p := c.Peers("acc"); p.Requests != 2 || p.FailuresDay != 1 {
+		t.Fatalf("after a's restart: %+v, want both runs' requests and the first run's failure", p)
+	}
+	now = t0.Add(61 * time.Second)
+	relay(t, again, c)
+	if p := c.Peers("acc"); p.Requests != 1 || p.FailuresDay != 1 {
+		t.Fatalf("a minute after the first run's request: %+v, want the second run's request and the failure", p)
 	}
 }
 
@@ -190,12 +215,12 @@ func TestRatesWire(t *testing.T) {
 }
 
 // TestRatesChunks: a full report of many accounts is split into messages of at most ratesChunk
-// accounts, and an interval with nothing changed still sends one (the heartbeat).
+// accounts, and an interval with nothing changed sends none.
 func TestRatesChunks(t *testing.T) {
 	now := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	a := testRates("a", &now)
-	if msgs := a.reports(now); len(msgs) != 1 || len(msgs[0].Accounts) != 0 {
-		t.Fatalf("heartbeat: %+v", msgs)
+	if msgs := a.reports(now); len(msgs) != 0 {
+		t.Fatalf("nothing counted: %+v", msgs)
 	}
 	for i := range 2*ratesChunk + 1 {
 		a.Count(string(rune('A'+i%26))+string(rune('a'+i/26)), shotd.WindowRequests, now)
@@ -211,8 +236,8 @@ func TestRatesChunks(t *testing.T) {
 	if total != 2*ratesChunk+1 || len(msgs) != 3 {
 		t.Fatalf("%d accounts in %d messages", total, len(msgs))
 	}
-	if msgs := a.reports(now); len(msgs) != 1 || len(msgs[0].Accounts) != 0 {
-		t.Fatalf("nothing changed: %d messages, %d accounts", len(msgs), len(msgs[0].Accounts))
+	if msgs := a.reports(now); len(msgs) != 0 {
+		t.Fatalf("nothing changed: %d messages", len(msgs))
 	}
 }
 
