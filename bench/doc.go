@@ -14,6 +14,6 @@
 // ready, cache hit p50, the service's RSS idle and after the run's renders, and async accepts per
 // second with 16 clients. -rounds splits a row's renders into blocks, the sides taking turns, so
 // that a slow minute of the host does not fall on one side alone. `make bench` runs it; -rows,
-// -n, -rounds, -pool, -isolation, -browser, -chromium, -renders, -accepts and -hits pick what it
+// -n, -rounds, -pool, -nice, -isolation, -browser, -chromium, -renders, -accepts and -hits pick what it
 // measures, -cpuprofile writes a Go CPU profile of the run.
 package main

@@ -34,6 +34,7 @@ func main() {
 	browserPath := flag.String("browser", "", "browser of the service and of the floor (default: chromium-headless-shell, as serve)")
 	chromium := flag.String("chromium", "/usr/lib/chromium/chromium", "full Chromium for the second raw loop (\"\": none)")
 	pool := flag.Int("pool", config.Default().Browser.PoolSize, "browser processes of the service (browser.pool_size)")
+	nice := flag.Int("nice", config.Default().Browser.Nice, "browser.nice of the service, which the floors' Chromes run at too")
 	isolation := flag.String("isolation", config.Default().Browser.Isolation, "browser.isolation of the service: wipe or context")
 	cpuProfile := flag.String("cpuprofile", "", "write the bench process's CPU profile (service, raw loop, proxy, clients) to this file")
 	var b beyond
@@ -79,7 +80,11 @@ func main() {
 	if *rounds < 1 {
 		usage("-rounds: %d blocks", *rounds)
 	}
-	if err := run(*browserPath, *chromium, *isolation, *n, *warm, min(*rounds, *n), *pool, rows, strings.Fields(*extra), b); err != nil {
+	if *nice < 0 || *nice > 19 {
+		usage("-nice: %d is not 0 to 19", *nice)
+	}
+	so := serviceOptions{browserPath: *browserPath, isolation: *isolation, pool: *pool, nice: *nice, extraFlags: strings.Fields(*extra)}
+	if err := run(so, *chromium, *n, *warm, min(*rounds, *n), rows, b); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		pprof.StopCPUProfile()
 		os.Exit(1)
@@ -165,14 +170,14 @@ func rawSide(cfg cdpclient.Config, clean bool) (sd side, stop func(), err error)
 	return sd, func() { p.Close(context.Background()) }, nil
 }
 
-func run(browserPath, chromiumPath, isolation string, n, warm, rounds, pool int, rows []row, extraFlags []string, b beyond) error {
+func run(so serviceOptions, chromiumPath string, n, warm, rounds int, rows []row, b beyond) error {
 	log := zerolog.Nop()
 	pages := httptest.NewServer(http.HandlerFunc(fixtures))
 	defer pages.Close()
 
 	// The service as serve configures it by default; every side runs Chrome as its pool does,
 	// with the same flags, behind the same egress proxy.
-	svc, err := startService(browserPath, isolation, pool, extraFlags, log)
+	svc, err := startService(so, log)
 	if err != nil {
 		return err
 	}
@@ -214,8 +219,8 @@ func run(browserPath, chromiumPath, isolation string, n, warm, rounds, pool int,
 	if rounds > 1 {
 		turns = fmt.Sprintf(" in %d turns", rounds)
 	}
-	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side%s, service: pool_size %d, isolation %s, %s\n",
-		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, turns, pool, isolation, filepath.Base(path))
+	fmt.Printf("shotd bench %s, %s, %d cores, %d renders per row and side%s, service: pool_size %d, isolation %s, nice %d, %s\n",
+		time.Now().UTC().Format("2006-01-02"), chromeVersion(path), numCPU(), n, turns, so.pool, so.isolation, so.nice, filepath.Base(path))
 	fmt.Printf("%-11s %-7s", "scenario", "clients")
 	for _, s := range sides {
 		fmt.Printf(" | %-34s", s.name+" p50/p95 ms  r/s  cpu s")
@@ -296,12 +301,19 @@ func measureRow(sides []side, target string, rw row, n, warm, rounds int) ([]res
 
 // startService opens the service, creates the bench's account and closes it, then opens it again
 // on the same data dir: the second start, to ready, is the warm start measured.
-func startService(browserPath, isolation string, pool int, extraFlags []string, log zerolog.Logger) (*service, error) {
+// serviceOptions is what the bench sets in the service's configuration.
+type serviceOptions struct {
+	browserPath, isolation string
+	pool, nice             int
+	extraFlags             []string
+}
+
+func startService(so serviceOptions, log zerolog.Logger) (*service, error) {
 	dir, err := os.MkdirTemp("", "shotd-bench-")
 	if err != nil {
 		return nil, err
 	}
-	first, err := openService(dir, browserPath, isolation, pool, extraFlags, log, "")
+	first, err := openService(dir, so, log, "")
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -310,7 +322,7 @@ func startService(browserPath, isolation string, pool int, extraFlags []string, 
 	first.close()
 	first = nil // its memory is not the second's
 	start := time.Now()
-	s, err := openService(dir, browserPath, isolation, pool, extraFlags, log, key)
+	s, err := openService(dir, so, log, key)
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, err
@@ -324,17 +336,17 @@ func startService(browserPath, isolation string, pool int, extraFlags []string, 
 
 // openService opens the service on dir and waits until it is ready; with key "" it creates the
 // bench's account and key first.
-func openService(dir, browserPath, isolation string, pool int, extraFlags []string, log zerolog.Logger, key string) (*service, error) {
+func openService(dir string, so serviceOptions, log zerolog.Logger, key string) (*service, error) {
 	cfg := config.Default()
 	cfg.DataDir, cfg.Listen, cfg.AdminListen, cfg.PublicURL = dir, "127.0.0.1:0", "127.0.0.1:0", "http://127.0.0.1"
-	cfg.Browser.Path, cfg.Browser.Isolation, cfg.Browser.PoolSize = browserPath, isolation, pool
+	cfg.Browser.Path, cfg.Browser.Isolation, cfg.Browser.PoolSize, cfg.Browser.Nice = so.browserPath, so.isolation, so.pool, so.nice
 	cfg.Network.AllowPrivate = []string{"127.0.0.1/32"} // the fixture pages
 	cfg.Plans["bench"] = shotd.Plan{Name: "bench", MonthlyQuota: 1 << 30,
 		PlanLimits: shotd.PlanLimits{RequestsPerMinute: 1 << 30, StatusRequestsPerMinute: 1 << 30,
 			Concurrency: 64, QueueLimit: 1 << 30, FailuresPerMinute: 1 << 30},
 		Features: shotd.AllFeatures}
 	ctx := context.Background()
-	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log), shotdsvc.WithChromeFlags(extraFlags...))
+	svc, err := shotdsvc.Open(ctx, cfg, shotdsvc.WithLogger(log), shotdsvc.WithChromeFlags(so.extraFlags...))
 	if err != nil {
 		return nil, err
 	}
