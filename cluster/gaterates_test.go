@@ -90,7 +90,7 @@ func TestGateRateAcrossNodes(t *testing.T) {
 	if err := g[0].rates.Close(ctx); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * 100 * time.Millisecond) // five of its intervals without a report
+	time.Sleep(3500 * time.Millisecond) // past the 3 s of silence after which its reports were dropped
 	waitPeers(t, g[1:], acc.ID, func(_ int, p shotd.PeerCounts) bool { return p.Requests == 4 && p.StatusRequests == 2 })
 	if _, err := admit(g[2], shotd.AdmitCacheHit); code(err) != shotd.CodeRateLimited {
 		t.Fatalf("node 3 with node 1 silent: %v, want rate_limited", err)

@@ -71,7 +71,7 @@ type jobRecord struct {
 	// Requeued: the sweeper queued the job's message again, the job having waited past a grace
 	// without starting (its node may have died between its record and its message).
 	Requeued bool `json:"requeued,omitempty"`
-	Writes
+	recentChanges
 }
 
 func (r *jobRecord) encode() ([]byte, error) {
@@ -95,7 +95,7 @@ type batchRecord struct {
 	Ended int `json:"ended,omitempty"`
 	// HookQueued: the message of the batch's webhook is in the work stream (as a job's).
 	HookQueued bool `json:"hook_queued,omitempty"`
-	Writes
+	recentChanges
 }
 
 func (r *batchRecord) encode() ([]byte, error) {
@@ -214,54 +214,61 @@ func (j *Jobs) retry(ctx context.Context, msg string) func(attempt int, err erro
 	}
 }
 
-// Writes names the last few changes written to a record (casRecord's), so that a change whose
-// write lost its answer can tell it landed even when other changes were written after it.
-type Writes struct {
-	IDs []string `json:"writes,omitempty"`
+// recentChanges names the last few changes written to a record (casRecord's), so that a change
+// whose write lost its answer can tell that it landed even when other changes came after it.
+type recentChanges struct {
+	ChangeIDs []string `json:"writes,omitempty"`
 }
 
-// keptWrites is how many change ids a record keeps: more than the writes that can come between
+// keptChanges is how many change ids a record keeps: more than the writes that can come between
 // a lost answer and the read that follows it (the record's other writers, a few at once).
-const keptWrites = 8
+const keptChanges = 8
 
-func (w *Writes) writes() *Writes { return w }
+func (c *recentChanges) changes() *recentChanges { return c }
 
-// add names a change's write, forgetting the oldest beyond keptWrites.
-func (w *Writes) add(id string) {
-	w.IDs = append(w.IDs, id)
-	if n := len(w.IDs); n > keptWrites {
-		w.IDs = append([]string(nil), w.IDs[n-keptWrites:]...)
+// add names a change's write, forgetting the oldest beyond keptChanges.
+func (c *recentChanges) add(id string) {
+	c.ChangeIDs = append(c.ChangeIDs, id)
+	if n := len(c.ChangeIDs); n > keptChanges {
+		c.ChangeIDs = append([]string(nil), c.ChangeIDs[n-keptChanges:]...)
 	}
 }
 
-func (w *Writes) has(id string) bool { return slices.Contains(w.IDs, id) }
+func (c *recentChanges) has(id string) bool { return slices.Contains(c.ChangeIDs, id) }
 
-type namedWrites interface{ writes() *Writes }
+type namedChanges interface{ changes() *recentChanges }
 
-// newWriteID names one change: random, so that no other node's or call's can be mistaken for it.
-func newWriteID() string {
+// newChangeID names one change: random, so that no other node's or call's can be mistaken for it.
+func newChangeID() string {
 	var b [9]byte
 	_, _ = rand.Read(b[:])
 	return base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// casRecord is the compare-and-swap update of one record that Jobs and the ledger sweep share:
-// it reads the record (read: it, its revision and its bytes as stored), applies fn and writes it
-// over that revision (write: what it sent when the answer was lost, else nil). fn's error is
-// returned with nothing written (errUnchanged: nil and the record as it is). A failed try goes
-// to again, which answers nil to read and try once more, else the error to return. A write
-// whose answer was lost may have landed, and other writers may have changed the record since;
-// fn must not be applied twice (an increment, or a start that would read as another delivery's).
-// A record with Writes carries the change's id, found again when it landed; another's write
-// is found when the record read again is the one it wrote (its changes only set fields).
+// casRecord is the compare-and-swap update of one record that Jobs, the ledger sweep and the
+// Book share: it reads the record (read: it, its revision and its bytes as stored), applies fn
+// and writes it over that revision (write: what it sent when the answer was lost, else nil).
+// fn's error is returned with nothing written (errUnchanged: nil and the record as it is). A
+// failed try goes to again, which answers nil to read and try once more, else the error to
+// return. A write whose answer was lost may have landed, later even than a try after it (which
+// then met a conflict), and other writers may have changed the record since; fn must not be
+// applied twice (an increment, or a start that would read as another delivery's). A record
+// with recentChanges carries the change's id, found on every read after the first write; the
+// Book's records, whose changes only set fields, are recognised by their bytes. A node of an
+// older version that writes a job or batch record drops the ids: in a rolling restart a change
+// whose answer was lost just before can then be applied twice.
 func casRecord[R any](ctx context.Context, read func(context.Context) (R, uint64, []byte, error),
 	write func(context.Context, *R, uint64) ([]byte, error), fn func(*R) error, again func(attempt int, err error) error) (R, error) {
 	var sent []byte // the last write's record, whose answer did not come
-	id := ""
+	id := ""        // this change's, once a write of it was sent
 	for attempt := 0; ; attempt++ {
 		r, rev, raw, err := read(ctx)
-		if err == nil && sent != nil {
-			if w, ok := any(&r).(namedWrites); ok && w.writes().has(id) || !ok && bytes.Equal(raw, sent) {
+		if err == nil {
+			if c, ok := any(&r).(namedChanges); ok {
+				if id != "" && c.changes().has(id) {
+					return r, nil
+				}
+			} else if sent != nil && bytes.Equal(raw, sent) {
 				return r, nil
 			}
 		}
@@ -271,11 +278,11 @@ func casRecord[R any](ctx context.Context, read func(context.Context) (R, uint64
 			} else if ferr != nil {
 				return r, ferr
 			}
-			if w, ok := any(&r).(namedWrites); ok {
+			if c, ok := any(&r).(namedChanges); ok {
 				if id == "" {
-					id = newWriteID()
+					id = newChangeID()
 				}
-				w.writes().add(id)
+				c.changes().add(id)
 			}
 			if sent, err = write(ctx, &r, rev); err == nil {
 				return r, nil

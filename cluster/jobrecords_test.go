@@ -96,14 +96,46 @@ func TestCasRecordAnswerLostNotLanded(t *testing.T) {
 	}
 }
 
-// TestWritesKeepsTheLast: a record names its last keptWrites changes, no more.
-func TestWritesKeepsTheLast(t *testing.T) {
+// TestCasRecordAnswerLostLandsLate: a change's write loses its answer and lands only after the
+// next try has read the record and written over the same revision, which meets a conflict; the
+// try after that finds the change landed and does not apply it again.
+func TestCasRecordAnswerLostLandsLate(t *testing.T) {
 	m := newMemRecord(t)
-	for i := 0; i < 3*keptWrites; i++ {
+	var late func() // the first write, landing late
+	tries := 0
+	write := func(ctx context.Context, r *jobRecord, rev uint64) ([]byte, error) {
+		tries++
+		switch tries {
+		case 1:
+			data, err := r.encode()
+			if err != nil {
+				return nil, err
+			}
+			late = func() { m.raw, m.rev = data, m.rev+1 }
+			return data, errNoAnswer
+		case 2:
+			late() // lands now, before this try's write, which conflicts
+		}
+		return m.write(ctx, r, rev)
+	}
+	r, err := casRecord(context.Background(), m.read, write, func(r *jobRecord) error { r.Starts++; return nil },
+		func(int, error) error { return nil })
+	if err != nil || r.Starts != 1 {
+		t.Fatalf("starts %d (%v), want 1", r.Starts, err)
+	}
+	if got, _, _, _ := m.read(context.Background()); got.Starts != 1 || tries != 2 {
+		t.Fatalf("record's starts %d after %d writes, want 1 after 2", got.Starts, tries)
+	}
+}
+
+// TestChangesKeepTheLast: a record names its last keptChanges changes, no more.
+func TestChangesKeepTheLast(t *testing.T) {
+	m := newMemRecord(t)
+	for i := 0; i < 3*keptChanges; i++ {
 		m.update(t, func(r *jobRecord) error { r.Starts++; return nil })
 	}
 	r, _, _, _ := m.read(context.Background())
-	if len(r.IDs) != keptWrites || r.Starts != 3*keptWrites {
-		t.Fatalf("%d ids after %d writes; want %d", len(r.IDs), r.Starts, keptWrites)
+	if len(r.ChangeIDs) != keptChanges || r.Starts != 3*keptChanges {
+		t.Fatalf("%d ids after %d writes; want %d", len(r.ChangeIDs), r.Starts, keptChanges)
 	}
 }

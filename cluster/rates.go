@@ -33,7 +33,7 @@ const (
 // that an account spread over N nodes gets its plan's limits, not N times them. The node's
 // account actors tell it what they count (Count, actors.Tally); every interval it publishes, for
 // each account whose counts changed, its counts in time buckets (a second wide for the minute
-// windows, a minute wide for the day's failures).
+// windows, a minute wide for the day's failures), or an empty message.
 // It keeps the last report of every other node, and ages its buckets by its own clock until
 // they leave their windows, whether the node still reports or not: the requests and failures a
 // node admitted or saw before it died or was cut off still happened, and count until the minute
@@ -183,7 +183,7 @@ func (r *Rates) loop() {
 }
 
 // publish sends the counts of the accounts that changed (all of them every ratesFullEvery
-// intervals), and forgets what has left every window.
+// intervals), at least one message, and forgets what has left every window.
 func (r *Rates) publish() {
 	now := r.now()
 	msgs := r.reports(now)
@@ -221,6 +221,11 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 		if empty {
 			delete(r.own, id)
 		}
+	}
+	if len(msgs) == 0 {
+		// Nodes of the previous version drop a node silent for 3 s: an empty message keeps this
+		// one counted on them in a rolling restart.
+		msgs = append(msgs, ratesMessage{V: ratesVersion, Node: r.node, Run: r.run})
 	}
 	clear(r.dirty)
 	for id, t := range r.jobs {
