@@ -299,8 +299,6 @@ func measureRow(sides []side, target string, rw row, n, warm, rounds int) ([]res
 	return res, nil
 }
 
-// startService opens the service, creates the bench's account and closes it, then opens it again
-// on the same data dir: the second start, to ready, is the warm start measured.
 // serviceOptions is what the bench sets in the service's configuration.
 type serviceOptions struct {
 	browserPath, isolation string
@@ -308,6 +306,8 @@ type serviceOptions struct {
 	extraFlags             []string
 }
 
+// startService opens the service, creates the bench's account and closes it, then opens it again
+// on the same data dir: the second start, to ready, is the warm start measured.
 func startService(so serviceOptions, log zerolog.Logger) (*service, error) {
 	dir, err := os.MkdirTemp("", "shotd-bench-")
 	if err != nil {

@@ -103,6 +103,7 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	nice, err := group.Lower(cfg.Nice)
 	if err != nil {
 		cfg.Log.Warn().Err(err).Int("nice", nice).Msg("cannot lower the browser's CPU priority")
+		nice = proc.Nice() // where it runs
 	}
 	// Chrome holds its ends now: EOF on ours comes when its whole group is gone.
 	stderrW.Close()
