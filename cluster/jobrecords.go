@@ -3,8 +3,6 @@ package cluster
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -238,13 +236,6 @@ func (c *recentChanges) has(id string) bool { return slices.Contains(c.ChangeIDs
 
 type namedChanges interface{ changes() *recentChanges }
 
-// newChangeID names one change: random, so that no other node's or call's can be mistaken for it.
-func newChangeID() string {
-	var b [9]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:])
-}
-
 // casRecord is the compare-and-swap update of one record that Jobs, the ledger sweep and the
 // Book share: it reads the record (read: it, its revision and its bytes as stored), applies fn
 // and writes it over that revision (write: what it sent when the answer was lost, else nil).
@@ -280,7 +271,7 @@ func casRecord[R any](ctx context.Context, read func(context.Context) (R, uint64
 			}
 			if c, ok := any(&r).(namedChanges); ok {
 				if id == "" {
-					id = newChangeID()
+					id = randomToken(9) // no other node's or call's can be mistaken for it
 				}
 				c.changes().add(id)
 			}

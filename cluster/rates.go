@@ -2,8 +2,6 @@ package cluster
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"encoding/json"
 	"sync"
 	"time"
@@ -97,9 +95,7 @@ func newRates(node string, cfg RatesConfig) *Rates {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	var id [9]byte
-	_, _ = rand.Read(id[:])
-	return &Rates{node: node, run: base64.RawURLEncoding.EncodeToString(id[:]), interval: cfg.Interval, now: cfg.Now,
+	return &Rates{node: node, run: randomToken(9), interval: cfg.Interval, now: cfg.Now,
 		log: cfg.Log, own: map[string]*tally{}, jobs: map[string]*tally{}, dirty: map[string]bool{},
 		peers: map[peerRun]*peerReports{}, odd: map[string]bool{}, stop: make(chan struct{})}
 }

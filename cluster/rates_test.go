@@ -100,15 +100,23 @@ func TestRatesReportAndMerge(t *testing.T) {
 	}
 }
 
+// reportedOnce makes node c, which hears node a report a request and a failure of account acc
+// at now, and nothing from a afterwards.
+func reportedOnce(t *testing.T, now *time.Time) *Rates {
+	t.Helper()
+	a, c := testRates("a", now), testRates("c", now)
+	a.Count("acc", shotd.WindowRequests, *now)
+	a.Count("acc", shotd.WindowFailures, *now)
+	relay(t, a, c)
+	return c
+}
+
 // TestRatesSilentNodeCounts: the reports of a node that stops sending count until their windows
 // pass, the minute's after a minute, the day's failures after a day; then the node is forgotten.
 func TestRatesSilentNodeCounts(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	now := t0
-	a, c := testRates("a", &now), testRates("c", &now)
-	a.Count("acc", shotd.WindowRequests, now)
-	a.Count("acc", shotd.WindowFailures, now)
-	relay(t, a, c)
+	c := reportedOnce(t, &now)
 	now = t0.Add(30 * time.Second) // silent meanwhile
 	c.reports(now)
 	if p := c.Peers("acc"); p.Requests != 1 || p.Failures != 1 || p.FailuresDay != 1 {
@@ -134,10 +142,7 @@ func TestRatesSilentNodeCounts(t *testing.T) {
 func TestRatesRestartedNode(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
 	now := t0
-	a, c := testRates("a", &now), testRates("c", &now)
-	a.Count("acc", shotd.WindowRequests, now)
-	a.Count("acc", shotd.WindowFailures, now)
-	relay(t, a, c)
+	c := reportedOnce(t, &now)
 	now = t0.Add(5 * time.Second)
 	again := testRates("a", &now) // the same node, restarted
 	again.Count("acc", shotd.WindowRequests, now)
