@@ -400,7 +400,8 @@ func (b buckets) wire(now time.Time) []wireBucket {
 }
 
 // ratesMessage is one node's report: the counts of the accounts it names (each replacing that
-// run's previous report of the account).
+// run's previous report of the account), or none (for nodes of the previous version, which drop
+// a node they have not heard for 3 s).
 type ratesMessage struct {
 	V        int                     `json:"v"`
 	Node     string                  `json:"node"`

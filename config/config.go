@@ -63,24 +63,24 @@ type Config struct {
 
 // Browser is the [browser] table: the Chrome pool.
 type Browser struct {
-	Path                 string `toml:"path"` // empty: chromium, chromium-browser or google-chrome on PATH
-	PoolSize             int    `toml:"pool_size"`
-	RendersPerProcess    int    `toml:"renders_per_process"`
-	RecycleAfter         int    `toml:"recycle_after"`
-	StartTimeoutSeconds  int    `toml:"start_timeout_seconds"`
-	Prewarm              int    `toml:"prewarm"`
-	Isolation            string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
-	TabReuse             int    `toml:"tab_reuse"`
-	Sandbox              string `toml:"sandbox"`                // auto, on or off
-	User                 string `toml:"user"`                   // auto, self or a system user's name
-	JSHeapMB             int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
-	RendererProcessLimit int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
-	MemoryLimitMB        AutoMB `toml:"memory_limit_mb"`        // each Chrome's cgroup bound: MemoryLimit
-	SlotWaitMs           int    `toml:"slot_wait_ms"`
+	Path                       string `toml:"path"` // empty: chromium, chromium-browser or google-chrome on PATH
+	PoolSize                   int    `toml:"pool_size"`
+	RendersPerProcess          int    `toml:"renders_per_process"`
+	RecycleAfter               int    `toml:"recycle_after"`
+	StartTimeoutSeconds        int    `toml:"start_timeout_seconds"`
+	Prewarm                    int    `toml:"prewarm"`
+	Isolation                  string `toml:"isolation"` // BrowserIsolationWipe or BrowserIsolationContext
+	TabReuse                   int    `toml:"tab_reuse"`
+	Sandbox                    string `toml:"sandbox"`                // auto, on or off
+	User                       string `toml:"user"`                   // auto, self or a system user's name
+	JSHeapMB                   int    `toml:"js_heap_mb"`             // 0: HeapMB's automatic value
+	RendererProcessLimit       int    `toml:"renderer_process_limit"` // 0: RendererLimit's automatic value
+	MemoryLimitMB              AutoMB `toml:"memory_limit_mb"`        // each Chrome's cgroup bound: MemoryLimit
+	SlotWaitMs                 int    `toml:"slot_wait_ms"`
+	RenderDeadlineGraceSeconds int    `toml:"render_deadline_grace_seconds"`
 	// Nice is how many nice steps below the service's CPU priority Chrome and the encoders run:
 	// when renders fill the CPU, the service still accepts, answers and routes at once.
-	Nice                       int `toml:"nice"`
-	RenderDeadlineGraceSeconds int `toml:"render_deadline_grace_seconds"`
+	Nice int `toml:"nice"`
 }
 
 // Network is the [network] table: exceptions to the private-address guard.
