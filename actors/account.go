@@ -365,7 +365,7 @@ func rateLimited(retryAfter int) *shotd.Error {
 	return e
 }
 
-// count adds a request to window w, and tells the tally in cluster mode.
+// count adds an event to window w (of kind k), and tells the tally in cluster mode.
 func (a *accountActor) count(w *window, k shotd.Window, now time.Time) {
 	w.add(now)
 	if a.tally != nil {
@@ -392,11 +392,8 @@ func (a *accountActor) settle(ctx actor.Context, o shotd.Outcome) {
 		d.Failed = 1
 		a.failed++
 		now := a.now()
-		a.failures.add(now)
+		a.count(&a.failures, shotd.WindowFailures, now) // the tally keeps the day's too
 		a.failuresDay.add(now)
-		if a.tally != nil {
-			a.tally.Count(a.acc.ID, shotd.WindowFailures, now)
-		}
 	case shotd.OutcomeCacheHit:
 		d.CacheHits = 1
 		a.cacheHits++

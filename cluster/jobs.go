@@ -250,18 +250,7 @@ func (j *Jobs) retryAfter(d time.Duration) time.Duration {
 // keepAlive reports progress on msg every third of wait until the returned func is called.
 func keepAlive(msg jetstream.Msg, wait time.Duration) func() {
 	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(wait / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-t.C:
-				_ = msg.InProgress()
-			}
-		}
-	}()
+	go every(done, wait/3, func() { _ = msg.InProgress() })
 	return func() { close(done) }
 }
 

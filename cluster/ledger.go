@@ -160,7 +160,10 @@ func NewLedger(kv jetstream.KeyValue, node string, cfg LedgerConfig) *Ledger {
 	l := &Ledger{kv: kv, node: node, lease: cfg.Lease, now: cfg.Now, log: cfg.Log, held: map[string]map[string]bool{}, stop: make(chan struct{})}
 	if !cfg.NoRenew {
 		l.wg.Add(1)
-		go l.renewLoop()
+		go func() {
+			defer l.wg.Done()
+			every(l.stop, l.lease/3, l.renew)
+		}()
 	}
 	return l
 }
@@ -608,20 +611,6 @@ func (l *Ledger) Held() int {
 		n += len(m)
 	}
 	return n
-}
-
-func (l *Ledger) renewLoop() {
-	defer l.wg.Done()
-	t := time.NewTicker(l.lease / 3)
-	defer t.Stop()
-	for {
-		select {
-		case <-l.stop:
-			return
-		case <-t.C:
-			l.renew()
-		}
-	}
 }
 
 // renew extends the lease of every reservation this node holds, one write per record.

@@ -83,7 +83,10 @@ func StartRates(n *Node, cfg RatesConfig) (*Rates, error) {
 	}
 	r.sub = sub
 	r.wg.Add(1)
-	go r.loop()
+	go func() {
+		defer r.wg.Done()
+		every(r.stop, r.interval, r.publish)
+	}()
 	return r, nil
 }
 
@@ -162,20 +165,6 @@ func (r *Rates) Peers(accountID string) shotd.PeerCounts {
 		}
 	}
 	return p
-}
-
-func (r *Rates) loop() {
-	defer r.wg.Done()
-	t := time.NewTicker(r.interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-r.stop:
-			return
-		case <-t.C:
-			r.publish()
-		}
-	}
 }
 
 // publish sends the counts of the accounts that changed (all of them every ratesFullEvery
