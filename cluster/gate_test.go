@@ -22,6 +22,7 @@ type gateNode struct {
 	inner *actors.Accounts
 	gate  *Gate
 	rates *Rates // nil unless started with startRatedGateNode
+	node  *Node  // nil for a single node's
 }
 
 // startGateNode starts a node's admission on n's ledger; with n nil, the single node's alone
@@ -63,7 +64,7 @@ func startGateNodeWith(t testing.TB, n *Node, name string, rates *Rates) *gateNo
 		t.Fatal(err)
 	}
 	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
-	g := &gateNode{st: st, inner: acc, rates: rates}
+	g := &gateNode{st: st, inner: acc, rates: rates, node: n}
 	var l *Ledger
 	if n != nil {
 		l = NewLedger(n.Ledger, name, LedgerConfig{Log: log})

@@ -47,7 +47,8 @@ func ratedGateNodes(t *testing.T, accs ...shotd.Account) []*gateNode {
 // TestGateRateAcrossNodes: an account spread over three nodes gets its requests_per_minute and
 // its status allowance for the whole cluster, not each node's: once the nodes have heard of each
 // other's requests, every one refuses the next with rate_limited and says 0 remaining. The
-// requests of a node that falls silent still count on the others: they happened.
+// requests of a node that falls silent still count on the others: they happened. Restarted under
+// its name, that node learns its earlier run's counts back from the others.
 func TestGateRateAcrossNodes(t *testing.T) {
 	acc := shotd.Account{ID: "acc_rate", Plan: "p", CreatedAt: time.Now().UTC().Add(-time.Hour), EmailVerified: true}
 	g := ratedGateNodes(t, acc)
@@ -95,6 +96,16 @@ func TestGateRateAcrossNodes(t *testing.T) {
 	if _, err := admit(g[2], shotd.AdmitCacheHit); code(err) != shotd.CodeRateLimited {
 		t.Fatalf("node 3 with node 1 silent: %v, want rate_limited", err)
 	}
+
+	// Node 1's counts restarted under its name: a new run, which counts from nothing.
+	again, err := StartRates(g[0].node, RatesConfig{Interval: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = again.Close(context.Background()) })
+	waitPeers(t, []*gateNode{{rates: again}}, acc.ID, func(_ int, p shotd.PeerCounts) bool {
+		return p.Requests == 6 && p.StatusRequests == 3
+	})
 }
 
 // TestGateFailuresAcrossNodes: renders that failed on two nodes count against the account's

@@ -37,8 +37,10 @@ const (
 // node admitted or saw before it died or was cut off still happened, and count until the minute
 // or the day has passed. Each run of a node reports under an id of its own (its incarnation), so
 // that a node restarted under its name, which starts counting from nothing, does not replace
-// what its earlier run reported. Peers sums them for an admission: reading them is a map
-// look-up under a lock, never a round trip.
+// what its earlier run reported. When a run it has not heard before starts reporting, a node
+// relays once what it keeps of the runs it no longer hears: the restarted node learns its
+// earlier run's counts, a joining node those of a node that died before it came. Peers sums
+// them for an admission: reading them is a map look-up under a lock, never a round trip.
 //
 // Each bucket travels as its age, so that nodes' clocks need not agree; a bucket counts as if all
 // its events came at its end, so an event leaves a peer's window up to one bucket width late
@@ -58,8 +60,12 @@ type Rates struct {
 	jobs  map[string]*tally // by account: job failures of this node, which its actors do not count
 	dirty map[string]bool
 	peers map[peerRun]*peerReports
-	ticks int
-	odd   map[string]bool // senders of reports of an unknown version, logged once each
+	// heard is when each run last reported itself (relays aside); a run missing here, or not
+	// heard for silentAfter, is silent and its reports are relayed.
+	heard    map[peerRun]time.Time
+	relayDue bool // a run not heard before reported: relay the silent runs at the next interval
+	ticks    int
+	odd      map[string]bool // senders of reports of an unknown version, logged once each
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -100,7 +106,18 @@ func newRates(node string, cfg RatesConfig) *Rates {
 	}
 	return &Rates{node: node, run: randomToken(9), interval: cfg.Interval, now: cfg.Now,
 		log: cfg.Log, own: map[string]*tally{}, jobs: map[string]*tally{}, dirty: map[string]bool{},
-		peers: map[peerRun]*peerReports{}, odd: map[string]bool{}, stop: make(chan struct{})}
+		peers: map[peerRun]*peerReports{}, heard: map[peerRun]time.Time{}, odd: map[string]bool{},
+		stop: make(chan struct{})}
+}
+
+// silentAfter is how long a run goes unheard before it counts as silent: three intervals, in
+// which a live node sends at least three messages.
+func (r *Rates) silentAfter() time.Duration { return 3 * r.interval }
+
+// silent reports whether run no longer reports itself to this node (r.mu held).
+func (r *Rates) silent(run peerRun, now time.Time) bool {
+	at, ok := r.heard[run]
+	return !ok || now.Sub(at) >= r.silentAfter()
 }
 
 // Close stops publishing and listening.
@@ -191,6 +208,7 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 	r.ticks++
 	full := r.ticks%ratesFullEvery == 0
 	var msgs []ratesMessage
+	self := ratesMessage{V: ratesVersion, Node: r.node, Run: r.run}
 	for id, t := range r.own {
 		empty := t.prune(now)
 		if !full && !r.dirty[id] {
@@ -199,10 +217,7 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 			}
 			continue
 		}
-		if len(msgs) == 0 || len(msgs[len(msgs)-1].Accounts) >= ratesChunk {
-			msgs = append(msgs, ratesMessage{V: ratesVersion, Node: r.node, Run: r.run, Accounts: map[string]accountRates{}})
-		}
-		msgs[len(msgs)-1].Accounts[id] = t.wire(now) // an empty report tells the others it aged out
+		msgs = appendAccount(msgs, self, id, t.wire(now)) // an empty report tells the others it aged out
 		if empty {
 			delete(r.own, id)
 		}
@@ -228,6 +243,44 @@ func (r *Rates) reports(now time.Time) []ratesMessage {
 			delete(r.peers, run) // a live node's next message makes it again
 		}
 	}
+	for run, at := range r.heard {
+		if now.Sub(at) > minuteSpan {
+			delete(r.heard, run)
+		}
+	}
+	if r.relayDue {
+		r.relayDue = false
+		msgs = append(msgs, r.relays(now)...)
+	}
+	return msgs
+}
+
+// relays are the reports this node keeps of the runs it no longer hears, each sent under the
+// run it came from, with this node as the relay (r.mu held).
+func (r *Rates) relays(now time.Time) []ratesMessage {
+	var all []ratesMessage
+	for run, pr := range r.peers {
+		if !r.silent(run, now) {
+			continue
+		}
+		head := ratesMessage{V: ratesVersion, Node: run.node, Run: run.run, Via: r.node}
+		var msgs []ratesMessage
+		for id, t := range pr.accounts {
+			msgs = appendAccount(msgs, head, id, t.wire(now))
+		}
+		all = append(all, msgs...)
+	}
+	return all
+}
+
+// appendAccount adds one account's counts to the last of msgs, or to a new message like head
+// once that one holds ratesChunk accounts.
+func appendAccount(msgs []ratesMessage, head ratesMessage, id string, a accountRates) []ratesMessage {
+	if len(msgs) == 0 || len(msgs[len(msgs)-1].Accounts) >= ratesChunk {
+		head.Accounts = map[string]accountRates{}
+		msgs = append(msgs, head)
+	}
+	msgs[len(msgs)-1].Accounts[id] = a
 	return msgs
 }
 
@@ -245,20 +298,48 @@ func (r *Rates) receive(msg *nats.Msg) {
 		}
 		return
 	}
-	if m.Node == r.node || m.Node == "" {
-		return
-	}
-	r.merge(m, r.now())
+	r.take(m, r.now())
 }
 
-// merge keeps m, received at now: each account it names replaces that run's last report of it.
-func (r *Rates) merge(m ratesMessage, now time.Time) {
+// take keeps m, received at now: a run's own report, or a relay of a run that the relay no
+// longer hears, which counts unless this node hears that run itself.
+func (r *Rates) take(m ratesMessage, now time.Time) {
+	if m.Node == "" {
+		return
+	}
+	run := peerRun{m.Node, m.Run}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if m.Via != "" {
+		// A relay: of this run (a peer that does not hear it), or one this node sent, or of a
+		// run it hears itself, whose own reports are newer: none of them is news.
+		if m.Via == r.node || (m.Node == r.node && m.Run == r.run) || !r.silent(run, now) {
+			return
+		}
+	} else {
+		if m.Node == r.node {
+			return // its own, back from the subject
+		}
+		if _, ok := r.heard[run]; !ok {
+			// A run not heard before: a node joined or restarted. A node runs once at a time,
+			// so its earlier runs are silent now, however recently they spoke.
+			for other := range r.heard {
+				if other.node == run.node {
+					delete(r.heard, other)
+				}
+			}
+			r.relayDue = true
+		}
+		r.heard[run] = now
+	}
+	r.merge(run, m, now)
+}
+
+// merge keeps m's accounts as run's latest reports of them (r.mu held).
+func (r *Rates) merge(run peerRun, m ratesMessage, now time.Time) {
 	if len(m.Accounts) == 0 {
 		return
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	run := peerRun{m.Node, m.Run}
 	pr := r.peers[run]
 	if pr == nil {
 		pr = &peerReports{accounts: map[string]*tally{}}
@@ -390,11 +471,13 @@ func (b buckets) wire(now time.Time) []wireBucket {
 
 // ratesMessage is one node's report: the counts of the accounts it names (each replacing that
 // run's previous report of the account), or none (for nodes of the previous version, which drop
-// a node they have not heard for 3 s).
+// a node they have not heard for 3 s); or another node's relay of such a report.
 type ratesMessage struct {
-	V        int                     `json:"v"`
-	Node     string                  `json:"node"`
-	Run      string                  `json:"run,omitempty"` // the node's incarnation
+	V    int    `json:"v"`
+	Node string `json:"node"`
+	Run  string `json:"run,omitempty"` // the node's incarnation
+	// Via names the node that relays the report of a run it no longer hears; "" in a run's own.
+	Via      string                  `json:"via,omitempty"`
 	Accounts map[string]accountRates `json:"accounts,omitempty"`
 }
 

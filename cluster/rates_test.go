@@ -29,7 +29,7 @@ func relay(t *testing.T, from *Rates, to ...*Rates) {
 			t.Fatal(err)
 		}
 		for _, r := range to {
-			r.merge(got, r.now())
+			r.take(got, r.now())
 		}
 	}
 }
@@ -156,6 +156,69 @@ func TestRatesRestartedNode(t *testing.T) {
 	relay(t, again, c)
 	if p := c.Peers("acc"); p.Requests != 1 || p.FailuresDay != 1 {
 		t.Fatalf("a minute after the first run's request: %+v, want the second run's request and the failure", p)
+	}
+}
+
+// TestRatesRelayToRestartedNode: a node restarted under its name learns its earlier run's counts
+// from a peer, which relays them once when it hears the new run: its own admissions count them
+// again, beside its new run's.
+func TestRatesRelayToRestartedNode(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := t0
+	c := reportedOnce(t, &now)
+	now = t0.Add(time.Second) // restarted at once: its earlier run spoke a second ago
+	again := testRates("a", &now)
+	again.Count("acc", shotd.WindowRequests, now)
+	relay(t, again, c)
+	relay(t, c, again)
+	if p := again.Peers("acc"); p.Requests != 1 || p.Failures != 1 || p.FailuresDay != 1 {
+		t.Fatalf("the restarted node's view of its earlier run: %+v, want its request and failure", p)
+	}
+	if msgs := c.reports(now); len(msgs) != 1 || msgs[0].Via != "" {
+		t.Fatalf("relayed again without a new run: %+v", msgs)
+	}
+	now = t0.Add(61 * time.Second)
+	if p := again.Peers("acc"); p.Requests != 0 || p.FailuresDay != 1 {
+		t.Fatalf("a minute on: %+v, want the day's failure alone", p)
+	}
+}
+
+// TestRatesRelayOfSilentRuns: a node that joins learns from a relay the counts of a node that
+// died before it came; a node that still hears that node itself keeps its own, newer reports.
+func TestRatesRelayOfSilentRuns(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 12, 0, 0, 0, time.UTC)
+	now := t0
+	a, c, d := testRates("a", &now), testRates("c", &now), testRates("d", &now)
+	a.Count("acc", shotd.WindowRequests, now)
+	relay(t, a, c, d)
+	now = t0.Add(2 * time.Second) // c no longer hears a; d does, and hears a second request
+	a.Count("acc", shotd.WindowRequests, now)
+	relay(t, a, d)
+	joiner := testRates("j", &now)
+	relay(t, joiner, c, d)
+	msgs := c.reports(now)
+	var relays int
+	for _, m := range msgs {
+		if m.Via != "" {
+			relays++
+			if m.Via != "c" || m.Node != "a" || m.Run != a.run {
+				t.Fatalf("relay %+v, want a's run by c", m)
+			}
+		}
+	}
+	if relays != 1 {
+		t.Fatalf("c sent %d relays, want 1", relays)
+	}
+	for _, m := range msgs {
+		for _, r := range []*Rates{joiner, d} {
+			r.take(m, now)
+		}
+	}
+	if p := joiner.Peers("acc"); p.Requests != 1 {
+		t.Fatalf("the joiner's view of a, which died before it came: %+v, want c's last report of it", p)
+	}
+	if p := d.Peers("acc"); p.Requests != 2 {
+		t.Fatalf("d, which hears a: %+v, want a's own report of 2 requests", p)
 	}
 }
 
