@@ -79,7 +79,7 @@ var Catalogue = []CodeInfo{
 	{CodeRateLimited, 429, true, "Too many requests in the last minute. Retry after the Retry-After seconds."},
 	{CodeConcurrencyLimit, 429, true, "Too many renders of the account are running at once. Retry after the Retry-After seconds."},
 	{CodeQueueLimit, 429, true, "Too many async and bulk jobs are waiting or rendering; nothing was queued or counted."},
-	{CodeFailureLimit, 429, true, "Too many renders of the account failed in the last minute. Retry after the Retry-After seconds."},
+	{CodeFailureLimit, 429, true, "Too many renders of the account failed in the last minute, or in the last 24 hours counting those still under way (failures_per_day). Retry after the Retry-After seconds."},
 	{CodeInternalError, 500, true, "Rendering failed on the service side. It was not billed; retry after a short pause."},
 	{CodeNavigationFailed, 502, true, "The page could not be loaded: no such domain, server down or connection refused."},
 	{CodeStorageFailed, 502, true, "The result could not be uploaded to the S3-compatible storage (store=true, or the service's own bucket): wrong credentials, a missing bucket, or the storage did not answer. Not billed; retry after a short pause."},

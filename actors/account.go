@@ -283,10 +283,8 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	if m.Kind == shotd.AdmitJobs {
 		n = max(m.Jobs, 1)
 	}
-	if e := a.failureBudget(now, n, p); e != nil {
-		deny(e)
-		return
-	}
+	// The queue first: its jobs also hold failures of the day's budget, and a full queue is
+	// queue_limit, whatever the budget says.
 	if m.Kind == shotd.AdmitJobs {
 		if a.jobsWaiting+a.jobsRunning+n > a.plan.QueueLimit {
 			e := shotd.Errorf(shotd.CodeQueueLimit, "%d jobs are waiting or rendering; the queue limit is %d", a.jobsWaiting+a.jobsRunning, a.plan.QueueLimit)
@@ -294,6 +292,10 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 			deny(e) // nothing counted: not the rate, not the quota
 			return
 		}
+	}
+	if e := a.failureBudget(now, n, p); e != nil {
+		deny(e)
+		return
 	}
 	a.count(&a.rate, shotd.WindowRequests, now)
 	if m.Kind != shotd.AdmitStoredHit && a.reserved+n > a.capacity() {

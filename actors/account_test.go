@@ -337,6 +337,16 @@ func TestAdmitLimits(t *testing.T) {
 			},
 		},
 		{
+			// Queued jobs hold failures of the day's budget too: a full queue still says so.
+			name: "a full queue is queue_limit before the failure budget",
+			plan: func(p *shotd.Plan) { p.QueueLimit = 3; p.FailuresPerDay = 3 },
+			steps: []step{
+				st("jobs").jobsOf(3),
+				st("jobs").jobsOf(1).wants(shotd.CodeQueueLimit).retry(5),
+				st("render").wants(shotd.CodeFailureLimit).retry(5), // no queue: the budget
+			},
+		},
+		{
 			name: "a bulk larger than the queue",
 			plan: func(p *shotd.Plan) { p.QueueLimit = 3 },
 			steps: []step{
