@@ -455,8 +455,8 @@ func TestArrays(t *testing.T) {
 		want []string
 	}{
 		{"comma in query", q("url", "https://a.example/", "hide_selectors", ".a,.b , #c"), []string{".a", ".b", "#c"}},
-		// Split as in the query: the two forms sign alike and must mean the same.
-		{"json array items split on commas", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"a, b", "c"}, Array: true}}, []string{"a", "b", "c"}},
+		// A JSON array's items are whole: a selector list is one item.
+		{"json array items whole", Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "hide_selectors", Values: []string{"div:is(.a,.b)", " c "}, Array: true}}, []string{"div:is(.a,.b)", "c"}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -465,6 +465,15 @@ func TestArrays(t *testing.T) {
 				t.Fatalf("hide_selectors = %q, want %q", o.HideSelectors, c.want)
 			}
 		})
+	}
+	// Signed, ["a,b"] would sign as the query's a,b (two items): refused, naming the option.
+	_, err := ParseOptions(Params{{Name: "url", Values: []string{"https://a.example/"}},
+		{Name: "hide_selectors", Values: []string{"div:is(.a,.b)"}, Array: true},
+		{Name: "block_requests", Values: []string{"*ads.js"}, Array: true},
+		{Name: "signature", Values: []string{"00"}}}, Limits{})
+	wantCode(t, err, shotd.CodeInvalidOptions, "hide_selectors")
+	if e := shotd.AsError(err); len(e.Fields) != 1 {
+		t.Fatalf("errors %+v, want hide_selectors alone", e.Fields)
 	}
 	o := mustParse(t, Params{{Name: "url", Values: []string{"https://a.example/"}}, {Name: "headers", Values: []string{"X-A: 1", "X-B: two, three"}}})
 	if len(o.Headers) != 2 || o.Headers[1] != (shotd.Header{Name: "X-B", Value: "two, three"}) {

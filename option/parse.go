@@ -118,6 +118,9 @@ func ParseOptions(ps Params, lim Limits) (*shotd.Options, error) {
 
 	given := map[string]bool{}
 	unknown := 0
+	// A signature covers the values, not the form they came in: `x=a,b` (two items) and the
+	// JSON ["a,b"] (one) sign alike, so a signed request may not send the latter.
+	signed := ps.Has("signature")
 	for _, p := range foldWaitUntil(ps) {
 		s, ok := optionsByName[p.Name]
 		if b, over := lim.Bounds[p.Name]; ok && over {
@@ -146,6 +149,10 @@ func ParseOptions(ps Params, lim Limits) (*shotd.Options, error) {
 		given[p.Name] = true
 		if p.Invalid != "" {
 			fail(p.Name, "%s", p.Invalid)
+			continue
+		}
+		if signed && s.Array == ArrayComma && p.Array && slices.ContainsFunc(p.Values, hasComma) {
+			fail(p.Name, "an item with a comma cannot be signed: it signs as the query's comma-separated items; send each item on its own")
 			continue
 		}
 		v, msg := convert(s, p.Values, p.Array)
@@ -205,16 +212,22 @@ func summarize(errs []shotd.FieldError) string {
 	return fmt.Sprintf("%d invalid options; see errors", len(errs))
 }
 
+func hasComma(v string) bool { return strings.Contains(v, ",") }
+
 // convert turns raw values into the spec's Go type, or returns a message saying what is wrong.
 func convert(s *OptionSpec, values []string, array bool) (any, string) {
 	if s.Kind == KindList {
 		var items []string
 		for _, v := range values {
-			// A comma-separated option splits its JSON array items too: a signature covers the
-			// values, not the form they came in, so `x=a,b` and ["a,b"], which sign alike, must
-			// mean the same two items.
+			// A comma-separated option takes a JSON array's items whole (a selector list such
+			// as div:is(.a,.b) is one item); ParseOptions refuses such an item in a signed
+			// request.
 			if s.Array == ArrayComma {
-				for _, it := range strings.Split(v, ",") {
+				parts := []string{v}
+				if !array {
+					parts = strings.Split(v, ",")
+				}
+				for _, it := range parts {
 					if it = strings.TrimSpace(it); it != "" {
 						items = append(items, it)
 					}
