@@ -660,6 +660,58 @@ func TestSweepRequeuesOrphanJob(t *testing.T) {
 	}
 }
 
+// TestSubmitWithoutWorkStream: a job whose message cannot be queued (the work stream has no
+// leader; here it is gone) is answered all the same and stays queued with its reservation; the
+// sweep queues it again once the stream is back, and it runs and delivers its webhook. Ended
+// failed instead, its webhook's message would have needed the same stream, and nothing would
+// have queued it later.
+func TestSubmitWithoutWorkStream(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	acc := shotd.Account{ID: "acc_nostream", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 5, PlanLimits: shotd.PlanLimits{Concurrency: 1}}
+	sender := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	render := func(ctx context.Context, o *shotd.Options) (*shotd.Output, error) { return pngOut(), nil }
+	first := startJobsNode(t, n, render, sender, nil)
+	if err := n.js.DeleteStream(ctx, StreamWork); err != nil {
+		t.Fatal(err)
+	}
+	req := jobRequest(acc, plan, 1, false)
+	req.Options[0].WebhookURL = "http://127.0.0.1:1/job"
+	jobs, _, err := first.jobs.Submit(req, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := jobs[0].JobID
+	if r, _, err := first.jobs.getJob(ctx, id); err != nil || r.Job.Status != shotd.JobQueued {
+		t.Fatalf("after the answer: %+v %v, want it queued", r.Job, err)
+	}
+	second := startJobsNode(t, n, render, sender, nil) // makes the stream again
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	later := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log, Now: func() time.Time { return time.Now().Add(2 * reservationGrace) }})
+	if _, err := sweepReservations(ctx, n.js, later, n.Jobs); err != nil {
+		t.Fatal(err)
+	}
+	if job := waitJob(t, second.jobs, acc.ID, id, 30*time.Second); job.Status != shotd.JobSucceeded {
+		t.Fatalf("job %s %s", job.Status, job.ErrorMessage)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		sender.mu.Lock()
+		delivered := sender.jobs[id]
+		sender.mu.Unlock()
+		if delivered == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the job's webhook was delivered %d times, want 1", delivered)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	checkBilled(t, second.ledger, acc, 1)
+}
+
 // TestJobDuplicateMessageWhileRendering: a second message of a job (another message id, as a
 // requeue past the stream's de-duplication window sends) reaches another node while the job
 // renders on a live node: that node waits instead of taking the job over, and the job renders

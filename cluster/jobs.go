@@ -848,15 +848,13 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 		j.undoSubmit(key, ids, records, err)
 		return nil, nil, shotd.Wrap(shotd.CodeServiceUnavailable, err, "the cluster could not queue the jobs; try again")
 	}
-	// A job whose message could not be queued fails, so that every job of the answer ends.
+	// A job whose message could not be queued (the work stream without a leader) stays
+	// queued with its reservation, as after a node's death between its record and its
+	// message: the ledger sweep queues it again once it has waited past reservationGrace.
+	// Failed here instead, it would need the same stream for its webhook's message.
 	_ = parallel(len(jobs), func(i int) error {
 		if err := j.publish(ctx, workMsg{Kind: "job", ID: jobs[i].JobID}); err != nil {
-			e := shotd.Wrap(shotd.CodeServiceUnavailable, err, "the job could not be queued")
-			fctx, fcancel := context.WithTimeout(j.life, 30*time.Second)
-			defer fcancel()
-			if ferr := j.fail(fctx, jobRecord{Job: jobs[i], Hold: holds[i]}, "", 0, e); ferr != nil {
-				j.log.Error().Err(ferr).Str("job", jobs[i].JobID).Msg("job neither queued nor failed")
-			}
+			j.log.Warn().Err(err).Str("job", jobs[i].JobID).Msg("job's message not queued: the sweep queues it again")
 		}
 		return nil
 	})
