@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -131,7 +132,7 @@ type Ledger struct {
 
 	seq  atomic.Uint64
 	mu   sync.Mutex
-	held map[string]map[string]bool // record key -> reservation ids this node holds
+	held map[string]map[string]time.Time // record key -> reservation ids this node holds -> since
 
 	stop      chan struct{}
 	wg        sync.WaitGroup
@@ -157,7 +158,7 @@ func NewLedger(kv jetstream.KeyValue, node string, cfg LedgerConfig) *Ledger {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	l := &Ledger{kv: kv, node: node, lease: cfg.Lease, now: cfg.Now, log: cfg.Log, held: map[string]map[string]bool{}, stop: make(chan struct{})}
+	l := &Ledger{kv: kv, node: node, lease: cfg.Lease, now: cfg.Now, log: cfg.Log, held: map[string]map[string]time.Time{}, stop: make(chan struct{})}
 	if !cfg.NoRenew {
 		l.wg.Add(1)
 		go func() {
@@ -585,10 +586,10 @@ func (l *Ledger) hold(h Hold) {
 	defer l.mu.Unlock()
 	m := l.held[h.Key]
 	if m == nil {
-		m = map[string]bool{}
+		m = map[string]time.Time{}
 		l.held[h.Key] = m
 	}
-	m[h.ID] = true
+	m[h.ID] = l.now()
 }
 
 func (l *Ledger) release(h Hold) {
@@ -616,30 +617,43 @@ func (l *Ledger) Held() int {
 // renew extends the lease of every reservation this node holds, one write per record.
 func (l *Ledger) renew() {
 	l.mu.Lock()
-	keys := make(map[string][]string, len(l.held))
+	keys := make(map[string]map[string]time.Time, len(l.held))
 	for k, m := range l.held {
-		for id := range m {
-			keys[k] = append(keys[k], id)
-		}
+		keys[k] = maps.Clone(m)
 	}
 	l.mu.Unlock()
-	var others []string
+	var gone []string
 	for key, ids := range keys {
 		ctx, cancel := context.WithTimeout(context.Background(), l.lease/3)
 		_, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
-			others = others[:0]
-			for _, id := range ids {
-				if v, ok := r.Res[id]; ok && v.Node == l.node {
-					v.Expires = now.Add(l.lease)
-					r.Res[id] = v
-				} else if ok { // (one not there yet may be a Reserve's write in flight: kept)
-					others = append(others, id) // a job's, taken over by the node that runs it now
+			gone = gone[:0]
+			extended := false
+			for id, since := range ids {
+				v, ok := r.Res[id]
+				switch {
+				case ok && v.Node == l.node:
+					// Never shortened: a job's reservation given back (Yield) while this
+					// renewal ran holds JobLease.
+					if e := now.Add(l.lease); e.After(v.Expires) {
+						v.Expires = e
+						r.Res[id] = v
+						extended = true
+					}
+				case ok:
+					gone = append(gone, id) // a job's, taken over by the node that runs it now
+				case now.Sub(since) > l.lease:
+					// Not there a lease after it was held: settled or dropped elsewhere. (A
+					// younger one may be a Reserve's write in flight: kept.)
+					gone = append(gone, id)
 				}
+			}
+			if !extended {
+				return errSettled // nothing to write
 			}
 			return nil
 		})
 		cancel()
-		for _, id := range others {
+		for _, id := range gone {
 			l.release(Hold{Key: key, ID: id})
 		}
 		if err != nil {

@@ -303,6 +303,67 @@ func TestLedgerFailedClaimKeepsJobLease(t *testing.T) {
 	}
 }
 
+// TestRenewKeepsYieldedLease: a renewal that read its holds before a Yield wrote must not cut
+// the job's reservation given back (JobLease, for the node that takes the job next) to one lease.
+func TestRenewKeepsYieldedLease(t *testing.T) {
+	nodes := startCluster(t, 1)
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{NoRenew: true, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_yield", time.Unix(1_700_000_000, 0))
+	hs, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_y"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.Claim(ctx, hs[0], 1); err != nil {
+		t.Fatal(err)
+	}
+	if err := l.Yield(ctx, hs[0]); err != nil {
+		t.Fatal(err)
+	}
+	l.hold(hs[0]) // as in the holds a renewal read just before the Yield
+	l.renew()
+	r, _, err := l.get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if exp := r.Res[hs[0].ID].Expires; exp.Before(time.Now().Add(JobLease / 2)) {
+		t.Fatalf("the yielded reservation expires in %s; want its JobLease of %s", time.Until(exp), JobLease)
+	}
+}
+
+// TestRenewForgetsGoneHolds: a hold whose reservation is not in the record a lease after it was
+// taken (settled or dropped by another node) is no longer renewed; a younger one may be a
+// Reserve's write in flight and is kept.
+func TestRenewForgetsGoneHolds(t *testing.T) {
+	nodes := startCluster(t, 1)
+	var mu sync.Mutex
+	clock := time.Now()
+	now := func() time.Time { mu.Lock(); defer mu.Unlock(); return clock }
+	move := func(d time.Duration) { mu.Lock(); clock = clock.Add(d); mu.Unlock() }
+	l := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{NoRenew: true, Now: now, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)})
+	t.Cleanup(func() { _ = l.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_gone", time.Unix(1_700_000_000, 0))
+	if _, _, err := l.Reserve(ctx, key, 5, 5, true); err != nil {
+		t.Fatal(err)
+	}
+	l.hold(Hold{Key: key, ID: "n1-gone"})
+	move(DefaultLease * 2 / 3)
+	l.renew()
+	if l.Held() != 2 {
+		t.Fatalf("%d held after a renewal within a lease, want 2", l.Held())
+	}
+	move(DefaultLease / 2)
+	l.renew()
+	if l.Held() != 1 {
+		t.Fatalf("%d held a lease after the missing one was taken, want the live one alone", l.Held())
+	}
+	if st, err := l.State(ctx, key); err != nil || st.Reservations != 1 {
+		t.Fatalf("state %+v %v: the live reservation was not renewed", st, err)
+	}
+}
+
 // TestLedgerBillsCapped: past maxBills, a record forgets the sync bills kept the soonest first,
 // and keeps every job's bill.
 func TestLedgerBillsCapped(t *testing.T) {
