@@ -733,31 +733,51 @@ func (j *Jobs) attemptJob(id string) (time.Duration, error) {
 	}
 	job := r.Job
 	sendErr := j.cfg.Sender.Send(job)
-	return j.outcome(job.Webhook.Attempts, sendErr, func(status, lastErr string, next time.Time) error {
+	n := job.Webhook.Attempts
+	return j.outcome(n, sendErr, func(status, lastErr string, next time.Time) error {
 		_, err := j.updateJob(ctx, id, func(r *jobRecord) error {
-			r.Job.Webhook.Status, r.Job.Webhook.LastError, r.Job.Webhook.NextAttemptAt = status, lastErr, next
-			return nil
+			return setOutcome(r.Job.Webhook, n, status, lastErr, next)
 		})
 		return err
 	}, j.log.With().Str("job", id).Logger())
 }
 
+// setOutcome records attempt n's outcome in w, unless a later attempt began meanwhile (two
+// deliveries of one message overlapped: a redelivery after the ack wait while a slow send went
+// on), whose outcome is the one to keep; a delivery counts whichever attempt made it. A
+// delivery that ended already is left as it is.
+func setOutcome(w *shotd.WebhookState, n int, status, lastErr string, next time.Time) error {
+	if w == nil || w.Status != shotd.WebhookPending || (w.Attempts != n && status != shotd.WebhookDelivered) {
+		return errUnchanged
+	}
+	w.Status, w.LastError, w.NextAttemptAt = status, lastErr, next
+	return nil
+}
+
 // attemptBatch makes one attempt of a batch's webhook, as attemptJob.
 func (j *Jobs) attemptBatch(id string) (time.Duration, error) {
 	ctx := context.Background()
-	b, err := j.updateBatch(ctx, id, func(r *batchRecord) error { return beginAttempt(r.Batch.Webhook) })
+	// Its jobs are read before the attempt is counted: a failed read uses up no attempt.
+	b, _, err := j.getBatch(ctx, id)
 	if stop, err := attemptStarted(err); stop {
 		return 0, err
+	}
+	if w := b.Batch.Webhook; w == nil || w.Status != shotd.WebhookPending {
+		return 0, nil
 	}
 	jobs, err := j.batchJobs(ctx, b.Batch)
 	if err != nil {
 		return 0, err
 	}
+	b, err = j.updateBatch(ctx, id, func(r *batchRecord) error { return beginAttempt(r.Batch.Webhook) })
+	if stop, err := attemptStarted(err); stop {
+		return 0, err
+	}
 	sendErr := j.cfg.Sender.SendBatch(b.Batch, jobs)
-	return j.outcome(b.Batch.Webhook.Attempts, sendErr, func(status, lastErr string, next time.Time) error {
+	n := b.Batch.Webhook.Attempts
+	return j.outcome(n, sendErr, func(status, lastErr string, next time.Time) error {
 		_, err := j.updateBatch(ctx, id, func(r *batchRecord) error {
-			r.Batch.Webhook.Status, r.Batch.Webhook.LastError, r.Batch.Webhook.NextAttemptAt = status, lastErr, next
-			return nil
+			return setOutcome(r.Batch.Webhook, n, status, lastErr, next)
 		})
 		return err
 	}, j.log.With().Str("batch", id).Logger())
@@ -774,8 +794,9 @@ func (j *Jobs) outcome(n int, sendErr error, set func(status, lastErr string, ne
 	if status == shotd.WebhookPending {
 		next = time.Now().Add(wait).UTC()
 	}
-	if err := set(status, lastErr, next); err != nil {
-		log.Error().Err(err).Msg("webhook outcome not recorded")
+	setErr := set(status, lastErr, next)
+	if setErr != nil {
+		log.Error().Err(setErr).Msg("webhook outcome not recorded")
 	}
 	if sendErr != nil {
 		log.Warn().Err(sendErr).Int("attempt", n).Str("outcome", outcome).Msg("webhook attempt failed")
@@ -784,6 +805,11 @@ func (j *Jobs) outcome(n int, sendErr error, set func(status, lastErr string, ne
 	}
 	if j.cfg.Attempted != nil {
 		j.cfg.Attempted(outcome)
+	}
+	if setErr != nil && status != shotd.WebhookPending {
+		// Acknowledged, the message would leave the record pending for ever: it comes back
+		// instead, and the delivery is made once more (at least once).
+		return 0, setErr
 	}
 	return wait, nil
 }

@@ -921,3 +921,84 @@ func TestJobEndForgetsItsBill(t *testing.T) {
 		}
 	}
 }
+
+// TestSetOutcome: an attempt's outcome is kept unless a later attempt began meanwhile (two
+// deliveries of one message overlapped); a delivery counts whichever attempt made it; a delivery
+// that ended is left as it is.
+func TestSetOutcome(t *testing.T) {
+	pending := func(attempts int) *shotd.WebhookState {
+		return &shotd.WebhookState{Status: shotd.WebhookPending, Attempts: attempts}
+	}
+	cases := []struct {
+		name   string
+		w      *shotd.WebhookState
+		n      int
+		status string
+		want   string // the status after; "" for unchanged
+	}{
+		{"its own attempt failed", pending(1), 1, shotd.WebhookPending, shotd.WebhookPending},
+		{"its own attempt delivered", pending(1), 1, shotd.WebhookDelivered, shotd.WebhookDelivered},
+		{"an older attempt's failure", pending(2), 1, shotd.WebhookPending, ""},
+		{"an older attempt's last failure", pending(2), 1, shotd.WebhookFailed, ""},
+		{"an older attempt delivered", pending(2), 1, shotd.WebhookDelivered, shotd.WebhookDelivered},
+		{"delivered already", &shotd.WebhookState{Status: shotd.WebhookDelivered, Attempts: 2}, 2, shotd.WebhookPending, ""},
+		{"no webhook", nil, 1, shotd.WebhookDelivered, ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			err := setOutcome(c.w, c.n, c.status, "", time.Time{})
+			if c.want == "" {
+				if !errors.Is(err, errUnchanged) {
+					t.Fatalf("got %v, want the record unchanged", err)
+				}
+				return
+			}
+			if err != nil || c.w.Status != c.want {
+				t.Fatalf("got %v, status %q; want %q", err, c.w.Status, c.want)
+			}
+		})
+	}
+}
+
+// TestHookOutcomeNotRecorded: a delivery's final outcome that could not be written makes the
+// attempt an error, so that its message comes back rather than being acknowledged with the
+// record left pending for ever; a retry's outcome (the message comes back anyway) does not.
+func TestHookOutcomeNotRecorded(t *testing.T) {
+	j := &Jobs{cfg: JobsConfig{RetryDelays: []time.Duration{time.Second}}}
+	unwritable := func(string, string, time.Time) error { return errors.New("no quorum") }
+	if _, err := j.outcome(1, nil, unwritable, zerolog.Nop()); err == nil {
+		t.Fatal("a delivery not recorded was taken as done")
+	}
+	if _, err := j.outcome(2, errors.New("receiver down"), unwritable, zerolog.Nop()); err == nil {
+		t.Fatal("a last failure not recorded was taken as done")
+	}
+	if wait, err := j.outcome(1, errors.New("receiver down"), unwritable, zerolog.Nop()); err != nil || wait != time.Second {
+		t.Fatalf("a retry: wait %v, %v; want its delay", wait, err)
+	}
+}
+
+// TestBatchAttemptReadsJobsFirst: a batch webhook whose jobs cannot be read (here one is missing)
+// uses up no attempt: the attempt is counted only once there is something to send.
+func TestBatchAttemptReadsJobsFirst(t *testing.T) {
+	nodes := startCluster(t, 1)
+	sender := &recordingSender{tried: map[string]int{}, jobs: map[string]int{}, batches: map[string][]shotd.Job{}}
+	jn := startJobsNode(t, nodes[0], func(context.Context, *shotd.Options) (*shotd.Output, error) { return pngOut(), nil }, sender, nil)
+	ctx := context.Background()
+	b := batchRecord{Batch: shotd.Batch{BatchID: "batch_unread", AccountID: "acc", JobIDs: []string{"job_missing"},
+		Webhook: &shotd.WebhookState{URL: "http://127.0.0.1:1/b", Status: shotd.WebhookPending}}}
+	if err := jn.jobs.create(ctx, batchKey(b.Batch.BatchID), &b); err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if _, err := jn.jobs.attemptBatch(b.Batch.BatchID); err == nil {
+			t.Fatal("an attempt without its jobs' records went on")
+		}
+	}
+	got, _, err := jn.jobs.getBatch(ctx, b.Batch.BatchID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Batch.Webhook.Attempts != 0 || sender.tried[b.Batch.BatchID] != 0 {
+		t.Fatalf("%d attempts counted, %d sent; want none", got.Batch.Webhook.Attempts, sender.tried[b.Batch.BatchID])
+	}
+}
