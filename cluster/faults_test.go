@@ -261,7 +261,7 @@ func TestSweepReservations(t *testing.T) {
 	}
 	reserve := func(l *Ledger, id string) Hold {
 		t.Helper()
-		hs, _, err := l.ReserveJobs(ctx, key, 10, []string{id})
+		hs, _, err := l.ReserveJobs(ctx, key, 10, 0, []string{id})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -325,7 +325,7 @@ func TestLedgerSettleRetriedAfterManyBills(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	ctx := context.Background()
 	key := LedgerKey("acc_many", time.Unix(1_700_000_000, 0))
-	hs, _, err := l.ReserveJobs(ctx, key, 1000, []string{"job_late"})
+	hs, _, err := l.ReserveJobs(ctx, key, 1000, 0, []string{"job_late"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -629,7 +629,7 @@ func TestSweepRequeuesOrphanJob(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs, _, err := jn.ledger.ReserveJobs(ctx, r.Hold.Key, plan.MonthlyQuota, []string{"job_orphan"})
+	hs, _, err := jn.ledger.ReserveJobs(ctx, r.Hold.Key, plan.MonthlyQuota, 0, []string{"job_orphan"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -760,7 +760,7 @@ func TestSweepUnwritableLedgerEnds(t *testing.T) {
 	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true})
 	t.Cleanup(func() { _ = l.Close(ctx) })
 	key := LedgerKey("acc_stuck", time.Now().Add(-time.Hour))
-	if _, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_gone"}); err != nil { // no record
+	if _, _, err := l.ReserveJobs(ctx, key, 5, 0, []string{"job_gone"}); err != nil { // no record
 		t.Fatal(err)
 	}
 	stuck := &faultKV{KeyValue: n.Ledger, refuse: func(string) bool { return true }}
@@ -792,7 +792,7 @@ func TestSweepSkipsPastPeriods(t *testing.T) {
 	old := LedgerKey("acc_past", time.Now().Add(-40*24*time.Hour))
 	current := LedgerKey("acc_past", time.Now().Add(-24*time.Hour))
 	for _, key := range []string{old, current} {
-		if _, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_none"}); err != nil { // no record
+		if _, _, err := l.ReserveJobs(ctx, key, 5, 0, []string{"job_none"}); err != nil { // no record
 			t.Fatal(err)
 		}
 	}

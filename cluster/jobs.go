@@ -837,8 +837,11 @@ func (j *Jobs) Submit(req shotd.JobRequest, timeout time.Duration) ([]shotd.Job,
 		ids[i] = jb.JobID
 	}
 	rctx, rcancel := context.WithTimeout(ctx, timeout)
-	holds, _, err := j.cfg.Ledger.ReserveJobs(rctx, key, req.Plan.MonthlyQuota, ids)
+	holds, _, err := j.cfg.Ledger.ReserveJobs(rctx, key, req.Plan.MonthlyQuota, req.Plan.QueueLimit, ids)
 	rcancel()
+	if shotd.CodeOf(err) == shotd.CodeQueueLimit {
+		return nil, nil, err // refused as read: nothing written
+	}
 	if shotd.CodeOf(err) == shotd.CodeQuotaExceeded {
 		return nil, nil, shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up until %s",
 			req.Plan.MonthlyQuota, end.Format(time.RFC3339))

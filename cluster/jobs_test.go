@@ -1002,3 +1002,29 @@ func TestBatchAttemptReadsJobsFirst(t *testing.T) {
 		t.Fatalf("%d attempts counted, %d sent; want none", got.Batch.Webhook.Attempts, sender.tried[b.Batch.BatchID])
 	}
 }
+
+// TestJobsQueueLimitAcrossNodes: an account's jobs waiting or rendering stay within its plan's
+// queue_limit across the cluster, whichever node each request reached: the place of a job
+// refused so is neither reserved nor written.
+func TestJobsQueueLimitAcrossNodes(t *testing.T) {
+	nodes := startCluster(t, 3)
+	idle := func(c *JobsConfig) { c.Capacity = -1 } // takes no job: the jobs stay queued
+	render := func(context.Context, *shotd.Options) (*shotd.Output, error) { return pngOut(), nil }
+	a := startJobsNode(t, nodes[0], render, nil, idle)
+	b := startJobsNode(t, nodes[1], render, nil, idle)
+	acc := shotd.Account{ID: "acc_queue", CreatedAt: time.Now()}
+	plan := shotd.Plan{MonthlyQuota: 100, PlanLimits: shotd.PlanLimits{Concurrency: 2, QueueLimit: 3}}
+	if _, _, err := a.jobs.Submit(jobRequest(acc, plan, 2, false), 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.jobs.Submit(jobRequest(acc, plan, 2, true), 5*time.Second); code(err) != shotd.CodeQueueLimit {
+		t.Fatalf("a bulk past the queue on another node: %v, want queue_limit", err)
+	}
+	if _, _, err := b.jobs.Submit(jobRequest(acc, plan, 1, false), 5*time.Second); err != nil {
+		t.Fatalf("the last place: %v", err)
+	}
+	start, _ := shotd.BillingPeriod(acc.CreatedAt, time.Now())
+	if st, err := b.ledger.State(context.Background(), LedgerKey(acc.ID, start)); err != nil || st.Reservations != 3 {
+		t.Fatalf("ledger %+v %v, want the 3 queued jobs' reservations", st, err)
+	}
+}

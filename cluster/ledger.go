@@ -234,9 +234,11 @@ const jobHoldPrefix = "job-"
 const JobLease = time.Hour
 
 // ReserveJobs takes one unit of quota for each job of jobIDs, without concurrency slots, in one
-// compare-and-swap: all of them or none (quota_exceeded). Each holds for JobLease, or until a
-// node that runs its job claims it (Claim); the node that queued them may die meanwhile.
-func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs []string) ([]Hold, LedgerState, error) {
+// compare-and-swap: all of them or none. The account's jobs waiting or rendering, all nodes'
+// (their reservations are in this record), stay within queueLimit (0: no plan's bound) and
+// maxJobReservations (queue_limit), then the quota (quota_exceeded). Each holds for JobLease, or
+// until a node that runs its job claims it (Claim); the node that queued them may die meanwhile.
+func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota, queueLimit int, jobIDs []string) ([]Hold, LedgerState, error) {
 	hs := make([]Hold, len(jobIDs))
 	for i, id := range jobIDs {
 		hs[i] = Hold{Key: key, ID: JobHoldID(id), Quota: quota}
@@ -244,6 +246,9 @@ func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs 
 	st, err := l.update(ctx, key, func(r *ledgerRecord, now time.Time) error {
 		if _, ok := r.Res[hs[0].ID]; ok {
 			return errSettled // a try whose answer was lost had made it
+		}
+		if err := queueRoom(r, now, len(hs), queueLimit); err != nil {
+			return err
 		}
 		if res, _ := r.live(now); r.Billed+res+len(hs) > quota {
 			return shotd.Errorf(shotd.CodeQuotaExceeded, "the monthly quota of %d screenshots is used up", quota)
@@ -260,6 +265,33 @@ func (l *Ledger) ReserveJobs(ctx context.Context, key string, quota int, jobIDs 
 		return nil, st, err
 	}
 	return hs, st, nil
+}
+
+// maxJobReservations bounds the jobs of an account waiting or rendering in the cluster whatever
+// its plan's queue_limit: each holds a reservation of about 90 bytes in the account's ledger
+// record, which must stay under JetStream's 1 MiB message.
+const maxJobReservations = 5000
+
+// queueRoom refuses n more jobs when the record's live job reservations, queued or rendering,
+// would pass limit (0: none) or maxJobReservations.
+func queueRoom(r *ledgerRecord, now time.Time, n, limit int) error {
+	jobs := 0
+	for id, v := range r.Res {
+		if strings.HasPrefix(id, jobHoldPrefix) && now.Before(v.Expires) {
+			jobs++
+		}
+	}
+	switch {
+	case limit > 0 && jobs+n > limit:
+		e := shotd.Errorf(shotd.CodeQueueLimit, "%d jobs are waiting or rendering; the queue limit is %d", jobs, limit)
+		e.RetryAfter = 5
+		return e
+	case jobs+n > maxJobReservations:
+		e := shotd.Errorf(shotd.CodeQueueLimit, "%d jobs are waiting or rendering; the cluster keeps at most %d of an account", jobs, maxJobReservations)
+		e.RetryAfter = 5
+		return e
+	}
+	return nil
 }
 
 // undo drops the reservations drop and marks the reservations undone as of jobs whose request

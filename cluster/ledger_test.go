@@ -280,7 +280,7 @@ func TestLedgerFailedClaimKeepsJobLease(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	ctx := context.Background()
 	key := LedgerKey("acc_claim", time.Unix(1_700_000_000, 0))
-	hs, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_a"})
+	hs, _, err := l.ReserveJobs(ctx, key, 5, 0, []string{"job_a"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -311,7 +311,7 @@ func TestRenewKeepsYieldedLease(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	ctx := context.Background()
 	key := LedgerKey("acc_yield", time.Unix(1_700_000_000, 0))
-	hs, _, err := l.ReserveJobs(ctx, key, 5, []string{"job_y"})
+	hs, _, err := l.ReserveJobs(ctx, key, 5, 0, []string{"job_y"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -364,6 +364,48 @@ func TestRenewForgetsGoneHolds(t *testing.T) {
 	}
 }
 
+// TestReserveJobsQueueLimit: the account's jobs waiting or rendering, whichever node queued
+// them, stay within the plan's queue_limit, and within maxJobReservations whatever the plan (the
+// record must fit in a message); a job that ends gives its place back.
+func TestReserveJobsQueueLimit(t *testing.T) {
+	nodes := startCluster(t, 1)
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)
+	a := NewLedger(nodes[0].Ledger, "n1", LedgerConfig{NoRenew: true, Log: log})
+	b := NewLedger(nodes[0].Ledger, "n2", LedgerConfig{NoRenew: true, Log: log})
+	t.Cleanup(func() { _ = a.Close(context.Background()); _ = b.Close(context.Background()) })
+	ctx := context.Background()
+	key := LedgerKey("acc_queue", time.Unix(1_700_000_000, 0))
+	hs, _, err := a.ReserveJobs(ctx, key, 100, 3, []string{"job_1", "job_2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.Claim(ctx, hs[0], 5); err != nil { // rendering on another node: still counts
+		t.Fatal(err)
+	}
+	_, _, err = b.ReserveJobs(ctx, key, 100, 3, []string{"job_3", "job_4"})
+	if code(err) != shotd.CodeQueueLimit || shotd.AsError(err).RetryAfter != 5 {
+		t.Fatalf("past the queue limit across nodes: %v, want queue_limit", err)
+	}
+	if err := b.End(ctx, hs[0]); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.ReserveJobs(ctx, key, 100, 3, []string{"job_3", "job_4"}); err != nil {
+		t.Fatalf("after a job ended: %v", err)
+	}
+
+	big := LedgerKey("acc_big", time.Unix(1_700_000_000, 0))
+	ids := make([]string, maxJobReservations)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("job_%d", i)
+	}
+	if _, _, err := a.ReserveJobs(ctx, big, 1_000_000, 0, ids); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := a.ReserveJobs(ctx, big, 1_000_000, 0, []string{"job_more"}); code(err) != shotd.CodeQueueLimit {
+		t.Fatalf("past %d jobs: %v, want queue_limit", maxJobReservations, err)
+	}
+}
+
 // TestLedgerBillsCapped: past maxBills, a record forgets the sync bills kept the soonest first,
 // and keeps every job's bill.
 func TestLedgerBillsCapped(t *testing.T) {
@@ -394,7 +436,7 @@ func TestLedgerEndForgetsJobBill(t *testing.T) {
 	t.Cleanup(func() { _ = l.Close(context.Background()) })
 	ctx := context.Background()
 	key := LedgerKey("acc_end", time.Unix(1_700_000_000, 0))
-	hs, _, err := l.ReserveJobs(ctx, key, 10, []string{"job_end"})
+	hs, _, err := l.ReserveJobs(ctx, key, 10, 0, []string{"job_end"})
 	if err != nil {
 		t.Fatal(err)
 	}
