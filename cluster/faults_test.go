@@ -660,6 +660,65 @@ func TestSweepRequeuesOrphanJob(t *testing.T) {
 	}
 }
 
+// TestSweepGoesOnAfterCut: a pass over the ledger cut by its time has dealt with every record
+// it read, and says where it stopped; the next pass goes on from there, so that a ledger too
+// large for one pass is swept in turn rather than never past its first records.
+func TestSweepGoesOnAfterCut(t *testing.T) {
+	nodes := startCluster(t, 1)
+	n := nodes[0]
+	ctx := context.Background()
+	log := zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.ErrorLevel)
+	l := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log})
+	start, _ := shotd.BillingPeriod(time.Now(), time.Now())
+	const records = 12
+	var keys []string
+	for i := range records { // each holds the reservation of a job that has no record: stale
+		key := LedgerKey(fmt.Sprintf("acc_cut%02d", i), start)
+		if _, _, err := l.ReserveJobs(ctx, key, 10, 0, []string{fmt.Sprintf("job_gone%02d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		keys = append(keys, key)
+	}
+	reservations := func(key string) int {
+		st, err := l.State(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.Reservations
+	}
+	cut, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var reads atomic.Int64
+	later := NewLedger(n.Ledger, "n1", LedgerConfig{NoRenew: true, Log: log, Now: func() time.Time {
+		if reads.Add(1) == records { // about halfway: a record read, its write asks the clock too
+			cancel()
+		}
+		return time.Now().Add(2 * reservationGrace)
+	}})
+	dropped, last, _ := sweepLedgerAfter(cut, n.js, later, n.Jobs, "")
+	if last == "" || dropped == 0 || dropped == records {
+		t.Fatalf("the cut pass dropped %d of %d, stopped after %q: want it cut midway", dropped, records, last)
+	}
+	for _, key := range keys {
+		want := 0 // dealt with by the cut pass
+		if key > last {
+			want = 1 // not read yet
+		}
+		if got := reservations(key); got != want {
+			t.Fatalf("%s, the cut after %s: %d reservations left, want %d", key, last, got, want)
+		}
+	}
+	dropped2, last2, err := sweepLedgerAfter(ctx, n.js, later, n.Jobs, last)
+	if err != nil || last2 != "" || dropped+dropped2 != records {
+		t.Fatalf("the next pass: %d dropped, stopped after %q, %v; want the other %d and the end", dropped2, last2, err, records-dropped)
+	}
+	for _, key := range keys {
+		if got := reservations(key); got != 0 {
+			t.Fatalf("%s: %d reservations left after both passes", key, got)
+		}
+	}
+}
+
 // TestSubmitWithoutWorkStream: a job whose message cannot be queued (the work stream has no
 // leader; here it is gone) is answered all the same and stays queued with its reservation; the
 // sweep queues it again once the stream is back, and it runs and delivers its webhook. Ended

@@ -44,93 +44,104 @@ const reservationGrace = time.Minute
 // also forgets the bills of jobs that ended (no delivery bills them again). It returns how many
 // reservations it dropped.
 func sweepReservations(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue) (int, error) {
-	type stale struct {
-		key   string
-		res   map[string]reservation
-		bills []string // of jobs that ended, past the tries of the call that billed them
-	}
-	var found []stale
-	var orphans, undone []string
+	dropped, _, err := sweepLedgerAfter(ctx, js, l, jobs, "")
+	return dropped, err
+}
+
+// sweepLedgerAfter is sweepReservations over the records whose keys sort after after ("": all),
+// each record dealt with as soon as it is read, so that a pass cut by ctx has done what it read.
+// last is the last record dealt with when ctx cut the pass ("" when the pass ended), where the
+// next pass goes on: on a ledger too large for one pass, every record is reached in turn.
+func sweepLedgerAfter(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue, after string) (dropped int, last string, err error) {
 	since := l.now().Add(-sweptPeriods)
-	err := scanWhere(ctx, js, l.kv, ">", func(key string) bool { return recent(key, since) }, func(key string, data []byte) {
-		var r ledgerRecord
-		if decode(l.log, "ledger", key, data, &r) != nil {
+	keep := func(key string) bool { return key > after && recent(key, since) }
+	serr := scanWhere(ctx, js, l.kv, ">", keep, func(key string, data []byte) {
+		if ctx.Err() != nil {
 			return
 		}
-		now := l.now()
-		s := stale{key: key, res: map[string]reservation{}}
-		for id, v := range r.Res {
-			jobID, ok := strings.CutPrefix(id, jobHoldPrefix)
-			if !ok || !now.Before(v.Expires) { // not a job's, or expired: update prunes it
-				continue
-			}
-			stale, orphan := jobStale(ctx, l, jobs, jobID, v, now)
-			if stale {
-				s.res[id] = v
-			}
-			if orphan && v.Undone {
-				undone = append(undone, jobID) // its request failed: ended, not queued
-			} else if orphan {
-				orphans = append(orphans, jobID)
-			}
-		}
-		for id, until := range r.Bills {
-			if jobID, ok := strings.CutPrefix(id, jobHoldPrefix); ok && now.After(time.Unix(until, 0)) && jobEnded(ctx, l, jobs, jobID) {
-				s.bills = append(s.bills, id)
-			}
-		}
-		if len(s.res) > 0 || len(s.bills) > 0 {
-			found = append(found, s)
+		n, rerr := sweepRecord(ctx, js, l, jobs, key, data)
+		dropped += n
+		err = errors.Join(err, rerr)
+		if ctx.Err() == nil {
+			last = key
 		}
 	})
-	for _, id := range orphans {
-		if qerr := requeue(ctx, js, l, jobs, id); qerr != nil {
-			err = errors.Join(err, qerr)
-		}
+	if ctx.Err() == nil {
+		last = "" // the whole ledger was read: the next pass starts over
 	}
-	for _, id := range undone {
-		if uerr := endUndone(ctx, l, jobs, id); uerr != nil {
-			err = errors.Join(err, uerr)
-		}
+	return dropped, last, errors.Join(serr, err)
+}
+
+// sweepRecord deals with one ledger record, key, read as data: it queues again its orphan jobs,
+// ends its undone ones, and drops its stale reservations and the bills of ended jobs.
+func sweepRecord(ctx context.Context, js jetstream.JetStream, l *Ledger, jobs jetstream.KeyValue, key string, data []byte) (int, error) {
+	var r ledgerRecord
+	if decode(l.log, "ledger", key, data, &r) != nil {
+		return 0, nil
 	}
-	dropped := 0
-	for _, s := range found {
-		var ids []string
-		uctx, cancel := context.WithTimeout(ctx, sweepUpdateTimeout)
-		_, uerr := l.update(uctx, s.key, func(r *ledgerRecord, now time.Time) error {
-			ids = ids[:0]
-			for id, v := range r.Res {
-				if was, ok := s.res[id]; ok && v.Node == was.Node && v.Slot == was.Slot && v.Expires.Equal(was.Expires) {
-					delete(r.Res, id)
-					ids = append(ids, id)
-				}
-			}
-			forgot := 0
-			for _, id := range s.bills {
-				if _, ok := r.Bills[id]; ok {
-					delete(r.Bills, id)
-					forgot++
-				}
-			}
-			if len(ids) == 0 && forgot == 0 {
-				return errSettled
-			}
-			return nil
-		})
-		cancel()
-		if uerr != nil {
-			err = errors.Join(err, uerr)
-			if ctx.Err() != nil {
-				break // the pass's time is up: the next one goes on
-			}
+	now := l.now()
+	stale := map[string]reservation{}
+	var bills, orphans, undone []string // bills: of jobs that ended, past the tries of the call that billed them
+	for id, v := range r.Res {
+		jobID, ok := strings.CutPrefix(id, jobHoldPrefix)
+		if !ok || !now.Before(v.Expires) { // not a job's, or expired: update prunes it
 			continue
 		}
-		dropped += len(ids)
-		if len(ids) > 0 {
-			l.log.Warn().Str("ledger", s.key).Strs("reservations", ids).Msg("reservations of jobs ended or gone released unbilled")
+		isStale, orphan := jobStale(ctx, l, jobs, jobID, v, now)
+		if isStale {
+			stale[id] = v
+		}
+		if orphan && v.Undone {
+			undone = append(undone, jobID) // its request failed: ended, not queued
+		} else if orphan {
+			orphans = append(orphans, jobID)
 		}
 	}
-	return dropped, err
+	for id, until := range r.Bills {
+		if jobID, ok := strings.CutPrefix(id, jobHoldPrefix); ok && now.After(time.Unix(until, 0)) && jobEnded(ctx, l, jobs, jobID) {
+			bills = append(bills, id)
+		}
+	}
+	var err error
+	for _, id := range orphans {
+		err = errors.Join(err, requeue(ctx, js, l, jobs, id))
+	}
+	for _, id := range undone {
+		err = errors.Join(err, endUndone(ctx, l, jobs, id))
+	}
+	if len(stale) == 0 && len(bills) == 0 {
+		return 0, err
+	}
+	var ids []string
+	uctx, cancel := context.WithTimeout(ctx, sweepUpdateTimeout)
+	defer cancel()
+	_, uerr := l.update(uctx, key, func(r *ledgerRecord, now time.Time) error {
+		ids = ids[:0]
+		for id, v := range r.Res {
+			if was, ok := stale[id]; ok && v.Node == was.Node && v.Slot == was.Slot && v.Expires.Equal(was.Expires) {
+				delete(r.Res, id)
+				ids = append(ids, id)
+			}
+		}
+		forgot := 0
+		for _, id := range bills {
+			if _, ok := r.Bills[id]; ok {
+				delete(r.Bills, id)
+				forgot++
+			}
+		}
+		if len(ids) == 0 && forgot == 0 {
+			return errSettled
+		}
+		return nil
+	})
+	if uerr != nil {
+		return 0, errors.Join(err, uerr)
+	}
+	if len(ids) > 0 {
+		l.log.Warn().Str("ledger", key).Strs("reservations", ids).Msg("reservations of jobs ended or gone released unbilled")
+	}
+	return len(ids), err
 }
 
 // jobStale reports whether the reservation v of job jobID holds quota for nothing (stale): the

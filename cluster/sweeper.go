@@ -60,6 +60,9 @@ type Sweeper struct {
 	once sync.Once
 	mu   sync.Mutex
 	held bool
+	// ledgerAfter: where the next pass over the ledger goes on, after a pass cut by its time
+	// (sweepLedgerAfter); "" from the start.
+	ledgerAfter string
 }
 
 // StartSweeper starts the node's candidacy for the sweeper lease; Close ends it.
@@ -167,8 +170,10 @@ func (s *Sweeper) sweep() {
 	// keep this loop (the next pass takes up what this one left).
 	lctx, lcancel := context.WithTimeout(ctx, min(s.cfg.Interval, s.cfg.LeaseTTL))
 	defer lcancel()
-	if _, err := sweepReservations(lctx, s.js, s.ledger, s.jobs); err != nil && ctx.Err() == nil {
-		s.log.Warn().Err(err).Msg("sweep: the ledger's reservations could not all be checked")
+	_, after, err := sweepLedgerAfter(lctx, s.js, s.ledger, s.jobs, s.ledgerAfter)
+	s.ledgerAfter = after
+	if err != nil && ctx.Err() == nil {
+		s.log.Warn().Err(err).Str("resume_after", after).Msg("sweep: the ledger's reservations could not all be checked")
 	}
 }
 
