@@ -128,7 +128,12 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.P
 	var err error
 	if ak != "" {
 		if who, err = s.identify(ak); err != nil {
-			return nil, nil, err
+			// An unknown or revoked key of the headers may be overruled by the body's (the
+			// query form wins): a POST's body is then read as a keyless request's.
+			if !ctx.IsPost() || query.Has("access_key") || shotd.CodeOf(err) != shotd.CodeAccessKeyInvalid {
+				return nil, nil, err
+			}
+			who = nil
 		}
 	}
 	body, err := s.renderBody(ctx, who != nil)
@@ -151,11 +156,15 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.P
 		}
 	}
 	ps, err := s.requestParams(query, body)
-	if err == nil && !onlyKey(ps, ak) {
-		// The body names another key than the one checked, or read differently in full (an
-		// escape, a second member) than when it was looked for: refuse rather than act for a
-		// key that was not checked.
-		err = shotd.Errorf(shotd.CodeAccessKeyInvalid, "the access key is ambiguous; send it once")
+	if qk, ok := ps.Get("access_key"); err == nil && ok && qk != "" && qk != ak {
+		// The query form (the query string's, else the JSON body's) wins over the headers', as
+		// the spec has it; the body read differently in full than when its key was looked for
+		// (an escape) lands here too: the key acted for is always the one checked.
+		if wait := s.refusedKey.wait(qk); wait > 0 {
+			return nil, nil, tooManyRefusals("this access key", s.refusedKey.limit, wait)
+		}
+		ak = qk
+		who, err = s.identify(ak)
 	}
 	if err == nil {
 		err = s.verify(ctx, who, ps)
@@ -163,6 +172,9 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.P
 	if err != nil {
 		return nil, nil, err
 	}
+	// Sent in the query string and in the body, the key is the query string's (which verify
+	// checked): the body's is not a second access_key option.
+	ps = bodyKeyDropped(ps, len(query))
 	log := logOf(ctx).With().Str("account", who.account.ID).Logger()
 	ctx.SetUserValue(logKey, &log)
 	lim := option.Limits{MaxSourceBytes: s.set.MaxSourceBytes}
@@ -181,14 +193,19 @@ func (s *Server) renderRequest(ctx *fasthttp.RequestCtx, translate func(option.P
 	return who, o, err
 }
 
-// onlyKey reports whether every access_key parameter of ps is ak.
-func onlyKey(ps option.Params, ak string) bool {
-	for _, p := range ps {
-		if p.Name == "access_key" && slices.ContainsFunc(p.Values, func(v string) bool { return v != "" && v != ak }) {
-			return false
+// bodyKeyDropped drops the access_key of the JSON body (the params after the query's first
+// nq) when the query string has one.
+func bodyKeyDropped(ps option.Params, nq int) option.Params {
+	if !ps[:nq].Has("access_key") {
+		return ps
+	}
+	out := slices.Clone(ps[:nq])
+	for _, p := range ps[nq:] {
+		if p.Name != "access_key" {
+			out = append(out, p)
 		}
 	}
-	return true
+	return out
 }
 
 // renderNow renders o while the client waits and answers it (renderKept).

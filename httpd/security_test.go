@@ -100,12 +100,13 @@ func TestLargeBodyCost(t *testing.T) {
 	}
 }
 
-// TestKeyInBody: the key of a POST is found before its body is parsed, in a JSON body too, and
-// with its precedence: the query's, then the headers' (both checked before the body is read),
-// then the body's.
+// TestKeyInBody: the key of a POST is found in the query, the headers or the JSON body; sent in
+// more than one place, the query form wins (the query string's, else the body's) over the
+// headers'. A valid key of the query or headers is checked before a byte of the body is read.
 func TestKeyInBody(t *testing.T) {
 	a := newAccount(t, "default", true)
 	other := newAccount(t, "default", true)
+	unverified := newAccount(t, "default", false) // its key, once used, answers email_not_verified
 	cases := []struct {
 		name   string
 		target string
@@ -115,13 +116,16 @@ func TestKeyInBody(t *testing.T) {
 		code   shotd.Code
 	}{
 		{"body key", "/api/v1/screenshot", "", `{"fromat":"png","access_key":"` + a.key.AccessKey + `"}`, 400, shotd.CodeInvalidOptions},
-		// The header's key is checked before the body is read: a body naming another is ambiguous.
-		{"header key over body", "/api/v1/screenshot", "X-Access-Key: nope\r\n", `{"access_key":"` + a.key.AccessKey + `","fromat":"png"}`, 401, shotd.CodeAccessKeyInvalid},
+		{"body key over an unknown header key", "/api/v1/screenshot", "X-Access-Key: nope\r\n", `{"access_key":"` + a.key.AccessKey + `","fromat":"png"}`, 400, shotd.CodeInvalidOptions},
+		{"body key over a valid header key", "/api/v1/screenshot", "X-Access-Key: " + a.key.AccessKey + "\r\n", `{"access_key":"` + unverified.key.AccessKey + `"}`, 403, shotd.CodeEmailNotVerified},
 		{"body key and the same in the header", "/api/v1/screenshot", "X-Access-Key: " + a.key.AccessKey + "\r\n", `{"access_key":"` + a.key.AccessKey + `","fromat":"png"}`, 400, shotd.CodeInvalidOptions},
 		{"query key over body", "/api/v1/screenshot?access_key=nope", "", `{"access_key":"` + a.key.AccessKey + `"}`, 401, shotd.CodeAccessKeyInvalid},
+		{"query key over another in the body", "/api/v1/screenshot?access_key=" + unverified.key.AccessKey, "", `{"access_key":"` + a.key.AccessKey + `"}`, 403, shotd.CodeEmailNotVerified},
+		{"query key and the same in the body", "/api/v1/screenshot?access_key=" + a.key.AccessKey, "", `{"access_key":"` + a.key.AccessKey + `","html":"<p>x</p>"}`, 200, ""},
 		{"wrong body key", "/api/v1/screenshot", "X-Access-Key: " + a.key.AccessKey + "\r\n", `{"access_key":"nope"}`, 401, shotd.CodeAccessKeyInvalid},
 		{"escaped body key, another in the header", "/api/v1/screenshot", "X-Access-Key: " + other.key.AccessKey + "\r\n",
-			`{"access\u005fkey":"` + a.key.AccessKey + `","fromat":"png"}`, 401, shotd.CodeAccessKeyInvalid},
+			`{"access\u005fkey":"` + unverified.key.AccessKey + `"}`, 403, shotd.CodeEmailNotVerified},
+		{"unknown header key, no body key", "/api/v1/screenshot", "X-Access-Key: nope\r\n", `{"html":"<p>x</p>"}`, 401, shotd.CodeAccessKeyInvalid},
 		{"no key, invalid body", "/api/v1/screenshot", "", `{"url":`, 401, shotd.CodeAccessKeyRequired},
 	}
 	for _, c := range cases {
