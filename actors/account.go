@@ -17,6 +17,12 @@ type UsageStore interface {
 	Account(id string) (shotd.Account, error)
 }
 
+// JobUsageStore is a UsageStore that writes a job's usage once, with the mark its end left
+// (store.Store: RecordJobUsage); a UsageStore without it records a job's usage as any other's.
+type JobUsageStore interface {
+	RecordJobUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int, jobID string) (shotd.Usage, shotd.Account, error)
+}
+
 // accountActor is the only place that decides admission for its account: rate, failures, quota
 // reservations, concurrency slots and queue places. It keeps the counts in memory and writes
 // billed usage to the store from goroutines, so its mailbox never waits on a disk write.
@@ -95,7 +101,7 @@ func (a *accountActor) Receive(ctx actor.Context) {
 			} else {
 				a.reserved--
 			}
-			a.settle(ctx, m.Outcome)
+			a.settle(ctx, m.Outcome, "")
 			a.grantSlots(ctx)
 		}
 		if ctx.Sender() != nil { // Accounts.Admit's release of a late admission waits for nothing
@@ -123,7 +129,7 @@ func (a *accountActor) Receive(ctx actor.Context) {
 			}
 		}
 		a.reserved--
-		a.settle(ctx, m.Outcome)
+		a.settle(ctx, m.Outcome, m.JobID)
 		a.grantSlots(ctx)
 		if ctx.Sender() != nil {
 			ctx.Respond(&SettleResult{Limits: a.snapshot(false)})
@@ -269,7 +275,7 @@ func (a *accountActor) admit(ctx actor.Context, m *Admit) {
 	}
 	if m.Kind == shotd.AdmitCacheHit {
 		a.count(&a.rate, shotd.WindowRequests, now)
-		a.settle(ctx, shotd.OutcomeCacheHit)
+		a.settle(ctx, shotd.OutcomeCacheHit, "")
 		ctx.Respond(&shotd.AdmitResult{Limits: p.Apply(a.snapshot(false), false)})
 		return
 	}
@@ -375,8 +381,9 @@ func (a *accountActor) count(w *window, k shotd.Window, now time.Time) {
 	}
 }
 
-// settle bills or counts the outcome; the reservation was already released by the caller.
-func (a *accountActor) settle(ctx actor.Context, o shotd.Outcome) {
+// settle bills or counts the outcome; the reservation was already released by the caller. A
+// job's (jobID) usage is written once, with the mark its end left (store.RecordJobUsage).
+func (a *accountActor) settle(ctx actor.Context, o shotd.Outcome, jobID string) {
 	var d shotd.UsageDelta
 	debit := 0
 	switch o {
@@ -407,7 +414,12 @@ func (a *accountActor) settle(ctx actor.Context, o shotd.Outcome) {
 	acc, now, quota, self, root := a.acc, a.now(), a.plan.MonthlyQuota, ctx.Self(), ctx.ActorSystem().Root
 	go func() {
 		defer a.writes.Done()
-		_, _, err := a.store.RecordUsage(acc, now, d, quota)
+		var err error
+		if js, ok := a.store.(JobUsageStore); ok && jobID != "" {
+			_, _, err = js.RecordJobUsage(acc, now, d, quota, jobID)
+		} else {
+			_, _, err = a.store.RecordUsage(acc, now, d, quota)
+		}
 		root.Send(self, &usagePersisted{err: err, bonusDebit: debit})
 	}()
 }

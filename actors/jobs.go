@@ -96,18 +96,25 @@ type pendingJob struct {
 // finished jobs to the webhook actor. Every state change is one store transaction, made by the
 // goroutines, never in the mailbox.
 type jobActor struct {
-	cfg     JobsConfig
-	owner   *Jobs
+	cfg   JobsConfig
+	owner *Jobs
+	*jobQueue
+	restore []shotd.Job // the first start's alone: a restart after a panic restores nothing again
+}
+
+// jobQueue is the job actor's queue. It outlives a restart of the actor after a panic, so that
+// the slots granted to its jobs meanwhile still find them.
+type jobQueue struct {
 	pending map[string]*pendingJob
 	seq     uint64
-	restore []shotd.Job
 }
 
 func (a *jobActor) Receive(ctx actor.Context) {
 	switch m := ctx.Message().(type) {
 	case *actor.Started:
-		a.pending = map[string]*pendingJob{}
-		a.restoreJobs(ctx)
+		if len(a.restore) > 0 {
+			a.restoreJobs(ctx)
+		}
 	case *SubmitJobs:
 		a.submit(ctx, m)
 	case *jobsCreated:
@@ -274,7 +281,7 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 		root.Send(self, &jobDone{jobID: j.JobID, accountID: j.AccountID, outcome: shotd.OutcomeReleased})
 		return
 	}
-	final, uerr := a.recordEnd(j.JobID, result, err)
+	final, uerr := a.recordEnd(j.JobID, result, err, outcome)
 	if uerr != nil {
 		// The job stays "rendering" in the store, to be rendered again at the next start: this
 		// run neither bills it nor delivers a webhook, so that the next one may.
@@ -297,9 +304,17 @@ func (a *jobActor) run(root *actor.RootContext, self *actor.PID, p *pendingJob) 
 }
 
 // recordEnd writes a job's end in one transaction: succeeded with result, or failed with err's
-// code and message; a webhook, if the job has one, becomes pending.
-func (a *jobActor) recordEnd(jobID string, result *shotd.JobResult, err error) (shotd.Job, error) {
-	return a.cfg.Store.UpdateJob(jobID, func(j *shotd.Job) error {
+// code and message; a webhook, if the job has one, becomes pending; and the mark that its usage
+// (outcome o) is to count (store.EndJob), which the account's settle of it deletes as it counts
+// it.
+func (a *jobActor) recordEnd(jobID string, result *shotd.JobResult, err error, o shotd.Outcome) (shotd.Job, error) {
+	return a.cfg.Store.EndJob(jobID, endJob(result, err), o)
+}
+
+// endJob is the update that ends a job: succeeded with result, or failed with err's code and
+// message.
+func endJob(result *shotd.JobResult, err error) func(j *shotd.Job) error {
+	return func(j *shotd.Job) error {
 		if err != nil {
 			e := shotd.AsError(err)
 			j.Status, j.ErrorCode, j.ErrorMessage, j.Result = shotd.JobFailed, string(e.Code), e.Message, nil
@@ -310,7 +325,7 @@ func (a *jobActor) recordEnd(jobID string, result *shotd.JobResult, err error) (
 			j.Webhook.Status = shotd.WebhookPending
 		}
 		return nil
-	})
+	}
 }
 
 // failRestored ends jobs found at start that can never run, off the mailbox: each failed with
@@ -318,16 +333,29 @@ func (a *jobActor) recordEnd(jobID string, result *shotd.JobResult, err error) (
 func (a *jobActor) failRestored(jobs []shotd.Job, err error) {
 	a.owner.goRun(func() {
 		for _, j := range jobs {
-			final, uerr := a.recordEnd(j.JobID, nil, err)
+			// The service's doing, not the account's: no usage to count.
+			final, uerr := a.cfg.Store.UpdateJob(j.JobID, endJob(nil, err))
 			if uerr != nil {
 				a.cfg.Log.Error().Err(uerr).Str("job", j.JobID).Msg("restore jobs: end not recorded")
 				continue
 			}
-			if final.Webhook != nil && a.cfg.Webhooks != nil {
-				a.cfg.Webhooks.Deliver(j.JobID)
-			}
+			jobEnded(a.cfg, final)
 		}
 	})
+}
+
+// jobEnded starts the deliveries the end of job j, failed at start, calls for: its webhook, and
+// its batch's when it was the batch's last job to end.
+func jobEnded(cfg JobsConfig, j shotd.Job) {
+	if cfg.Webhooks == nil {
+		return
+	}
+	if j.Webhook != nil {
+		cfg.Webhooks.Deliver(j.JobID)
+	}
+	if j.BatchID != "" {
+		cfg.Webhooks.BatchJobEnded(j.BatchID)
+	}
 }
 
 // render renders one job's page with this actor's store and settings.
@@ -530,6 +558,14 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	if cfg.BusyRetry <= 0 {
 		cfg.BusyRetry = 10 * time.Minute
 	}
+	// Jobs whose end was recorded and whose usage was not (the process was killed in between):
+	// counted before any account loads its usage. Marks it cannot count now stay for a start.
+	quotaOf := func(plan string) (int, bool) { p, ok := cfg.Plans[plan]; return p.MonthlyQuota, ok }
+	if n, err := cfg.Store.BillEndedJobs(quotaOf); err != nil {
+		cfg.Log.Error().Err(err).Int("counted", n).Msg("usage of jobs ended before the stop not all counted; tried again at the next start")
+	} else if n > 0 {
+		cfg.Log.Warn().Int("jobs", n).Msg("usage of jobs that ended just before the stop counted")
+	}
 	restore, failed, err := cfg.Store.RequeueUnfinished()
 	if err != nil {
 		return nil, err
@@ -537,17 +573,18 @@ func StartJobs(sys *actor.ActorSystem, cfg JobsConfig) (*Jobs, error) {
 	for _, f := range failed {
 		cfg.Log.Error().Str("job", f.JobID).Str("account", f.AccountID).Int("interrupted", f.Interrupted).
 			Msg("job's render died with the service too often: failed")
-		if f.Webhook != nil && cfg.Webhooks != nil {
-			cfg.Webhooks.Deliver(f.JobID)
-		}
+		jobEnded(cfg, f)
 		if cfg.Ended != nil {
 			cfg.Ended(f)
 		}
 	}
 	j := &Jobs{sys: sys}
 	j.life, j.cut = context.WithCancel(context.Background())
+	q := &jobQueue{pending: map[string]*pendingJob{}}
 	pid, err := sys.Root.SpawnNamed(topProps(func() actor.Actor {
-		return &jobActor{cfg: cfg, owner: j, restore: restore}
+		r := restore
+		restore = nil // the producer runs again at a restart, in the actor's goroutine
+		return &jobActor{cfg: cfg, owner: j, jobQueue: q, restore: r}
 	}), "jobs")
 	if err != nil {
 		return nil, err

@@ -337,6 +337,12 @@ func getJob(tx *bbolt.Tx, jobID string) (jobRecord, error) {
 // the job as stored; it may be called a second time, on the job read again, when the commit it
 // shared failed for another update's reason: it sets fields, it does not count its calls.
 func (s *Store) UpdateJob(jobID string, fn func(*shotd.Job) error) (shotd.Job, error) {
+	return s.updateJob(jobID, fn, nil)
+}
+
+// updateJob is UpdateJob; ended, when set, writes more in the same transaction when the job
+// ends (it was not final, it is now).
+func (s *Store) updateJob(jobID string, fn func(*shotd.Job) error, ended func(tx *bbolt.Tx, j shotd.Job) error) (shotd.Job, error) {
 	var out shotd.Job
 	var panicked any
 	err := s.group.update(func(tx *bbolt.Tx) error {
@@ -371,6 +377,9 @@ func (s *Store) UpdateJob(jobID string, fn func(*shotd.Job) error) (shotd.Job, e
 			return err
 		}
 		out = r.job()
+		if ended != nil && j.Final() && !finalStatus(old.Status) {
+			return ended(tx, out)
+		}
 		return nil
 	})
 	if panicked != nil {
@@ -472,6 +481,7 @@ func deleteJob(tx *bbolt.Tx, r jobRecord) error {
 		{bucketJobsActive, id},
 		{bucketWebhooksPending, id},
 		{bucketJobsDone, doneKey(r.UpdatedAt, r.JobID)},
+		{bucketUnbilled, id},
 		{bucketJobs, id},
 	} {
 		if err := tx.Bucket(del.b).Delete(del.k); err != nil {
@@ -684,6 +694,11 @@ func sweepBatchJobs(tx *bbolt.Tx, r jobRecord, cutoff time.Time) (int, error) {
 	}
 	if !ok {
 		return 1, deleteJob(tx, r)
+	}
+	if w := b.Webhook; w != nil && (w.Status == shotd.WebhookPending || w.Status == "") {
+		// Its delivery is under way, or due and not started yet (every job ended): kept until
+		// it ends, as a job with its webhook pending is.
+		return 0, nil
 	}
 	members := make([]jobRecord, 0, len(b.JobIDs))
 	for _, id := range b.JobIDs {

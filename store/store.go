@@ -48,7 +48,7 @@ var (
 	bucketAccountKeys = []byte("account_keys") // account id + "/" + access key -> empty
 
 	buckets = [][]byte{bucketMeta, bucketAccounts, bucketKeys, bucketAccountKeys, bucketFiles, bucketCache, bucketUsage,
-		bucketJobs, bucketJobsActive, bucketWebhooksPending, bucketJobsDone, bucketBatches, bucketUsageDaily}
+		bucketJobs, bucketJobsActive, bucketWebhooksPending, bucketJobsDone, bucketBatches, bucketUsageDaily, bucketUnbilled}
 )
 
 // Store is the database. Its methods are safe for concurrent use.

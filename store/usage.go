@@ -42,6 +42,12 @@ func getUsage(tx *bbolt.Tx, acc shotd.Account, now time.Time) (shotd.Usage, erro
 // than trusting acc beyond its ID, and returns an error wrapping ErrNotFound when the account
 // does not exist.
 func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int) (shotd.Usage, shotd.Account, error) {
+	return s.recordUsage(acc, now, d, quota, "")
+}
+
+// recordUsage is RecordUsage; for the end of job jobID (not "") it is made only once: with the
+// job's mark of an end not yet counted (EndJob), which it deletes in the same transaction.
+func (s *Store) recordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta, quota int, jobID string) (shotd.Usage, shotd.Account, error) {
 	if d.Succeeded < 0 || d.Failed < 0 || d.CacheHits < 0 {
 		return shotd.Usage{}, shotd.Account{}, fmt.Errorf("store: usage delta %+v: counts must not be negative", d)
 	}
@@ -58,6 +64,15 @@ func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta
 		bonusChanged = false
 		if a, err = getAccount(tx, acc.ID); err != nil {
 			return refuse(err) // nothing written: the round commits without it
+		}
+		if jobID != "" {
+			unbilled := tx.Bucket(bucketUnbilled)
+			if unbilled.Get([]byte(jobID)) == nil {
+				return refuse(errCounted) // counted already (at a start, BillEndedJobs)
+			}
+			if err := unbilled.Delete([]byte(jobID)); err != nil {
+				return err
+			}
 		}
 		if u, err = getUsage(tx, a, now); err != nil {
 			return refuse(err)
@@ -86,6 +101,9 @@ func (s *Store) RecordUsage(acc shotd.Account, now time.Time, d shotd.UsageDelta
 		}
 		return putJSON(tx.Bucket(bucketUsage), usageKey(a.ID, u.PeriodStart), u)
 	})
+	if errors.Is(err, errCounted) {
+		return shotd.Usage{}, shotd.Account{}, nil
+	}
 	if err != nil {
 		if !errors.Is(err, shotd.ErrNotFound) {
 			err = fmt.Errorf("store: record usage of %s: %w", acc.ID, err)
