@@ -1,15 +1,5 @@
 package shotd
 
-import (
-//__DEL__
-//__DEL__
-//__DEL__
-//__DEL__
-//__DEL__
-
-// __DEL__
-)
-
 // UpstreamProxy is the proxy option: an HTTP proxy of the user's that a render's connections
 // leave through, past the egress guard, and the hosts that go around it (proxy_bypass_hosts).
 // The credentials are Secrets: they print and marshal as [redacted], so that neither a log line

@@ -1,12 +1,6 @@
 package shotd
 
-import (
-	"fmt"
-	// __DEL__
-	// __DEL__
-	// __DEL__
-	// __DEL__
-)
+import "fmt"
 
 // StorageTarget is where store=true uploads a render: the storage_* options.
 type StorageTarget struct {
