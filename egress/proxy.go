@@ -114,6 +114,11 @@ type Proxy struct {
 	active sync.WaitGroup
 }
 
+// MaxAnswerHeaderBytes caps the headers of an answer the proxy reads for a page, as Chrome
+// itself does (256 KiB): Go's default of 10 MiB a connection, read whole before Chrome sees a
+// byte, would let a site hold gigabytes of the service's memory through a render's connections.
+const MaxAnswerHeaderBytes = 256 << 10
+
 // NewProxy returns a proxy that dials through g and logs refusals and failures at debug level
 // on log. It refuses DefaultDenyHosts until SetDenyHosts says otherwise. Call Start to listen.
 func NewProxy(g *Guard, logger zerolog.Logger) *Proxy {
@@ -132,10 +137,11 @@ func NewProxy(g *Guard, logger zerolog.Logger) *Proxy {
 		Proxy:       nil, // never chain to a proxy from the environment
 		DialContext: p.dial,
 		// The browser asked for its own encodings; decompressing here would change the answer.
-		DisableCompression:  true,
-		MaxIdleConns:        64,
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     60 * time.Second,
+		DisableCompression:     true,
+		MaxIdleConns:           64,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        60 * time.Second,
+		MaxResponseHeaderBytes: MaxAnswerHeaderBytes,
 	}
 	p.forward = &httputil.ReverseProxy{
 		Rewrite: func(pr *httputil.ProxyRequest) {

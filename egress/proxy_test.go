@@ -59,6 +59,11 @@ func newProxyEnv(t *testing.T, allow ...string) *proxyEnv {
 		w.Header().Set("X-Saw-Host", r.Host)
 		_, _ = io.Copy(w, r.Body)
 	})
+	mux.HandleFunc("/header", func(w http.ResponseWriter, r *http.Request) {
+		n, _ := strconv.Atoi(r.URL.Query().Get("kib"))
+		w.Header().Set("X-Large", strings.Repeat("a", n<<10))
+		fmt.Fprint(w, "large header")
+	})
 	mux.HandleFunc("/stream", func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, "first\n")
 		w.(http.Flusher).Flush()
@@ -194,6 +199,9 @@ func TestProxyForward(t *testing.T) {
 		{name: "chrome update host", url: "http://update.googleapis.com/service/update2", wantStatus: 403, refused: true},
 		{name: "chrome clients host", url: "http://clients2.google.com/", wantStatus: 403, refused: true},
 		{name: "the proxy itself", url: "http://" + e.proxy.Addr() + "/", wantStatus: 403, refused: true},
+		{name: "headers within Chrome's limit", url: "http://127.0.0.1:" + p + "/header?kib=200", wantStatus: 200, wantBody: "large header"},
+		// Read whole before Chrome sees a byte: past Chrome's own limit they are not held.
+		{name: "headers past Chrome's limit", url: "http://127.0.0.1:" + p + "/header?kib=1024", wantStatus: 502},
 		{name: "unknown name", url: "http://nx.test:" + p + "/", wantStatus: 502},
 		{name: "connection refused", url: "http://" + closedAddr + "/", wantStatus: 502},
 	}

@@ -69,10 +69,11 @@ func (g *Guard) OpenRoute(ctx context.Context, up Upstream, logger zerolog.Logge
 		// Absolute-form requests to the upstream, with Proxy-Authorization from the userinfo.
 		Proxy: http.ProxyURL(proxyURL),
 		// The upstream's name was resolved once, above: dial only what was checked then.
-		DialContext:         func(ctx context.Context, _, _ string) (net.Conn, error) { return g.dialFirst(ctx, v.addrs) },
-		DisableCompression:  true,
-		MaxIdleConnsPerHost: 8,
-		IdleConnTimeout:     60 * time.Second,
+		DialContext:            func(ctx context.Context, _, _ string) (net.Conn, error) { return g.dialFirst(ctx, v.addrs) },
+		DisableCompression:     true,
+		MaxIdleConnsPerHost:    8,
+		IdleConnTimeout:        60 * time.Second,
+		MaxResponseHeaderBytes: MaxAnswerHeaderBytes,
 	}
 	v.forward = &httputil.ReverseProxy{
 		// forwardVia put the checked address in the URL and kept the name in Host.

@@ -42,6 +42,10 @@ type Config struct {
 	// storage that another try cannot change (credentials, bucket) is not tried again.
 	Attempts int
 	Backoff  time.Duration // pause before the second try, doubled after each
+	// MaxAnswerBytes caps the body of every answer of the endpoint (0: no cap). A user's
+	// endpoint is only written to, and answers small XML documents; one that answers without
+	// end (the region asked when none is set) must not fill the service's memory.
+	MaxAnswerBytes int64
 }
 
 // ErrNoSuchKey is wrapped in the error of a Download whose object is not in the bucket. It is
@@ -107,10 +111,14 @@ func New(cfg Config, dial Dialer) (*Client, error) {
 	tr := &http.Transport{DialContext: dial, Proxy: nil, TLSClientConfig: tlsCfg, ForceAttemptHTTP2: true,
 		MaxIdleConnsPerHost: 4, IdleConnTimeout: 30 * time.Second, TLSHandshakeTimeout: 10 * time.Second,
 		ResponseHeaderTimeout: 60 * time.Second}
+	var rt http.RoundTripper = tr
+	if cfg.MaxAnswerBytes > 0 {
+		rt = cappedAnswers{rt: tr, max: cfg.MaxAnswerBytes}
+	}
 	mc, err := minio.New(u.Host, &minio.Options{
 		Creds:        credentials.NewStaticV4(cfg.AccessKeyID.Reveal(), cfg.SecretAccessKey.Reveal(), ""),
 		Secure:       u.Scheme == "https",
-		Transport:    tr,
+		Transport:    rt,
 		Region:       cfg.Region,
 		BucketLookup: lookup,
 		MaxRetries:   1, // we retry ourselves, with our own budget and our own idea of what is worth it
@@ -310,3 +318,39 @@ func (c *Client) List(ctx context.Context, fn func(Object) error) error {
 	}
 	return ctx.Err()
 }
+
+// errAnswerTooLarge: an answer of the endpoint passed Config.MaxAnswerBytes.
+var errAnswerTooLarge = errors.New("objstore: the storage's answer is too large")
+
+// cappedAnswers cuts every answer's body at max bytes (Config.MaxAnswerBytes).
+type cappedAnswers struct {
+	rt  http.RoundTripper
+	max int64
+}
+
+func (c cappedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := c.rt.RoundTrip(req)
+	if err == nil {
+		resp.Body = &cappedBody{rc: resp.Body, left: c.max}
+	}
+	return resp, err
+}
+
+type cappedBody struct {
+	rc   io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left <= 0 {
+		return 0, errAnswerTooLarge
+	}
+	if int64(len(p)) > b.left {
+		p = p[:b.left]
+	}
+	n, err := b.rc.Read(p)
+	b.left -= int64(n)
+	return n, err
+}
+
+func (b *cappedBody) Close() error { return b.rc.Close() }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -459,5 +461,40 @@ func TestObjectKeyExtension(t *testing.T) {
 		if key := ObjectKey("k.{{extension}}", format, nil, now); !regexp.MustCompile(want).MatchString(key) {
 			t.Errorf("%s: key %q does not match %s", format, key, want)
 		}
+	}
+}
+
+// TestUserEndpointEndlessAnswer: a user's endpoint that answers without end (here the region the
+// client asks for first) fails the upload with storage_failed once its answer passes a MiB,
+// rather than being read whole into the service's memory.
+func TestUserEndpointEndlessAnswer(t *testing.T) {
+	var written atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !r.URL.Query().Has("location") {
+			w.WriteHeader(http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/xml")
+		if _, err := io.WriteString(w, "<LocationConstraint>"); err != nil {
+			return
+		}
+		chunk := bytes.Repeat([]byte("a"), 64<<10)
+		for written.Load() < 256<<20 {
+			n, err := w.Write(chunk)
+			written.Add(int64(n))
+			if err != nil {
+				return
+			}
+		}
+	}))
+	t.Cleanup(srv.Close)
+	o := storeOptions(t, srv.URL)
+	_, err := uploader(1).Upload(context.Background(), o, output([]byte("png")))
+	if shotd.CodeOf(err) != shotd.CodeStorageFailed {
+		t.Fatalf("got %v, want storage_failed", err)
+	}
+	time.Sleep(200 * time.Millisecond) // the server's last writes fail once the client closed
+	if n := written.Load(); n > 32<<20 {
+		t.Fatalf("the client read %d MiB of the answer", n>>20)
 	}
 }

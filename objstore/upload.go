@@ -110,6 +110,10 @@ func (u *Uploader) Upload(ctx context.Context, o *shotd.Options, out *shotd.Outp
 		size: int64(len(out.Data)), sum: sha256.Sum256(out.Data)})
 }
 
+// maxUserAnswer caps each answer of a user's storage endpoint: S3 answers an upload, and the
+// region it is asked for, with a few hundred bytes of XML.
+const maxUserAnswer = 1 << 20
+
 // upload puts p where o.Storage says and returns the object's location. It has a budget of its
 // own: the render may have used up most of ctx's deadline, and its bytes would be lost for
 // want of a few seconds. Only a cancellation of ctx (a shutdown) stops it early.
@@ -123,7 +127,8 @@ func (u *Uploader) upload(ctx context.Context, o *shotd.Options, p payload) (str
 		endpoint = shotd.DefaultStorageEndpoint
 	}
 	c, err := New(Config{Endpoint: endpoint, Bucket: st.Bucket, AccessKeyID: st.Credentials.AccessKeyID,
-		SecretAccessKey: st.Credentials.SecretAccessKey, Attempts: u.Attempts, Backoff: u.Backoff}, u.Dial)
+		SecretAccessKey: st.Credentials.SecretAccessKey, Attempts: u.Attempts, Backoff: u.Backoff,
+		MaxAnswerBytes: maxUserAnswer}, u.Dial)
 	if err != nil {
 		return "", shotd.Wrap(shotd.CodeStorageFailed, err, "the storage endpoint cannot be used")
 	}
