@@ -453,6 +453,19 @@ func (n *Node) Healthy() bool {
 // NodeName is this node's name.
 func (n *Node) NodeName() string { return n.cfg.NodeName }
 
+// Listeners are the addresses the node's NATS server listens on: its clients' (loopback) and,
+// in a cluster of more than one node, its routes' (cluster.listen).
+func (n *Node) Listeners() []net.Addr {
+	var out []net.Addr
+	if a := n.srv.Addr(); a != nil {
+		out = append(out, a)
+	}
+	if a := n.srv.ClusterAddr(); a != nil {
+		out = append(out, a)
+	}
+	return out
+}
+
 // Replicas is the replica count the buckets were created with.
 func (n *Node) Replicas() int { return n.replicas }
 

@@ -88,6 +88,16 @@ func TestOpenCloseCluster(t *testing.T) {
 	if n := used(svc, fs.AccessKey); n != 1 {
 		t.Fatalf("used %d after one render, want 1", n)
 	}
+	// The node's NATS listener, on loopback like the allow-listed receiver, is refused to pages.
+	listeners := svc.cluster.node.Listeners()
+	if len(listeners) == 0 {
+		t.Fatal("the node names no listener")
+	}
+	for _, l := range listeners {
+		if a := render(t, svc, fs.AccessKey, url.Values{"url": {"http://" + l.String() + "/"}}); a.status != 403 || a.code != string(shotd.CodeHostNotAllowed) {
+			t.Errorf("a page at the node's listener %s: %d %s, want 403 host_not_allowed", l, a.status, a.body)
+		}
+	}
 	// An async job is the cluster's: queued, rendered, billed through the same ledger.
 	q := url.Values{"html": {"<h1>two</h1>"}, "async": {"true"}, "access_key": {fs.AccessKey}}
 	resp, err := http.Get("http://" + svc.PublicAddr().String() + "/api/v1/screenshot?" + q.Encode())

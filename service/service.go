@@ -117,6 +117,11 @@ func Open(ctx context.Context, cfg *config.Config, opts ...Option) (_ *Service, 
 		}
 	}()
 	s.denyOwnPorts(pub, adm)
+	if s.cluster != nil {
+		// The node's NATS listeners too: routes between nodes on loopback or a private network
+		// run without TLS, and network.allow_private may cover their addresses.
+		s.denyPorts(s.cluster.node.Listeners()...)
+	}
 	if s.storage, err = openStorage(ctx, cfg, s.store, s.guard, s.log); err != nil {
 		return nil, err
 	}
@@ -225,12 +230,19 @@ func chromeUser(setting string, log zerolog.Logger) (*cdpclient.User, error) {
 // hop through the proxy.
 func (s *Service) denyOwnPorts(lns ...net.Listener) {
 	for _, ln := range lns {
-		if a, ok := ln.Addr().(*net.TCPAddr); ok {
-			s.guard.DenyPort(a.AddrPort())
-		}
+		s.denyPorts(ln.Addr())
 	}
 	if ap, err := netip.ParseAddrPort(s.proxy.Addr()); err == nil {
 		s.guard.DenyPort(ap)
+	}
+}
+
+// denyPorts has the guard refuse the TCP addresses addrs (denyOwnPorts).
+func (s *Service) denyPorts(addrs ...net.Addr) {
+	for _, a := range addrs {
+		if a, ok := a.(*net.TCPAddr); ok {
+			s.guard.DenyPort(a.AddrPort())
+		}
 	}
 }
 
