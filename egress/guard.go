@@ -90,16 +90,21 @@ func (g *Guard) AllowPort(ap netip.AddrPort) {
 
 // portDenied reports whether a dial to a:port is refused by DenyPort or by extra.
 func (g *Guard) portDenied(a netip.Addr, port uint16, extra netip.AddrPort) bool {
-	dst := netip.AddrPortFrom(a.WithZone("").Unmap(), port)
-	if extra.IsValid() && sameListener(dst, extra) {
-		return true
-	}
-	g.mu.RLock()
-	defer g.mu.RUnlock()
-	for _, d := range g.deniedPorts {
-		if sameListener(dst, d) || d.Addr().IsUnspecified() && d.Port() == port && g.policy.isHostAddr(dst.Addr()) {
+	a = a.WithZone("").Unmap()
+	// An IPv6 address that carries an IPv4 one (NAT64, 6to4, Teredo) may reach it.
+	for _, a := range append([]netip.Addr{a}, embeddedV4(a)...) {
+		dst := netip.AddrPortFrom(a, port)
+		if extra.IsValid() && sameListener(dst, extra) {
 			return true
 		}
+		g.mu.RLock()
+		for _, d := range g.deniedPorts {
+			if sameListener(dst, d) || d.Addr().IsUnspecified() && d.Port() == port && g.policy.isHostAddr(a) {
+				g.mu.RUnlock()
+				return true
+			}
+		}
+		g.mu.RUnlock()
 	}
 	return false
 }

@@ -444,6 +444,16 @@ func TestDenyPortUnspecified(t *testing.T) {
 		{name: "host address, other port", url: "http://192.0.2.10:8082/"},
 		{name: "other allowed address, denied port", url: "http://192.0.2.11:8081/"},
 	}
+	// A NAT64 prefix the operator allowed reaches the host's own address it carries.
+	own := netip.MustParseAddr("8.8.4.4")
+	nat64 := NewGuard(NewPolicy(prefixes("8.8.4.0/24", "64:ff9b::/96")).WithHostAddrs(func() []netip.Addr { return []netip.Addr{own} }), newFakeDNS(nil))
+	nat64.DenyPort(netip.MustParseAddrPort("0.0.0.0:8081"))
+	if err := nat64.CheckURLLiteral("http://[64:ff9b::808:404]:8081/"); shotd.CodeOf(err) != shotd.CodeHostNotAllowed {
+		t.Errorf("the host's own address through NAT64, denied port: %v, want host_not_allowed", err)
+	}
+	if err := nat64.CheckURLLiteral("http://[64:ff9b::808:404]:8082/"); err != nil {
+		t.Errorf("the host's own address through NAT64, another port: %v", err)
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := g.CheckURLLiteral(tt.url)

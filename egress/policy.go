@@ -131,14 +131,18 @@ func (p *Policy) refusal(addr netip.Addr) string {
 	return classify(a)
 }
 
-// isHostAddr reports whether a (zone-less, unmapped) is one of the host's own addresses.
+// isHostAddr reports whether a (zone-less, unmapped), or an IPv4 address it carries (NAT64,
+// 6to4, Teredo), is one of the host's own addresses.
 func (p *Policy) isHostAddr(a netip.Addr) bool {
 	if p == nil || p.hostAddrs == nil {
 		return false
 	}
-	for _, h := range p.hostAddrs() {
-		if h.WithZone("").Unmap() == a {
-			return true
+	own := p.hostAddrs()
+	for _, a := range append([]netip.Addr{a}, embeddedV4(a)...) {
+		for _, h := range own {
+			if h.WithZone("").Unmap() == a {
+				return true
+			}
 		}
 	}
 	return false

@@ -216,7 +216,10 @@ func TestPolicyAllowAndDeny(t *testing.T) {
 		{name: "own v4 listed mapped", own: own, addr: "9.9.9.9", refused: true, reasonHas: "own address"},
 		{name: "own v6", own: own, addr: "2001:4860:4860::8844", refused: true, reasonHas: "own address"},
 		{name: "own v6 with a zone", own: own, addr: "2001:4860:4860::8844%eth0", refused: true, reasonHas: "own address"},
+		{name: "own v4, nat64 form", own: own, addr: "64:ff9b::808:404", refused: true, reasonHas: "own address"},
+		{name: "own v4, 6to4 form", own: own, addr: "2002:808:404::", refused: true, reasonHas: "own address"},
 		{name: "not own, public", own: own, addr: "8.8.8.8"},
+		{name: "not own, public, nat64 form", own: own, addr: "64:ff9b::808:808"},
 		{name: "own but allow-listed", own: own, allow: pfx("8.8.4.4/32"), addr: "8.8.4.4"},
 		{name: "own, allow-listed and denied", own: own, allow: pfx("8.8.4.0/24"), deny: pfx("8.8.4.4/32"), addr: "8.8.4.4", refused: true, reasonHas: "denied"},
 	}
