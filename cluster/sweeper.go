@@ -61,7 +61,7 @@ type Sweeper struct {
 	mu   sync.Mutex
 	held bool
 	// ledgerAfter: where the next pass over the ledger goes on, after a pass cut by its time
-	// (sweepLedgerAfter); "" from the start.
+	// (sweepLedgerAfter); "" from the start. Under mu: a test sweeps beside the loop.
 	ledgerAfter string
 }
 
@@ -170,8 +170,13 @@ func (s *Sweeper) sweep() {
 	// keep this loop (the next pass takes up what this one left).
 	lctx, lcancel := context.WithTimeout(ctx, min(s.cfg.Interval, s.cfg.LeaseTTL))
 	defer lcancel()
-	_, after, err := sweepLedgerAfter(lctx, s.js, s.ledger, s.jobs, s.ledgerAfter)
+	s.mu.Lock()
+	from := s.ledgerAfter
+	s.mu.Unlock()
+	_, after, err := sweepLedgerAfter(lctx, s.js, s.ledger, s.jobs, from)
+	s.mu.Lock()
 	s.ledgerAfter = after
+	s.mu.Unlock()
 	if err != nil && ctx.Err() == nil {
 		s.log.Warn().Err(err).Str("resume_after", after).Msg("sweep: the ledger's reservations could not all be checked")
 	}
