@@ -319,10 +319,8 @@ func (c *Client) List(ctx context.Context, fn func(Object) error) error {
 	return ctx.Err()
 }
 
-// errAnswerTooLarge: an answer of the endpoint passed Config.MaxAnswerBytes.
-var errAnswerTooLarge = errors.New("objstore: the storage's answer is too large")
-
-// cappedAnswers cuts every answer's body at max bytes (Config.MaxAnswerBytes).
+// cappedAnswers cuts every answer's body at max bytes (Config.MaxAnswerBytes): reading past it
+// fails (http.MaxBytesReader's error).
 type cappedAnswers struct {
 	rt  http.RoundTripper
 	max int64
@@ -331,26 +329,7 @@ type cappedAnswers struct {
 func (c cappedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp, err := c.rt.RoundTrip(req)
 	if err == nil {
-		resp.Body = &cappedBody{rc: resp.Body, left: c.max}
+		resp.Body = http.MaxBytesReader(nil, resp.Body, c.max)
 	}
 	return resp, err
 }
-
-type cappedBody struct {
-	rc   io.ReadCloser
-	left int64
-}
-
-func (b *cappedBody) Read(p []byte) (int, error) {
-	if b.left <= 0 {
-		return 0, errAnswerTooLarge
-	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
-	b.left -= int64(n)
-	return n, err
-}
-
-func (b *cappedBody) Close() error { return b.rc.Close() }
