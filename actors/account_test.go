@@ -896,16 +896,22 @@ func TestPassivation(t *testing.T) {
 			t.Fatalf("%d loads while busy, want 1", su.loads.Load())
 		}
 		for want := int64(2); want <= 3; want++ {
-			time.Sleep(200 * time.Millisecond) // now idle: passivated
-			u, err := h.accounts.Usage(acc, plan)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if su.loads.Load() != want {
-				t.Fatalf("%d loads, want %d: the idle actor was not passivated", su.loads.Load(), want)
-			}
-			if u.Quota.Used != 1 {
-				t.Fatalf("after passivation: %+v", u.Quota)
+			// Now idle: passivated. A loaded machine may hold its usage write past one wait
+			// (a write pending keeps it); the look that finds it alive starts the next wait.
+			for try := 1; ; try++ {
+				time.Sleep(200 * time.Millisecond)
+				u, err := h.accounts.Usage(acc, plan)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if u.Quota.Used != 1 {
+					t.Fatalf("after passivation: %+v", u.Quota)
+				}
+				if n := su.loads.Load(); n == want {
+					break
+				} else if n != want-1 || try == 10 {
+					t.Fatalf("%d loads, want %d: the idle actor was not passivated", n, want)
+				}
 			}
 		}
 	})
