@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
 	"slices"
 	"sync"
 	"time"
@@ -198,7 +199,9 @@ func (b *browserActor) startLaunch(ctx actor.Context) {
 	b.launches.Add(1)
 	go func() {
 		defer b.launches.Done()
-		lctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+		// Cut by the actor's stop too: a Chrome hanging at its start must not hold the service's
+		// shutdown past its budget.
+		lctx, cancel := context.WithTimeout(stop, 60*time.Second)
 		defer cancel()
 		br, err := b.launch(lctx)
 		if err != nil {
@@ -288,7 +291,7 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 	gen, self, parent, root, br := p.gen, ctx.Self(), ctx.Parent(), ctx.ActorSystem().Root, p.br
 	id := b.id
 	go func() {
-		out, err := br.Render(m.Ctx, m.Options)
+		out, err := renderContained(m.Ctx, br, m.Options, b.log)
 		// A timeout counts towards the stuck-render watch (supervisor.watchOutcome) whatever
 		// the requester is told: a Chrome that does not answer after it is as stuck.
 		outcome := outcomeOf(err)
@@ -308,6 +311,18 @@ func (b *browserActor) render(ctx actor.Context, m *Render) {
 		root.Send(self, &renderDone{gen: gen})
 		root.Send(sender, &RenderResult{Output: out, Err: err})
 	}()
+}
+
+// renderContained is br.Render with a panic in it turned into internal_error: the render's
+// answer and slot still go out, and the service and its other renders go on.
+func renderContained(ctx context.Context, br Browser, o *shotd.Options, log zerolog.Logger) (out *shotd.Output, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			log.Error().Interface("panic", v).Bytes("stack", debug.Stack()).Msg("a render panicked")
+			out, err = nil, shotd.Errorf(shotd.CodeInternalError, "the render failed on the service's side")
+		}
+	}()
+	return br.Render(ctx, o)
 }
 
 // recycleIfDue launches the replacement of the current process once that one was given

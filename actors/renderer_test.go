@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -1137,5 +1138,62 @@ func TestStalledChromeRenderLost(t *testing.T) {
 				t.Fatalf("render: %v (%s, %v, lost %v), want %s, %v, lost %v", err, code, shotd.OutcomeOf(err), errors.Is(err, actors.ErrBrowserLost), tc.code, tc.outcome, tc.lost)
 			}
 		})
+	}
+}
+
+// panicBrowser panics in its renders of one URL, as a bug would.
+type panicBrowser struct{ quickBrowser }
+
+func (b *panicBrowser) Render(ctx context.Context, o *shotd.Options) (*shotd.Output, error) {
+	if strings.Contains(o.URL, "panic") {
+		panic("a bug in the render")
+	}
+	return b.quickBrowser.Render(ctx, o)
+}
+
+// TestRenderPanicAnswered: a render that panics answers internal_error and gives its slot
+// back; the service and the browser's other renders go on.
+func TestRenderPanicAnswered(t *testing.T) {
+	launch := func(ctx context.Context) (actors.Browser, error) {
+		return &panicBrowser{quickBrowser{pid: 1, exit: make(chan struct{})}}, nil
+	}
+	r, closePool := newPoolConfig(t, actors.PoolConfig{Size: 1, SlotsPerBrowser: 1, SlotWait: time.Second, Launch: launch, Log: zerolog.Nop()})
+	defer closePool()
+	waitUp(t, r, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for range 3 { // one slot: a slot the panic kept would refuse the next
+		if _, err := r.Render(ctx, opts(t, "url", "http://127.0.0.1:1/panic")); shotd.CodeOf(err) != shotd.CodeInternalError {
+			t.Fatalf("a render that panicked: %v, want internal_error", err)
+		}
+		if _, err := r.Render(ctx, opts(t, "url", "http://127.0.0.1:1/")); err != nil {
+			t.Fatalf("the next render: %v", err)
+		}
+	}
+}
+
+// TestStopDuringLaunch: a Chrome that hangs at its start does not hold the pool's Close: the
+// launch is cut when the pool stops, not only at its own bound.
+func TestStopDuringLaunch(t *testing.T) {
+	started := make(chan struct{}, 1)
+	launch := func(ctx context.Context) (actors.Browser, error) {
+		select {
+		case started <- struct{}{}:
+		default:
+		}
+		<-ctx.Done() // hangs until the launch is cut
+		return nil, ctx.Err()
+	}
+	sys := actors.NewSystem(zerolog.Nop())
+	defer sys.Shutdown()
+	r, err := actors.StartRenderer(sys, actors.PoolConfig{Size: 1, SlotsPerBrowser: 1, Launch: launch, Log: zerolog.Nop()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-started
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // the launch's own bound is 60 s
+	defer cancel()
+	if err := r.Close(ctx); err != nil {
+		t.Fatalf("close during a hanging launch: %v", err)
 	}
 }

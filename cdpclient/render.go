@@ -11,6 +11,7 @@ import (
 	_ "image/png"  // DecodeConfig of captured png
 	"math"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"time"
@@ -160,6 +161,14 @@ func (p *Process) Render(ctx context.Context, o *shotd.Options) (_ *shotd.Output
 		return nil, r.fail(ctx, rctx, "open target", err)
 	}
 	defer func() { p.release(r.t, reusableAfter(rerr)) }()
+	// A panic of the render's own code (registered after the release, it runs before it):
+	// the tab, in whatever state the panic left it, is replaced, not wiped for another.
+	defer func() {
+		if v := recover(); v != nil {
+			p.cfg.Log.Error().Interface("panic", v).Bytes("stack", debug.Stack()).Msg("a render panicked")
+			rerr = shotd.Errorf(shotd.CodeInternalError, "the render failed on the service's side")
+		}
+	}()
 	// The tab's connection closing (its renderer crashed, watchTab) ends the render at once,
 	// whatever it waits for.
 	defer context.AfterFunc(r.t.conn.Context(), func() { cancel(errTabGone) })()

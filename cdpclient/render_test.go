@@ -17,7 +17,10 @@ import (
 	"time"
 
 	"github.com/mafredri/cdp/protocol/page"
+	"github.com/rs/zerolog"
+
 	"github.com/shotd/shotd"
+	"github.com/shotd/shotd/internal/testenv"
 )
 
 const noisyPage = `<!doctype html><html><body style="margin:0">
@@ -720,4 +723,30 @@ func TestCancel(t *testing.T) {
 	if !strings.Contains(e.Message, "cancelled") || !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v: want a cancellation that keeps context.Canceled", err)
 	}
+}
+
+// panicBlocker panics when the render asks it for its element hiding: a bug in the render's own
+// code, in the render's goroutine.
+type panicBlocker struct{}
+
+func (panicBlocker) Block(string, string, string) bool { return false }
+func (panicBlocker) HideCSS(string) string             { panic("a bug in the blocker") }
+
+// TestRenderPanicContained: a panic in a render's step answers internal_error, and the Process
+// goes on rendering.
+func TestRenderPanicContained(t *testing.T) {
+	p := launchConfig(t, Config{Path: testenv.Browser(), Isolation: IsolationWipe, Prewarm: 1,
+		Blocker: func(o *shotd.Options) Blocker {
+			if o.BlockAds {
+				return panicBlocker{}
+			}
+			return nil
+		},
+		Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.InfoLevel)})
+	o := htmlOpts("<p>x</p>")
+	o.BlockAds = true
+	if _, err := doRender(t, p, o); shotd.CodeOf(err) != shotd.CodeInternalError {
+		t.Fatalf("a render that panicked: %v, want internal_error", err)
+	}
+	mustRender(t, p, htmlOpts("<p>after</p>"))
 }

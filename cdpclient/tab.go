@@ -453,6 +453,9 @@ func (p *Process) drainReady() {
 // acquire returns a ready tab, or creates one inline when none is ready.
 func (p *Process) acquire(ctx context.Context) (*tab, error) {
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err // a render that waited out its time takes no clean tab to waste it
+		}
 		p.readyMu.Lock() // not while putFirst has the ready tabs out
 		select {
 		case t := <-p.ready:
