@@ -26,9 +26,16 @@ type loadPhase struct {
 	timeout  time.Duration
 	deadline time.Time       // set by the first loading step
 	ctx      context.Context // a loadContext; nil until the first loading step
-	timer    *time.Timer     // cancels ctx at deadline while armed
+	cancel   context.CancelCauseFunc
+	timer    *time.Timer // cancels ctx at deadline while armed
 	armed    atomic.Bool
+	// watched: ctx is cancelled too once the interceptor fails the main frame's document,
+	// whose page becomes an error page on which a loading step would wait until its bound.
+	watched bool
 }
+
+// errMainFailed ends the loading steps when the main frame's document failed (interceptor.failed).
+var errMainFailed = errors.New("the main document failed")
 
 // loadContext is the context of the loading steps. While armed, Deadline reports the load
 // deadline, so that the waits that keep a margin before the deadline (selector_not_found rather
@@ -53,7 +60,7 @@ func (r *render) loadBounded(run func(context.Context) error) func(context.Conte
 			// The clock starts with the first loading step, once the render has its tab.
 			l.deadline = time.Now().Add(l.timeout)
 			lctx, cancel := context.WithCancelCause(ctx)
-			l.ctx = loadContext{lctx, l}
+			l.ctx, l.cancel = loadContext{lctx, l}, cancel
 			l.armed.Store(true)
 			l.timer = time.AfterFunc(time.Until(l.deadline), func() {
 				if l.armed.CompareAndSwap(true, false) {
@@ -62,6 +69,11 @@ func (r *render) loadBounded(run func(context.Context) error) func(context.Conte
 			})
 			// However the render ends, no timer is left behind.
 			context.AfterFunc(ctx, func() { l.timer.Stop() })
+		}
+		if !l.watched && r.intercept != nil {
+			l.watched = true
+			stop := context.AfterFunc(r.intercept.failed, func() { l.cancel(errMainFailed) })
+			context.AfterFunc(l.ctx, func() { stop() })
 		}
 		err := run(l.ctx)
 		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(l.ctx), errLoadTimeout) {

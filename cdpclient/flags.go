@@ -3,21 +3,65 @@ package cdpclient
 // Chrome's command line.
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 )
 
 // ProxyFlags makes Chrome send every connection through the egress proxy at addr: loopback too
 // ("<-loopback>" removes Chrome's implicit loopback bypass), and WebRTC may not use UDP outside
-// the proxy, so no page can reach an address the guard has not checked.
+// the proxy (the switch, and the profile's preference that Launch writes from it), so no page
+// can reach an address the guard has not checked.
 func ProxyFlags(addr string) []string {
 	return []string{
 		"--proxy-server=http://" + addr,
 		"--proxy-bypass-list=<-loopback>",
-		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+		webrtcPolicySwitch + "disable_non_proxied_udp",
 	}
+}
+
+// webrtcPolicySwitch sets the WebRTC IP handling policy; the headless shell reads it, full
+// Chromium ignores it and reads the profile's preference alone (writeProfilePrefs).
+const webrtcPolicySwitch = "--force-webrtc-ip-handling-policy="
+
+// writeProfilePrefs writes the preferences of a new profile at dir: the WebRTC IP handling
+// policy of flags, if they set one, so that full Chromium keeps WebRTC's UDP off the network as
+// the headless shell does (without it a page's STUN requests reached any address, past the
+// egress proxy). The browser contexts of the renders take the profile's preference. With user,
+// the files are that user's, who runs Chrome.
+func writeProfilePrefs(dir string, flags []string, user *User) error {
+	policy := ""
+	for _, f := range flags {
+		if v, ok := strings.CutPrefix(f, webrtcPolicySwitch); ok {
+			policy = v // the last one, as Chrome reads switches
+		}
+	}
+	if policy == "" {
+		return nil
+	}
+	prefs, err := json.Marshal(map[string]any{"webrtc": map[string]string{"ip_handling_policy": policy}})
+	if err != nil {
+		return err
+	}
+	def := filepath.Join(dir, "Default")
+	file := filepath.Join(def, "Preferences")
+	if err := os.MkdirAll(def, 0o700); err != nil {
+		return err
+	}
+	if err := os.WriteFile(file, prefs, 0o600); err != nil {
+		return err
+	}
+	if user != nil {
+		for _, p := range []string{dir, def, file} {
+			if err := os.Chown(p, int(user.UID), int(user.GID)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // launchFlags are the Chrome flags of a render-farm browser: headless, no background traffic of

@@ -68,6 +68,9 @@ func Launch(ctx context.Context, cfg Config) (*Process, error) {
 	stderrR, stderrW, cmdR, cmdW, ansR, ansW := files[0], files[1], files[2], files[3], files[4], files[5]
 
 	flags := chromeFlags(path, profile, cfg)
+	if err := writeProfilePrefs(profile, flags, cfg.User); err != nil {
+		return fail(err, "cannot write the browser profile's preferences")
+	}
 	cmd := exec.Command(path, append(flags, "about:blank")...)
 	if cfg.User != nil {
 		// The pipes are inherited descriptors: they work across the switch of user.

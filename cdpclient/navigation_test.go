@@ -437,3 +437,75 @@ func TestHasCredentials(t *testing.T) {
 		}
 	}
 }
+
+// TestRefusedNavigationEndsWait: a page that goes to a refused host while a loading step waits
+// (here for a selector that never comes) ends the render with host_not_allowed at once, rather
+// than once the wait runs out on the error page.
+func TestRefusedNavigationEndsWait(t *testing.T) {
+	mux := http.NewServeMux()
+	srv, _ := server(t, mux)
+	port := srv.URL[strings.LastIndex(srv.URL, ":")+1:]
+	mux.HandleFunc("/", htmlPage(`<!doctype html><body>x<script>setTimeout(() => { location = "http://127.0.0.3:`+port+`/x" }, 300)</script>`))
+	p := launchGuarded(t)
+	o := opts(srv.URL + "/")
+	o.WaitForSelector = "#never"
+	o.Timeout = 80 * time.Second // far past the test's own bound below
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := p.Render(ctx, o); shotd.CodeOf(err) != shotd.CodeHostNotAllowed {
+		t.Fatalf("got %v, want host_not_allowed before the selector's wait ends", err)
+	}
+}
+
+// TestWebRTCBehindTheGuard: a page's WebRTC sends no UDP around the egress proxy, to a STUN
+// server on a refused address, on either browser (full Chromium reads the policy from the
+// profile's preferences, not from the switch); without the guard's flags the same page reaches
+// it, so the test can fail.
+func TestWebRTCBehindTheGuard(t *testing.T) {
+	udp, err := net.ListenPacket("udp", "127.0.0.3:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { udp.Close() })
+	var got atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := udp.ReadFrom(buf); err != nil {
+				return
+			}
+			got.Add(1)
+		}
+	}()
+	stun := udp.LocalAddr().String()
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", htmlPage(`<!doctype html><body><script>
+const pc = new RTCPeerConnection({iceServers: [{urls: "stun:`+stun+`"}]});
+pc.createDataChannel("d");
+const done = () => document.body.append(Object.assign(document.createElement("p"), {id: "done", textContent: "done"}));
+pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") done(); };
+pc.createOffer().then(o => pc.setLocalDescription(o));
+setTimeout(done, 3000);
+</script>`))
+	srv, _ := server(t, mux)
+	o := opts(srv.URL + "/")
+	o.WaitForSelector = "#done"
+	mustRender(t, launchGuarded(t), o)
+	t.Run("as a user of its own", func(t *testing.T) { // the preferences are that user's
+		u := chromeUser(t)
+		guard, flags := guardFor(t)
+		mustRender(t, launchConfig(t, Config{Path: testenv.Browser(), Isolation: testenv.Isolation(), Prewarm: 1, Guard: guard,
+			ExtraFlags: flags, User: u, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}), o)
+	})
+	time.Sleep(300 * time.Millisecond)
+	if n := got.Load(); n != 0 {
+		t.Fatalf("%d UDP packets reached %s past the egress proxy", n, stun)
+	}
+	mustRender(t, launchIsolated(t, 1, testenv.Isolation()), o)
+	for end := time.Now().Add(3 * time.Second); got.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got.Load() == 0 {
+		t.Fatal("without the guard no STUN packet reached the server either: the test sees nothing")
+	}
+}

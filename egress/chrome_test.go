@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,17 +22,32 @@ const chromePath = "/usr/bin/chromium"
 // settled. Chrome runs in its own process group, which is killed and reaped before returning.
 func runChrome(t *testing.T, proxyAddr, url string) string {
 	t.Helper()
+	return runChromeWebRTC(t, proxyAddr, url, "disable_non_proxied_udp")
+}
+
+// runChromeWebRTC is runChrome with the WebRTC IP handling policy given, as the service sets it:
+// the switch (the headless shell reads it) and the profile's preference (full Chromium reads
+// that one alone).
+func runChromeWebRTC(t *testing.T, proxyAddr, url, policy string) string {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
+	udd := t.TempDir()
+	if err := os.MkdirAll(udd+"/Default", 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(udd+"/Default/Preferences", []byte(`{"webrtc":{"ip_handling_policy":"`+policy+`"}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cmd := exec.CommandContext(ctx, chromePath,
 		"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
-		"--user-data-dir="+t.TempDir(),
+		"--user-data-dir="+udd,
 		// The flags under test: every connection, loopback included, goes through the proxy, and
 		// WebRTC may not send UDP around it.
 		"--proxy-server=http://"+proxyAddr,
 		"--proxy-bypass-list=<-loopback>",
-		"--force-webrtc-ip-handling-policy=disable_non_proxied_udp",
+		"--force-webrtc-ip-handling-policy="+policy,
 		// Let the page's fetches, XHR and websockets settle before the DOM is printed.
 		"--virtual-time-budget=5000",
 		"--dump-dom", url)
@@ -121,4 +138,62 @@ const tries = [
 ];
 Promise.all(tries).then(r => { document.getElementById("out").textContent = r.join(","); });
 </script></body></html>`
+}
+
+// webrtcPage gathers ICE candidates with a STUN server (UDP) and a TURN server over TCP, both
+// on the canary (127.0.0.3 on port p), and shows "webrtc gathered" once done or after 3 s.
+func webrtcPage(p string) string {
+	return `<!doctype html><html><body><div id="out">pending</div><script>
+const pc = new RTCPeerConnection({iceServers: [{urls: "stun:127.0.0.3:` + p + `"},
+  {urls: "turn:127.0.0.3:` + p + `?transport=tcp", username: "u", credential: "p"}]});
+pc.createDataChannel("d");
+const done = () => { document.getElementById("out").textContent = "webrtc gathered"; };
+pc.onicegatheringstatechange = () => { if (pc.iceGatheringState === "complete") done(); };
+pc.createOffer().then(o => pc.setLocalDescription(o));
+setTimeout(done, 3000);
+</script></body></html>`
+}
+
+// TestChromeWebRTC: behind the proxy, with the service's WebRTC policy, a page's ICE gathering
+// sends nothing to a STUN server on a refused address (UDP would go around the proxy) and its
+// TURN over TCP goes through the proxy, which refuses it. Without the policy the same page
+// reaches the STUN server: the test can fail.
+func TestChromeWebRTC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts Chromium")
+	}
+	if _, err := os.Stat(chromePath); err != nil {
+		t.Skip("no chromium")
+	}
+	e := newProxyEnv(t)
+	udp, err := net.ListenPacket("udp", "127.0.0.3:"+e.port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { udp.Close() })
+	var got atomic.Int64
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := udp.ReadFrom(buf); err != nil {
+				return
+			}
+			got.Add(1)
+		}
+	}()
+	page := "http://127.0.0.1:" + e.port + "/webrtc"
+	if dom := runChrome(t, e.proxy.Addr(), page); !strings.Contains(dom, "webrtc gathered") {
+		t.Fatalf("the page did not gather:\n%s", dom)
+	}
+	time.Sleep(500 * time.Millisecond)
+	if n := got.Load(); n != 0 {
+		t.Fatalf("%d UDP packets reached the canary past the proxy", n)
+	}
+	runChromeWebRTC(t, e.proxy.Addr(), page, "default")
+	for end := time.Now().Add(3 * time.Second); got.Load() == 0 && time.Now().Before(end); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got.Load() == 0 {
+		t.Fatal("without the policy no STUN packet reached the canary either: the test sees nothing")
+	}
 }

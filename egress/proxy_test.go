@@ -83,6 +83,11 @@ func newProxyEnv(t *testing.T, allow ...string) *proxyEnv {
 		w.Header().Set("Content-Type", "text/html")
 		fmt.Fprint(w, chromePage(port))
 	})
+	mux.HandleFunc("/webrtc", func(w http.ResponseWriter, r *http.Request) {
+		_, port, _ := net.SplitHostPort(r.Host)
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, webrtcPage(port))
+	})
 	mux.HandleFunc("/redirect", func(w http.ResponseWriter, r *http.Request) {
 		_, port, _ := net.SplitHostPort(r.Host)
 		http.Redirect(w, r, "http://127.0.0.3:"+port+"/redirected", http.StatusFound)
