@@ -418,7 +418,9 @@ func TestValidate(t *testing.T) {
 		{"allow_private spaces", func(c *Config) { c.Network.AllowPrivate = []string{" 10.0.0.1"} }, "network.allow_private[0]"},
 		{"allow_private host name", func(c *Config) { c.Network.AllowPrivate = []string{"localhost"} }, "network.allow_private[0]"},
 		{"allow_private valid", func(c *Config) { c.Network.AllowPrivate = []string{"127.0.0.1", "::1", "192.168.0.0/16"} }, ""},
-		{"storage.file_ttl_seconds zero", func(c *Config) { c.Storage.FileTTLSeconds = 0 }, "storage.file_ttl_seconds: must be at least 1, got 0"},
+		{"storage.file_ttl_seconds zero", func(c *Config) { c.Storage.FileTTLSeconds = 0 }, "storage.file_ttl_seconds: must be between 1 and 315360000, got 0"},
+		// Past ten years the duration would overflow into a negative lifetime: every file born expired.
+		{"storage.file_ttl_seconds past a duration", func(c *Config) { c.Storage.FileTTLSeconds = 10_000_000_000 }, "storage.file_ttl_seconds: must be between 1 and 315360000"},
 		{"limits.max_source_bytes zero", func(c *Config) { c.Limits.MaxSourceBytes = 0 }, "limits.max_source_bytes: must be at least 1, got 0"},
 		{"limits.max_output_bytes negative", func(c *Config) { c.Limits.MaxOutputBytes = -5 }, "limits.max_output_bytes: must be at least 1, got -5"},
 		{"limits.bulk_max_items zero", func(c *Config) { c.Limits.BulkMaxItems = 0 }, "limits.bulk_max_items: must be between 1 and 10000, got 0"},

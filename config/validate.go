@@ -127,7 +127,7 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	v.positive("storage.file_ttl_seconds", c.Storage.FileTTLSeconds)
+	v.between("storage.file_ttl_seconds", c.Storage.FileTTLSeconds, 1, 10*365*24*3600) // ten years; more overflows a duration
 	c.Storage.S3.validate(v, c.credentials)
 	c.Cluster.validate(v, c.Storage.S3)
 	v.positive("limits.max_source_bytes", c.Limits.MaxSourceBytes)

@@ -148,10 +148,14 @@ func NewAdmin(token, publicURL string, st AdminStore, plans map[string]shotd.Pla
 	// public listener.
 	a.srv = &fasthttp.Server{Handler: s.wrap(a.hostGuard(r.Handler)), Name: "shotd-admin", MaxRequestBodySize: adminMaxBody,
 		ReadBufferSize: maxHeadBytes, ErrorHandler: s.parseError,
-		ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second, MaxIdleWorkerDuration: idleWorker,
+		ReadTimeout: 30 * time.Second, WriteTimeout: adminWriteTimeout, MaxIdleWorkerDuration: idleWorker,
 		Logger: fasthttpLogger{log}}
 	return a
 }
+
+// adminWriteTimeout bounds the writing of an admin answer, from its start (fasthttp's server
+// write timeout); a backup's has streamStall from its last progress instead.
+var adminWriteTimeout = 30 * time.Second
 
 // adminMaxBody bounds an admin request's body: accounts and keys are a few fields each.
 const adminMaxBody = 1 << 20

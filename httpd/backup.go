@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"time"
 
 	"github.com/shotd/shotd"
@@ -35,7 +36,7 @@ func (a *Admin) backup(ctx *fasthttp.RequestCtx) {
 			fmt.Sprintf(`attachment; filename="shotd-%s.db"`, time.Now().UTC().Format("20060102T150405Z")))
 		ctx.Response.Header.Set("Cache-Control", "no-store")
 		// fasthttp reads pr to its end and closes it; a closed reader stops the copy.
-		ctx.SetBodyStream(pr, int(n))
+		ctx.SetBodyStream(writeProgress(ctx, pr), int(n))
 		a.log.Info().Int64("bytes", n).Msg("backup started")
 	case err := <-errc:
 		pr.Close()
@@ -61,6 +62,31 @@ func (a *Admin) backupArchive(ctx *fasthttp.RequestCtx) {
 	ctx.Response.Header.Set("Content-Disposition",
 		fmt.Sprintf(`attachment; filename="shotd-%s.tar"`, time.Now().UTC().Format("20060102T150405Z")))
 	ctx.Response.Header.Set("Cache-Control", "no-store")
-	ctx.SetBodyStream(pr, -1)
+	ctx.SetBodyStream(writeProgress(ctx, pr), -1)
 	a.log.Info().Msg("backup with files started")
 }
+
+// streamStall bounds how long a backup's answer may make no progress: the admin listener's
+// write timeout (30 s) is set once for a whole answer, which cut every backup that took longer
+// to send. A blocked write resumes once the client has drained a good part of the socket's
+// buffers (megabytes), so the bound is wide enough for slow links.
+var streamStall = 2 * time.Minute
+
+// writeProgress gives the answer streamed from r a write deadline of streamStall from its last
+// read, rather than the server's from the answer's start. fasthttp closes the stream once the
+// answer ends or fails, which ends the copy that feeds r.
+func writeProgress(ctx *fasthttp.RequestCtx, r io.ReadCloser) io.ReadCloser {
+	return &progressDeadline{r: r, conn: ctx.Conn()}
+}
+
+type progressDeadline struct {
+	r    io.ReadCloser
+	conn net.Conn
+}
+
+func (p *progressDeadline) Read(b []byte) (int, error) {
+	_ = p.conn.SetWriteDeadline(time.Now().Add(streamStall))
+	return p.r.Read(b)
+}
+
+func (p *progressDeadline) Close() error { return p.r.Close() }

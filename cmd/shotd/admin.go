@@ -151,8 +151,16 @@ func (c *adminClient) run(ctx context.Context, noun, verb string, args []string)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if pos = append(pos, fs.Args()...); len(pos) > 0 {
+	if pos = append(pos, fs.Args()...); len(pos) > 1 {
+		// "--require-signature false" would otherwise leave false behind, unread.
+		return fmt.Errorf("admin: %s %s takes one id, got %q (give a flag's value as --flag=value)", noun, verb, pos)
+	} else if len(pos) == 1 {
 		a.id = url.PathEscape(pos[0])
+	}
+	for name, v := range map[string]string{"verified": a.verified, "require-signature": a.reqSig} {
+		if _, err := strconv.ParseBool(v); v != "" && err != nil {
+			return fmt.Errorf("admin: --%s=%s: want true or false", name, v)
+		}
 	}
 	cmd, ok := adminCommands[noun+" "+verb]
 	if !ok {
@@ -176,7 +184,7 @@ var adminCommands = map[string]adminCommand{
 		if plan == "" {
 			plan = "default"
 		}
-		body := map[string]any{"email": a.email, "plan": plan, "email_verified": a.verified == "true"}
+		body := map[string]any{"email": a.email, "plan": plan, "email_verified": flagTrue(a.verified)}
 		return c.do(ctx, http.MethodPost, "/admin/v1/accounts", body)
 	}},
 	"account list": {run: func(c *adminClient, ctx context.Context, _ adminArgs) error {
@@ -222,7 +230,7 @@ var adminCommands = map[string]adminCommand{
 		return err
 	}},
 	"key create": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
-		body := map[string]any{"name": a.name, "require_signature": a.reqSig == "true"}
+		body := map[string]any{"name": a.name, "require_signature": flagTrue(a.reqSig)}
 		return c.do(ctx, http.MethodPost, "/admin/v1/accounts/"+a.id+"/keys", body)
 	}},
 	"key list": {needsID: true, run: func(c *adminClient, ctx context.Context, a adminArgs) error {
@@ -387,4 +395,10 @@ func installedConfig() string {
 		return installedConfigPath
 	}
 	return ""
+}
+
+// flagTrue reads a boolean flag's value, checked before the command runs ("" is false).
+func flagTrue(v string) bool {
+	b, _ := strconv.ParseBool(v)
+	return b
 }

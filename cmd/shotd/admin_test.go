@@ -92,6 +92,23 @@ func TestAdminCommands(t *testing.T) {
 	if _, err := run("account", "get", "acc_nope"); err == nil {
 		t.Fatal("unknown account must fail")
 	}
+	// Boolean flags read as the update commands read them; what is not a boolean, or a value
+	// left behind as a second argument, is refused rather than taken as false or dropped.
+	if out, err := run("key", "create", acc.ID, "--require-signature=1"); err != nil || !strings.Contains(out, `"require_signature": true`) {
+		t.Fatalf("key create --require-signature=1: %q %v", out, err)
+	}
+	if out, err := run("account", "create", "--email", "b@example.test", "--verified=TRUE"); err != nil || !strings.Contains(out, `"email_verified": true`) {
+		t.Fatalf("account create --verified=TRUE: %q %v", out, err)
+	}
+	for _, args := range [][]string{
+		{"key", "create", acc.ID, "--require-signature", "false"},
+		{"key", "create", acc.ID, "--require-signature=maybe"},
+		{"key", "revoke", "sk_1", "sk_2"},
+	} {
+		if _, err := run(args...); err == nil {
+			t.Errorf("%q was taken", args)
+		}
+	}
 }
 
 type exitError struct {
