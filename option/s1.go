@@ -434,7 +434,11 @@ func S1Animate(ps Params) (Params, error) {
 		q.drop("scenario")
 	}
 	if q.has("scroll_till_selector") {
-		q.set("video_scroll", "true")
+		// Played as the one continuous scroll; a scenario given with it (scroll, as their
+		// clients send it, or default) decides, and is the one name of the scroll it maps to.
+		if !q.has("scenario") {
+			q.set("scenario", "scroll")
+		}
 		q.drop("scroll_till_selector")
 	}
 	if v := q.get("scroll_easing"); v != "" && v != "linear" {

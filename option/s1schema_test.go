@@ -292,3 +292,27 @@ func TestScreenshotOneMeanings(t *testing.T) {
 		})
 	}
 }
+
+// TestS1AnimateScrollSelector: /animate's scroll_till_selector, as their clients send it beside
+// scenario=scroll, is the one continuous scroll; alone it is that scroll too, and beside
+// scenario=default that scenario decides. None of them is refused as a conflict.
+func TestS1AnimateScrollSelector(t *testing.T) {
+	for _, c := range []struct {
+		req    S1Request
+		scroll bool
+	}{
+		{S1Request{"url": "https://example.com", "scenario": "scroll", "scroll_till_selector": "#end"}, true},
+		{S1Request{"url": "https://example.com", "scroll_till_selector": "#end"}, true},
+		{S1Request{"url": "https://example.com", "scenario": "default", "scroll_till_selector": "#end"}, false},
+	} {
+		for _, post := range []bool{false, true} {
+			o, err := s1Parse("animate", c.req, post)
+			if err != nil {
+				t.Fatalf("%v (post %v): %v", c.req, post, err)
+			}
+			if o.VideoScroll != c.scroll {
+				t.Errorf("%v (post %v): scroll %v, want %v", c.req, post, o.VideoScroll, c.scroll)
+			}
+		}
+	}
+}
