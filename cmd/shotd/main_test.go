@@ -48,6 +48,16 @@ func TestHelp(t *testing.T) {
 	}
 }
 
+// TestServeRefusesArguments: serve given a file without --config fails at once, rather than
+// run on the embedded defaults.
+func TestServeRefusesArguments(t *testing.T) {
+	var out, errOut bytes.Buffer
+	m := &Main{Stdout: &out, Stderr: &errOut, Env: []string{"SHOTD_DATA_DIR=" + t.TempDir()}}
+	if code := m.Run(context.Background(), []string{"serve", "/etc/shotd/shotd.toml"}); code == 0 || !strings.Contains(errOut.String(), "--config FILE") {
+		t.Fatalf("exit %d, stderr %q: want a refusal naming --config", code, errOut.String())
+	}
+}
+
 func TestConfigCommands(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "good.toml")

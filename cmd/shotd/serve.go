@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
@@ -21,6 +22,10 @@ func (m *Main) serve(ctx context.Context, args []string) error {
 	cfgPath := fs.String("config", "", "TOML configuration file (default: embedded defaults)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if fs.NArg() > 0 {
+		// "shotd serve /etc/shotd/shotd.toml" would otherwise run on the embedded defaults.
+		return fmt.Errorf("serve takes no argument, got %q (a configuration file is --config FILE)", fs.Args())
 	}
 	// Caught from the start: SIGHUP's default action would end the process.
 	hup := make(chan os.Signal, 1)
