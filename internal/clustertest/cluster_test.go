@@ -135,7 +135,9 @@ monthly_quota = %d
 requests_per_minute = 100000
 status_requests_per_minute = 100000
 concurrency = %d
-queue_limit = 100
+# Above the quota: the load measures the quota across the cluster; the queue limit, the
+# cluster's too, would otherwise refuse the async jobs first while the bulk's wait.
+queue_limit = 1000
 failures_per_minute = 10000
 
 [plans.rated]
