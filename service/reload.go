@@ -2,8 +2,11 @@ package service
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
+	"strings"
 
 	"github.com/rs/zerolog"
 	"github.com/shotd/shotd/config"
@@ -25,7 +28,7 @@ func (s *Service) Reload(next *config.Config) error {
 	if cur == nil {
 		cur = s.cfg
 	}
-	restart := restartKeys(cur, next)
+	restart := restartKeys(cur, withStartToken(next))
 	// What still needs a restart keeps its running value, so the next reload compares with that.
 	kept := *cur
 	kept.Plans, kept.Log.Level = next.Plans, next.Log.Level
@@ -59,6 +62,22 @@ func (s *Service) plansInUse(next *config.Config) error {
 }
 
 // restartKeys names the keys whose new value differs and that a reload does not apply.
+// withStartToken is next with the admin token a start would take when next names none: the one
+// generated into data_dir at the first start (bootstrap), which the running config holds; else a
+// reload of an unchanged file would ask for a restart for admin_token.
+func withStartToken(next *config.Config) *config.Config {
+	if next.AdminToken != "" {
+		return next
+	}
+	b, err := os.ReadFile(filepath.Join(next.DataDir, adminTokenFile))
+	if err != nil {
+		return next
+	}
+	c := *next
+	c.AdminToken = strings.TrimSpace(string(b))
+	return &c
+}
+
 func restartKeys(cur, next *config.Config) []string {
 	var out []string
 	a, b := reflect.ValueOf(*cur), reflect.ValueOf(*next)

@@ -44,6 +44,28 @@ func TestRestartKeys(t *testing.T) {
 	}
 }
 
+// TestRestartKeysGeneratedToken: a config that names no admin token, as installed, takes the
+// token its first start generated into data_dir: reloading it unchanged needs no restart.
+func TestRestartKeysGeneratedToken(t *testing.T) {
+	dir := t.TempDir()
+	cur := config.Default()
+	cur.DataDir = dir
+	tok, err := adminToken(dir) // as the first start's bootstrap does
+	if err != nil {
+		t.Fatal(err)
+	}
+	cur.AdminToken = tok
+	next := config.Default()
+	next.DataDir = dir
+	if got := restartKeys(cur, withStartToken(next)); len(got) != 0 {
+		t.Errorf("restartKeys = %q, want nothing", got)
+	}
+	next.AdminToken = strings.Repeat("b", 40) // a token set in the file: a restart applies it
+	if got := restartKeys(cur, withStartToken(next)); !slices.Equal(got, []string{"admin_token"}) {
+		t.Errorf("restartKeys = %q, want admin_token", got)
+	}
+}
+
 // TestReload applies a changed file and refuses one that drops a plan an account has, or that
 // does not load.
 func TestReload(t *testing.T) {
