@@ -335,8 +335,8 @@ func S1Take(ps Params) (Params, error) {
 	} else {
 		q.set("format", format)
 	}
-	if v := q.get("image_quality"); v == "0" {
-		q.set("image_quality", "1")
+	if f, err := strconv.ParseFloat(strings.TrimSpace(q.get("image_quality")), 64); err == nil && f == 0 {
+		q.set("image_quality", "1") // their 0 (any spelling of it, 0.0 in JSON) is our lowest
 	}
 	if format == shotd.FormatJPEG || format == shotd.FormatWebP {
 		q.setDefault("image_quality", "100")

@@ -316,3 +316,15 @@ func TestS1AnimateScrollSelector(t *testing.T) {
 		}
 	}
 }
+
+// TestS1ImageQualityZero: their image_quality 0, however written, is our lowest quality.
+func TestS1ImageQualityZero(t *testing.T) {
+	for _, q := range []any{"0", "0.0", 0, 0.0} {
+		for _, post := range []bool{false, true} {
+			o, err := s1Parse("take", S1Request{"url": "https://example.com", "format": "jpg", "image_quality": q}, post)
+			if err != nil || o.ImageQuality != 1 {
+				t.Errorf("image_quality %v (post %v): %v, quality %v; want 1", q, post, err, o)
+			}
+		}
+	}
+}
