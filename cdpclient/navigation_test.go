@@ -19,6 +19,7 @@ import (
 	"github.com/shotd/shotd"
 	"github.com/shotd/shotd/egress"
 	"github.com/shotd/shotd/internal/testenv"
+	"github.com/shotd/shotd/internal/testkit"
 )
 
 // launchGuarded starts a Process of the test's own behind the real egress guard and proxy, with
@@ -462,22 +463,8 @@ func TestRefusedNavigationEndsWait(t *testing.T) {
 // profile's preferences, not from the switch); without the guard's flags the same page reaches
 // it, so the test can fail.
 func TestWebRTCBehindTheGuard(t *testing.T) {
-	udp, err := net.ListenPacket("udp", "127.0.0.3:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { udp.Close() })
-	var got atomic.Int64
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := udp.ReadFrom(buf); err != nil {
-				return
-			}
-			got.Add(1)
-		}
-	}()
-	stun := udp.LocalAddr().String()
+	canary := testkit.NewUDPCanary(t, "127.0.0.3:0")
+	stun := canary.Addr()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/", htmlPage(`<!doctype html><body><script>
 const pc = new RTCPeerConnection({iceServers: [{urls: "stun:`+stun+`"}]});
@@ -498,14 +485,14 @@ setTimeout(done, 3000);
 			ExtraFlags: flags, User: u, Log: zerolog.New(zerolog.NewTestWriter(t)).Level(zerolog.WarnLevel)}), o)
 	})
 	time.Sleep(300 * time.Millisecond)
-	if n := got.Load(); n != 0 {
+	if n := canary.Packets(); n != 0 {
 		t.Fatalf("%d UDP packets reached %s past the egress proxy", n, stun)
 	}
 	mustRender(t, launchIsolated(t, 1, testenv.Isolation()), o)
-	for end := time.Now().Add(3 * time.Second); got.Load() == 0 && time.Now().Before(end); {
+	for end := time.Now().Add(3 * time.Second); canary.Packets() == 0 && time.Now().Before(end); {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got.Load() == 0 {
+	if canary.Packets() == 0 {
 		t.Fatal("without the guard no STUN packet reached the server either: the test sees nothing")
 	}
 }

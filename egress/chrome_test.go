@@ -4,11 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
-	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -166,34 +164,20 @@ func TestChromeWebRTC(t *testing.T) {
 		t.Skip("no chromium")
 	}
 	e := newProxyEnv(t)
-	udp, err := net.ListenPacket("udp", "127.0.0.3:"+e.port)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { udp.Close() })
-	var got atomic.Int64
-	go func() {
-		buf := make([]byte, 2048)
-		for {
-			if _, _, err := udp.ReadFrom(buf); err != nil {
-				return
-			}
-			got.Add(1)
-		}
-	}()
+	udp := testkit.NewUDPCanary(t, "127.0.0.3:"+e.port)
 	page := "http://127.0.0.1:" + e.port + "/webrtc"
 	if dom := runChrome(t, e.proxy.Addr(), page); !strings.Contains(dom, "webrtc gathered") {
 		t.Fatalf("the page did not gather:\n%s", dom)
 	}
 	time.Sleep(500 * time.Millisecond)
-	if n := got.Load(); n != 0 {
+	if n := udp.Packets(); n != 0 {
 		t.Fatalf("%d UDP packets reached the canary past the proxy", n)
 	}
 	runChromeWebRTC(t, e.proxy.Addr(), page, "default")
-	for end := time.Now().Add(3 * time.Second); got.Load() == 0 && time.Now().Before(end); {
+	for end := time.Now().Add(3 * time.Second); udp.Packets() == 0 && time.Now().Before(end); {
 		time.Sleep(50 * time.Millisecond)
 	}
-	if got.Load() == 0 {
+	if udp.Packets() == 0 {
 		t.Fatal("without the policy no STUN packet reached the canary either: the test sees nothing")
 	}
 }

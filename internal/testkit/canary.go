@@ -3,6 +3,7 @@ package testkit
 import (
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 )
 
@@ -88,3 +89,40 @@ func (c *Canary) close() {
 	c.mu.Unlock()
 	c.wg.Wait()
 }
+
+// UDPCanary is a UDP socket on an address that must never be sent to; it counts the datagrams
+// it receives. It closes when the test ends.
+type UDPCanary struct {
+	conn    net.PacketConn
+	packets atomic.Int64
+	done    chan struct{}
+}
+
+// NewUDPCanary listens on addr (host:port, port 0 for any free one) and fails the test when it
+// cannot.
+func NewUDPCanary(t testing.TB, addr string) *UDPCanary {
+	t.Helper()
+	conn, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		t.Fatalf("UDP canary cannot listen on %s: %v", addr, err)
+	}
+	c := &UDPCanary{conn: conn, done: make(chan struct{})}
+	go func() {
+		defer close(c.done)
+		buf := make([]byte, 2048)
+		for {
+			if _, _, err := conn.ReadFrom(buf); err != nil {
+				return
+			}
+			c.packets.Add(1)
+		}
+	}()
+	t.Cleanup(func() { conn.Close(); <-c.done })
+	return c
+}
+
+// Addr is the canary's address.
+func (c *UDPCanary) Addr() string { return c.conn.LocalAddr().String() }
+
+// Packets is the number of datagrams received so far.
+func (c *UDPCanary) Packets() int64 { return c.packets.Load() }
