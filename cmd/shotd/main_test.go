@@ -49,11 +49,14 @@ func TestHelp(t *testing.T) {
 }
 
 // TestServeRefusesArguments: serve given a file without --config fails at once, rather than
-// run on the embedded defaults.
+// run on the embedded defaults. Its context is cancelled already: a serve that ran anyway stops
+// at once and exits 0, which fails the test rather than leaving it running.
 func TestServeRefusesArguments(t *testing.T) {
 	var out, errOut bytes.Buffer
 	m := &Main{Stdout: &out, Stderr: &errOut, Env: []string{"SHOTD_DATA_DIR=" + t.TempDir()}}
-	if code := m.Run(context.Background(), []string{"serve", "/etc/shotd/shotd.toml"}); code == 0 || !strings.Contains(errOut.String(), "--config FILE") {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if code := m.Run(ctx, []string{"serve", "/etc/shotd/shotd.toml"}); code == 0 || !strings.Contains(errOut.String(), "--config FILE") {
 		t.Fatalf("exit %d, stderr %q: want a refusal naming --config", code, errOut.String())
 	}
 }
